@@ -1,0 +1,67 @@
+/**
+ * Builds the Fastify app (no listen), so tests drive it with app.inject(). createContext wires
+ * configuration, storage, keys and metrics; buildApp adds the HTTP layer and every module.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import type { Storage } from './db/index.ts';
+import { registerAuth } from './http/auth.ts';
+import { registerErrorHandling } from './http/errors-plugin.ts';
+import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { registerValidation } from './http/validation.ts';
+import { AccessTokens } from './modules/auth/tokens.ts';
+import { modules } from './modules/index.ts';
+import type { Keys } from './security/keys.ts';
+
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export function createContext(config: Config, storage: Storage, keys: Keys, logger: Logger): AppContext {
+  return {
+    config,
+    storage,
+    keys,
+    logger,
+    tokens: new AccessTokens(keys.signing, config.publicUrl, config.accessTokenTtl),
+    metrics: createRegistry(),
+    readiness: new Map(),
+  };
+}
+
+const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{8,64}$/;
+
+export async function buildApp(ctx: AppContext): Promise<App> {
+  const app = Fastify({
+    loggerInstance: ctx.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { ignoreTrailingSlash: true },
+    requestIdHeader: false,
+    // A caller's well-formed x-request-id is kept so that traces join up; anything else is replaced.
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString('base64url')}`;
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  registerValidation(app);
+  registerErrorHandling(app);
+  registerAuth(app, ctx.tokens, ctx.config.adminToken);
+  registerRequestMetrics(app, ctx.metrics);
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  await registerOpenApi(app, ctx.config.publicUrl);
+  for (const plugin of modules(ctx)) await app.register(plugin);
+  return app;
+}

@@ -1,0 +1,106 @@
+/**
+ * The `cps` command: serve, migrate, business create, client create, and the catalogue importers.
+ * Commands that create something print JSON on stdout; errors go to stderr with exit code 1 (2 for usage).
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { openStorage, type Storage } from './db/index.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { AppError } from './http/errors.ts';
+import { createLogger } from './logger.ts';
+import { createBusiness, createClient } from './modules/businesses/service.ts';
+import { closeOnSignals, startServer } from './server.ts';
+
+const USAGE = `Usage: cps <command>
+
+  serve                                   start the HTTP service (npm start)
+  migrate                                 apply database migrations
+  business create --name NAME             create a business and its first API client (all scopes)
+  client create --business ID [--scope S ...]
+                                          create another API client (all scopes unless given)
+
+Configuration comes from the environment (see README.md).`;
+
+class UsageError extends Error {}
+
+type Command = (args: string[], config: Config) => Promise<void>;
+
+async function withStorage<T>(config: Config, work: (storage: Storage) => Promise<T>): Promise<T> {
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  try {
+    await migrateToLatest(storage.db);
+    return await work(storage);
+  } finally {
+    await storage.destroy();
+  }
+}
+
+function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+const commands: Record<string, Command> = {
+  async serve(_args, config) {
+    const logger = createLogger(config.logLevel);
+    const server = await startServer(config, logger);
+    closeOnSignals(server, logger, config.shutdownGraceSeconds);
+  },
+
+  async migrate(_args, config) {
+    const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+    try {
+      const applied = await migrateToLatest(storage.db);
+      printJson({ applied, database: storage.dialect });
+    } finally {
+      await storage.destroy();
+    }
+  },
+
+  async 'business create'(args, config) {
+    const { values } = parseArgs({ args, options: { name: { type: 'string' } } });
+    if (!values.name) throw new UsageError('business create needs --name NAME');
+    const name = values.name;
+    printJson(await withStorage(config, (storage) => createBusiness(storage.db, name)));
+  },
+
+  async 'client create'(args, config) {
+    const { values } = parseArgs({ args, options: { business: { type: 'string' }, scope: { type: 'string', multiple: true } } });
+    if (!values.business) throw new UsageError('client create needs --business ID');
+    const businessId = values.business;
+    printJson(await withStorage(config, (storage) => createClient(storage.db, businessId, values.scope)));
+  },
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const name = [argv.slice(0, 2).join(' '), argv[0] ?? ''].find((candidate) => candidate in commands);
+  if (!name || argv[0] === '--help' || argv[0] === '-h') {
+    process.stderr.write(`${USAGE}\n`);
+    return name || argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
+  }
+  const rest = argv.slice(name.split(' ').length);
+  try {
+    await commands[name]!(rest, loadConfig());
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`cps: ${(error as Error).message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      process.stderr.write(`cps: configuration error: ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof AppError) {
+      process.stderr.write(`cps: ${error.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`cps: ${(error as Error).stack ?? String(error)}\n`);
+    return 1;
+  }
+}
+
+if (import.meta.main) {
+  const code = await main(process.argv.slice(2));
+  // serve keeps running; other commands exit with their status.
+  if (!(process.argv[2] === 'serve' && code === 0)) process.exit(code);
+}

@@ -1,0 +1,177 @@
+/**
+ * Environment, parsed and validated once. A bad value throws ConfigError naming the variable,
+ * which the entry points print before exiting.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.variable = variable;
+  }
+}
+
+export type Environment = 'development' | 'production';
+
+export interface Config {
+  env: Environment;
+  host: string;
+  port: number;
+  /** `postgres://...`, or null for the embedded SQLite database in dataDir. */
+  databaseUrl: string | null;
+  dataDir: string;
+  /** PKCS#8 PEM; null means "generate or reuse the development key in dataDir". */
+  jwtPrivateKey: string | null;
+  /** 32 bytes; null means "generate or reuse the development key in dataDir". */
+  masterKey: Buffer | null;
+  adminToken: string | null;
+  publicUrl: string;
+  timezone: string;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  searchRateLimit: number;
+  searchRateBurst: number;
+  redisUrl: string | null;
+  casesPageSize: number;
+  fcmUrl: string;
+  webhookRetrySchedule: number[];
+  logLevel: string;
+  /** Background job workers in this process (CPS_WORKERS=0 turns them off). */
+  workers: boolean;
+  /** Seconds SIGTERM waits for requests and running jobs before closing anyway. */
+  shutdownGraceSeconds: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be an absolute URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export function parseMasterKey(raw: string, variable = 'CPS_MASTER_KEY'): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError(variable, 'must be 32 bytes, as base64 or 64 hex digits');
+  return key;
+}
+
+export function parseRetrySchedule(raw: string, variable = 'CPS_WEBHOOK_RETRY_SCHEDULE'): number[] {
+  const parts = raw.split(',').map((part) => part.trim());
+  if (parts.some((part) => !/^\d+$/.test(part))) {
+    throw new ConfigError(variable, 'must be a comma-separated list of whole seconds, e.g. 5,300,1800');
+  }
+  return parts.map(Number);
+}
+
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';
+
+export function loadConfig(env: Env = process.env, readFile: (file: string) => string = defaultReadFile): Config {
+  const cpsEnv = str(env, 'CPS_ENV') ?? 'development';
+  if (cpsEnv !== 'development' && cpsEnv !== 'production') {
+    throw new ConfigError('CPS_ENV', `must be "development" or "production", got "${cpsEnv}"`);
+  }
+  const production = cpsEnv === 'production';
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']) ?? null;
+  const dataDir = path.resolve(str(env, 'CPS_DATA_DIR') ?? './data');
+
+  let jwtPrivateKey = str(env, 'CPS_JWT_PRIVATE_KEY') ?? null;
+  const jwtKeyFile = str(env, 'CPS_JWT_PRIVATE_KEY_FILE');
+  if (jwtPrivateKey === null && jwtKeyFile !== undefined) {
+    try {
+      jwtPrivateKey = readFile(jwtKeyFile);
+    } catch (error) {
+      throw new ConfigError('CPS_JWT_PRIVATE_KEY_FILE', `cannot be read: ${(error as Error).message}`);
+    }
+  }
+  if (jwtPrivateKey !== null) {
+    jwtPrivateKey = jwtPrivateKey.replace(/\\n/g, '\n');
+    if (!jwtPrivateKey.includes('-----BEGIN PRIVATE KEY-----')) {
+      throw new ConfigError(jwtKeyFile && !str(env, 'CPS_JWT_PRIVATE_KEY') ? 'CPS_JWT_PRIVATE_KEY_FILE' : 'CPS_JWT_PRIVATE_KEY',
+        'must be a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----), Ed25519 or P-256');
+    }
+  }
+  const masterKeyRaw = str(env, 'CPS_MASTER_KEY');
+  const masterKey = masterKeyRaw === undefined ? null : parseMasterKey(masterKeyRaw);
+  const adminToken = str(env, 'CPS_ADMIN_TOKEN') ?? null;
+  if (adminToken !== null && adminToken.length < 16) {
+    throw new ConfigError('CPS_ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+  const publicUrl = url(env, 'CPS_PUBLIC_URL', ['http:', 'https:']);
+
+  if (production) {
+    if (jwtPrivateKey === null) throw new ConfigError('CPS_JWT_PRIVATE_KEY', 'is required in production (or CPS_JWT_PRIVATE_KEY_FILE)');
+    if (masterKey === null) throw new ConfigError('CPS_MASTER_KEY', 'is required in production');
+    if (adminToken === null) throw new ConfigError('CPS_ADMIN_TOKEN', 'is required in production');
+    if (publicUrl === undefined) throw new ConfigError('CPS_PUBLIC_URL', 'is required in production');
+  }
+
+  const timezone = str(env, 'CPS_TIMEZONE') ?? 'Asia/Kolkata';
+  try {
+    new Intl.DateTimeFormat('en-CA', { timeZone: timezone });
+  } catch {
+    throw new ConfigError('CPS_TIMEZONE', `is not a known IANA time zone: "${timezone}"`);
+  }
+
+  const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
+  }
+  const workersRaw = str(env, 'CPS_WORKERS') ?? '1';
+  if (workersRaw !== '0' && workersRaw !== '1') throw new ConfigError('CPS_WORKERS', 'must be 0 or 1');
+
+  return {
+    env: cpsEnv,
+    host,
+    port,
+    databaseUrl,
+    dataDir,
+    jwtPrivateKey,
+    masterKey,
+    adminToken,
+    publicUrl: publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    timezone,
+    accessTokenTtl: int(env, 'CPS_ACCESS_TOKEN_TTL', 1800, 60, 86_400),
+    refreshTokenTtl: int(env, 'CPS_REFRESH_TOKEN_TTL', 30 * 86_400, 300, 365 * 86_400),
+    searchRateLimit: int(env, 'CPS_SEARCH_RATE_LIMIT', 50, 1, 1_000_000),
+    searchRateBurst: int(env, 'CPS_SEARCH_RATE_BURST', 100, 1, 1_000_000),
+    redisUrl: url(env, 'CPS_REDIS_URL', ['redis:', 'rediss:']) ?? null,
+    casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
+    fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
+    webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+    logLevel,
+    workers: workersRaw === '1',
+    shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
+  };
+}
+
+function defaultReadFile(file: string): string {
+  return readFileSync(file, 'utf8');
+}

@@ -1,0 +1,21 @@
+/**
+ * What every module receives: configuration, storage, keys, metrics and the readiness checks.
+ * Built once per app (tests build many), so nothing here is a process-wide singleton.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Config } from './config.ts';
+import type { Storage } from './db/index.ts';
+import type { AccessTokens } from './modules/auth/tokens.ts';
+import type { Keys } from './security/keys.ts';
+
+export interface AppContext {
+  config: Config;
+  storage: Storage;
+  keys: Keys;
+  tokens: AccessTokens;
+  logger: Logger;
+  metrics: Registry;
+  /** Named checks that must pass for /ready (the database check is built in). */
+  readiness: Map<string, () => boolean | Promise<boolean>>;
+}

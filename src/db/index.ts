@@ -1,0 +1,80 @@
+/**
+ * Storage: one Kysely instance over embedded SQLite (better-sqlite3) or PostgreSQL (pg), chosen by
+ * DATABASE_URL. Column conventions that hold on both dialects: times are epoch milliseconds in
+ * BIGINT columns, booleans are INTEGER 0/1, JSON is TEXT.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.ts';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Storage {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  /** The PostgreSQL pool, for LISTEN/NOTIFY; null on SQLite. */
+  pgPool: pg.Pool | null;
+  /** The SQLite file, or the PostgreSQL URL with its password hidden. */
+  location: string;
+  destroy(): Promise<void>;
+}
+
+export type Db = Kysely<Database> | Transaction<Database>;
+
+export interface StorageOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+  /** PostgreSQL pool size. */
+  poolSize?: number;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+export function openStorage(options: StorageOptions): Storage {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(path.join(options.dataDir, 'cps.sqlite'));
+}
+
+export function openSqlite(file: string): Storage {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  const database = new SQLite(file);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return { db, dialect: 'sqlite', pgPool: null, location: file, destroy: () => db.destroy() };
+}
+
+export function openPostgres(databaseUrl: string, poolSize: number): Storage {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    // BIGINT (epoch milliseconds, counts) and NUMERIC (prices) arrive as strings unless parsed.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+        if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+        return pg.types.getTypeParser(oid, format);
+      }) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const url = new URL(databaseUrl);
+  if (url.password) url.password = '***';
+  return { db, dialect: 'postgres', pgPool: pool, location: url.toString(), destroy: () => db.destroy() };
+}
+
+/** Runs `work` in one transaction: everything it writes commits together, or nothing does. */
+export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  return db.transaction().execute(work);
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

@@ -1,0 +1,42 @@
+/**
+ * Table types for Kysely. Each module adds its tables here; times are epoch milliseconds,
+ * booleans 0/1, JSON as text (see db/index.ts).
+ */
+import type { Generated } from 'kysely';
+
+export interface BusinessesTable {
+  id: string;
+  name: string;
+  created_at: number;
+}
+
+export interface ApiClientsTable {
+  id: string;
+  business_id: string;
+  secret_hash: string;
+  /** Space-separated scopes. */
+  scopes: string;
+  created_at: number;
+  disabled_at: number | null;
+}
+
+export interface RefreshTokensTable {
+  id: string;
+  token_hash: string;
+  /** Every token descended from one login shares the family; reuse revokes the family. */
+  family_id: string;
+  client_id: string;
+  business_id: string;
+  expires_at: number;
+  used_at: number | null;
+  revoked_at: number | null;
+  created_at: number;
+}
+
+export interface Database {
+  businesses: BusinessesTable;
+  api_clients: ApiClientsTable;
+  refresh_tokens: RefreshTokensTable;
+}
+
+export type { Generated };

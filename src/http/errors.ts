@@ -1,0 +1,149 @@
+/**
+ * Error families (contract section 0). Handlers throw AppError (or let validation and parsing fail);
+ * the error handler renders it in the body of the family the route declares. Each family's codes are
+ * a closed list, derived from the status unless the thrower names one.
+ */
+import type { FastifyError } from 'fastify';
+
+export type ErrorFamily = 'search' | 'appointments' | 'clinics' | 'cases' | 'notifications' | 'standard' | 'auth';
+
+export const ERROR_FAMILIES: readonly ErrorFamily[] = ['search', 'appointments', 'clinics', 'cases', 'notifications', 'standard', 'auth'];
+
+/** Family-specific string codes that a thrower may pick instead of the status default. */
+export type ErrorCode =
+  | 'INVALID_REQUEST' | 'UNAUTHORIZED' | 'ACCESS_DENIED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT'
+  | 'RATE_LIMITED' | 'SERVER_ERROR' | 'SERVICE_UNAVAILABLE'
+  | 'APPOINTMENT_NOT_FOUND' | 'APPOINTMENT_EXISTS' | 'COMPLETE_NOT_ALLOWED';
+
+export interface Problem {
+  status: number;
+  message: string;
+  code?: ErrorCode;
+  /** Per-field messages: rendered as keys by the clinics family, joined into the message elsewhere. */
+  fields?: Record<string, string[]>;
+  /** Extra headers, e.g. Retry-After. */
+  headers?: Record<string, string>;
+  /** Clinics family: a not-found renders as {status: 'error', message}. */
+}
+
+export class AppError extends Error {
+  readonly problem: Problem;
+  constructor(status: number, message: string, options: Omit<Problem, 'status' | 'message'> = {}) {
+    super(message);
+    this.problem = { status, message, ...options };
+  }
+
+  static badRequest(message: string, fields?: Record<string, string[]>): AppError {
+    return new AppError(400, message, fields ? { fields } : {});
+  }
+
+  static notFound(message: string, code?: ErrorCode): AppError {
+    return new AppError(404, message, code ? { code } : {});
+  }
+
+  static conflict(message: string, code?: ErrorCode): AppError {
+    return new AppError(409, message, code ? { code } : {});
+  }
+}
+
+const STRING_CODES: Record<'appointments' | 'cases' | 'standard', Record<number, ErrorCode>> = {
+  appointments: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 404: 'APPOINTMENT_NOT_FOUND', 409: 'APPOINTMENT_EXISTS', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },
+  cases: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 404: 'NOT_FOUND', 409: 'CONFLICT', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },
+  standard: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 404: 'NOT_FOUND', 409: 'CONFLICT', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },
+};
+
+function stringCode(family: 'appointments' | 'cases' | 'standard', problem: Problem): ErrorCode {
+  return problem.code ?? STRING_CODES[family][problem.status] ?? (problem.status >= 500 ? 'SERVER_ERROR' : 'INVALID_REQUEST');
+}
+
+/** The message with every field problem appended, for families that carry one string. */
+function fullMessage(problem: Problem): string {
+  if (!problem.fields) return problem.message;
+  const parts = Object.entries(problem.fields).flatMap(([field, messages]) =>
+    messages.map((message) => (field === 'message' ? message : `${field}: ${message}`)));
+  return parts.length > 0 ? parts.join('; ') : problem.message;
+}
+
+export function renderProblem(family: ErrorFamily, problem: Problem): unknown {
+  switch (family) {
+    case 'search':
+      return { error: fullMessage(problem), code: problem.status, details: null };
+    case 'auth':
+      return { code: problem.status, error: fullMessage(problem) };
+    case 'notifications':
+      return { message: fullMessage(problem), error_code: problem.status };
+    case 'cases':
+      return { error: fullMessage(problem), code: stringCode('cases', problem) };
+    case 'appointments':
+    case 'standard':
+      return { error: { code: stringCode(family, problem), message: fullMessage(problem) } };
+    case 'clinics':
+      if (problem.status === 404) return { status: 'error', message: problem.message };
+      if (problem.fields && Object.keys(problem.fields).length > 0) return problem.fields;
+      return { message: [problem.message] };
+  }
+}
+
+/** The family for a path no route matched; routes themselves declare theirs. */
+export function familyForPath(url: string): ErrorFamily {
+  if (url.startsWith('/medical-db/')) return 'search';
+  if (url.startsWith('/dr/')) return 'appointments';
+  if (url.startsWith('/cdr/')) return 'clinics';
+  if (url.startsWith('/mr/')) return 'cases';
+  if (url.startsWith('/connect-auth/')) return 'auth';
+  if (url.startsWith('/notification/') && !url.startsWith('/notification/v1/connect/webhook')) return 'notifications';
+  return 'standard';
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+  parentSchema?: Record<string, unknown>;
+}
+
+/** A field name from an Ajv error: `patient_details.mobile`, `limit`, `x-pt-id`. */
+function fieldOf(error: AjvError): string {
+  const segments = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (error.keyword === 'required') segments.push(String(error.params.missingProperty));
+  if (error.keyword === 'dependentRequired') segments.push(String(error.params.property));
+  return segments.join('.');
+}
+
+function messageOf(error: AjvError): string {
+  const custom = error.parentSchema?.['x-message'];
+  if (typeof custom === 'string' && error.keyword !== 'required') return custom;
+  switch (error.keyword) {
+    case 'required':
+      return 'This field is required.';
+    case 'type':
+      return `must be ${['a', 'e', 'i', 'o', 'u'].includes(String(error.params.type)[0] ?? '') ? 'an' : 'a'} ${String(error.params.type).replace(',', ' or ')}`;
+    case 'enum':
+      return `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'additionalProperties':
+      return `has an unknown key "${String(error.params.additionalProperty)}"`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
+/** Fastify's validation error as field problems; the part (body, querystring, headers) is dropped. */
+export function validationProblem(error: FastifyError): Problem {
+  const fields: Record<string, string[]> = {};
+  const seen = new Set<string>();
+  for (const raw of (error.validation ?? []) as AjvError[]) {
+    // anyOf/oneOf report each branch and then the union; the branches are the useful part.
+    if (raw.keyword === 'anyOf' || raw.keyword === 'oneOf' || raw.keyword === 'if') continue;
+    const named = fieldOf(raw);
+    const field = named || 'message';
+    const message = named ? messageOf(raw) : `The request ${error.validationContext ?? 'body'} ${messageOf(raw)}.`;
+    const key = `${field}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    (fields[field] ??= []).push(message);
+  }
+  const first = Object.entries(fields)[0];
+  const message = !first ? 'The request is invalid.' : first[0] === 'message' ? String(first[1][0]) : `${first[0]}: ${first[1][0]}`;
+  return { status: 400, message, fields, code: 'INVALID_REQUEST' };
+}

@@ -1,0 +1,50 @@
+/** Login, refresh (both paths) and the public keys: contract section 2. */
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import type { App } from '../../app.ts';
+import { AuthService } from './service.ts';
+
+const TokenPair = Type.Object({
+  access_token: Type.String(),
+  expires_in: Type.Integer({ description: 'Seconds' }),
+  refresh_token: Type.String(),
+  refresh_expires_in: Type.Integer({ description: 'Seconds' }),
+});
+
+const AuthError = Type.Object({ code: Type.Integer(), error: Type.String() });
+
+export function authRoutes(ctx: AppContext) {
+  const tokens = ctx.tokens;
+  const service = new AuthService(ctx.storage.db, tokens, ctx.config.refreshTokenTtl);
+  return async function plugin(app: App): Promise<void> {
+    const config = { family: 'auth', auth: 'public' } as const;
+
+    app.post('/connect-auth/v1/account/login', {
+      config,
+      schema: {
+        tags: ['auth'],
+        summary: 'Log in with client credentials',
+        body: Type.Object({ client_id: Type.String({ minLength: 1, maxLength: 200 }), client_secret: Type.String({ minLength: 1, maxLength: 500 }) }),
+        response: { 200: TokenPair, 400: AuthError, 401: AuthError },
+      },
+    }, async (request) => service.login(request.body.client_id, request.body.client_secret));
+
+    const refreshSchema = {
+      tags: ['auth'],
+      summary: 'Exchange a refresh token for a new token pair (each refresh token works once)',
+      body: Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 500 }) }),
+      response: { 200: TokenPair, 400: AuthError, 401: AuthError },
+    };
+    for (const url of ['/connect-auth/v1/account/refresh-token', '/connect-auth/v1/account/refresh']) {
+      app.post(url, { config, schema: refreshSchema }, async (request) => service.refresh(request.body.refresh_token));
+    }
+
+    app.get('/.well-known/jwks.json', {
+      config: { auth: 'public' },
+      schema: { tags: ['auth'], summary: 'Public keys that verify access tokens' },
+    }, async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return tokens.jwks();
+    });
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * Login and refresh (contract 2). Refresh tokens are random, stored as SHA-256 hashes, and rotate:
+ * each works once; presenting a spent one revokes every token of its login's family.
+ */
+import type { Kysely } from 'kysely';
+import { newId } from '../../db/ids.ts';
+import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../http/errors.ts';
+import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../security/secrets.ts';
+import { findActiveClient } from '../businesses/repo.ts';
+import * as repo from './repo.ts';
+import type { AccessTokens } from './tokens.ts';
+
+export interface TokenPair {
+  access_token: string;
+  expires_in: number;
+  refresh_token: string;
+  refresh_expires_in: number;
+}
+
+export class AuthService {
+  readonly #db: Kysely<Database>;
+  readonly #tokens: AccessTokens;
+  readonly #refreshTtlSeconds: number;
+
+  constructor(db: Kysely<Database>, tokens: AccessTokens, refreshTtlSeconds: number) {
+    this.#db = db;
+    this.#tokens = tokens;
+    this.#refreshTtlSeconds = refreshTtlSeconds;
+  }
+
+  async login(clientId: string, clientSecret: string): Promise<TokenPair> {
+    const client = await findActiveClient(this.#db, clientId);
+    // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
+    const valid = await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH);
+    if (!client || !valid) throw new AppError(401, 'Invalid client credentials');
+    return this.#issue(client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
+  }
+
+  async refresh(refreshToken: string): Promise<TokenPair> {
+    const now = Date.now();
+    const stored = await repo.findRefreshToken(this.#db, sha256(refreshToken));
+    if (!stored || stored.revoked_at !== null || stored.expires_at <= now) {
+      throw new AppError(401, 'Invalid or expired refresh token');
+    }
+    if (stored.used_at !== null || !(await repo.spendRefreshToken(this.#db, stored.id, now))) {
+      // A spent token coming back means it was copied: end the whole login.
+      await repo.revokeFamily(this.#db, stored.family_id, now);
+      throw new AppError(401, 'Refresh token already used; every token of this login is revoked');
+    }
+    const client = await findActiveClient(this.#db, stored.client_id);
+    if (!client) throw new AppError(401, 'Invalid or expired refresh token');
+    return this.#issue(client.id, client.business_id, client.scopes.split(' '), stored.family_id);
+  }
+
+  async #issue(clientId: string, businessId: string, scopes: string[], familyId: string): Promise<TokenPair> {
+    const now = Date.now();
+    const refreshToken = `rt_${randomToken(32)}`;
+    await repo.insertRefreshToken(this.#db, {
+      id: newId('rt'),
+      token_hash: sha256(refreshToken),
+      family_id: familyId,
+      client_id: clientId,
+      business_id: businessId,
+      expires_at: now + this.#refreshTtlSeconds * 1000,
+      used_at: null,
+      revoked_at: null,
+      created_at: now,
+    });
+    return {
+      access_token: await this.#tokens.issue(clientId, businessId, scopes),
+      expires_in: this.#tokens.ttlSeconds,
+      refresh_token: refreshToken,
+      refresh_expires_in: this.#refreshTtlSeconds,
+    };
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Access tokens: JWTs signed with the service's asymmetric key (EdDSA or ES256), `kid` in the header
+ * so keys can rotate; verification picks the key by `kid` and accepts no other algorithm.
+ */
+import { randomUUID, type KeyObject } from 'node:crypto';
+import { SignJWT, jwtVerify, type JWTHeaderParameters } from 'jose';
+import type { SigningKey } from '../../security/keys.ts';
+
+export interface AccessClaims {
+  clientId: string;
+  businessId: string;
+  scopes: string[];
+  tokenId: string;
+}
+
+export class AccessTokens {
+  readonly #keys: Map<string, { key: KeyObject; alg: string }>;
+  readonly #signing: SigningKey;
+  readonly #issuer: string;
+  readonly ttlSeconds: number;
+
+  /** `verifyOnly` holds earlier keys still accepted during a rotation. */
+  constructor(signing: SigningKey, issuer: string, ttlSeconds: number, verifyOnly: SigningKey[] = []) {
+    this.#signing = signing;
+    this.#issuer = issuer;
+    this.ttlSeconds = ttlSeconds;
+    this.#keys = new Map([signing, ...verifyOnly].map((k) => [k.kid, { key: k.publicKey, alg: k.alg }]));
+  }
+
+  async issue(clientId: string, businessId: string, scopes: string[]): Promise<string> {
+    return new SignJWT({ client_id: clientId, b_id: businessId, scope: scopes.join(' ') })
+      .setProtectedHeader({ alg: this.#signing.alg, kid: this.#signing.kid, typ: 'JWT' })
+      .setIssuer(this.#issuer)
+      .setSubject(clientId)
+      .setIssuedAt()
+      .setExpirationTime(`${this.ttlSeconds}s`)
+      .setJti(randomUUID())
+      .sign(this.#signing.privateKey);
+  }
+
+  /** The claims of a valid token, or null for anything else (expired, tampered, unknown key, alg none). */
+  async verify(token: string): Promise<AccessClaims | null> {
+    try {
+      const { payload } = await jwtVerify(token, (header: JWTHeaderParameters) => {
+        const entry = header.kid ? this.#keys.get(header.kid) : undefined;
+        if (!entry || entry.alg !== header.alg) throw new Error('unknown signing key');
+        return entry.key;
+      }, { issuer: this.#issuer, algorithms: ['EdDSA', 'ES256'], requiredClaims: ['sub', 'exp', 'iat', 'jti'] });
+      const { client_id: clientId, b_id: businessId, scope, jti } = payload as Record<string, unknown>;
+      if (typeof clientId !== 'string' || typeof businessId !== 'string' || typeof scope !== 'string' || typeof jti !== 'string') return null;
+      if (payload.sub !== clientId) return null;
+      return { clientId, businessId, scopes: scope.split(' ').filter(Boolean), tokenId: jti };
+    } catch {
+      return null;
+    }
+  }
+
+  jwks(): { keys: unknown[] } {
+    return { keys: [this.#signing.publicJwk] };
+  }
+}

@@ -1,0 +1,41 @@
+/** The admin API of contract 2: businesses and their API clients, behind CPS_ADMIN_TOKEN. */
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { AppContext } from '../../context.ts';
+import { SCOPES } from '../../http/scopes.ts';
+import { StandardError } from '../../http/schemas.ts';
+import { createBusiness, createClient } from './service.ts';
+
+export function businessRoutes(ctx: AppContext) {
+  return async function plugin(app: App): Promise<void> {
+    const config = { family: 'standard', auth: 'admin' } as const;
+
+    app.post('/admin/v1/businesses', {
+      config,
+      schema: {
+        tags: ['admin'],
+        summary: 'Create a business with one API client holding every scope',
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: {
+          201: Type.Object({ business_id: Type.String(), client_id: Type.String(), client_secret: Type.String() }),
+          400: StandardError, 401: StandardError,
+        },
+      },
+    }, async (request, reply) => reply.code(201).send(await createBusiness(ctx.storage.db, request.body.name)));
+
+    app.post('/admin/v1/businesses/:business_id/clients', {
+      config,
+      schema: {
+        tags: ['admin'],
+        summary: 'Create an API client for a business (all scopes unless listed)',
+        params: Type.Object({ business_id: Type.String() }),
+        body: Type.Optional(Type.Object({ scopes: Type.Optional(Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { maxItems: 20 })) })),
+        response: {
+          201: Type.Object({ business_id: Type.String(), client_id: Type.String(), client_secret: Type.String(), scopes: Type.Array(Type.String()) }),
+          400: StandardError, 401: StandardError, 404: StandardError,
+        },
+      },
+    }, async (request, reply) =>
+      reply.code(201).send(await createClient(ctx.storage.db, request.params.business_id, request.body?.scopes)));
+  };
+}

@@ -1,0 +1,14 @@
+/** Every module's routes, in one list: a new module adds one line. */
+import type { App } from '../app.ts';
+import type { AppContext } from '../context.ts';
+import { authRoutes } from './auth/routes.ts';
+import { businessRoutes } from './businesses/routes.ts';
+import { opsRoutes } from './ops/routes.ts';
+
+export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
+  return [
+    opsRoutes(ctx),
+    authRoutes(ctx),
+    businessRoutes(ctx),
+  ];
+}

@@ -1,0 +1,71 @@
+/**
+ * The JWT signing key and the master key. Production takes both from the environment (config.ts
+ * refuses to start without them); development generates them on first start under CPS_DATA_DIR
+ * (mode 0600) and reuses them, so tokens survive restarts.
+ */
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
+import { ConfigError, parseMasterKey, type Config } from '../config.ts';
+
+export interface SigningKey {
+  kid: string;
+  alg: 'EdDSA' | 'ES256';
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+  publicJwk: JWK;
+}
+
+export interface Keys {
+  signing: SigningKey;
+  masterKey: Buffer;
+}
+
+const JWT_KEY_FILE = 'jwt-signing-key.pem';
+const MASTER_KEY_FILE = 'master.key';
+
+export async function loadKeys(config: Config): Promise<Keys> {
+  const pem = config.jwtPrivateKey ?? readOrCreate(config, JWT_KEY_FILE, () =>
+    generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+  const masterKey = config.masterKey ?? parseMasterKey(
+    readOrCreate(config, MASTER_KEY_FILE, () => randomBytes(32).toString('base64')).trim(),
+    `CPS_MASTER_KEY (from ${path.join(config.dataDir, MASTER_KEY_FILE)})`);
+  return { signing: await signingKeyFromPem(pem), masterKey };
+}
+
+export async function signingKeyFromPem(pem: string): Promise<SigningKey> {
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey({ key: pem, format: 'pem' });
+  } catch (error) {
+    throw new ConfigError('CPS_JWT_PRIVATE_KEY', `cannot be parsed: ${(error as Error).message}`);
+  }
+  let alg: SigningKey['alg'];
+  if (privateKey.asymmetricKeyType === 'ed25519') alg = 'EdDSA';
+  else if (privateKey.asymmetricKeyType === 'ec' && privateKey.asymmetricKeyDetails?.namedCurve === 'prime256v1') alg = 'ES256';
+  else throw new ConfigError('CPS_JWT_PRIVATE_KEY', 'must be an Ed25519 or P-256 key');
+  const publicKey = createPublicKey(privateKey);
+  const jwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(jwk);
+  return { kid, alg, privateKey, publicKey, publicJwk: { ...jwk, kid, alg, use: 'sig' } };
+}
+
+function readOrCreate(config: Config, fileName: string, create: () => string): string {
+  if (config.env === 'production') {
+    throw new ConfigError(fileName === JWT_KEY_FILE ? 'CPS_JWT_PRIVATE_KEY' : 'CPS_MASTER_KEY', 'is required in production');
+  }
+  const file = path.join(config.dataDir, fileName);
+  if (existsSync(file)) return readFileSync(file, 'utf8');
+  mkdirSync(config.dataDir, { recursive: true });
+  const value = create();
+  // 'wx' fails if another process created the file first; then its key is the one to use.
+  try {
+    writeFileSync(file, value, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(file, 'utf8');
+    throw error;
+  }
+  chmodSync(file, 0o600);
+  return value;
+}

@@ -1,0 +1,78 @@
+/** Config, storage, migrations, app, listen, and a graceful shutdown on SIGTERM and SIGINT. */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { buildApp, createContext, type App } from './app.ts';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import { openStorage } from './db/index.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { createLogger } from './logger.ts';
+import { countBusinesses } from './modules/businesses/repo.ts';
+import { createBusiness } from './modules/businesses/service.ts';
+import { loadKeys } from './security/keys.ts';
+
+export interface RunningServer {
+  app: App;
+  ctx: AppContext;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Development only: an empty database gets a demo business whose credentials go to a 0600 file. */
+async function createDemoBusiness(ctx: AppContext): Promise<void> {
+  if (ctx.config.env !== 'development' || (await countBusinesses(ctx.storage.db)) > 0) return;
+  const created = await createBusiness(ctx.storage.db, 'Demo Clinic');
+  const file = path.join(ctx.config.dataDir, 'demo-credentials.json');
+  writeFileSync(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
+  ctx.logger.info({ file }, 'created the "Demo Clinic" business; its API client credentials are in this file');
+}
+
+export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const started = performance.now();
+  const keys = await loadKeys(config);
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    const applied = await migrateToLatest(storage.db);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+    const ctx = createContext(config, storage, keys, logger);
+    await createDemoBusiness(ctx);
+    const app = await buildApp(ctx);
+    const url = await app.listen({ port: config.port, host: config.host });
+    logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
+    let closing: Promise<void> | null = null;
+    const close = () => (closing ??= (async () => {
+      // app.close stops accepting, lets requests in flight finish and runs every module's onClose
+      // (background workers stop there); then the database closes.
+      await app.close();
+      await storage.destroy();
+    })());
+    return { app, ctx, url, close };
+  } catch (error) {
+    await storage.destroy();
+    throw error;
+  }
+}
+
+export function closeOnSignals(server: RunningServer, logger: Logger, graceSeconds: number): void {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ grace_seconds: graceSeconds }, 'shutdown grace period over; exiting');
+      process.exit(1);
+    }, graceSeconds * 1000);
+    timer.unref();
+    server.close().then(() => {
+      logger.info('shut down cleanly');
+      process.exit(0);
+    }, (error: unknown) => {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}

@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
+import { signingKeyFromPem } from '../../../src/security/keys.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
+
+describe(`auth tokens (${DIALECT})`, () => {
+  let t: TestApp;
+  let client: TestClient;
+  before(async () => {
+    t = await createTestApp({
+      setup: (app) => {
+        app.get('/test/whoami', { config: { auth: { anyOf: [] }, family: 'standard' } }, async (request) => request.principal);
+      },
+    });
+    client = await createTestClient(t.ctx);
+  });
+  after(async () => t.close());
+
+  const login = (body: unknown) => t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', payload: body as object });
+  const refresh = (token: string, url = '/connect-auth/v1/account/refresh-token') =>
+    t.app.inject({ method: 'POST', url, payload: { refresh_token: token } });
+
+  describe('happy', () => {
+    it('logs in and returns a token pair whose access token verifies against the JWKS', async () => {
+      const response = await login({ client_id: client.clientId, client_secret: client.clientSecret });
+      assert.equal(response.statusCode, 200);
+      const body = response.json();
+      assert.equal(body.expires_in, 1800);
+      assert.equal(body.refresh_expires_in, 30 * 86400);
+      assert.match(body.refresh_token, /^rt_/);
+      const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+      assert.equal(jwks.keys.length, 1);
+      assert.ok(jwks.keys[0].kid);
+      assert.equal(jwks.keys[0].d, undefined, 'no private part in the JWKS');
+      const { payload, protectedHeader } = await jwtVerify(body.access_token, createLocalJWKSet(jwks));
+      assert.equal(protectedHeader.alg, 'EdDSA');
+      assert.equal(protectedHeader.kid, jwks.keys[0].kid);
+      assert.equal(payload.sub, client.clientId);
+      assert.equal(payload.client_id, client.clientId);
+      assert.equal(payload.b_id, client.businessId);
+      assert.equal(payload.iss, 'http://cps.test');
+      assert.ok(typeof payload.jti === 'string' && typeof payload.iat === 'number');
+      assert.equal(payload.exp! - payload.iat!, 1800);
+      assert.equal(String(payload.scope).split(' ').length, 8);
+    });
+
+    it('refreshes on both paths, each refresh token once, ignoring SDK headers', async () => {
+      const first = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
+      const second = await t.app.inject({
+        method: 'POST', url: '/connect-auth/v1/account/refresh', payload: { refresh_token: first.refresh_token },
+        headers: { 'client-id': client.clientId, 'jwt-payload': '{}' },
+      });
+      assert.equal(second.statusCode, 200);
+      const third = await refresh(second.json().refresh_token);
+      assert.equal(third.statusCode, 200);
+      assert.notEqual(third.json().refresh_token, second.json().refresh_token);
+      const whoami = await t.app.inject({ method: 'GET', url: '/test/whoami', headers: { auth: third.json().access_token } });
+      assert.equal(whoami.statusCode, 200);
+      assert.equal(whoami.json().businessId, client.businessId);
+    });
+  });
+
+  describe('errors', () => {
+    it('rejects wrong credentials with 401 in the auth family body', async () => {
+      for (const body of [
+        { client_id: client.clientId, client_secret: 'wrong' },
+        { client_id: 'cl_unknown', client_secret: client.clientSecret },
+      ]) {
+        const response = await login(body);
+        assert.equal(response.statusCode, 401);
+        assert.deepEqual(Object.keys(response.json()).sort(), ['code', 'error']);
+        assert.equal(response.json().code, 401);
+      }
+    });
+
+    it('rejects a missing field with 400 naming it', async () => {
+      const response = await login({ client_id: client.clientId });
+      assert.equal(response.statusCode, 400);
+      assert.equal(response.json().code, 400);
+      assert.match(response.json().error, /client_secret/);
+    });
+
+    it('does not coerce body types', async () => {
+      const response = await login({ client_id: 12345, client_secret: 'x' });
+      assert.equal(response.statusCode, 400);
+      assert.match(response.json().error, /client_id/);
+    });
+
+    it('rejects an unknown refresh token', async () => {
+      const response = await refresh('rt_nope');
+      assert.equal(response.statusCode, 401);
+      assert.equal(response.json().code, 401);
+    });
+  });
+
+  describe('security', () => {
+    it('revokes the whole family when a spent refresh token comes back', async () => {
+      const first = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
+      const second = (await refresh(first.refresh_token)).json();
+      const reuse = await refresh(first.refresh_token);
+      assert.equal(reuse.statusCode, 401);
+      // The descendant issued before the reuse is revoked too.
+      const descendant = await refresh(second.refresh_token);
+      assert.equal(descendant.statusCode, 401);
+      // Another login is unaffected.
+      const other = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
+      assert.equal((await refresh(other.refresh_token)).statusCode, 200);
+    });
+
+    it('lets only one of two concurrent refreshes with the same token through', async () => {
+      const first = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
+      const results = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token)]);
+      assert.deepEqual(results.map((r) => r.statusCode).sort(), [200, 401]);
+    });
+
+    it('stores client secrets only as scrypt hashes and refresh tokens only as hashes', async () => {
+      const row = await t.ctx.storage.db.selectFrom('api_clients').selectAll().where('id', '=', client.clientId).executeTakeFirstOrThrow();
+      assert.match(row.secret_hash, /^scrypt\$/);
+      assert.ok(!row.secret_hash.includes(client.clientSecret));
+      const pair = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
+      const tokens = await t.ctx.storage.db.selectFrom('refresh_tokens').select('token_hash').execute();
+      assert.ok(tokens.every((r) => r.token_hash !== pair.refresh_token));
+    });
+
+    async function verifyRejects(token: string): Promise<void> {
+      // A route that needs any valid token: the JWKS is public, so use the refresh of a token-only route.
+      const response = await t.app.inject({ method: 'GET', url: '/test/whoami', headers: bearer(token) });
+      assert.equal(response.statusCode, 401, `token should be rejected: ${token.slice(0, 40)}`);
+    }
+
+    it('rejects expired, tampered, alg none and foreign-key tokens', async () => {
+      const valid = await t.ctx.tokens.issue(client.clientId, client.businessId, ['search']);
+      assert.ok(await t.ctx.tokens.verify(valid));
+      const [h, p, s] = valid.split('.');
+      const tamperedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), b_id: 'biz_other' })).toString('base64url');
+      assert.equal(await t.ctx.tokens.verify(`${h}.${tamperedPayload}.${s}`), null, 'tampered');
+      const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT', kid: t.ctx.keys.signing.kid })).toString('base64url')}.${p}.`;
+      assert.equal(await t.ctx.tokens.verify(none), null, 'alg none');
+      const foreign = await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+      const foreignSameKid = await new SignJWT({ client_id: client.clientId, b_id: client.businessId, scope: 'search' })
+        .setProtectedHeader({ alg: 'EdDSA', kid: t.ctx.keys.signing.kid }).setIssuer('http://cps.test').setSubject(client.clientId)
+        .setIssuedAt().setExpirationTime('10m').setJti('x').sign(foreign.privateKey);
+      assert.equal(await t.ctx.tokens.verify(foreignSameKid), null, 'foreign key with our kid');
+      const expired = await new SignJWT({ client_id: client.clientId, b_id: client.businessId, scope: 'search' })
+        .setProtectedHeader({ alg: 'EdDSA', kid: t.ctx.keys.signing.kid }).setIssuer('http://cps.test').setSubject(client.clientId)
+        .setIssuedAt(Math.floor(Date.now() / 1000) - 7200).setExpirationTime(Math.floor(Date.now() / 1000) - 3600).setJti('x')
+        .sign(t.ctx.keys.signing.privateKey);
+      assert.equal(await t.ctx.tokens.verify(expired), null, 'expired');
+      for (const bad of [`${h}.${tamperedPayload}.${s}`, none, foreignSameKid, expired, 'garbage']) await verifyRejects(bad);
+    });
+  });
+});
