@@ -4,6 +4,7 @@
  * BIGINT columns, booleans are INTEGER 0/1, JSON is TEXT.
  */
 import { mkdirSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
@@ -52,6 +53,8 @@ export function openSqlite(file: string): Storage {
 export function openPostgres(databaseUrl: string, poolSize: number): Storage {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
+    // libpq's default when the URL names no user; pg would read $USER, which services often lack.
+    ...(new URL(databaseUrl).username ? {} : { user: userInfo().username }),
     max: poolSize,
     // BIGINT (epoch milliseconds, counts) and NUMERIC (prices) arrive as strings unless parsed.
     types: {

@@ -33,10 +33,20 @@ export interface RefreshTokensTable {
   created_at: number;
 }
 
+export interface EventsTable {
+  id: string;
+  business_id: string;
+  type: string;
+  /** JSON */
+  payload: string;
+  created_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
+  events: EventsTable;
 }
 
 export type { Generated };
