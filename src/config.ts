@@ -37,6 +37,8 @@ export interface Config {
   casesPageSize: number;
   fcmUrl: string;
   webhookRetrySchedule: number[];
+  /** Seconds before each retry of a push delivery (CPS_PUSH_RETRY_SCHEDULE). */
+  pushRetrySchedule: number[];
   logLevel: string;
   /** Background job workers in this process (CPS_WORKERS=0 turns them off). */
   workers: boolean;
@@ -90,6 +92,7 @@ export function parseRetrySchedule(raw: string, variable = 'CPS_WEBHOOK_RETRY_SC
 }
 
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';
+export const DEFAULT_PUSH_RETRY_SCHEDULE = '5,30,120,600,1800';
 
 export function loadConfig(env: Env = process.env, readFile: (file: string) => string = defaultReadFile): Config {
   const cpsEnv = str(env, 'CPS_ENV') ?? 'development';
@@ -166,6 +169,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
     webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+    pushRetrySchedule: parseRetrySchedule(str(env, 'CPS_PUSH_RETRY_SCHEDULE') ?? DEFAULT_PUSH_RETRY_SCHEDULE, 'CPS_PUSH_RETRY_SCHEDULE'),
     logLevel,
     workers: workersRaw === '1',
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),

@@ -42,11 +42,68 @@ export interface EventsTable {
   created_at: number;
 }
 
+export interface PushCredentialsTable {
+  business_id: string;
+  /** The whole sa_key JSON, sealed by security/encryption.ts (associated data: the business id). */
+  sealed: string;
+  project_id: string;
+  client_email: string;
+  private_key_id: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PushDevicesTable {
+  id: string;
+  business_id: string;
+  did: string;
+  fcm_token: string;
+  app_version: string;
+  app_id: string | null;
+  app_platform: string | null;
+  lang: string | null;
+  os_version: string | null;
+  user_hash: string | null;
+  patient_ref: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PushNotificationsTable {
+  id: string;
+  business_id: string;
+  title: string;
+  body: string;
+  /** JSON object of strings, or null. */
+  data: string | null;
+  patient_ref: string | null;
+  created_by: string;
+  created_at: number;
+}
+
+export type PushDeliveryStatus = 'pending' | 'sent' | 'failed' | 'dropped';
+
+export interface PushDeliveriesTable {
+  notification_id: string;
+  did: string;
+  business_id: string;
+  status: PushDeliveryStatus;
+  error: string | null;
+  attempts: Generated<number>;
+  /** FCM's message name on success. */
+  fcm_message: string | null;
+  updated_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
   events: EventsTable;
+  push_credentials: PushCredentialsTable;
+  push_devices: PushDevicesTable;
+  push_notifications: PushNotificationsTable;
+  push_deliveries: PushDeliveriesTable;
 }
 
 export type { Generated };

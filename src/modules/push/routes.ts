@@ -1,0 +1,159 @@
+/** Push notifications, contract 7: credentials, devices, send and its per-device report. */
+import { Type } from 'typebox';
+import { Counter } from 'prom-client';
+import type { App } from '../../app.ts';
+import type { AppContext } from '../../context.ts';
+import { principalOf, type RouteAuth } from '../../http/auth.ts';
+import { NotificationError } from '../../http/schemas.ts';
+import { FcmClient } from './fcm.ts';
+import {
+  SA_KEY_MEMBERS, addDevice, credentialsInfo, notificationReport, removeCredentials, removeDevice, saveCredentials,
+  sendNotification, type PushDeps,
+} from './service.ts';
+import { registerDeliveryJobs, enqueueDeliveries } from './jobs.ts';
+
+const config: { family: 'notifications'; auth: RouteAuth } = { family: 'notifications', auth: { anyOf: ['notification:admin'] } };
+const tags = ['notifications'];
+const errors = { 400: NotificationError, 401: NotificationError, 403: NotificationError, 404: NotificationError };
+
+const SaKeySchema = Type.Object(
+  Object.fromEntries([...SA_KEY_MEMBERS, 'universe_domain'].map((member) => [member, Type.Optional(Type.String({
+    description: member === 'universe_domain'
+      ? 'Accepted in place of universal_domain (the name in Google key files).'
+      : member === 'private_key' ? 'PEM RSA private key. Required; stored encrypted, never returned.' : 'Required, non-empty.',
+  }))])),
+  { description: 'The Firebase service-account key (the JSON file from the Google Cloud console).' },
+);
+
+const DevicePayload = Type.Object({
+  did: Type.String({ minLength: 1, maxLength: 200 }),
+  'fcm-id': Type.String({ minLength: 1, maxLength: 4096, description: 'The FCM registration token.' }),
+  'app-version': Type.String({ minLength: 1, maxLength: 100 }),
+  'app-id': Type.Optional(Type.String({ maxLength: 200 })),
+  'app-platform': Type.Optional(Type.String({ maxLength: 50 })),
+  lang: Type.Optional(Type.String({ maxLength: 35 })),
+  'os-version': Type.Optional(Type.String({ maxLength: 100 })),
+  'user-hash': Type.Optional(Type.String({ maxLength: 200 })),
+});
+
+const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('dropped')]);
+
+export function pushRoutes(ctx: AppContext) {
+  return async function plugin(app: App): Promise<void> {
+    const fcm = new FcmClient({ fcmUrl: ctx.config.fcmUrl });
+    const outcomes = new Counter({
+      name: 'cps_push_deliveries_total',
+      help: 'Push delivery attempts by outcome (sent, dropped, failed, retried)',
+      labelNames: ['outcome'] as const,
+      registers: [ctx.metrics],
+    });
+    const deps: PushDeps = {
+      storage: ctx.storage,
+      masterKey: ctx.keys.masterKey,
+      env: ctx.config.env,
+      fcm,
+      logger: ctx.logger.child({ module: 'push' }),
+      outcomes,
+      enqueueDeliveries,
+    };
+    registerDeliveryJobs(ctx, deps);
+
+    app.post('/notification/push-creds', {
+      config,
+      schema: {
+        tags,
+        summary: 'Store the FCM service-account credentials of the business (replacing earlier ones)',
+        body: Type.Object({ sa_key: SaKeySchema }),
+        response: { 200: Type.Object({ message: Type.String() }), ...errors },
+      },
+    }, async (request) => {
+      await saveCredentials(deps, principalOf(request).businessId, request.body.sa_key);
+      return { message: 'Push credentials saved' };
+    });
+
+    app.get('/notification/push-creds', {
+      config,
+      schema: {
+        tags,
+        summary: 'Metadata of the stored credentials (the key itself is never returned)',
+        response: {
+          200: Type.Object({ project_id: Type.String(), client_email: Type.String(), private_key_id: Type.String(), updated_at: Type.Integer({ description: 'epoch seconds' }) }),
+          ...errors,
+        },
+      },
+    }, async (request) => credentialsInfo(ctx.storage.db, principalOf(request).businessId));
+
+    app.delete('/notification/push-creds', {
+      config,
+      schema: { tags, summary: 'Remove the stored credentials', response: { 200: Type.Object({ message: Type.String() }), ...errors } },
+    }, async (request) => {
+      await removeCredentials(deps, principalOf(request).businessId);
+      return { message: 'Push credentials deleted' };
+    });
+
+    app.post('/notification/add-device', {
+      config,
+      schema: {
+        tags,
+        summary: 'Register a device (upsert by did), optionally tied to a patient with X-Pt-Id',
+        headers: Type.Object({ 'x-pt-id': Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The patient's reference within the business." })) }),
+        body: Type.Object({ devicePayload: DevicePayload }),
+        response: { 200: Type.Object({ success: Type.Boolean() }), ...errors },
+      },
+    }, async (request) => {
+      const patient = request.headers['x-pt-id'];
+      await addDevice(ctx.storage.db, principalOf(request).businessId, request.body.devicePayload, patient === undefined ? null : patient);
+      return { success: true };
+    });
+
+    app.delete('/notification/delete-device', {
+      config,
+      schema: {
+        tags,
+        summary: 'Remove a device',
+        headers: Type.Object({ 'device-id': Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: { 200: Type.Object({ success: Type.Boolean() }), ...errors },
+      },
+    }, async (request) => {
+      await removeDevice(ctx.storage.db, principalOf(request).businessId, request.headers['device-id']);
+      return { success: true };
+    });
+
+    app.post('/notification/send', {
+      config,
+      schema: {
+        tags,
+        summary: "Send a notification to a patient's devices or to listed devices (delivered in the background)",
+        body: Type.Object({
+          patient_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          device_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 500 })),
+          title: Type.String({ minLength: 1, maxLength: 1000 }),
+          body: Type.String({ minLength: 1, maxLength: 4000 }),
+          data: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'String values only (FCM data payload).' })),
+        }, { description: 'Exactly one of patient_id or device_ids.' }),
+        response: { 202: Type.Object({ notification_id: Type.String() }), ...errors },
+      },
+    }, async (request, reply) => {
+      const principal = principalOf(request);
+      const id = await sendNotification(deps, principal.businessId, principal.clientId, request.body);
+      return reply.code(202).send({ notification_id: id });
+    });
+
+    app.get('/notification/send/:notification_id', {
+      config,
+      schema: {
+        tags,
+        summary: "A notification's outcome on each device",
+        params: Type.Object({ notification_id: Type.String() }),
+        response: {
+          200: Type.Object({
+            notification_id: Type.String(),
+            status: Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('partial'), Type.Literal('failed')]),
+            devices: Type.Array(Type.Object({ did: Type.String(), status: DeliveryStatus, error: Type.Union([Type.String(), Type.Null()]) })),
+          }),
+          ...errors,
+        },
+      },
+    }, async (request) => notificationReport(ctx.storage.db, principalOf(request).businessId, request.params.notification_id));
+  };
+}
