@@ -7,6 +7,8 @@ import { createLogger } from '../../../src/logger.ts';
 import { bearer, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp, type TestClient } from '../../helpers.ts';
 import { FakeFcm, FakeOAuth, rsaKey, saKey, type RsaKey } from './fakes.ts';
 
+type InjectResponse = Awaited<ReturnType<TestApp['app']['inject']>>;
+
 export interface PushTest extends TestApp {
   key: RsaKey;
   oauth: FakeOAuth;
@@ -15,8 +17,8 @@ export interface PushTest extends TestApp {
   logs: string[];
   client: TestClient;
   saKey(overrides?: Record<string, unknown>): Record<string, unknown>;
-  post(url: string, body: unknown, token?: string, headers?: Record<string, string>): ReturnType<TestApp['app']['inject']>;
-  get(url: string, token?: string): ReturnType<TestApp['app']['inject']>;
+  post(url: string, body: unknown, token?: string, headers?: Record<string, string>): Promise<InjectResponse>;
+  get(url: string, token?: string): Promise<InjectResponse>;
   /** Runs due jobs (deliveries and their retries) until none is due. */
   deliver(): Promise<void>;
 }
