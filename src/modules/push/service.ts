@@ -332,7 +332,8 @@ export async function deliver(deps: PushDeps, businessId: string, job: DeliveryJ
       if (lastAttempt) return settle('failed', outcome.error);
       await repo.noteRetry(db, businessId, notificationId, did, outcome.error);
       deps.outcomes.inc({ outcome: 'retried' });
-      deps.logger.info({ notification_id: notificationId, did, business_id: businessId, error: outcome.error, retry_after: outcome.retryAfterSeconds }, 'push attempt failed; will retry');
+      // The queue logs the retry itself; this adds which device it was.
+      deps.logger.debug({ notification_id: notificationId, did, business_id: businessId, error: outcome.error, retry_after: outcome.retryAfterSeconds }, 'push attempt failed; will retry');
       return { kind: 'retry', error: outcome.error, retryAfterSeconds: outcome.retryAfterSeconds };
   }
 }
