@@ -95,6 +95,34 @@ export interface PushDeliveriesTable {
   updated_at: number;
 }
 
+export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  business_id: string | null;
+  /** JSON */
+  payload: string;
+  status: JobStatus;
+  due_at: number;
+  attempts: Generated<number>;
+  max_attempts: number | null;
+  lease_until: number | null;
+  locked_by: string | null;
+  last_error: string | null;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface JobLocksTable {
+  name: string;
+  owner: string;
+  expires_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -104,6 +132,8 @@ export interface Database {
   push_devices: PushDevicesTable;
   push_notifications: PushNotificationsTable;
   push_deliveries: PushDeliveriesTable;
+  jobs: JobsTable;
+  job_locks: JobLocksTable;
 }
 
 export type { Generated };

@@ -1,13 +1,31 @@
 /**
- * Delivery jobs: one per device of a notification. Interim until the durable jobs land on main:
- * nothing is queued yet (tests drive `deliver` directly).
+ * Delivery jobs: one per device of a notification, enqueued in the transaction that stores the
+ * notification (so a notification exists exactly when its deliveries are queued). A job that runs
+ * again after a crash is harmless: `deliver` leaves a delivery that is no longer pending alone.
  */
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import type { PushDeps } from './service.ts';
+import { RetryableError, enqueue } from '../../jobs/queue.ts';
+import { deliver, type DeliveryJob, type PushDeps } from './service.ts';
 
 export const PUSH_DELIVER = 'push.deliver';
+/** Deliveries of this process in flight at once (the FCM client bounds its requests as well). */
+const CONCURRENCY = 8;
 
-export async function enqueueDeliveries(_trx: Db, _businessId: string, _notificationId: string, _dids: string[]): Promise<void> {}
+export async function enqueueDeliveries(trx: Db, businessId: string, notificationId: string, dids: string[]): Promise<void> {
+  for (const did of dids) {
+    const payload: DeliveryJob = { notificationId, did };
+    await enqueue(trx, { kind: PUSH_DELIVER, businessId, payload, dedupeKey: `${notificationId}:${did}` });
+  }
+}
 
-export function registerDeliveryJobs(_ctx: AppContext, _deps: PushDeps): void {}
+export function registerDeliveryJobs(ctx: AppContext, deps: PushDeps): void {
+  const retrySchedule = ctx.config.pushRetrySchedule;
+  const maxAttempts = retrySchedule.length + 1;
+  ctx.jobs.register<DeliveryJob>(PUSH_DELIVER, async ({ job, signal }) => {
+    if (!job.businessId) return;
+    const step = await deliver(deps, job.businessId, job.payload, job.attempts >= (job.maxAttempts ?? maxAttempts), signal);
+    // The queue waits the longer of the schedule's delay and Retry-After.
+    if (step.kind === 'retry') throw new RetryableError(step.error, { retryAfterSeconds: step.retryAfterSeconds });
+  }, { concurrency: CONCURRENCY, retrySchedule, maxAttempts });
+}

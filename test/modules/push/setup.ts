@@ -59,6 +59,6 @@ export async function createPushTest(env: Record<string, string> = {}): Promise<
   };
 }
 
-async function deliverDue(_ctx: unknown): Promise<void> {
-  throw new Error('durable jobs not merged yet');
+async function deliverDue(ctx: { jobs: { runDue(): Promise<number> } }): Promise<void> {
+  await ctx.jobs.runDue();
 }
