@@ -129,3 +129,24 @@ describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
     });
   });
 });
+
+describe(`push delivery with the workers running (${DIALECT})`, () => {
+  it('a send is delivered in the background, without anyone driving the queue', async () => {
+    const t = await createPushTest();
+    try {
+      await t.post('/notification/push-creds', { sa_key: t.saKey() });
+      await t.post('/notification/add-device', { devicePayload: { did: 'bg', 'fcm-id': 'fcm-bg-token', 'app-version': '1' } }, undefined, { 'x-pt-id': 'pt-bg' });
+      await t.ctx.jobs.start();
+      const id = (await t.post('/notification/send', { patient_id: 'pt-bg', title: 'T', body: 'B' })).json().notification_id;
+      let status = 'pending';
+      while (status === 'pending') {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        status = (await t.get(`/notification/send/${id}`)).json().status;
+      }
+      assert.equal(status, 'sent');
+      assert.equal(t.fcm.requests.length, 1);
+    } finally {
+      await t.close();
+    }
+  });
+});
