@@ -42,11 +42,38 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** One row per (business, patient) with cases: the per-patient write lock and updated_at high-water mark. */
+export interface CasePatientsTable {
+  business_id: string;
+  /** The X-Pt-Id as given. */
+  patient_ref: string;
+  last_updated_at: number;
+}
+
+export interface CasesTable {
+  business_id: string;
+  patient_ref: string;
+  id: string;
+  /** 'A' active, 'D' deleted (a tombstone: the item columns are cleared). */
+  status: string;
+  display_name: string | null;
+  type: string | null;
+  hi_type: string | null;
+  /** JSON object */
+  partner_meta: string | null;
+  occurred_at: number | null;
+  created_at: number;
+  /** Whole seconds, in milliseconds; never decreases within a patient (see modules/cases/service.ts). */
+  updated_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
   events: EventsTable;
+  case_patients: CasePatientsTable;
+  cases: CasesTable;
 }
 
 export type { Generated };
