@@ -42,16 +42,9 @@ export interface EventsTable {
   created_at: number;
 }
 
-/** One row per (business, patient) with cases: the per-patient write lock and updated_at high-water mark. */
-export interface CasePatientsTable {
-  business_id: string;
-  /** The X-Pt-Id as given. */
-  patient_ref: string;
-  last_updated_at: number;
-}
-
 export interface CasesTable {
   business_id: string;
+  /** The X-Pt-Id as given. */
   patient_ref: string;
   id: string;
   /** 'A' active, 'D' deleted (a tombstone: the item columns are cleared). */
@@ -72,7 +65,6 @@ export interface Database {
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
   events: EventsTable;
-  case_patients: CasePatientsTable;
   cases: CasesTable;
 }
 

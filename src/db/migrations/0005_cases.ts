@@ -4,20 +4,12 @@ import { isPostgres } from '../migrate.ts';
 /**
  * Patient case records (contract 6). `cases` is keyed by (business, patient_ref, id); listing walks
  * `cases_sync_idx` on (business, patient_ref, updated_at, id), which serves the keyset page, the
- * `u_at__gt` filter and the ordering in one index range scan. `case_patients` holds one row per
- * (business, patient_ref): the lock that orders writes of a patient and their updated_at
- * high-water mark (see src/modules/cases/service.ts).
+ * `u_at__gt` filter and the ordering in one index range scan, and finds a patient's latest
+ * updated_at for the next write (see src/modules/cases/service.ts).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   // Case ids are compared in the keyset; byte order ("C") keeps paging identical on both dialects.
   const byteOrder = isPostgres(db) ? sql`collate "C"` : sql``;
-
-  await db.schema.createTable('case_patients')
-    .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
-    .addColumn('patient_ref', 'text', (c) => c.notNull())
-    .addColumn('last_updated_at', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('case_patients_pk', ['business_id', 'patient_ref'])
-    .execute();
 
   await db.schema.createTable('cases')
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
@@ -38,5 +30,4 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('cases').execute();
-  await db.schema.dropTable('case_patients').execute();
 }

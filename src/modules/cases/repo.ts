@@ -1,5 +1,5 @@
 /** SQL of the cases module; every query is scoped by business and patient. */
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import type { Db, DialectName } from '../../db/index.ts';
 import type { CasesTable } from '../../db/schema.ts';
 
@@ -11,43 +11,36 @@ function sqliteSecondStart(): number {
 }
 
 /**
- * Takes the patient's write lock (held to the end of the transaction) and returns the updated_at for
- * this write: the start of the current second, never below an earlier write of the patient. The
- * clock is read only once the lock is held (a separate statement: an UPDATE that waits for a lock
- * would keep a clock value computed before the wait).
+ * PostgreSQL: the patient's lock, an advisory lock held to the end of the transaction, exclusive for
+ * writes and shared for listings. Being advisory, it takes no transaction id, so a listing stays a
+ * read-only transaction (no WAL flush at commit). Two hashed keys make unrelated patients collide
+ * rarely, and a collision only makes one wait for the other.
  */
-export async function stampWrite(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<number> {
-  await trx.insertInto('case_patients')
-    .values({ business_id: businessId, patient_ref: patientRef, last_updated_at: 0 })
-    .onConflict((oc) => oc.columns(['business_id', 'patient_ref']).doNothing())
-    .execute();
-  let now: RawBuilder<number> | number;
-  if (dialect === 'postgres') {
-    await trx.selectFrom('case_patients').select('last_updated_at')
-      .where('business_id', '=', businessId).where('patient_ref', '=', patientRef)
-      .forUpdate().execute();
-    now = PG_SECOND_START;
-  } else {
-    // SQLite: this process's single connection runs one transaction at a time (Kysely's mutex).
-    now = sqliteSecondStart();
-  }
-  const greatest = dialect === 'postgres' ? sql<number>`greatest(last_updated_at, ${now})` : sql<number>`max(last_updated_at, ${now})`;
-  const row = await trx.updateTable('case_patients').set({ last_updated_at: greatest })
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef)
-    .returning('last_updated_at')
-    .executeTakeFirstOrThrow();
-  return Number(row.last_updated_at);
+async function lockPatient(trx: Db, businessId: string, patientRef: string, mode: 'write' | 'listing'): Promise<void> {
+  const keys = sql`hashtext(${`cases:${businessId}`}), hashtext(${patientRef})`;
+  await (mode === 'write' ? sql`select pg_advisory_xact_lock(${keys})` : sql`select pg_advisory_xact_lock_shared(${keys})`).execute(trx);
 }
 
 /**
- * Waits for the patient's writes in flight to commit (PostgreSQL: a share lock on the patient row,
- * held to the end of the transaction). False when the patient has no cases at all.
+ * Takes the patient's write lock and returns the updated_at for this write: the start of the current
+ * second, never below the patient's latest updated_at (so it cannot go backwards if the clock steps
+ * back). The clock is read only once the lock is held.
  */
-export async function lockForListing(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<boolean> {
-  let query = trx.selectFrom('case_patients').select('last_updated_at')
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef);
-  if (dialect === 'postgres') query = query.forShare();
-  return (await query.executeTakeFirst()) !== undefined;
+export async function stampWrite(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<number> {
+  // SQLite: this process's single connection runs one transaction at a time (Kysely's mutex).
+  if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'write');
+  const now = dialect === 'postgres' ? PG_SECOND_START : sqliteSecondStart();
+  const latest = trx.selectFrom('cases').select('updated_at')
+    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef)
+    .orderBy('updated_at', 'desc').limit(1);
+  const greatest = dialect === 'postgres' ? 'greatest' : 'max';
+  const row = await sql<{ stamp: number }>`select ${sql.raw(greatest)}(${now}, coalesce((${latest}), 0)) as stamp`.execute(trx);
+  return Number(row.rows[0]!.stamp);
+}
+
+/** Waits for the patient's writes in flight to commit and keeps new ones out until the transaction ends. */
+export async function lockForListing(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<void> {
+  if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'listing');
 }
 
 export interface PageQuery {

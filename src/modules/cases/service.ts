@@ -11,14 +11,15 @@
  * writes in one second) rests on one invariant: a listing hands out only seconds that are over, and
  * every write that is not yet visible to it will get an updated_at in a later second. Three rules:
  *
- * 1. A write takes the patient's lock (a row of case_patients, SELECT ... FOR UPDATE, held until
- *    commit), and only then reads the clock: its updated_at is the start of the current second, and
- *    never below the patient's previous updated_at, so it cannot go backwards under clock steps.
- * 2. A listing first takes the same row in share mode. That waits for the patient's writes in flight
- *    to commit, and blocks new ones until the listing ends; then, with the lock held, it reads the
- *    clock and returns only cases whose second is before the current one. Any write that is not
- *    visible to it now will read the clock later, so it lands in the current second or a later one,
- *    both above everything this listing returned.
+ * 1. A write takes the patient's lock (PostgreSQL: pg_advisory_xact_lock, held until commit), and
+ *    only then reads the clock: its updated_at is the start of the current second, and never below
+ *    the patient's latest updated_at, so it cannot go backwards under clock steps.
+ * 2. A listing first takes the same lock in shared mode. That waits for the patient's writes in
+ *    flight to commit, and holds new ones back until the listing ends; then, with the lock held, it
+ *    reads the clock and returns only cases whose second is before the current one. Any write not
+ *    visible to it will read the clock later, so it lands in the current second or a later one,
+ *    both above everything this listing returned. (The lock is advisory so that a listing stays a
+ *    read-only transaction; a row lock would cost a transaction id and a WAL flush per page.)
  * 3. On PostgreSQL the clock is the database's (clock_timestamp()), one clock for all server
  *    processes, so skew between application hosts does not matter. On SQLite one process owns the
  *    database and runs one transaction at a time, so the process clock serves.
@@ -148,7 +149,7 @@ export class CasesService {
     }
     const pageSize = this.#ctx.config.casesPageSize;
     const rows = await inTransaction(this.#db, async (trx) => {
-      if (!(await repo.lockForListing(trx, this.#dialect, businessId, patientRef))) return [];
+      await repo.lockForListing(trx, this.#dialect, businessId, patientRef);
       return repo.listPage(trx, this.#dialect, {
         businessId,
         patientRef,

@@ -11,10 +11,6 @@ import { casesApi, isKeysetOrdered, newCase, untilSecondIsOver, type CaseJson, t
 
 /** Cases written straight to the table, in seconds long past, so paging needs no waiting. */
 async function insertCases(db: Db, businessId: string, patientRef: string, rows: Array<{ id: string; second: number }>): Promise<void> {
-  await db.insertInto('case_patients')
-    .values({ business_id: businessId, patient_ref: patientRef, last_updated_at: Math.max(...rows.map((r) => r.second)) * 1000 })
-    .onConflict((oc) => oc.columns(['business_id', 'patient_ref']).doNothing())
-    .execute();
   await db.insertInto('cases').values(rows.map((row): CasesTable => ({
     business_id: businessId, patient_ref: patientRef, id: row.id, status: 'A', display_name: `Case ${row.id}`,
     type: null, hi_type: 'Prescription', partner_meta: '{}', occurred_at: 1_600_000_000_000,
