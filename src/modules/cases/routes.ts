@@ -15,14 +15,18 @@ interface RouteConfig {
   auth: RouteAuth;
 }
 
+// Declared for the documentation; the onRequest hook below has already answered a missing one.
 const PatientHeader = Type.Object({
-  'x-pt-id': Type.Optional(Type.String({ description: "Required. The patient's id within the business (the service's or the partner's)." })),
+  'x-pt-id': Type.String({ description: "The patient's id within the business (the service's or the partner's)." }),
 });
-const CaseId = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be 1 to 200 characters' });
-const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'epoch seconds' });
-const DisplayName = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be 1 to 200 characters' });
-const HiTypeSchema = Type.Unsafe<HiType>({ type: 'string', enum: [...HI_TYPES] });
-const NullableHiType = Type.Unsafe<HiType | null>({ type: ['string', 'null'], enum: [...HI_TYPES, null] });
+const CaseId = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
+const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'epoch seconds', 'x-message': 'must be an integer epoch in seconds' });
+const DisplayName = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
+const HI_TYPE_MESSAGE = `must be one of ${HI_TYPES.join(', ')}`;
+const HiTypeSchema = Type.Unsafe<HiType>({ type: 'string', enum: [...HI_TYPES], 'x-message': HI_TYPE_MESSAGE });
+const NullableHiType = Type.Unsafe<HiType | null>({ type: ['string', 'null'], enum: [...HI_TYPES, null], 'x-message': `${HI_TYPE_MESSAGE}, or null` });
+const CaseType = Type.String({ maxLength: 100, 'x-message': 'must be a string of at most 100 characters' });
+const NullableCaseType = Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 100, 'x-message': 'must be a string of at most 100 characters, or null' });
 const PartnerMeta = Type.Object({}, { additionalProperties: true, description: 'free-form object' });
 
 const CaseItem = Type.Object({
@@ -48,14 +52,14 @@ const CreateBody = Type.Object({
   id: CaseId,
   display_name: DisplayName,
   occurred_at: Epoch,
-  type: Type.Optional(Type.String({ maxLength: 100, 'x-message': 'must be a string of at most 100 characters' })),
+  type: Type.Optional(CaseType),
   hi_type: Type.Optional(HiTypeSchema),
   partner_meta: Type.Optional(PartnerMeta),
 });
 const UpdateBody = Type.Object({
   display_name: Type.Optional(DisplayName),
   occurred_at: Type.Optional(Epoch),
-  type: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+  type: Type.Optional(NullableCaseType),
   hi_type: Type.Optional(NullableHiType),
   partner_meta: Type.Optional(PartnerMeta),
 });

@@ -147,17 +147,17 @@ describe(`cases (${DIALECT})`, () => {
     it('validates the create body, naming each field, in the cases body', async () => {
       const cases: Array<[Record<string, unknown>, RegExp]> = [
         [{ display_name: 'x', occurred_at: 1 }, /id: This field is required/],
-        [newCase('v1', { display_name: '' }), /display_name: must be 1 to 200 characters/],
-        [newCase('v1', { display_name: 'x'.repeat(201) }), /display_name: must be 1 to 200 characters/],
+        [newCase('v1', { display_name: '' }), /display_name: must be a string of 1 to 200 characters/],
+        [newCase('v1', { display_name: 'x'.repeat(201) }), /display_name: must be a string of 1 to 200 characters/],
         [newCase('v1', { display_name: 5 }), /display_name/],
-        [newCase('v1', { occurred_at: '1700000000' }), /occurred_at: must be an integer/],
-        [newCase('v1', { occurred_at: 1.5 }), /occurred_at: must be an integer/],
+        [newCase('v1', { occurred_at: '1700000000' }), /occurred_at: must be an integer epoch in seconds/],
+        [newCase('v1', { occurred_at: 1.5 }), /occurred_at: must be an integer epoch in seconds/],
         [newCase('v1', { occurred_at: -1 }), /occurred_at/],
-        [newCase('v1', { hi_type: 'XRay' }), /hi_type: must be one of "OPConsultation"/],
+        [newCase('v1', { hi_type: 'XRay' }), /hi_type: must be one of OPConsultation, Prescription, DischargeSummary/],
         [newCase('v1', { partner_meta: [1, 2] }), /partner_meta: must be an object/],
         [newCase('v1', { partner_meta: 'x' }), /partner_meta: must be an object/],
         [newCase('v1', { type: 7 }), /type/],
-        [newCase(''), /id: must be 1 to 200 characters/],
+        [newCase(''), /id: must be a string of 1 to 200 characters/],
       ];
       for (const [body, message] of cases) {
         const response = await api().create(body);
@@ -188,6 +188,10 @@ describe(`cases (${DIALECT})`, () => {
         assert.equal(response.statusCode, 400, JSON.stringify(body));
         assert.equal(response.json().code, 'INVALID_REQUEST');
       }
+      assert.deepEqual((await api().update('u1', { type: 5 })).json(),
+        { error: 'type: must be a string of at most 100 characters, or null', code: 'INVALID_REQUEST' });
+      assert.deepEqual((await api().update('u1', { hi_type: 5 })).json().error,
+        'hi_type: must be one of OPConsultation, Prescription, DischargeSummary, DiagnosticReport, ImmunizationRecord, HealthDocumentRecord, WellnessRecord, or null');
       assert.equal((await api().update('u1', { hi_type: null })).statusCode, 204);
       const missingBody = await t.app.inject({ method: 'PATCH', url: `${BASE}/u1`, headers: { ...bearer(client.token), 'x-pt-id': 'pt-errors' } });
       assert.equal(missingBody.statusCode, 400);
