@@ -4,11 +4,9 @@
  * between the servers), and the client must end with exactly the server's state.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
@@ -16,46 +14,12 @@ import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createBusiness } from '../../../src/modules/businesses/service.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
 import { createTestDatabase, DIALECT, type TestDatabase } from '../../helpers.ts';
+import { startServerProcess } from '../../process.ts';
 import { newCase, untilSecondIsOver, type CaseJson, type PageJson } from './support.ts';
-
-const ROOT = path.resolve(import.meta.dirname, '../../..');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 interface Server {
   url: string;
   child: ChildProcess;
-}
-
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk) => { stderr += chunk; });
-  const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 300; attempt++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) return { url, child };
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  child.kill();
-  throw new Error(`server did not start: ${stderr}`);
 }
 
 async function stopServer(server: Server): Promise<void> {
@@ -89,7 +53,7 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
       CPS_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
       CPS_MASTER_KEY: randomBytes(32).toString('hex'),
     };
-    servers = await Promise.all([startServer(env), startServer(env)]);
+    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const login = await fetch(`${servers[0]!.url}/connect-auth/v1/account/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
