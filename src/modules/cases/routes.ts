@@ -46,7 +46,7 @@ const Case = Type.Object({
 
 const ListQuery = Type.Object({
   offset: Type.Optional(Type.String({ maxLength: 2048, description: 'next_token of the previous page' })),
-  u_at__gt: Type.Optional(Type.Integer({ minimum: 0, description: 'only cases with updated_at greater than this epoch' })),
+  u_at__gt: Type.Optional(Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'only cases with updated_at greater than this epoch' })),
 });
 const CreateBody = Type.Object({
   id: CaseId,

@@ -13,7 +13,9 @@
  *
  * 1. A write takes the patient's lock (PostgreSQL: pg_advisory_xact_lock, held until commit), and
  *    only then reads the clock: its updated_at is the start of the current second, and never below
- *    the patient's latest updated_at, so it cannot go backwards under clock steps.
+ *    the patient's latest updated_at, so the order of a patient's writes survives a clock step back.
+ *    (A step back between a listing and a later write could still break rule 2; clocks kept by NTP
+ *    slew rather than step.)
  * 2. A listing first takes the same lock in shared mode. That waits for the patient's writes in
  *    flight to commit, and holds new ones back until the listing ends; then, with the lock held, it
  *    reads the clock and returns only cases whose second is before the current one. Any write not
@@ -29,6 +31,7 @@
  * The price is the contract's allowed visibility delay: a write is listed once its second is over
  * (at most 1 s, plus waiting for the patient's lock). GET of one case sees it at once.
  * Deletes are tombstones (status D, item cleared) that take a new updated_at like any write.
+ * A page token continues the walk it was made for: u_at__gt may be repeated or left out, not changed.
  */
 import type { AppContext } from '../../context.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
