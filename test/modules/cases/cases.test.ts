@@ -218,11 +218,14 @@ describe(`cases (${DIALECT})`, () => {
       }
     });
 
-    it('rejects a malformed JSON body in the cases body', async () => {
+    it('rejects a malformed JSON body and another content type in the cases body', async () => {
       const headers = { ...bearer(client.token), 'x-pt-id': 'pt-errors' };
       const malformed = await t.app.inject({ method: 'POST', url: BASE, headers: { ...headers, 'content-type': 'application/json' }, payload: '{"id":' });
       assert.equal(malformed.statusCode, 400);
       assert.equal(malformed.json().code, 'INVALID_REQUEST');
+      const text = await t.app.inject({ method: 'POST', url: BASE, headers: { ...headers, 'content-type': 'text/plain' }, payload: 'hello' });
+      assert.equal(text.statusCode, 415);
+      assert.equal(text.json().code, 'INVALID_REQUEST');
     });
   });
 
