@@ -42,6 +42,24 @@ export interface EventsTable {
   created_at: number;
 }
 
+export interface CasesTable {
+  business_id: string;
+  /** The X-Pt-Id as given. */
+  patient_ref: string;
+  id: string;
+  /** 'A' active, 'D' deleted (a tombstone: the item columns are cleared). */
+  status: string;
+  display_name: string | null;
+  type: string | null;
+  hi_type: string | null;
+  /** JSON object */
+  partner_meta: string | null;
+  occurred_at: number | null;
+  created_at: number;
+  /** Whole seconds, in milliseconds; never decreases within a patient (see modules/cases/service.ts). */
+  updated_at: number;
+}
+
 export interface PushCredentialsTable {
   business_id: string;
   /** The whole sa_key JSON, sealed by security/encryption.ts (associated data: the business id). */
@@ -128,6 +146,7 @@ export interface Database {
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
   events: EventsTable;
+  cases: CasesTable;
   push_credentials: PushCredentialsTable;
   push_devices: PushDevicesTable;
   push_notifications: PushNotificationsTable;
