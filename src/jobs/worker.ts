@@ -36,7 +36,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
-  PermanentError, RetryableError, claimJobs, localWake, queueDepth, releaseExpired, renewLease, settleJob,
+  PermanentError, RetryableError, claimJobs, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
   type Job, type Settlement,
 } from './queue.ts';
 
@@ -105,6 +105,9 @@ export class JobQueue {
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
   private readonly onLocalWake = (kind: string) => this.wake(kind);
+  /** Successes waiting to be recorded together (see recordSuccess). */
+  private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
+  private flushing = false;
 
   constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
     this.storage = storage;
@@ -335,7 +338,7 @@ export class JobQueue {
       } finally {
         clearInterval(heartbeat);
       }
-      const recorded = await settleJob(db, job, settlement);
+      const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await settleJob(db, job, settlement);
       if (!recorded) {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
@@ -362,6 +365,33 @@ export class JobQueue {
     const scheduled = kind.retrySchedule[Math.min(job.attempts - 1, kind.retrySchedule.length - 1)] ?? 0;
     const retryAfter = error instanceof RetryableError ? (error.retryAfterSeconds ?? 0) : 0;
     return { status: 'pending', error: message, dueAt: Date.now() + Math.max(scheduled, retryAfter) * 1000 };
+  }
+
+  /**
+   * Successes that finish while one batch is being written go into the next: under load one
+   * statement (and one commit) records many jobs; alone, a job is recorded at once.
+   */
+  private recordSuccess(job: Job): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.successes.push({ job, done, fail });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flushSuccesses());
+      }
+    });
+  }
+
+  private async flushSuccesses(): Promise<void> {
+    while (this.successes.length > 0) {
+      const batch = this.successes.splice(0, 500);
+      try {
+        const recorded = await settleSucceeded(this.storage.db, batch.map((entry) => entry.job));
+        for (const entry of batch) entry.done(recorded.has(entry.job.id));
+      } catch (error) {
+        for (const entry of batch) entry.fail(error);
+      }
+    }
+    this.flushing = false;
   }
 
   /** A retry due before the next poll is claimed on time. */
