@@ -74,6 +74,28 @@ async function benchSqlite(): Promise<BenchResult> {
   }
 }
 
+/** What a started, idle queue costs: CPU of this process per second, five kinds registered, default poll. */
+async function benchIdle(): Promise<BenchResult> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-jobs-'));
+  const storage = openStorage({ databaseUrl: null, dataDir });
+  try {
+    await migrateToLatest(storage.db);
+    const queue = new JobQueue(storage, createLogger('warn'), new Registry());
+    for (const kind of ['a', 'b', 'c', 'd']) queue.register(`idle.${kind}`, async () => {});
+    await queue.start();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = process.cpuUsage();
+    const seconds = 5;
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    const used = process.cpuUsage(before);
+    await queue.stop(0);
+    return { name: 'idle workers, SQLite: CPU per second', value: Math.round(((used.user + used.system) / 1000 / seconds) * 100) / 100, unit: 'ms/s', note: 'five kinds, 1 s poll, no jobs' };
+  } finally {
+    await storage.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 async function benchPostgres(adminUrl: string): Promise<BenchResult> {
   const name = `cps_bench_jobs_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -142,7 +164,7 @@ async function reachable(url: string): Promise<boolean> {
 }
 
 export async function runJobsBench(): Promise<BenchResult[]> {
-  const results = [await benchSqlite()];
+  const results = [await benchSqlite(), await benchIdle()];
   const pgUrl = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   if (await reachable(pgUrl)) results.push(await benchPostgres(pgUrl));
   else results.push({ name: 'jobs end to end, PostgreSQL, 2 worker processes', value: 0, unit: 'jobs/s', note: 'skipped: PostgreSQL unreachable' });

@@ -272,6 +272,14 @@ export async function releaseExpired(db: Db): Promise<{ id: string; kind: string
     .execute();
 }
 
+/** The kinds with jobs due now: the poll claims only for those. */
+export async function dueKinds(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('jobs').select('kind').distinct()
+    .where('status', '=', 'pending').where('due_at', '<=', Date.now())
+    .execute();
+  return rows.map((row) => row.kind);
+}
+
 export async function queueDepth(db: Db): Promise<{ kind: string; status: string; count: number }[]> {
   const rows = await db.selectFrom('jobs').select(['kind', 'status', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('status', 'in', ['pending', 'running', 'failed'])

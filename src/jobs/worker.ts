@@ -18,8 +18,8 @@
  *   stays queryable; `retryJob` queues it again.
  * - Waking: PostgreSQL NOTIFY (a trigger on `jobs`, sent at commit) and, on SQLite, an in-process
  *   signal from `enqueue`; a poll every `pollMs` catches jobs that fall due later, notifications
- *   missed while reconnecting, and jobs added by other processes on SQLite. Idle cost: one indexed
- *   query per kind per poll.
+ *   missed while reconnecting, and jobs added by other processes on SQLite. Idle cost: one small
+ *   query per poll (which kinds have due jobs), plus a sweep of expired leases every fifth poll.
  * - Events (outbox.ts): `recordEvent` stores the event and, in the same transaction, an
  *   `event.dispatch` job. That job runs every `onEvent` hook for the event's type in one transaction;
  *   hooks enqueue one job per recipient (the webhooks module: one delivery per matching
@@ -36,7 +36,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
-  PermanentError, RetryableError, claimJobs, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
+  PermanentError, RetryableError, claimJobs, dueKinds, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
   type Job, type Settlement,
 } from './queue.ts';
 
@@ -104,6 +104,7 @@ export class JobQueue {
   private lockTimer: NodeJS.Timeout | null = null;
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
+  private polls = 0;
   private readonly onLocalWake = (kind: string) => this.wake(kind);
   /** Successes waiting to be recorded together (see recordSuccess). */
   private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
@@ -261,17 +262,23 @@ export class JobQueue {
     }
   }
 
+  /**
+   * Every poll asks which kinds have due jobs (one query) and claims for those; every fifth also
+   * sweeps expired leases. Idle, that is about one small query a second.
+   */
   private async poll(): Promise<void> {
     if (this.state !== 'running') return;
     try {
-      for (const job of await releaseExpired(this.storage.db)) {
-        this.metrics.outcomes.inc({ kind: job.kind, outcome: 'expired' });
-        this.logger.warn({ job_id: job.id, kind: job.kind }, 'job lease expired; queued again');
+      if (this.polls++ % 5 === 0) {
+        for (const job of await releaseExpired(this.storage.db)) {
+          this.metrics.outcomes.inc({ kind: job.kind, outcome: 'expired' });
+          this.logger.warn({ job_id: job.id, kind: job.kind }, 'job lease expired; queued again');
+        }
       }
+      for (const kind of await dueKinds(this.storage.db)) this.wake(kind);
     } catch (error) {
-      this.logger.error({ err: error }, 'sweeping expired job leases failed');
+      this.logger.error({ err: error }, 'polling for jobs failed');
     }
-    this.wake();
     if (this.state === 'running') this.pollTimer = setTimeout(() => void this.poll(), this.pollMs);
   }
 
