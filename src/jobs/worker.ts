@@ -95,6 +95,7 @@ export class JobQueue {
   private readonly kinds = new Map<string, Kind>();
   private readonly hooks = new Map<string, EventHook[]>();
   private readonly inFlight = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private readonly claims = new Set<Promise<void>>();
   private readonly metrics: {
     outcomes: Counter<'kind' | 'outcome'>;
     startDelay: Histogram<'kind'>;
@@ -205,6 +206,8 @@ export class JobQueue {
       const listener = this.listener;
       this.listener = null;
       await listener?.end().catch(() => {});
+      // A claim under way when stop was called starts its jobs; wait for it so they are waited for too.
+      await Promise.allSettled(this.claims);
       const pending = [...this.inFlight.values()];
       if (pending.length > 0) {
         let timer: NodeJS.Timeout | undefined;
@@ -294,9 +297,12 @@ export class JobQueue {
         kind.again = false;
         const free = kind.concurrency - kind.running;
         if (this.state !== 'running' || free <= 0 || kind.drained) break;
-        const jobs = await claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId);
-        kind.drained = jobs.length < free;
-        for (const job of jobs) this.launch(kind, job);
+        const claim = claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId).then((jobs) => {
+          kind.drained = jobs.length < free;
+          for (const job of jobs) this.launch(kind, job);
+        });
+        this.claims.add(claim);
+        await claim.finally(() => this.claims.delete(claim));
       } while (kind.again);
     } catch (error) {
       this.logger.error({ err: error, kind: kind.name }, 'claiming jobs failed; retrying at the next poll');
