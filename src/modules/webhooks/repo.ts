@@ -59,10 +59,16 @@ export async function setDeliveryJob(db: Db, businessId: string, id: string, job
     .execute();
 }
 
-export function listDeliveries(db: Db, businessId: string, subscriptionId: string, limit: number, offset: number): Promise<DeliveryRow[]> {
-  return db.selectFrom('webhook_deliveries').selectAll()
-    .where('business_id', '=', businessId).where('subscription_id', '=', subscriptionId)
-    .orderBy('created_at', 'desc').orderBy('event_id', 'desc')
+/** Deliveries with their job's state (the job is the truth when the worker settled it without the handler). */
+export function listDeliveries(db: Db, businessId: string, subscriptionId: string, limit: number, offset: number) {
+  return db.selectFrom('webhook_deliveries as d')
+    .leftJoin('jobs as j', 'j.id', 'd.job_id')
+    .select([
+      'd.event_id', 'd.event_type', 'd.status', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.next_attempt_at',
+      'j.status as job_status', 'j.due_at as job_due_at', 'j.last_error as job_last_error',
+    ])
+    .where('d.business_id', '=', businessId).where('d.subscription_id', '=', subscriptionId)
+    .orderBy('d.created_at', 'desc').orderBy('d.event_id', 'desc')
     .limit(limit).offset(offset)
     .execute();
 }

@@ -40,8 +40,13 @@ const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 const Errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 
 export function webhookRoutes(ctx: AppContext) {
-  const { queue, options } = wireDeliveries(ctx);
+  const { queue, options, sender } = wireDeliveries(ctx);
   return async function plugin(app: App): Promise<void> {
+    // Idle keep-alive sockets go once the workers have stopped (stop() is idempotent).
+    app.addHook('onClose', async () => {
+      await ctx.jobs.stop(Math.max(0, ctx.config.shutdownGraceSeconds * 1000 - 1000));
+      sender.close();
+    });
     const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
     const tags = ['webhooks'];
 

@@ -203,15 +203,21 @@ export async function deleteSubscription(ctx: AppContext, businessId: string, id
 export async function listDeliveries(ctx: AppContext, businessId: string, subscriptionId: string, pageNo: number): Promise<DeliveryView[]> {
   await existing(ctx.storage.db, businessId, subscriptionId);
   const rows = await repo.listDeliveries(ctx.storage.db, businessId, subscriptionId, DELIVERIES_PAGE_SIZE, pageNo * DELIVERIES_PAGE_SIZE);
-  return rows.map((row) => ({
-    event_id: row.event_id,
-    event: row.event_type,
-    status: row.status,
-    attempts: row.attempts,
-    last_status_code: row.last_status_code,
-    last_error: row.last_error,
-    next_attempt_at: row.status === 'pending' && row.next_attempt_at !== null ? Math.ceil(row.next_attempt_at / 1000) : null,
-  }));
+  return rows.map((row) => {
+    // The handler records each attempt; a last attempt whose worker died is failed by the jobs
+    // sweep without the handler, so a failed job overrides a pending delivery.
+    const status = row.status === 'pending' && row.job_status === 'failed' ? 'failed' : row.status;
+    const next = status !== 'pending' ? null : row.job_status === 'pending' ? row.job_due_at : row.next_attempt_at;
+    return {
+      event_id: row.event_id,
+      event: row.event_type,
+      status,
+      attempts: row.attempts,
+      last_status_code: row.last_status_code,
+      last_error: row.last_error ?? (status === 'failed' ? row.job_last_error : null),
+      next_attempt_at: next === null ? null : Math.ceil(next / 1000),
+    };
+  });
 }
 
 /** Queues a delivery again, due now (contract 8's manual retry). */
