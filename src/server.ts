@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { buildApp, createContext, type App } from './app.ts';
+import { buildApp, createContext, jobsGraceMs, type App } from './app.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { openStorage } from './db/index.ts';
@@ -40,11 +40,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const app = await buildApp(ctx);
     const url = await app.listen({ port: config.port, host: config.host });
     logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
+    if (config.workers) await ctx.jobs.start();
     let closing: Promise<void> | null = null;
     const close = () => (closing ??= (async () => {
-      // app.close stops accepting, lets requests in flight finish and runs every module's onClose
-      // (background workers stop there); then the database closes.
-      await app.close();
+      // app.close stops accepting and lets requests in flight finish while running jobs finish
+      // alongside (both within the grace period); then the database closes.
+      await Promise.all([app.close(), ctx.jobs.stop(jobsGraceMs(config))]);
       await storage.destroy();
     })());
     return { app, ctx, url, close };

@@ -83,6 +83,34 @@ export interface WebhookDeliveriesTable {
   updated_at: number;
 }
 
+export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  business_id: string | null;
+  /** JSON */
+  payload: string;
+  status: JobStatus;
+  due_at: number;
+  attempts: Generated<number>;
+  max_attempts: number | null;
+  lease_until: number | null;
+  locked_by: string | null;
+  last_error: string | null;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface JobLocksTable {
+  name: string;
+  owner: string;
+  expires_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -90,6 +118,8 @@ export interface Database {
   events: EventsTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  jobs: JobsTable;
+  job_locks: JobLocksTable;
 }
 
 export type { Generated };
