@@ -84,3 +84,30 @@ describe(`cps process (${DIALECT})`, () => {
     }
   });
 });
+
+describe(`several processes on one database (${DIALECT})`, () => {
+  it('start together on an empty database: migrations run once, one demo business', async () => {
+    const database = await createTestDatabase();
+    try {
+      const env = { CPS_DATA_DIR: database.dataDir, CPS_WORKERS: '0', ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}) };
+      const servers = await Promise.all([startServerProcess(env), startServerProcess(env), startServerProcess(env)]);
+      const { openStorage } = await import('../src/db/index.ts');
+      const storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+      try {
+        const businesses = await storage.db.selectFrom('businesses').selectAll().execute();
+        assert.equal(businesses.length, 1);
+        assert.equal(businesses[0]!.name, 'Demo Clinic');
+        const clients = await storage.db.selectFrom('api_clients').selectAll().execute();
+        assert.equal(clients.length, 1);
+        const demo = JSON.parse(readFileSync(path.join(database.dataDir, 'demo-credentials.json'), 'utf8'));
+        assert.equal(demo.client_id, clients[0]!.id);
+      } finally {
+        await storage.destroy();
+      }
+      for (const server of servers) server.child.kill('SIGTERM');
+      assert.deepEqual(await Promise.all(servers.map((s) => s.exited)), [0, 0, 0]);
+    } finally {
+      await database.drop();
+    }
+  });
+});
