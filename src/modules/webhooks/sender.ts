@@ -109,12 +109,20 @@ export interface Sender {
   close(): void;
 }
 
+/** A receiver cannot push a retry further out than this (and past what the database can store). */
+export const MAX_RETRY_AFTER_SECONDS = 7 * 86_400;
+
 export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
   if (!value) return null;
   const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000));
+  let seconds: number;
+  if (/^\d+$/.test(trimmed)) seconds = Number(trimmed);
+  else {
+    const date = Date.parse(trimmed);
+    if (Number.isNaN(date)) return null;
+    seconds = Math.max(0, Math.ceil((date - now) / 1000));
+  }
+  return Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
 }
 
 export function createSender(options: SendOptions): Sender {

@@ -100,6 +100,7 @@ describe('webhook sender', () => {
     assert.equal(parseRetryAfter('30'), 30);
     assert.equal(parseRetryAfter(new Date(Date.now() + 90_000).toUTCString()), 90);
     assert.equal(parseRetryAfter('soon'), null);
+    assert.equal(parseRetryAfter('99999999999999999999'), 7 * 86_400);
     assert.equal(parseRetryAfter(undefined), null);
   });
 });
