@@ -17,6 +17,11 @@ import { signatureHeader } from './signer.ts';
 
 export const DELIVERY_JOB = 'webhook.delivery';
 
+/** One delivery per (event, subscription): the key of its job. */
+export function deliveryKey(eventId: string, subscriptionId: string): string {
+  return `${eventId}:${subscriptionId}`;
+}
+
 export interface EventRef {
   id: string;
   businessId: string;
@@ -31,13 +36,16 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, event: EventRef): Pr
     if (!(JSON.parse(subscription.event_names) as string[]).includes(event.type)) continue;
     const id = newId('whd');
     const now = Date.now();
+    // The job first: its key is the (event, subscription) pair, so a repeated dispatch gets the
+    // existing job back and the delivery insert below adds nothing.
+    const jobId = await queue.enqueue(trx, event.businessId, id, deliveryKey(event.id, subscription.id));
     const inserted = await repo.insertDelivery(trx, {
       id,
       business_id: event.businessId,
       subscription_id: subscription.id,
       event_id: event.id,
       event_type: event.type,
-      job_id: null,
+      job_id: jobId,
       status: 'pending',
       last_status_code: null,
       last_error: null,
@@ -46,7 +54,6 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, event: EventRef): Pr
       updated_at: now,
     });
     if (!inserted) continue;
-    await repo.setDeliveryJob(trx, event.businessId, id, await queue.enqueue(trx, event.businessId, id));
     added++;
   }
   return added;

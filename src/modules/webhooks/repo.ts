@@ -53,12 +53,6 @@ export async function insertDelivery(db: Db, row: Insertable<WebhookDeliveriesTa
   return inserted !== undefined;
 }
 
-export async function setDeliveryJob(db: Db, businessId: string, id: string, jobId: string): Promise<void> {
-  await db.updateTable('webhook_deliveries').set({ job_id: jobId })
-    .where('business_id', '=', businessId).where('id', '=', id)
-    .execute();
-}
-
 /** Deliveries with their job's state (the job is the truth when the worker settled it without the handler). */
 export function listDeliveries(db: Db, businessId: string, subscriptionId: string, limit: number, offset: number) {
   return db.selectFrom('webhook_deliveries as d')

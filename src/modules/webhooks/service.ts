@@ -5,6 +5,7 @@ import { newId } from '../../db/ids.ts';
 import type { WebhookSubscriptionStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
+import { deliveryKey } from './delivery.ts';
 import * as repo from './repo.ts';
 import { checkHost, type Resolver } from './sender.ts';
 import { generateSigningKey, keyBytes } from './signer.ts';
@@ -38,10 +39,13 @@ export interface DeliveryView {
 
 /** How deliveries become jobs: provided by the delivery wiring (delivery.ts). */
 export interface DeliveryQueue {
-  /** Adds the job that sends delivery `deliveryId`, in `db` (a transaction); returns the job id. */
-  enqueue(db: Db, businessId: string, deliveryId: string): Promise<string>;
+  /**
+   * Adds the job that sends delivery `deliveryId`, in `db` (a transaction), and returns its id; a
+   * job with the same `key` already queued is returned instead.
+   */
+  enqueue(db: Db, businessId: string, deliveryId: string, key: string): Promise<string>;
   /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
-  retry(db: Db, businessId: string, deliveryId: string, jobId: string | null): Promise<string>;
+  retry(db: Db, businessId: string, deliveryId: string, jobId: string | null, key: string): Promise<string>;
 }
 
 export interface WebhookServiceOptions {
@@ -226,7 +230,7 @@ export async function retryDelivery(ctx: AppContext, queue: DeliveryQueue, busin
   const delivery = await repo.getDelivery(ctx.storage.db, businessId, subscriptionId, eventId);
   if (!delivery) throw new AppError(404, 'delivery not found', { code: 'NOT_FOUND' });
   await inTransaction(ctx.storage.db, async (trx) => {
-    const jobId = await queue.retry(trx, businessId, delivery.id, delivery.job_id);
+    const jobId = await queue.retry(trx, businessId, delivery.id, delivery.job_id, deliveryKey(eventId, subscriptionId));
     await repo.requeueDelivery(trx, businessId, delivery.id, Date.now(), jobId);
   });
 }

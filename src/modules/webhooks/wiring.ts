@@ -39,11 +39,11 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   };
 
   const queue: DeliveryQueue = {
-    enqueue: (db, businessId, deliveryId) =>
-      enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: deliveryId }),
-    async retry(db, businessId, deliveryId, jobId) {
+    enqueue: (db, businessId, deliveryId, key) =>
+      enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }),
+    async retry(db, businessId, deliveryId, jobId, key) {
       const job = jobId ? await retryJob(db, jobId, { businessId }) : null;
-      return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: deliveryId });
+      return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key });
     },
   };
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { retryJob } from '../../../src/jobs/queue.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
 import { recordReviewEvent, startReceiver, type Answer, type Receiver } from './support.ts';
 
@@ -176,6 +177,19 @@ describe(`webhook delivery (${DIALECT})`, () => {
       await t.ctx.jobs.runDue();
       await receiver.close();
       assert.equal(receiver.received.length, 0);
+    });
+
+    it('a repeated event dispatch adds no second delivery', async () => {
+      const receiver = await startReceiver();
+      const sub = await subscribe(receiver);
+      const eventId = await recordReviewEvent(t.ctx.storage, client.businessId);
+      await t.ctx.jobs.runDue();
+      const dispatch = await t.ctx.storage.db.selectFrom('jobs').select('id').where('kind', '=', 'event.dispatch').where('dedupe_key', '=', eventId).executeTakeFirstOrThrow();
+      await retryJob(t.ctx.storage.db, dispatch.id);
+      await t.ctx.jobs.runDue();
+      await receiver.close();
+      assert.equal(receiver.received.length, 1);
+      assert.equal((await deliveries(sub.id)).length, 1);
     });
 
     it('404 for retrying an unknown event', async () => {
