@@ -27,6 +27,8 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'cps_migrations',
     migrationLockTableName: 'cps_migrations_lock',
+    // Modules land in any order; a migration numbered below the newest applied one still runs.
+    allowUnorderedMigrations: true,
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
