@@ -5,12 +5,14 @@ import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
 import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
   return [
     opsRoutes(ctx),
     authRoutes(ctx),
     businessRoutes(ctx),
+    webhookRoutes(ctx),
     casesRoutes(ctx),
   ];
 }
