@@ -148,7 +148,7 @@ export class JobQueue {
       }),
     };
     this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
-      concurrency: 4,
+      concurrency: 8,
       retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
     });
   }
@@ -163,7 +163,8 @@ export class JobQueue {
       concurrency: options.concurrency ?? 5,
       retrySchedule,
       maxAttempts: options.maxAttempts ?? retrySchedule.length + 1,
-      leaseMs: options.leaseMs ?? 60_000,
+      // Renewed every third of itself while the job runs, so a short lease only shortens crash recovery.
+      leaseMs: options.leaseMs ?? 15_000,
       running: 0,
       claiming: false,
       again: false,
