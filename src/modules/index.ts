@@ -3,6 +3,7 @@ import type { App } from '../app.ts';
 import type { AppContext } from '../context.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
+import { clinicRoutes } from './clinics/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
@@ -10,5 +11,6 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     opsRoutes(ctx),
     authRoutes(ctx),
     businessRoutes(ctx),
+    clinicRoutes(ctx),
   ];
 }
