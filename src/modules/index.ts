@@ -1,6 +1,7 @@
 /** Every module's routes, in one list: a new module adds one line. */
 import type { App } from '../app.ts';
 import type { AppContext } from '../context.ts';
+import { appointmentRoutes } from './appointments/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
 import { clinicRoutes } from './clinics/routes.ts';
@@ -12,5 +13,6 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     authRoutes(ctx),
     businessRoutes(ctx),
     clinicRoutes(ctx),
+    appointmentRoutes(ctx),
   ];
 }
