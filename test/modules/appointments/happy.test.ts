@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { findByReviewToken } from '../../../src/modules/appointments/repo.ts';
 import { findPatientByAnyId } from '../../../src/modules/patients/repo.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../helpers.ts';
 import { book, createPractice, events, request, START, type Practice } from './fixtures.ts';
@@ -210,6 +211,8 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(event.type, 'external_review.request');
     const row = await t.ctx.storage.db.selectFrom('appointments').select('review_token').where('id', '=', id).executeTakeFirstOrThrow();
     assert.ok(row.review_token.length >= 32, 'an unguessable review token');
+    assert.equal((await findByReviewToken(t.ctx.storage.db, row.review_token))?.id, id);
+    assert.equal(await findByReviewToken(t.ctx.storage.db, 'unknown-token'), undefined);
     assert.ok(event.payload.event_time >= before && event.payload.event_time <= before + 5);
     assert.deepEqual(event.payload, {
       event: 'external_review.request',
