@@ -116,6 +116,90 @@ export interface AppointmentsTable {
   /** Set by the first completion, which alone emits external_review.request. */
   completed_at: number | null;
   created_at: number;
+export type WebhookSubscriptionStatus = 'active' | 'disabled';
+
+export interface WebhookSubscriptionsTable {
+  id: string;
+  business_id: string;
+  /** Normalised absolute URL, unique per business. */
+  endpoint: string;
+  protocol: 'https' | 'http';
+  /** JSON array of event names. */
+  event_names: string;
+  status: WebhookSubscriptionStatus;
+  /** Encrypted (security/encryption.ts, AD `webhook:<id>`). */
+  signing_key: string;
+  /** Encrypted; valid for signing until previous_key_expires_at (a rotation's overlap). */
+  previous_signing_key: string | null;
+  previous_key_expires_at: number | null;
+  disabled_reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  business_id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  /** The job that sends it (jobs table). */
+  job_id: string | null;
+  status: WebhookDeliveryStatus;
+  attempts: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: number | null;
+  /** The event's time, so listings are newest event first. */
+  created_at: number;
+  updated_at: number;
+}
+
+export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  business_id: string | null;
+  /** JSON */
+  payload: string;
+  status: JobStatus;
+  due_at: number;
+  attempts: Generated<number>;
+  max_attempts: number | null;
+  lease_until: number | null;
+  locked_by: string | null;
+  last_error: string | null;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface JobLocksTable {
+  name: string;
+  owner: string;
+  expires_at: number;
+}
+
+export interface CasesTable {
+  business_id: string;
+  /** The X-Pt-Id as given. */
+  patient_ref: string;
+  id: string;
+  /** 'A' active, 'D' deleted (a tombstone: the item columns are cleared). */
+  status: string;
+  display_name: string | null;
+  type: string | null;
+  hi_type: string | null;
+  /** JSON object */
+  partner_meta: string | null;
+  occurred_at: number | null;
+  created_at: number;
+  /** Whole seconds, in milliseconds; never decreases within a patient (see modules/cases/service.ts). */
   updated_at: number;
 }
 
@@ -129,6 +213,11 @@ export interface Database {
   clinic_doctors: ClinicDoctorsTable;
   patients: PatientsTable;
   appointments: AppointmentsTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  jobs: JobsTable;
+  job_locks: JobLocksTable;
+  cases: CasesTable;
 }
 
 export type { Generated };

@@ -5,7 +5,9 @@ import { appointmentRoutes } from './appointments/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
 import { clinicRoutes } from './clinics/routes.ts';
+import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
   return [
@@ -14,5 +16,7 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     businessRoutes(ctx),
     clinicRoutes(ctx),
     appointmentRoutes(ctx),
+    webhookRoutes(ctx),
+    casesRoutes(ctx),
   ];
 }
