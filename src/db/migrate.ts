@@ -9,12 +9,14 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
+import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
 import * as cases from './migrations/0005_cases.ts';
 import * as webhooks from './migrations/0007_webhooks.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
+  '0004_clinics_appointments': clinicsAppointments,
   '0005_cases': cases,
   '0007_webhooks': webhooks,
 };

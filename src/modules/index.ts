@@ -1,8 +1,10 @@
 /** Every module's routes, in one list: a new module adds one line. */
 import type { App } from '../app.ts';
 import type { AppContext } from '../context.ts';
+import { appointmentRoutes } from './appointments/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
+import { clinicRoutes } from './clinics/routes.ts';
 import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
@@ -12,6 +14,8 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     opsRoutes(ctx),
     authRoutes(ctx),
     businessRoutes(ctx),
+    clinicRoutes(ctx),
+    appointmentRoutes(ctx),
     webhookRoutes(ctx),
     casesRoutes(ctx),
   ];
