@@ -7,10 +7,12 @@ import { PostgresAdapter, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
+import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
+  '0004_clinics_appointments': clinicsAppointments,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

@@ -1,8 +1,10 @@
 /** Every module's routes, in one list: a new module adds one line. */
 import type { App } from '../app.ts';
 import type { AppContext } from '../context.ts';
+import { appointmentRoutes } from './appointments/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
+import { clinicRoutes } from './clinics/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
@@ -10,5 +12,7 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     opsRoutes(ctx),
     authRoutes(ctx),
     businessRoutes(ctx),
+    clinicRoutes(ctx),
+    appointmentRoutes(ctx),
   ];
 }
