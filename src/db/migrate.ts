@@ -8,11 +8,13 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migrat
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
 import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
+import * as reviews from './migrations/0008_reviews.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
   '0004_clinics_appointments': clinicsAppointments,
+  '0008_reviews': reviews,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

@@ -6,6 +6,7 @@ import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
 import { clinicRoutes } from './clinics/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
+import { reviewRoutes } from './reviews/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
   return [
@@ -14,5 +15,6 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     businessRoutes(ctx),
     clinicRoutes(ctx),
     appointmentRoutes(ctx),
+    reviewRoutes(ctx),
   ];
 }
