@@ -44,8 +44,8 @@ const CSS = `
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
 body{margin:0;background:var(--bg);color:var(--ink);font:1.0625rem/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",Arial,sans-serif}
-.top{background:var(--accent);color:var(--accent-ink);padding:1rem 1.25rem}
-.top p{margin:0 auto;max-width:36rem;font-size:1.25rem;font-weight:700;line-height:1.3;overflow-wrap:anywhere}
+.top{background:var(--accent);color:var(--accent-ink);padding:1rem}
+.top p{margin:0 auto;max-width:34rem;font-size:1.25rem;font-weight:700;line-height:1.3;overflow-wrap:anywhere}
 main{max-width:36rem;margin:0 auto;padding:1.25rem 1rem 2.5rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:.75rem;padding:1.25rem}
 h1{font-size:1.5rem;line-height:1.25;margin:0 0 .5rem}
@@ -56,11 +56,11 @@ fieldset{border:0;margin:0 0 1.25rem;padding:0;min-width:0}
 legend{font-weight:700;font-size:1.125rem;padding:0;margin-bottom:.25rem}
 .hint{color:var(--muted);font-size:.9375rem;margin:0 0 .75rem}
 .scale{display:grid;grid-template-columns:repeat(5,minmax(0,1fr));gap:.5rem}
-.scale label{position:relative;display:block;cursor:pointer}
+.scale label{position:relative;display:flex;cursor:pointer}
 .scale input{position:absolute;opacity:0;width:100%;height:100%;margin:0;inset:0;cursor:pointer}
-.scale span{display:flex;flex-direction:column;align-items:center;justify-content:center;min-height:4.25rem;padding:.375rem .125rem;border:2px solid var(--line);border-radius:.625rem;background:var(--card);text-align:center}
+.scale span{flex:1;display:flex;flex-direction:column;align-items:center;justify-content:flex-start;min-height:4.25rem;padding:.625rem .125rem .5rem;border:2px solid var(--line);border-radius:.625rem;background:var(--card);text-align:center}
 .scale b{font-size:1.5rem;line-height:1.1}
-.scale small{font-size:.75rem;line-height:1.2;color:var(--muted);overflow-wrap:anywhere}
+.scale small{font-size:.75rem;line-height:1.2;color:var(--muted)}
 .scale input:checked+span{background:var(--accent);border-color:var(--accent);color:var(--accent-ink)}
 .scale input:checked+span small{color:var(--accent-ink)}
 .scale input:focus-visible+span{outline:3px solid #f2a900;outline-offset:2px}
@@ -77,8 +77,11 @@ button:focus-visible{outline:3px solid #f2a900;outline-offset:2px}
 .summary{border:2px solid var(--error);border-radius:.625rem;padding:.75rem 1rem;margin:0 0 1.25rem}
 .summary h2{font-size:1.125rem;margin:0 0 .25rem;color:var(--error)}
 .summary ul{margin:0;padding-left:1.25rem}
+.summary a{color:var(--error)}
 .done{font-size:3rem;line-height:1;margin:0 0 .5rem;color:var(--ok)}
 .note{color:var(--muted);font-size:.9375rem;margin-top:1.25rem}
+@media (max-width:29.99rem){main{padding:0 0 2rem}.card{border-width:0 0 1px;border-radius:0;padding:1.25rem 1rem}.scale{gap:.375rem}}
+@media (max-width:22.49rem){.scale small{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}.scale span{min-height:3.25rem}}
 @media (min-width:40rem){main{padding-top:2.5rem}.card{padding:2rem}h1{font-size:1.75rem}}
 @media (prefers-reduced-motion:no-preference){.scale span{transition:background-color .1s,border-color .1s}}
 `.trim();
