@@ -62,7 +62,7 @@ describe('review page: errors', () => {
   test('a second submission answers 409 with a page saying it was already received, and keeps the first', async () => {
     const { practice, token } = await bookOne(t);
     assert.equal((await postForm(t, token, { rating: '5', comment: 'first' })).statusCode, 201);
-    for (const fields of [{ rating: '1', comment: 'second' }, { rating: 'bad' }]) {
+    for (const fields of [{ rating: '1', comment: 'second' }, { rating: 'bad' }] as Array<Record<string, string>>) {
       const again = await postForm(t, token, fields);
       assert.equal(again.statusCode, 409);
       assert.equal(again.headers['content-type'], 'text/html; charset=utf-8');

@@ -110,7 +110,7 @@ describe('review page: happy path', () => {
     assert.deepEqual([...all].sort(), [...ids].sort());
     const stored = await t.ctx.storage.db.selectFrom('reviews').select(['appointment_id', 'created_at']).where('business_id', '=', first.client.businessId).execute();
     const times = new Map(stored.map((r) => [r.appointment_id, Number(r.created_at)]));
-    for (let i = 1; i < all.length; i++) assert.ok(times.get(all[i - 1])! >= times.get(all[i])!, 'newest first');
+    for (let i = 1; i < all.length; i++) assert.ok(times.get(all[i - 1]!)! >= times.get(all[i]!)!, 'newest first');
     assert.deepEqual((await listReviews(t, token, '?page_no=2')).json(), { reviews: [] });
 
     const byClinic = (await listReviews(t, token, `?clinic_id=${second.clinicId}`)).json().reviews;
