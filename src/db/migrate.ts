@@ -12,6 +12,7 @@ import * as jobs from './migrations/0002_jobs.ts';
 import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
 import * as cases from './migrations/0005_cases.ts';
 import * as webhooks from './migrations/0007_webhooks.ts';
+import * as reviews from './migrations/0008_reviews.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -19,6 +20,7 @@ export const migrations: Record<string, Migration> = {
   '0004_clinics_appointments': clinicsAppointments,
   '0005_cases': cases,
   '0007_webhooks': webhooks,
+  '0008_reviews': reviews,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

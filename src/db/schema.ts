@@ -206,6 +206,20 @@ export interface AppointmentsTable {
   updated_at: number;
 }
 
+export interface ReviewsTable {
+  id: string;
+  business_id: string;
+  /** Unique: one review per appointment. */
+  appointment_id: string;
+  doctor_id: string;
+  clinic_id: string;
+  patient_id: string;
+  /** 1 to 5 */
+  rating: number;
+  comment: string | null;
+  created_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -221,6 +235,7 @@ export interface Database {
   jobs: JobsTable;
   job_locks: JobLocksTable;
   cases: CasesTable;
+  reviews: ReviewsTable;
 }
 
 export type { Generated };

@@ -8,6 +8,7 @@ import { clinicRoutes } from './clinics/routes.ts';
 import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { reviewRoutes } from './reviews/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
   return [
@@ -18,5 +19,6 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     appointmentRoutes(ctx),
     webhookRoutes(ctx),
     casesRoutes(ctx),
+    reviewRoutes(ctx),
   ];
 }
