@@ -48,9 +48,13 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const ctx = createContext(config, storage, keys, logger);
     await createDemoBusiness(ctx);
     const app = await buildApp(ctx);
-    const url = await app.listen({ port: config.port, host: config.host });
-    logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
+    // Before listening, so the signal handlers (installed once this returns) follow closely.
     if (config.workers) await ctx.jobs.start();
+    const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+      await ctx.jobs.stop(0);
+      throw error;
+    });
+    logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
     let closing: Promise<void> | null = null;
     const close = () => (closing ??= (async () => {
       // app.close stops accepting and lets requests in flight finish while running jobs finish

@@ -2,8 +2,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { after } from 'node:test';
 
 export const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+
+/** Every server this test file started; whatever a failed test left running is killed at the end. */
+const children = new Set<ChildProcess>();
+after(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -49,6 +56,7 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
     env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));

@@ -3,30 +3,66 @@
  * a lock (a row lock on PostgreSQL), so several processes starting together migrate once.
  * A migration that needs dialect-specific SQL asks `isPostgres(db)`.
  */
-import { PostgresAdapter, type Kysely } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
+import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
 import * as cases from './migrations/0005_cases.ts';
 import * as push from './migrations/0006_push.ts';
+import * as webhooks from './migrations/0007_webhooks.ts';
+import * as reviews from './migrations/0008_reviews.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
+  '0004_clinics_appointments': clinicsAppointments,
   '0005_cases': cases,
   '0006_push': push,
+  '0007_webhooks': webhooks,
+  '0008_reviews': reviews,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
+/**
+ * Kysely's migration lock is a row lock on PostgreSQL but nothing on SQLite, where several processes
+ * on one file (a server and `cps import`, or servers starting together) would race. This mutex row,
+ * taken by an insert that only one process can win, stands in; a holder that died frees it after 2 min.
+ */
+async function withSqliteMutex<T>(db: Kysely<any>, work: () => Promise<T>): Promise<T> {
+  await sql`create table if not exists cps_migrations_mutex (id integer primary key, owner text not null, expires_at bigint not null)`.execute(db);
+  const owner = randomUUID();
+  for (;;) {
+    const now = Date.now();
+    await sql`delete from cps_migrations_mutex where id = 1 and expires_at < ${now}`.execute(db);
+    const taken = await sql`insert into cps_migrations_mutex (id, owner, expires_at) values (1, ${owner}, ${now + 120_000}) on conflict (id) do nothing`.execute(db);
+    if (Number(taken.numAffectedRows ?? 0) === 1) break;
+    await sleep(25);
+  }
+  try {
+    return await work();
+  } finally {
+    await sql`delete from cps_migrations_mutex where id = 1 and owner = ${owner}`.execute(db);
+  }
+}
+
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  return isPostgres(db) ? migrate(db) : withSqliteMutex(db, () => migrate(db));
+}
+
+async function migrate(db: Kysely<any>): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'cps_migrations',
     migrationLockTableName: 'cps_migrations_lock',
+    // Modules land in any order; a migration numbered below the newest applied one still runs.
+    allowUnorderedMigrations: true,
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {

@@ -42,6 +42,75 @@ export interface EventsTable {
   created_at: number;
 }
 
+export type WebhookSubscriptionStatus = 'active' | 'disabled';
+
+export interface WebhookSubscriptionsTable {
+  id: string;
+  business_id: string;
+  /** Normalised absolute URL, unique per business. */
+  endpoint: string;
+  protocol: 'https' | 'http';
+  /** JSON array of event names. */
+  event_names: string;
+  status: WebhookSubscriptionStatus;
+  /** Encrypted (security/encryption.ts, AD `webhook:<id>`). */
+  signing_key: string;
+  /** Encrypted; valid for signing until previous_key_expires_at (a rotation's overlap). */
+  previous_signing_key: string | null;
+  previous_key_expires_at: number | null;
+  disabled_reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  business_id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  /** The job that sends it (jobs table). */
+  job_id: string | null;
+  status: WebhookDeliveryStatus;
+  attempts: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: number | null;
+  /** The event's time, so listings are newest event first. */
+  created_at: number;
+  updated_at: number;
+}
+
+export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  business_id: string | null;
+  /** JSON */
+  payload: string;
+  status: JobStatus;
+  due_at: number;
+  attempts: Generated<number>;
+  max_attempts: number | null;
+  lease_until: number | null;
+  locked_by: string | null;
+  last_error: string | null;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface JobLocksTable {
+  name: string;
+  owner: string;
+  expires_at: number;
+}
+
 export interface CasesTable {
   business_id: string;
   /** The X-Pt-Id as given. */
@@ -58,6 +127,97 @@ export interface CasesTable {
   created_at: number;
   /** Whole seconds, in milliseconds; never decreases within a patient (see modules/cases/service.ts). */
   updated_at: number;
+}
+
+export interface ClinicsTable {
+  id: string;
+  business_id: string;
+  partner_id: string | null;
+  name: string;
+  address: string;
+  pincode: string | null;
+  contact: string | null;
+  city: string | null;
+  state: string | null;
+  review_link: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DoctorsTable {
+  id: string;
+  business_id: string;
+  partner_id: string | null;
+  firstname: string;
+  lastname: string;
+  gender: string | null;
+  mobile: string | null;
+  email: string | null;
+  /** JSON array of strings */
+  specialisations: string;
+  review_link: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ClinicDoctorsTable {
+  clinic_id: string;
+  doctor_id: string;
+  business_id: string;
+  created_at: number;
+}
+
+export interface PatientsTable {
+  id: string;
+  business_id: string;
+  partner_patient_id: string | null;
+  /** JSON: the patient_details fields (interface 2.7, plus age) */
+  details: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AppointmentsTable {
+  id: string;
+  business_id: string;
+  partner_appointment_id: string | null;
+  clinic_id: string;
+  doctor_id: string;
+  patient_id: string;
+  /** BK, NS, CM or CN */
+  status: string;
+  /** INCLINIC, VIDEO or PHONE, as booked */
+  mode: string;
+  start_time: number;
+  end_time: number;
+  token: number | null;
+  /** JSON objects */
+  patient_details: string;
+  custom_attributes: string;
+  video_connect: string | null;
+  display_meta: string;
+  partner_meta: string;
+  notes: string | null;
+  /** Unguessable; the review page finds the appointment by it. */
+  review_token: string;
+  /** Set by the first completion, which alone emits external_review.request. */
+  completed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ReviewsTable {
+  id: string;
+  business_id: string;
+  /** Unique: one review per appointment. */
+  appointment_id: string;
+  doctor_id: string;
+  clinic_id: string;
+  patient_id: string;
+  /** 1 to 5 */
+  rating: number;
+  comment: string | null;
+  created_at: number;
 }
 
 export interface PushCredentialsTable {
@@ -113,46 +273,26 @@ export interface PushDeliveriesTable {
   updated_at: number;
 }
 
-export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
-
-export interface JobsTable {
-  id: string;
-  kind: string;
-  business_id: string | null;
-  /** JSON */
-  payload: string;
-  status: JobStatus;
-  due_at: number;
-  attempts: Generated<number>;
-  max_attempts: number | null;
-  lease_until: number | null;
-  locked_by: string | null;
-  last_error: string | null;
-  dedupe_key: string | null;
-  created_at: number;
-  updated_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-}
-
-export interface JobLocksTable {
-  name: string;
-  owner: string;
-  expires_at: number;
-}
-
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
   events: EventsTable;
+  clinics: ClinicsTable;
+  doctors: DoctorsTable;
+  clinic_doctors: ClinicDoctorsTable;
+  patients: PatientsTable;
+  appointments: AppointmentsTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  jobs: JobsTable;
+  job_locks: JobLocksTable;
   cases: CasesTable;
+  reviews: ReviewsTable;
   push_credentials: PushCredentialsTable;
   push_devices: PushDevicesTable;
   push_notifications: PushNotificationsTable;
   push_deliveries: PushDeliveriesTable;
-  jobs: JobsTable;
-  job_locks: JobLocksTable;
 }
 
 export type { Generated };

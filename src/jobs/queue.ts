@@ -4,7 +4,7 @@
  * from this process's clock.
  */
 import { EventEmitter } from 'node:events';
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/migrate.ts';
@@ -88,14 +88,19 @@ export function toJob<P = unknown>(row: Selectable<JobsTable>): Job<P> {
 
 /** Adds a job in `db` (pass the transaction of the change that causes it) and returns its id. */
 export async function enqueue(db: Db, job: NewJob): Promise<string> {
+  return (await enqueueMany(db, [job]))[0]!;
+}
+
+/** Adds jobs in one statement (a fan-out to many recipients); returns their ids in order. */
+export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
+  if (jobs.length === 0) return [];
   const now = Date.now();
-  const id = newId('job');
-  const inserted = await db.insertInto('jobs').values({
-    id,
+  const rows = jobs.map((job) => ({
+    id: newId('job'),
     kind: job.kind,
     business_id: job.businessId ?? null,
     payload: JSON.stringify(job.payload ?? null),
-    status: 'pending',
+    status: 'pending' as const,
     due_at: job.dueAt ?? now,
     max_attempts: job.maxAttempts ?? null,
     lease_until: null,
@@ -106,15 +111,18 @@ export async function enqueue(db: Db, job: NewJob): Promise<string> {
     updated_at: now,
     started_at: null,
     finished_at: null,
-  })
-    .$if(job.dedupeKey !== undefined, (qb) => qb.onConflict((oc) => oc.columns(['kind', 'dedupe_key']).doNothing()))
+  }));
+  const deduped = jobs.some((job) => job.dedupeKey !== undefined);
+  const inserted = await db.insertInto('jobs').values(rows)
+    .$if(deduped, (qb) => qb.onConflict((oc) => oc.columns(['kind', 'dedupe_key']).doNothing()))
     .returning('id')
-    .executeTakeFirst();
-  if (!isPostgres(db)) localWake.emit('job', job.kind);
-  if (inserted) return inserted.id;
-  const existing = await db.selectFrom('jobs').select('id')
-    .where('kind', '=', job.kind).where('dedupe_key', '=', job.dedupeKey!).executeTakeFirstOrThrow();
-  return existing.id;
+    .execute();
+  if (!isPostgres(db)) for (const kind of new Set(jobs.map((job) => job.kind))) localWake.emit('job', kind);
+  if (inserted.length === rows.length) return rows.map((row) => row.id);
+  // Some keys existed already: answer with those jobs' ids.
+  const fresh = new Set(inserted.map((row) => row.id));
+  return Promise.all(rows.map(async (row) => fresh.has(row.id) ? row.id : (await db.selectFrom('jobs').select('id')
+    .where('kind', '=', row.kind).where('dedupe_key', '=', row.dedupe_key!).executeTakeFirstOrThrow()).id));
 }
 
 export interface Scope {
@@ -167,7 +175,9 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
     .returningAll()
     .executeTakeFirst();
   if (row) {
-    if (!isPostgres(db)) localWake.emit('job', row.kind);
+    // Sent at commit, like the insert trigger's.
+    if (isPostgres(db)) await sql`select pg_notify('cps_jobs', ${row.kind})`.execute(db);
+    else localWake.emit('job', row.kind);
     return toJob<P>(row);
   }
   return getJob<P>(db, id, scope);
@@ -235,6 +245,21 @@ export async function settleJob(db: Db, job: Job, settlement: Settlement): Promi
 }
 
 /**
+ * Records many successful attempts in one statement (the common case, so one commit serves many
+ * jobs); returns the ids recorded, guarded by attempt number as in settleJob.
+ */
+export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>> {
+  const now = Date.now();
+  const rows = await db.updateTable('jobs')
+    .set({ status: 'succeeded', lease_until: null, updated_at: now, finished_at: now })
+    .where('status', '=', 'running')
+    .where((eb) => eb(eb.refTuple('id', 'attempts'), 'in', jobs.map((job) => eb.tuple(job.id, job.attempts))))
+    .returning('id')
+    .execute();
+  return new Set(rows.map((row) => row.id));
+}
+
+/**
  * Returns to `pending` (due now) the running jobs whose lease ran out: their process died or hung.
  * The attempt stays counted; the claim fails a job that has used all its attempts.
  */
@@ -245,6 +270,14 @@ export async function releaseExpired(db: Db): Promise<{ id: string; kind: string
     .where('status', '=', 'running').where('lease_until', '<', now)
     .returning(['id', 'kind'])
     .execute();
+}
+
+/** The kinds with jobs due now: the poll claims only for those. */
+export async function dueKinds(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('jobs').select('kind').distinct()
+    .where('status', '=', 'pending').where('due_at', '<=', Date.now())
+    .execute();
+  return rows.map((row) => row.kind);
 }
 
 export async function queueDepth(db: Db): Promise<{ kind: string; status: string; count: number }[]> {

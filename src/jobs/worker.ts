@@ -18,8 +18,8 @@
  *   stays queryable; `retryJob` queues it again.
  * - Waking: PostgreSQL NOTIFY (a trigger on `jobs`, sent at commit) and, on SQLite, an in-process
  *   signal from `enqueue`; a poll every `pollMs` catches jobs that fall due later, notifications
- *   missed while reconnecting, and jobs added by other processes on SQLite. Idle cost: one indexed
- *   query per kind per poll.
+ *   missed while reconnecting, and jobs added by other processes on SQLite. Idle cost: one small
+ *   query per poll (which kinds have due jobs), plus a sweep of expired leases every fifth poll.
  * - Events (outbox.ts): `recordEvent` stores the event and, in the same transaction, an
  *   `event.dispatch` job. That job runs every `onEvent` hook for the event's type in one transaction;
  *   hooks enqueue one job per recipient (the webhooks module: one delivery per matching
@@ -36,7 +36,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
-  PermanentError, RetryableError, claimJobs, localWake, queueDepth, releaseExpired, renewLease, settleJob,
+  PermanentError, RetryableError, claimJobs, dueKinds, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
   type Job, type Settlement,
 } from './queue.ts';
 
@@ -95,6 +95,7 @@ export class JobQueue {
   private readonly kinds = new Map<string, Kind>();
   private readonly hooks = new Map<string, EventHook[]>();
   private readonly inFlight = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private readonly claims = new Set<Promise<void>>();
   private readonly metrics: {
     outcomes: Counter<'kind' | 'outcome'>;
     startDelay: Histogram<'kind'>;
@@ -104,7 +105,11 @@ export class JobQueue {
   private lockTimer: NodeJS.Timeout | null = null;
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
+  private polls = 0;
   private readonly onLocalWake = (kind: string) => this.wake(kind);
+  /** Successes waiting to be recorded together (see recordSuccess). */
+  private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
+  private flushing = false;
 
   constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
     this.storage = storage;
@@ -143,7 +148,7 @@ export class JobQueue {
       }),
     };
     this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
-      concurrency: 4,
+      concurrency: 8,
       retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
     });
   }
@@ -158,7 +163,8 @@ export class JobQueue {
       concurrency: options.concurrency ?? 5,
       retrySchedule,
       maxAttempts: options.maxAttempts ?? retrySchedule.length + 1,
-      leaseMs: options.leaseMs ?? 60_000,
+      // Renewed every third of itself while the job runs, so a short lease only shortens crash recovery.
+      leaseMs: options.leaseMs ?? 15_000,
       running: 0,
       claiming: false,
       again: false,
@@ -201,6 +207,8 @@ export class JobQueue {
       const listener = this.listener;
       this.listener = null;
       await listener?.end().catch(() => {});
+      // A claim under way when stop was called starts its jobs; wait for it so they are waited for too.
+      await Promise.allSettled(this.claims);
       const pending = [...this.inFlight.values()];
       if (pending.length > 0) {
         let timer: NodeJS.Timeout | undefined;
@@ -258,17 +266,23 @@ export class JobQueue {
     }
   }
 
+  /**
+   * Every poll asks which kinds have due jobs (one query) and claims for those; every fifth also
+   * sweeps expired leases. Idle, that is about one small query a second.
+   */
   private async poll(): Promise<void> {
     if (this.state !== 'running') return;
     try {
-      for (const job of await releaseExpired(this.storage.db)) {
-        this.metrics.outcomes.inc({ kind: job.kind, outcome: 'expired' });
-        this.logger.warn({ job_id: job.id, kind: job.kind }, 'job lease expired; queued again');
+      if (this.polls++ % 5 === 0) {
+        for (const job of await releaseExpired(this.storage.db)) {
+          this.metrics.outcomes.inc({ kind: job.kind, outcome: 'expired' });
+          this.logger.warn({ job_id: job.id, kind: job.kind }, 'job lease expired; queued again');
+        }
       }
+      for (const kind of await dueKinds(this.storage.db)) this.wake(kind);
     } catch (error) {
-      this.logger.error({ err: error }, 'sweeping expired job leases failed');
+      this.logger.error({ err: error }, 'polling for jobs failed');
     }
-    this.wake();
     if (this.state === 'running') this.pollTimer = setTimeout(() => void this.poll(), this.pollMs);
   }
 
@@ -284,9 +298,12 @@ export class JobQueue {
         kind.again = false;
         const free = kind.concurrency - kind.running;
         if (this.state !== 'running' || free <= 0 || kind.drained) break;
-        const jobs = await claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId);
-        kind.drained = jobs.length < free;
-        for (const job of jobs) this.launch(kind, job);
+        const claim = claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId).then((jobs) => {
+          kind.drained = jobs.length < free;
+          for (const job of jobs) this.launch(kind, job);
+        });
+        this.claims.add(claim);
+        await claim.finally(() => this.claims.delete(claim));
       } while (kind.again);
     } catch (error) {
       this.logger.error({ err: error, kind: kind.name }, 'claiming jobs failed; retrying at the next poll');
@@ -335,7 +352,7 @@ export class JobQueue {
       } finally {
         clearInterval(heartbeat);
       }
-      const recorded = await settleJob(db, job, settlement);
+      const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await settleJob(db, job, settlement);
       if (!recorded) {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
@@ -362,6 +379,33 @@ export class JobQueue {
     const scheduled = kind.retrySchedule[Math.min(job.attempts - 1, kind.retrySchedule.length - 1)] ?? 0;
     const retryAfter = error instanceof RetryableError ? (error.retryAfterSeconds ?? 0) : 0;
     return { status: 'pending', error: message, dueAt: Date.now() + Math.max(scheduled, retryAfter) * 1000 };
+  }
+
+  /**
+   * Successes that finish while one batch is being written go into the next: under load one
+   * statement (and one commit) records many jobs; alone, a job is recorded at once.
+   */
+  private recordSuccess(job: Job): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.successes.push({ job, done, fail });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flushSuccesses());
+      }
+    });
+  }
+
+  private async flushSuccesses(): Promise<void> {
+    while (this.successes.length > 0) {
+      const batch = this.successes.splice(0, 500);
+      try {
+        const recorded = await settleSucceeded(this.storage.db, batch.map((entry) => entry.job));
+        for (const entry of batch) entry.done(recorded.has(entry.job.id));
+      } catch (error) {
+        for (const entry of batch) entry.fail(error);
+      }
+    }
+    this.flushing = false;
   }
 
   /** A retry due before the next poll is claimed on time. */

@@ -45,19 +45,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 
   if (isPostgres(db)) {
-    // Wakes the workers of every process when a job becomes due now; the notification is sent at
-    // commit, so a rolled-back enqueue wakes nobody. Jobs due later are found by the poll
-    // (the second of slack covers clock skew between the app and the database).
+    // Wakes the workers of every process when jobs due now are added; the notification is sent at
+    // commit, so a rolled-back enqueue wakes nobody. Once per statement, so a batch costs one.
+    // Jobs due later are found by the poll (the second of slack covers clock skew between the app
+    // and the database); retryJob notifies for itself.
     await sql`
       CREATE FUNCTION cps_jobs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        PERFORM pg_notify('cps_jobs', NEW.kind);
+        PERFORM pg_notify('cps_jobs', kind) FROM (
+          SELECT DISTINCT kind FROM new_jobs
+          WHERE status = 'pending' AND due_at <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1000
+        ) AS due;
         RETURN NULL;
       END $$`.execute(db);
     await sql`
-      CREATE TRIGGER jobs_notify AFTER INSERT OR UPDATE OF status ON jobs FOR EACH ROW
-      WHEN (NEW.status = 'pending' AND NEW.due_at <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1000)
-      EXECUTE FUNCTION cps_jobs_notify()`.execute(db);
+      CREATE TRIGGER jobs_notify AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs
+      FOR EACH STATEMENT EXECUTE FUNCTION cps_jobs_notify()`.execute(db);
   }
 }
 

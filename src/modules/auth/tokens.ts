@@ -13,7 +13,11 @@ export interface AccessClaims {
   tokenId: string;
 }
 
+/** Verified tokens kept in memory (by their exact text) until they expire; bounded, oldest evicted first. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 export class AccessTokens {
+  readonly #verified = new Map<string, { claims: AccessClaims; expiresAt: number }>();
   readonly #keys: Map<string, { key: KeyObject; alg: string }>;
   readonly #signing: SigningKey;
   readonly #issuer: string;
@@ -38,8 +42,26 @@ export class AccessTokens {
       .sign(this.#signing.privateKey);
   }
 
-  /** The claims of a valid token, or null for anything else (expired, tampered, unknown key, alg none). */
+  /**
+   * The claims of a valid token, or null for anything else (expired, tampered, unknown key, alg none).
+   * A signature check costs far more than the rest of most requests (jose verifies through WebCrypto),
+   * so a token that verified once is trusted, by its exact bytes, until its expiry.
+   */
   async verify(token: string): Promise<AccessClaims | null> {
+    const cached = this.#verified.get(token);
+    if (cached) {
+      if (cached.expiresAt > Date.now()) return cached.claims;
+      this.#verified.delete(token);
+    }
+    const verified = await this.#verifySignature(token);
+    if (verified) {
+      if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value!);
+      this.#verified.set(token, verified);
+    }
+    return verified?.claims ?? null;
+  }
+
+  async #verifySignature(token: string): Promise<{ claims: AccessClaims; expiresAt: number } | null> {
     try {
       const { payload } = await jwtVerify(token, (header: JWTHeaderParameters) => {
         const entry = header.kid ? this.#keys.get(header.kid) : undefined;
@@ -49,7 +71,7 @@ export class AccessTokens {
       const { client_id: clientId, b_id: businessId, scope, jti } = payload as Record<string, unknown>;
       if (typeof clientId !== 'string' || typeof businessId !== 'string' || typeof scope !== 'string' || typeof jti !== 'string') return null;
       if (payload.sub !== clientId) return null;
-      return { clientId, businessId, scopes: scope.split(' ').filter(Boolean), tokenId: jti };
+      return { claims: { clientId, businessId, scopes: scope.split(' ').filter(Boolean), tokenId: jti }, expiresAt: payload.exp! * 1000 };
     } catch {
       return null;
     }

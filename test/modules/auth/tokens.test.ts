@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
 import { signingKeyFromPem } from '../../../src/security/keys.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
@@ -129,6 +129,18 @@ describe(`auth tokens (${DIALECT})`, () => {
       const response = await t.app.inject({ method: 'GET', url: '/test/whoami', headers: bearer(token) });
       assert.equal(response.statusCode, 401, `token should be rejected: ${token.slice(0, 40)}`);
     }
+
+    it('stops accepting a verified (cached) token once it expires', async () => {
+      const token = await t.ctx.tokens.issue(client.clientId, client.businessId, ['search']);
+      assert.ok(await t.ctx.tokens.verify(token));
+      assert.ok(await t.ctx.tokens.verify(token), 'served from the cache');
+      mock.timers.enable({ apis: ['Date'], now: Date.now() + 1801 * 1000 });
+      try {
+        assert.equal(await t.ctx.tokens.verify(token), null);
+      } finally {
+        mock.timers.reset();
+      }
+    });
 
     it('rejects expired, tampered, alg none and foreign-key tokens', async () => {
       const valid = await t.ctx.tokens.issue(client.clientId, client.businessId, ['search']);

@@ -1,0 +1,106 @@
+/** SQL for appointments; every query is scoped by business. */
+import type { Db, DialectName } from '../../db/index.ts';
+import type { AppointmentsTable } from '../../db/schema.ts';
+
+export type AppointmentRow = AppointmentsTable;
+
+/** An appointment with the partner ids of its clinic, doctor and patient, as the record shows them. */
+export interface AppointmentView extends AppointmentRow {
+  partner_clinic_id: string | null;
+  partner_doctor_id: string | null;
+  partner_patient_id: string | null;
+}
+
+export interface ListFilter {
+  clinicId?: string;
+  doctorId?: string;
+  patientId?: string;
+  /** Epoch milliseconds, inclusive. */
+  from?: number;
+  /** Epoch milliseconds, exclusive. */
+  to?: number;
+  limit: number;
+  offset: number;
+}
+
+export async function insertAppointment(db: Db, row: AppointmentRow): Promise<void> {
+  await db.insertInto('appointments').values(row).execute();
+}
+
+export async function partnerAppointmentIdTaken(db: Db, businessId: string, partnerId: string): Promise<boolean> {
+  const row = await db.selectFrom('appointments').select('id')
+    .where('business_id', '=', businessId).where('partner_appointment_id', '=', partnerId).executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * The appointment by the service's id (or the partner's, when `byPartner`), locked on PostgreSQL
+ * until the transaction ends so that concurrent changes check their rules one after another.
+ * SQLite runs one transaction at a time on its single connection.
+ */
+export async function findForUpdate(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<AppointmentRow | undefined> {
+  return db.selectFrom('appointments').selectAll()
+    .where('business_id', '=', businessId)
+    .where(byPartner ? 'partner_appointment_id' : 'id', '=', id)
+    .$if(dialect === 'postgres', (q) => q.forUpdate())
+    .executeTakeFirst();
+}
+
+export async function updateAppointment(db: Db, businessId: string, id: string, changes: Partial<AppointmentRow>): Promise<void> {
+  await db.updateTable('appointments').set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
+}
+
+function views(db: Db, businessId: string) {
+  return db.selectFrom('appointments as a')
+    .innerJoin('clinics as c', 'c.id', 'a.clinic_id')
+    .innerJoin('doctors as d', 'd.id', 'a.doctor_id')
+    .innerJoin('patients as p', 'p.id', 'a.patient_id')
+    .selectAll('a')
+    .select(['c.partner_id as partner_clinic_id', 'd.partner_id as partner_doctor_id', 'p.partner_patient_id'])
+    .where('a.business_id', '=', businessId);
+}
+
+export async function findView(db: Db, businessId: string, id: string, byPartner: boolean): Promise<AppointmentView | undefined> {
+  return views(db, businessId).where(byPartner ? 'a.partner_appointment_id' : 'a.id', '=', id).executeTakeFirst();
+}
+
+/** clinic, doctor and patient filters match the service's id or the partner's. */
+export async function listViews(db: Db, businessId: string, filter: ListFilter): Promise<AppointmentView[]> {
+  let query = views(db, businessId);
+  if (filter.clinicId !== undefined) {
+    const id = filter.clinicId;
+    query = query.where((eb) => eb.or([eb('a.clinic_id', '=', id), eb('c.partner_id', '=', id)]));
+  }
+  if (filter.doctorId !== undefined) {
+    const id = filter.doctorId;
+    query = query.where((eb) => eb.or([eb('a.doctor_id', '=', id), eb('d.partner_id', '=', id)]));
+  }
+  if (filter.patientId !== undefined) {
+    const id = filter.patientId;
+    query = query.where((eb) => eb.or([eb('a.patient_id', '=', id), eb('p.partner_patient_id', '=', id)]));
+  }
+  if (filter.from !== undefined) query = query.where('a.start_time', '>=', filter.from);
+  if (filter.to !== undefined) query = query.where('a.start_time', '<', filter.to);
+  return query.orderBy('a.start_time').orderBy('a.id').limit(filter.limit).offset(filter.offset).execute();
+}
+
+export async function reviewLinks(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<{ clinic: string | null; doctor: string | null }> {
+  const clinic = await db.selectFrom('clinics').select('review_link').where('business_id', '=', businessId).where('id', '=', clinicId).executeTakeFirst();
+  const doctor = await db.selectFrom('doctors').select('review_link').where('business_id', '=', businessId).where('id', '=', doctorId).executeTakeFirst();
+  return { clinic: clinic?.review_link ?? null, doctor: doctor?.review_link ?? null };
+}
+
+/**
+ * The appointment behind a review page (`/reviews/{token}`). The only lookup not scoped by business:
+ * the page has no login, and the unguessable token is the credential.
+ */
+export async function findByReviewToken(db: Db, reviewToken: string): Promise<AppointmentView | undefined> {
+  return db.selectFrom('appointments as a')
+    .innerJoin('clinics as c', 'c.id', 'a.clinic_id')
+    .innerJoin('doctors as d', 'd.id', 'a.doctor_id')
+    .innerJoin('patients as p', 'p.id', 'a.patient_id')
+    .selectAll('a')
+    .select(['c.partner_id as partner_clinic_id', 'd.partner_id as partner_doctor_id', 'p.partner_patient_id'])
+    .where('a.review_token', '=', reviewToken)
+    .executeTakeFirst();
+}

@@ -1,0 +1,187 @@
+/**
+ * Appointments `/dr/v1/appointment` (contract section 4), header `auth`. `?partner_id=1` makes every
+ * `{appointment_id}` the partner's id.
+ */
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { AppContext } from '../../context.ts';
+import { principalOf, type RouteAuth } from '../../http/auth.ts';
+import type { ErrorFamily } from '../../http/errors.ts';
+import { StandardError } from '../../http/schemas.ts';
+import { AppointmentService } from './service.ts';
+
+interface RouteConfig { family: ErrorFamily; auth: RouteAuth }
+
+const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
+const FreeForm = Type.Record(Type.String(), Type.Unknown());
+const DisplayMeta = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'Shown on the appointment card: keys up to 30 characters; values a string (up to 50 characters), an integer or a float',
+});
+const Id = Type.String({ minLength: 1, maxLength: 200 });
+
+const CustomAttributes = Type.Object({
+  label: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
+  tags: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
+});
+const VideoConnect = Type.Object({
+  vendor: Type.Optional(Type.String({ maxLength: 100 })),
+  url: Type.Optional(Type.String({ maxLength: 2000, format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', 'x-message': 'must be an http(s) URL' })),
+  pt_joined: Type.Optional(Epoch),
+});
+const PatientDetails = Type.Object({
+  designation: Type.Optional(Type.String({ maxLength: 50 })),
+  first_name: Type.Optional(Type.String({ maxLength: 100 })),
+  middle_name: Type.Optional(Type.String({ maxLength: 100 })),
+  last_name: Type.Optional(Type.String({ maxLength: 100 })),
+  mobile: Type.Optional(Type.String({ pattern: '^\\+\\d{7,15}$', 'x-message': 'must be + and 7 to 15 digits (international format)' })),
+  gender: Type.Optional(Type.Enum(['M', 'F', 'O'])),
+  dob: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-message': 'must be a date, YYYY-MM-DD' })),
+  age: Type.Optional(Type.Integer({ minimum: 0, maximum: 150, description: 'Years; the alternative to dob' })),
+  address: Type.Optional(Type.Object({
+    city: Type.Optional(Type.String({ maxLength: 100 })),
+    pincode: Type.Optional(Type.Integer({ minimum: 0, maximum: 9_999_999_999 })),
+  })),
+  partner_patient_id: Type.Optional(Id),
+});
+const Token = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Position in the queue' });
+const Notes = Type.String({ maxLength: 5000 });
+
+const BookBody = Type.Object({
+  partner_appointment_id: Type.Optional(Id),
+  clinic_id: Type.Optional(Id),
+  partner_clinic_id: Type.Optional(Id),
+  doctor_id: Type.Optional(Id),
+  partner_doctor_id: Type.Optional(Id),
+  appointment_details: Type.Object({
+    start_time: Epoch,
+    end_time: Epoch,
+    mode: Type.Optional(Type.Enum(['INCLINIC', 'VIDEO', 'PHONE'])),
+    custom_attributes: Type.Optional(CustomAttributes),
+    video_connect: Type.Optional(VideoConnect),
+  }),
+  patient_details: PatientDetails,
+  token: Type.Optional(Token),
+  partner_meta: Type.Optional(FreeForm),
+  display_meta: Type.Optional(DisplayMeta),
+  notes: Type.Optional(Notes),
+});
+
+const UpdateBody = Type.Object({
+  custom_attributes: Type.Optional(CustomAttributes),
+  partner_meta: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Replaces the stored object' })),
+  patient_details: Type.Optional(PatientDetails),
+  token: Type.Optional(Token),
+  video_connect: Type.Optional(VideoConnect),
+  display_meta: Type.Optional(DisplayMeta),
+  start_time: Type.Optional(Epoch),
+  end_time: Type.Optional(Epoch),
+  notes: Type.Optional(Notes),
+});
+
+const Record_ = Type.Object({
+  appointment_id: Type.String(),
+  partner_appointment_id: Type.Optional(Type.String()),
+  clinic_id: Type.String(),
+  partner_clinic_id: Type.Optional(Type.String()),
+  doctor_id: Type.String(),
+  partner_doctor_id: Type.Optional(Type.String()),
+  patient_id: Type.String(),
+  partner_patient_id: Type.Optional(Type.String()),
+  status: Type.String({ description: 'BK booked, NS no-show, CM completed, CN cancelled' }),
+  mode: Type.String({ description: 'in_clinic or tele' }),
+  start_time: Type.Integer(),
+  end_time: Type.Integer(),
+  token: Type.Optional(Type.Integer()),
+  patient_details: PatientDetails,
+  custom_attributes: CustomAttributes,
+  video_connect: Type.Optional(VideoConnect),
+  display_meta: Type.Object({}, { additionalProperties: true }),
+  partner_meta: Type.Object({}, { additionalProperties: true }),
+  notes: Type.Optional(Type.String()),
+  created_at: Type.Integer(),
+  updated_at: Type.Integer(),
+});
+
+const Params = Type.Object({ appointment_id: Type.String({ maxLength: 200 }) });
+const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: '1: appointment_id is the partner\'s id' })) });
+const ListQuery = Type.Object({
+  clinic_id: Type.Optional(Id),
+  doctor_id: Type.Optional(Id),
+  patient_id: Type.Optional(Id),
+  start_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, inclusive, in CPS_TIMEZONE' })),
+  end_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, inclusive, in CPS_TIMEZONE' })),
+  page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000 })),
+});
+
+const errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError, 500: StandardError };
+
+export function appointmentRoutes(ctx: AppContext) {
+  const service = new AppointmentService(ctx);
+  return async function plugin(app: App): Promise<void> {
+    const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
+    const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
+    const complete: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:complete'], forbiddenCode: 'COMPLETE_NOT_ALLOWED' } };
+    const tags = ['appointments'];
+    const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
+
+    app.post('/dr/v1/appointment', {
+      config: write,
+      schema: {
+        tags, summary: 'Book an appointment (status BK)', body: BookBody,
+        response: { 201: Type.Object({ appointment_id: Type.String() }), ...errors, 409: StandardError },
+      },
+    }, async (request, reply) => reply.code(201).send({ appointment_id: await service.book(principalOf(request), request.body) }));
+
+    app.get('/dr/v1/appointment', {
+      config: read,
+      schema: {
+        tags, summary: 'List appointments by start time, 50 a page', querystring: ListQuery,
+        response: { 200: Type.Object({ appointments: Type.Array(Record_) }), ...errors },
+      },
+    }, async (request) => ({ appointments: await service.list(principalOf(request).businessId, request.query) }));
+
+    app.get('/dr/v1/appointment/:appointment_id', {
+      config: read,
+      schema: { tags, summary: 'Read an appointment', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
+    }, async (request) => service.get(principalOf(request).businessId, request.params.appointment_id, byPartner(request.query)));
+
+    app.patch('/dr/v1/appointment/:appointment_id', {
+      config: write,
+      schema: {
+        tags, summary: 'Update an appointment (partial; partner_meta, custom_attributes, video_connect and display_meta are replaced)',
+        params: Params, querystring: ByPartner, body: UpdateBody, response: { 200: Record_, ...errors },
+      },
+    }, async (request) => service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), request.body));
+
+    app.post('/dr/v1/appointment/:appointment_id/change-status', {
+      config: write,
+      schema: {
+        tags, summary: 'Mark as no-show (status NS), from any state', params: Params, querystring: ByPartner,
+        body: Type.Object({ status: Type.Literal('NS', { 'x-message': 'must be "NS" (no-show)' }) }),
+        response: { 200: Record_, ...errors },
+      },
+    }, async (request) => service.noShow(principalOf(request), request.params.appointment_id, byPartner(request.query)));
+
+    app.post('/dr/v1/appointment/:appointment_id/complete', {
+      config: complete,
+      schema: {
+        tags, summary: 'Complete (status CM), from any state; the first completion requests a review',
+        params: Params, querystring: ByPartner, response: { 200: Record_, ...errors },
+      },
+    }, async (request) => service.complete(principalOf(request), request.params.appointment_id, byPartner(request.query)));
+
+    app.put('/dr/v1/appointment/:appointment_id/cancel', {
+      config: write,
+      schema: { tags, summary: 'Cancel (status CN)', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
+    }, async (request) => service.cancel(principalOf(request), request.params.appointment_id, byPartner(request.query)));
+
+    app.post('/dr/v1/appointment/:appointment_id/review-request', {
+      config: write,
+      schema: {
+        tags, summary: 'Request a review now (emits external_review.request)', params: Params, querystring: ByPartner,
+        response: { 202: Type.Object({ event_id: Type.String() }), ...errors },
+      },
+    }, async (request, reply) =>
+      reply.code(202).send({ event_id: await service.requestReview(principalOf(request), request.params.appointment_id, byPartner(request.query)) }));
+  };
+}

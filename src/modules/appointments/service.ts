@@ -1,0 +1,424 @@
+/**
+ * Appointments (contract section 4): booking, the record, updates and the state changes
+ * BK -> NS / CM / CN. Every change reads the appointment locked and writes it in one transaction, so
+ * concurrent requests on one appointment apply one after another and no rule is skipped. The first
+ * completion and every manual review request store an `external_review.request` event in that same
+ * transaction (the outbox delivers it).
+ */
+import type { Kysely, Transaction } from 'kysely';
+import type { AppContext } from '../../context.ts';
+import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
+import { newId } from '../../db/ids.ts';
+import type { Database } from '../../db/schema.ts';
+import type { Principal } from '../../http/auth.ts';
+import { AppError } from '../../http/errors.ts';
+import { recordEvent } from '../../jobs/outbox.ts';
+import { randomToken } from '../../security/secrets.ts';
+import * as clinicRepo from '../clinics/repo.ts';
+import * as patients from '../patients/repo.ts';
+import type { PatientDetails } from '../patients/repo.ts';
+import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
+import * as repo from './repo.ts';
+
+export const PAGE_SIZE = 50;
+
+export type Status = 'BK' | 'NS' | 'CM' | 'CN';
+export type BookedMode = 'INCLINIC' | 'VIDEO' | 'PHONE';
+
+export interface CustomAttributes { label?: string[]; tags?: string[] }
+export interface VideoConnect { vendor?: string; url?: string; pt_joined?: number }
+export type FreeForm = Record<string, unknown>;
+
+export interface BookInput {
+  partner_appointment_id?: string;
+  clinic_id?: string;
+  partner_clinic_id?: string;
+  doctor_id?: string;
+  partner_doctor_id?: string;
+  appointment_details: {
+    start_time: number;
+    end_time: number;
+    mode?: BookedMode;
+    custom_attributes?: CustomAttributes;
+    video_connect?: VideoConnect;
+  };
+  patient_details: PatientDetails;
+  token?: number;
+  partner_meta?: FreeForm;
+  display_meta?: FreeForm;
+  notes?: string;
+}
+
+export interface UpdateInput {
+  custom_attributes?: CustomAttributes;
+  partner_meta?: FreeForm;
+  patient_details?: PatientDetails;
+  token?: number;
+  video_connect?: VideoConnect;
+  display_meta?: FreeForm;
+  start_time?: number;
+  end_time?: number;
+  notes?: string;
+}
+
+export const UPDATE_FIELDS = ['custom_attributes', 'partner_meta', 'patient_details', 'token', 'video_connect', 'display_meta', 'start_time', 'end_time', 'notes'] as const;
+
+const PATIENT_FIELDS = ['designation', 'first_name', 'middle_name', 'last_name', 'mobile', 'gender', 'dob', 'age', 'address', 'partner_patient_id'] as const;
+
+/** The appointment record of contract 4: keys without a value are omitted. */
+export interface AppointmentRecord {
+  appointment_id: string;
+  partner_appointment_id?: string;
+  clinic_id: string;
+  partner_clinic_id?: string;
+  doctor_id: string;
+  partner_doctor_id?: string;
+  patient_id: string;
+  partner_patient_id?: string;
+  status: string;
+  mode: 'in_clinic' | 'tele';
+  start_time: number;
+  end_time: number;
+  token?: number;
+  patient_details: PatientDetails;
+  custom_attributes: CustomAttributes;
+  video_connect?: VideoConnect;
+  display_meta: FreeForm;
+  partner_meta: FreeForm;
+  notes?: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ListQuery {
+  clinic_id?: string;
+  doctor_id?: string;
+  patient_id?: string;
+  start_date?: string;
+  end_date?: string;
+  page_no?: number;
+}
+
+function invalid(field: string, message: string): AppError {
+  return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** interface 2.8: string (<= 50 characters), integer or float values; keys <= 30 characters. */
+function checkDisplayMeta(meta: FreeForm | undefined, field = 'display_meta'): void {
+  if (meta === undefined) return;
+  for (const [key, value] of Object.entries(meta)) {
+    if (key.length > 30) throw invalid(field, `key "${key.slice(0, 40)}" is longer than 30 characters`);
+    if (typeof value === 'string') {
+      if (value.length > 50) throw invalid(`${field}.${key}`, 'a string value is at most 50 characters');
+    } else if (typeof value !== 'number' || !Number.isFinite(value)) {
+      throw invalid(`${field}.${key}`, 'must be a string, an integer or a float');
+    }
+  }
+}
+
+/** The DOB/AGE choice: at most one per request; `dob` a real date in the past. */
+function checkPatientDetails(details: PatientDetails | undefined, timeZone: string, field = 'patient_details'): void {
+  if (details === undefined) return;
+  if (details.dob !== undefined && details.age !== undefined) {
+    throw invalid(field, 'send either dob or age, not both');
+  }
+  if (details.dob !== undefined) {
+    if (parseDate(details.dob) === null || details.dob < '1850-01-01') throw invalid(`${field}.dob`, 'must be a real date, YYYY-MM-DD');
+    if (details.dob > today(timeZone)) throw invalid(`${field}.dob`, 'must be a date in the past');
+  }
+}
+
+/** Only the fields of interface 2.7 (plus age) are kept; setting dob clears age and vice versa. */
+function mergePatient(current: PatientDetails, changes: PatientDetails): PatientDetails {
+  const next: PatientDetails = { ...current };
+  for (const field of PATIENT_FIELDS) {
+    const value = changes[field];
+    if (value === undefined) continue;
+    if (field === 'address') {
+      const address = value as NonNullable<PatientDetails['address']>;
+      next.address = { ...current.address, ...pick(address, ['city', 'pincode']) };
+    } else {
+      (next as Record<string, unknown>)[field] = value;
+    }
+  }
+  if (changes.dob !== undefined) delete next.age;
+  if (changes.age !== undefined) delete next.dob;
+  return next;
+}
+
+function pick<T extends object, K extends keyof T>(value: T, keys: readonly K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const key of keys) if (value[key] !== undefined) out[key] = value[key];
+  return out;
+}
+
+const customAttributes = (value: CustomAttributes) => pick(value, ['label', 'tags']);
+const videoConnect = (value: VideoConnect) => pick(value, ['vendor', 'url', 'pt_joined']);
+
+export function toRecord(row: repo.AppointmentView): AppointmentRecord {
+  // Built in the contract's key order; keys without a value are left out.
+  return {
+    appointment_id: row.id,
+    ...(row.partner_appointment_id !== null && { partner_appointment_id: row.partner_appointment_id }),
+    clinic_id: row.clinic_id,
+    ...(row.partner_clinic_id !== null && { partner_clinic_id: row.partner_clinic_id }),
+    doctor_id: row.doctor_id,
+    ...(row.partner_doctor_id !== null && { partner_doctor_id: row.partner_doctor_id }),
+    patient_id: row.patient_id,
+    ...(row.partner_patient_id !== null && { partner_patient_id: row.partner_patient_id }),
+    status: row.status,
+    mode: row.mode === 'INCLINIC' ? 'in_clinic' : 'tele',
+    start_time: seconds(row.start_time),
+    end_time: seconds(row.end_time),
+    ...(row.token !== null && { token: Number(row.token) }),
+    patient_details: JSON.parse(row.patient_details) as PatientDetails,
+    custom_attributes: JSON.parse(row.custom_attributes) as CustomAttributes,
+    ...(row.video_connect !== null && { video_connect: JSON.parse(row.video_connect) as VideoConnect }),
+    display_meta: JSON.parse(row.display_meta) as FreeForm,
+    partner_meta: JSON.parse(row.partner_meta) as FreeForm,
+    ...(row.notes !== null && { notes: row.notes }),
+    created_at: seconds(row.created_at),
+    updated_at: seconds(row.updated_at),
+  };
+}
+
+export class AppointmentService {
+  readonly ctx: AppContext;
+  readonly db: Kysely<Database>;
+  constructor(ctx: AppContext) {
+    this.ctx = ctx;
+    this.db = ctx.storage.db;
+  }
+
+  private get dialect() {
+    return this.ctx.storage.dialect;
+  }
+
+  async book(principal: Principal, input: BookInput): Promise<string> {
+    const businessId = principal.businessId;
+    const details = input.appointment_details;
+    if (details.end_time <= details.start_time) throw invalid('appointment_details.end_time', 'must be after start_time');
+    checkDisplayMeta(input.display_meta);
+    checkPatientDetails(input.patient_details, this.ctx.config.timezone);
+    const id = newId('apt');
+    try {
+      await inTransaction(this.db, async (trx) => {
+        const clinicId = await this.resolve(trx, businessId, 'clinic', input.clinic_id, input.partner_clinic_id);
+        const doctorId = await this.resolve(trx, businessId, 'doctor', input.doctor_id, input.partner_doctor_id);
+        if (!(await clinicRepo.isAssigned(trx, businessId, clinicId, doctorId))) {
+          throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
+        }
+        if (input.partner_appointment_id !== undefined && (await repo.partnerAppointmentIdTaken(trx, businessId, input.partner_appointment_id))) {
+          throw this.exists();
+        }
+        const patient = await this.patientFor(trx, businessId, input.patient_details);
+        const now = Date.now();
+        await repo.insertAppointment(trx, {
+          id,
+          business_id: businessId,
+          partner_appointment_id: input.partner_appointment_id ?? null,
+          clinic_id: clinicId,
+          doctor_id: doctorId,
+          patient_id: patient.id,
+          status: 'BK',
+          mode: details.mode ?? 'INCLINIC',
+          start_time: details.start_time * 1000,
+          end_time: details.end_time * 1000,
+          token: input.token ?? null,
+          patient_details: JSON.stringify(patient.details),
+          custom_attributes: JSON.stringify(customAttributes(details.custom_attributes ?? {})),
+          video_connect: details.video_connect ? JSON.stringify(videoConnect(details.video_connect)) : null,
+          display_meta: JSON.stringify(input.display_meta ?? {}),
+          partner_meta: JSON.stringify(input.partner_meta ?? {}),
+          notes: input.notes ?? null,
+          review_token: randomToken(24),
+          completed_at: null,
+          created_at: now,
+          updated_at: now,
+        });
+      });
+    } catch (error) {
+      // Two bookings racing for one partner_appointment_id: the unique index decides.
+      if (isUniqueViolation(error) && input.partner_appointment_id !== undefined) throw this.exists();
+      throw error;
+    }
+    return id;
+  }
+
+  private exists(): AppError {
+    return new AppError(409, 'partner_appointment_id: an appointment with this partner_appointment_id already exists', { code: 'APPOINTMENT_EXISTS' });
+  }
+
+  /** A clinic or doctor of the business by the service's id or the partner's; unknown is a 400 naming the field. */
+  private async resolve(db: Db, businessId: string, kind: 'clinic' | 'doctor', id: string | undefined, partnerId: string | undefined): Promise<string> {
+    const find = kind === 'clinic' ? clinicRepo.findClinic : clinicRepo.findDoctor;
+    const [byId, byPartner] = [
+      id === undefined ? undefined : await find(db, businessId, id, false),
+      partnerId === undefined ? undefined : await find(db, businessId, partnerId, true),
+    ];
+    if (id === undefined && partnerId === undefined) throw invalid(`${kind}_id`, `send ${kind}_id or partner_${kind}_id`);
+    if (id !== undefined && !byId) throw invalid(`${kind}_id`, `unknown ${kind}`);
+    if (partnerId !== undefined && !byPartner) throw invalid(`partner_${kind}_id`, `unknown ${kind}`);
+    if (byId && byPartner && byId.id !== byPartner.id) throw invalid(`partner_${kind}_id`, `names a different ${kind} than ${kind}_id`);
+    return (byId ?? byPartner)!.id;
+  }
+
+  /** The business's patient matched by partner_patient_id (or a new one), with `changes` applied. */
+  private async patientFor(trx: Transaction<Database>, businessId: string, changes: PatientDetails): Promise<{ id: string; details: PatientDetails }> {
+    if (changes.partner_patient_id === undefined) {
+      const now = Date.now();
+      const details = mergePatient({}, changes);
+      const id = newId('pt');
+      await patients.insertPatient(trx, { id, business_id: businessId, partner_patient_id: null, details: JSON.stringify(details), created_at: now, updated_at: now });
+      return { id, details };
+    }
+    const row = await patients.findOrCreateByPartnerId(trx, this.dialect, businessId, changes.partner_patient_id, newId('pt'));
+    const details = mergePatient(JSON.parse(row.details) as PatientDetails, changes);
+    await patients.updatePatientDetails(trx, businessId, row.id, details);
+    return { id: row.id, details };
+  }
+
+  async get(businessId: string, id: string, byPartner: boolean): Promise<AppointmentRecord> {
+    const row = await repo.findView(this.db, businessId, id, byPartner);
+    if (!row) throw notFound();
+    return toRecord(row);
+  }
+
+  async list(businessId: string, query: ListQuery): Promise<AppointmentRecord[]> {
+    const timeZone = this.ctx.config.timezone;
+    for (const field of ['start_date', 'end_date'] as const) {
+      const value = query[field];
+      if (value !== undefined && parseDate(value) === null) throw invalid(field, 'must be a real date, YYYY-MM-DD');
+    }
+    if (query.start_date && query.end_date && query.end_date < query.start_date) throw invalid('end_date', 'must not be before start_date');
+    const pageNo = query.page_no ?? 0;
+    const rows = await repo.listViews(this.db, businessId, {
+      clinicId: query.clinic_id,
+      doctorId: query.doctor_id,
+      patientId: query.patient_id,
+      from: query.start_date ? startOfDay(query.start_date, timeZone) : undefined,
+      to: query.end_date ? startOfDay(new Date(parseDate(query.end_date)! + DAY_MS).toISOString().slice(0, 10), timeZone) : undefined,
+      limit: PAGE_SIZE,
+      offset: pageNo * PAGE_SIZE,
+    });
+    return rows.map(toRecord);
+  }
+
+  async update(principal: Principal, id: string, byPartner: boolean, input: UpdateInput): Promise<AppointmentRecord> {
+    if (!UPDATE_FIELDS.some((field) => input[field] !== undefined)) {
+      throw new AppError(400, `The update is empty: send at least one of ${UPDATE_FIELDS.join(', ')}`, { code: 'INVALID_REQUEST' });
+    }
+    if (input.patient_details !== undefined && !PATIENT_FIELDS.some((field) => input.patient_details![field] !== undefined)) {
+      throw invalid('patient_details', `name at least one of ${PATIENT_FIELDS.join(', ')}`);
+    }
+    checkDisplayMeta(input.display_meta);
+    checkPatientDetails(input.patient_details, this.ctx.config.timezone);
+    if (input.start_time !== undefined && input.end_time !== undefined && input.end_time <= input.start_time) {
+      throw invalid('end_time', 'must be after start_time');
+    }
+    return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      const changes: Partial<repo.AppointmentRow> = {};
+      if (input.start_time !== undefined || input.end_time !== undefined) {
+        const field = input.start_time !== undefined ? 'start_time' : 'end_time';
+        const state = { CM: 'a completed', CN: 'a cancelled', NS: 'a no-show' }[row.status as 'CM' | 'CN' | 'NS'];
+        if (state) throw invalid(field, `${state} appointment cannot be rescheduled`);
+        const start = input.start_time !== undefined ? input.start_time * 1000 : row.start_time;
+        const end = input.end_time !== undefined ? input.end_time * 1000 : row.end_time;
+        if (end <= start) throw invalid('end_time', 'must be after start_time');
+        changes.start_time = start;
+        changes.end_time = end;
+      }
+      if (input.patient_details !== undefined) {
+        const sent = input.patient_details;
+        let patient = (await patients.findPatientForUpdate(trx, this.dialect, row.business_id, row.patient_id))!;
+        const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
+        if (moved && patient.partner_patient_id === null && !(await patients.findByPartnerId(trx, row.business_id, sent.partner_patient_id!))) {
+          // A patient booked without a partner id takes the one now sent.
+          await patients.setPartnerId(trx, row.business_id, patient.id, sent.partner_patient_id!);
+        } else if (moved) {
+          // Another partner id is another patient of the business: the appointment moves to it.
+          patient = await patients.findOrCreateByPartnerId(trx, this.dialect, row.business_id, sent.partner_patient_id!, newId('pt'));
+        }
+        const patientDetails = mergePatient(JSON.parse(patient.details) as PatientDetails, sent);
+        await patients.updatePatientDetails(trx, row.business_id, patient.id, patientDetails);
+        changes.patient_id = patient.id;
+        changes.patient_details = JSON.stringify(patient.id === row.patient_id
+          ? mergePatient(JSON.parse(row.patient_details) as PatientDetails, sent)
+          : patientDetails);
+      }
+      if (input.token !== undefined) changes.token = input.token;
+      if (input.custom_attributes !== undefined) changes.custom_attributes = JSON.stringify(customAttributes(input.custom_attributes));
+      if (input.video_connect !== undefined) changes.video_connect = JSON.stringify(videoConnect(input.video_connect));
+      if (input.display_meta !== undefined) changes.display_meta = JSON.stringify(input.display_meta);
+      if (input.partner_meta !== undefined) changes.partner_meta = JSON.stringify(input.partner_meta);
+      if (input.notes !== undefined) changes.notes = input.notes;
+      await repo.updateAppointment(trx, row.business_id, row.id, { ...changes, updated_at: Date.now() });
+    });
+  }
+
+  async noShow(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
+    return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status !== 'NS') await repo.updateAppointment(trx, row.business_id, row.id, { status: 'NS', updated_at: Date.now() });
+    });
+  }
+
+  async cancel(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
+    return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status !== 'CN') await repo.updateAppointment(trx, row.business_id, row.id, { status: 'CN', updated_at: Date.now() });
+    });
+  }
+
+  /** From any state; a completed appointment stays as it is. Only the first completion asks for a review. */
+  async complete(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
+    return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status === 'CM') return;
+      const now = Date.now();
+      await repo.updateAppointment(trx, row.business_id, row.id, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
+      if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
+    });
+  }
+
+  async requestReview(principal: Principal, id: string, byPartner: boolean): Promise<string> {
+    let eventId = '';
+    await this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status === 'CN') throw invalid('appointment_id', 'a cancelled appointment cannot be reviewed');
+      eventId = await this.reviewEvent(trx, principal, row, Date.now());
+    });
+    return eventId;
+  }
+
+  private async reviewEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, now: number): Promise<string> {
+    const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
+    const link = links.doctor ?? links.clinic ?? `${this.ctx.config.publicUrl}/reviews/${row.review_token}`;
+    const at = seconds(now);
+    return recordEvent(trx, {
+      businessId: row.business_id,
+      type: 'external_review.request',
+      payload: {
+        event: 'external_review.request',
+        event_time: at,
+        timestamp: at,
+        client_id: principal.clientId,
+        business_id: row.business_id,
+        data: { doctor_id: row.doctor_id, external_review_link: link, patient_id: row.patient_id, appointment_id: row.id, clinic_id: row.clinic_id },
+      },
+    });
+  }
+
+  /** Reads the appointment locked, applies `work`, and answers the record, all in one transaction. */
+  private async change(businessId: string, id: string, byPartner: boolean, work: (trx: Transaction<Database>, row: repo.AppointmentRow) => Promise<void>): Promise<AppointmentRecord> {
+    return inTransaction(this.db, async (trx) => {
+      const row = await repo.findForUpdate(trx, this.dialect, businessId, id, byPartner);
+      if (!row) throw notFound();
+      await work(trx, row);
+      const view = await repo.findView(trx, businessId, row.id, false);
+      return toRecord(view!);
+    });
+  }
+}
+
+function notFound(): AppError {
+  return new AppError(404, 'Appointment not found', { code: 'APPOINTMENT_NOT_FOUND' });
+}

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
+import { book, bookingBody, createPractice, events, request, START, type Practice } from './fixtures.ts';
+
+/**
+ * Requests on one appointment run in parallel (on PostgreSQL truly concurrently, over a pool of
+ * connections): no write may be lost and no rule skipped.
+ */
+describe(`appointments: concurrency (${DIALECT})`, () => {
+  let t: TestApp;
+  let p: Practice;
+  before(async () => {
+    t = await createTestApp();
+    p = await createPractice(t);
+  });
+  after(async () => t.close());
+
+  const call = (method: string, url: string, payload?: unknown) => request(t, p.client.token, method, url, payload);
+
+  it('parallel PATCHes of different patient fields and completes: every write kept, one review event', async () => {
+    for (let round = 0; round < 3; round++) {
+      const id = await book(t, p, { patient_details: { first_name: 'Start' } });
+      const fields: Array<[string, unknown]> = [
+        ['designation', 'Dr'], ['first_name', 'Kiran'], ['middle_name', 'S'], ['last_name', 'Patil'],
+        ['gender', 'F'], ['address', { city: 'Nagpur' }], ['mobile', '+919900000000'], ['age', 41],
+      ];
+      const patches = fields.map(([field, value]) => call('PATCH', `/dr/v1/appointment/${id}`, { patient_details: { [field]: value } }));
+      const tokenPatches = Array.from({ length: 4 }, (_, i) => call('PATCH', `/dr/v1/appointment/${id}`, { token: i + 1, start_time: START + 60 * (i + 1), end_time: START + 60 * (i + 1) + 900 }));
+      const completes = Array.from({ length: 4 }, () => call('POST', `/dr/v1/appointment/${id}/complete`));
+      const [patchResults, tokenResults, completeResults] = await Promise.all([Promise.all(patches), Promise.all(tokenPatches), Promise.all(completes)]);
+
+      for (const response of [...patchResults, ...completeResults]) assert.equal(response.statusCode, 200, response.body);
+      const final = (await call('GET', `/dr/v1/appointment/${id}`)).json();
+      assert.equal(final.status, 'CM');
+      assert.deepEqual(final.patient_details, {
+        first_name: 'Kiran', designation: 'Dr', middle_name: 'S', last_name: 'Patil', gender: 'F', address: { city: 'Nagpur' }, mobile: '+919900000000', age: 41,
+      }, 'no patient field written in parallel was lost');
+
+      // A reschedule either ran before the first completion (200, status BK) or was refused after it.
+      const applied = tokenResults.filter((r) => r.statusCode === 200);
+      for (const response of tokenResults) {
+        if (response.statusCode === 200) assert.equal(response.json().status, 'BK');
+        else assert.match(response.json().error.message, /completed appointment cannot be rescheduled/);
+      }
+      if (applied.length > 0) {
+        assert.ok(applied.some((r) => r.json().token === final.token && r.json().start_time === final.start_time), 'the last reschedule is the one kept');
+      } else {
+        assert.equal(final.start_time, START);
+      }
+      const recorded = (await events(t, p.client.businessId)).filter((e) => e.payload.data.appointment_id === id);
+      assert.equal(recorded.length, 1, 'exactly one review request for the first completion');
+    }
+  });
+
+  it('parallel bookings: one partner_appointment_id wins, one patient per partner_patient_id', async () => {
+    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => call('POST', '/dr/v1/appointment', bookingBody(p, {
+      partner_appointment_id: 'pa-race', patient_details: { first_name: `P${i}`, partner_patient_id: 'pp-race-1' },
+    }))));
+    assert.deepEqual(responses.map((r) => r.statusCode).sort(), [201, 409, 409, 409, 409, 409]);
+    for (const response of responses.filter((r) => r.statusCode === 409)) assert.equal(response.json().error.code, 'APPOINTMENT_EXISTS');
+
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => book(t, p, { patient_details: { [`${i % 2 ? 'first' : 'last'}_name`]: `N${i}`, partner_patient_id: 'pp-race-2' } })));
+    const records = await Promise.all(ids.map(async (id) => (await call('GET', `/dr/v1/appointment/${id}`)).json()));
+    assert.equal(new Set(records.map((r) => r.patient_id)).size, 1);
+  });
+
+  it('parallel cancel, no-show and review requests leave a consistent record and count every review request', async () => {
+    const practice = await createPractice(t);
+    const id = await book(t, practice);
+    const results = await Promise.all([
+      ...Array.from({ length: 3 }, () => request(t, practice.client.token, 'POST', `/dr/v1/appointment/${id}/review-request`)),
+      request(t, practice.client.token, 'PUT', `/dr/v1/appointment/${id}/cancel`),
+      ...Array.from({ length: 3 }, () => request(t, practice.client.token, 'POST', `/dr/v1/appointment/${id}/review-request`)),
+    ]);
+    const accepted = results.filter((r) => r.statusCode === 202).map((r) => r.json().event_id);
+    const refused = results.filter((r) => r.statusCode === 400);
+    assert.equal(accepted.length + refused.length, 6);
+    const recorded = await events(t, practice.client.businessId);
+    assert.deepEqual(recorded.map((e) => e.id).sort(), accepted.sort(), 'an event for each accepted request, none for refused ones');
+    assert.equal((await request(t, practice.client.token, 'GET', `/dr/v1/appointment/${id}`)).json().status, 'CN');
+  });
+});
