@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { createServer } from 'node:net';
+import { freePort } from '../test/net.ts';
 
 export interface Figure {
   name: string;
@@ -24,16 +24,6 @@ export interface RunningProcess {
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /** Spawns `node script args` with PORT set, and waits until readyPath answers 200. */
 export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready'): Promise<RunningProcess> {

@@ -1,8 +1,10 @@
 /** Helpers for tests that run the real `cps` command in child processes. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { after } from 'node:test';
+import { freePort } from './net.ts';
+
+export { freePort };
 
 export const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 
@@ -12,16 +14,6 @@ after(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 export interface CliResult {
   code: number | null;
