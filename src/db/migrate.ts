@@ -7,10 +7,12 @@ import { PostgresAdapter, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
+import * as catalogue from './migrations/0003_catalogue.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
+  '0003_catalogue': catalogue,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

@@ -42,11 +42,60 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** Reference catalogue (global, not per business): see migrations/0003_catalogue.ts. */
+export interface DrugsTable {
+  id: string;
+  name: string;
+  name_key: string;
+  maker_key: string;
+  pack_key: string;
+  manufacturer_name: string;
+  product_type: string;
+  product_sku: string | null;
+  /** JSON [{salt, strength}] */
+  composition: string;
+  generic_name: string;
+  generic_id: string;
+  common_name: string;
+  /** JSON object */
+  action_class: string | null;
+  is_otc: number | null;
+  discontinued: number | null;
+  soa: number | null;
+  seq: number;
+  updated_at: number;
+}
+
+export interface LabTestsTable {
+  id: string;
+  name: string;
+  name_key: string;
+  /** JSON string[] */
+  abbreviations: string;
+  category: string | null;
+  description: string | null;
+  preparation: string | null;
+  specimen: string | null;
+  loinc: string | null;
+  price: number | null;
+  seq: number;
+  updated_at: number;
+}
+
+export interface CatalogueMetaTable {
+  id: number;
+  version: number;
+  builtin_hash: string | null;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
   refresh_tokens: RefreshTokensTable;
   events: EventsTable;
+  drugs: DrugsTable;
+  lab_tests: LabTestsTable;
+  catalogue_meta: CatalogueMetaTable;
 }
 
 export type { Generated };

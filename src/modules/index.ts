@@ -4,11 +4,13 @@ import type { AppContext } from '../context.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
+import { searchRoutes } from './search/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
   return [
     opsRoutes(ctx),
     authRoutes(ctx),
     businessRoutes(ctx),
+    searchRoutes(ctx),
   ];
 }

@@ -1,0 +1,441 @@
+/**
+ * The in-memory search index behind the search endpoint (chosen by measurement: bench/SEARCH-ENGINES.md).
+ *
+ * Words live in MiniSearch's radix tree (SearchableMap), which gives exact, prefix and bounded
+ * edit-distance lookups over the vocabulary; each word points at a posting list of documents with the
+ * fields it occurs in. A query marks, per query word, the best match each document has (exact word,
+ * word prefix, one or two edits), keeps documents that match every required word or whose name starts
+ * with the query, and ranks them in the contract's tiers:
+ *
+ *   exact name > (active before discontinued) > name starts with the query > every word matched by
+ *   word or word-prefix > typo-tolerant; then more whole words, then matched form/unit words, then
+ *   better fields (name over composition), then the shorter name.
+ *
+ * Typo lookups run only when the exact and prefix matches cannot fill the page, which keeps the common
+ * case cheap. Updates are incremental (a replaced document is tombstoned; the index is rebuilt when
+ * tombstones pile up), so a process applies catalogue changes without a restart.
+ */
+import SearchableMap from 'minisearch/SearchableMap';
+import { compact, FILLER_WORDS, formOfWord, SHORTHAND, spans, UNIT_WORDS, words } from './normalize.ts';
+
+export const FIELD_NAME = 1;
+export const FIELD_ALT = 2;
+export const FIELD_GENERIC = 4;
+export const FIELD_FORM = 8;
+
+export interface IndexedFields {
+  /** What counts as the exact name: the name (and, for lab tests, its abbreviations). */
+  names: string[];
+  fields: Array<[field: number, text: string]>;
+  /** Discontinued: ranked after active documents unless it is the exact name. */
+  demoted: boolean;
+  /** Length used for the "shorter name wins" tie-break. */
+  nameLength: number;
+}
+
+const KIND_EXACT = 4;
+const KIND_PREFIX = 3;
+const KIND_FUZZY1 = 2;
+const KIND_FUZZY2 = 1;
+/** Query words beyond this many are folded into the last slot's neighbours: prescriptions are short. */
+const MAX_SLOTS = 8;
+/** Prefix expansion of very short words stops after this many vocabulary words. */
+const MAX_PREFIX_TERMS = 4000;
+
+export interface QueryWord {
+  text: string;
+  required: boolean;
+  /** Vocabulary words that count as an exact match (the word itself, its form or shorthand expansion). */
+  exact: string[];
+  prefix: boolean;
+  /** Maximum edit distance for typo tolerance (0: none). */
+  fuzzy: number;
+  /** Filled during search: vocabulary words matched by typo tolerance. */
+  fuzzyMatched: Set<string>;
+}
+
+export interface ParsedQuery {
+  raw: string;
+  compact: string;
+  words: QueryWord[];
+}
+
+export function parseQuery(raw: string): ParsedQuery {
+  const list = words(raw).slice(0, MAX_SLOTS);
+  const parsed: QueryWord[] = list.map((text) => {
+    const form = formOfWord(text);
+    if (form) return { text, required: false, exact: [...new Set([text, form])], prefix: false, fuzzy: 0, fuzzyMatched: new Set() };
+    if (UNIT_WORDS.has(text) || FILLER_WORDS.has(text)) {
+      return { text, required: false, exact: [text], prefix: false, fuzzy: 0, fuzzyMatched: new Set() };
+    }
+    const numeric = /^\d/.test(text);
+    const alias = SHORTHAND.get(text);
+    return {
+      text,
+      required: true,
+      exact: alias ? [text, alias] : [text],
+      prefix: numeric || text.length >= 2 || list.length === 1,
+      // One edit from 4 letters, two from 8 (contract section 3); never for numbers.
+      fuzzy: numeric ? 0 : text.length >= 8 ? 2 : text.length >= 4 ? 1 : 0,
+      fuzzyMatched: new Set(),
+    };
+  });
+  // A query of only form/unit words ("tablet") still has to match them.
+  if (parsed.length > 0 && parsed.every((w) => !w.required)) for (const w of parsed) w.required = true;
+  return { raw, compact: compact(raw), words: parsed };
+}
+
+export interface Hit<T> {
+  record: T;
+  /** The normalised name equals the normalised query. */
+  exact: boolean;
+  /** The match came through the name starting with the query (used for highlighting). */
+  namePrefix: boolean;
+}
+
+function grow<A extends Uint8Array | Uint16Array | Uint32Array>(array: A, size: number, make: (n: number) => A): A {
+  if (array.length >= size) return array;
+  const next = make(Math.max(size, array.length * 2, 1024));
+  next.set(array);
+  return next;
+}
+
+export class SearchIndex<T extends { id: string }> {
+  private readonly describe: (record: T) => IndexedFields;
+  private records: T[] = [];
+  private byId = new Map<string, number>();
+  private dead = new Uint8Array(0);
+  private demoted = new Uint8Array(0);
+  private nameLength = new Uint16Array(0);
+  private deadCount = 0;
+  private vocab = new SearchableMap<number>();
+  /** Per vocabulary word: postings packed as doc * 16 + field mask. */
+  private postings: number[][] = [];
+  /** Compact exact names, sorted, with their documents: exact-name and name-prefix lookups. */
+  private keys: string[] = [];
+  private keyDocs: number[] = [];
+  // Per-query scratch, reused: marks per query word slot, stamped with a generation number.
+  private gen = 0;
+  private visitGen = 0;
+  private stamps: Uint32Array[] = [];
+  private quality: Uint8Array[] = [];
+  private seen = new Uint32Array(0);
+  private prefixMark = new Uint32Array(0);
+  private exactMark = new Uint32Array(0);
+
+  constructor(describe: (record: T) => IndexedFields) {
+    this.describe = describe;
+  }
+
+  get size(): number {
+    return this.records.length - this.deadCount;
+  }
+
+  get(id: string): T | undefined {
+    const doc = this.byId.get(id);
+    return doc === undefined ? undefined : this.records[doc];
+  }
+
+  /** Every live record, in index order. */
+  all(): T[] {
+    return this.records.filter((_, doc) => this.dead[doc] === 0);
+  }
+
+  /** Replaces the whole index. Records are laid out best-first so that ties fall to the better one. */
+  build(records: T[]): void {
+    const described = records.map((record) => ({ record, fields: this.describe(record) }));
+    described.sort((a, b) => Number(a.fields.demoted) - Number(b.fields.demoted) || a.fields.nameLength - b.fields.nameLength
+      || (a.fields.names[0] ?? '').localeCompare(b.fields.names[0] ?? ''));
+    this.records = [];
+    this.byId = new Map();
+    this.dead = new Uint8Array(described.length);
+    this.demoted = new Uint8Array(described.length);
+    this.nameLength = new Uint16Array(described.length);
+    this.deadCount = 0;
+    this.vocab = new SearchableMap<number>();
+    this.postings = [];
+    const keyed: Array<[string, number]> = [];
+    for (const { record, fields } of described) {
+      const doc = this.append(record, fields);
+      for (const name of fields.names) {
+        const key = compact(name);
+        if (key) keyed.push([key, doc]);
+      }
+    }
+    keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+    this.keys = keyed.map((k) => k[0]);
+    this.keyDocs = keyed.map((k) => k[1]);
+    this.resizeScratch();
+  }
+
+  /** Adds or replaces records by id. */
+  upsert(records: T[]): void {
+    for (const record of records) {
+      const old = this.byId.get(record.id);
+      if (old !== undefined && this.dead[old] === 0) {
+        this.dead[old] = 1;
+        this.deadCount++;
+      }
+      const fields = this.describe(record);
+      const doc = this.append(record, fields);
+      for (const name of fields.names) {
+        const key = compact(name);
+        if (!key) continue;
+        const at = this.lowerBound(key);
+        this.keys.splice(at, 0, key);
+        this.keyDocs.splice(at, 0, doc);
+      }
+    }
+    this.resizeScratch();
+    // Tombstones cost memory and scan time; past a quarter of the index a rebuild is cheaper.
+    if (this.deadCount > 1000 && this.deadCount > this.records.length / 4) this.build(this.all());
+  }
+
+  private append(record: T, fields: IndexedFields): number {
+    const doc = this.records.length;
+    this.records.push(record);
+    this.byId.set(record.id, doc);
+    this.dead = grow(this.dead, doc + 1, (n) => new Uint8Array(n));
+    this.demoted = grow(this.demoted, doc + 1, (n) => new Uint8Array(n));
+    this.nameLength = grow(this.nameLength, doc + 1, (n) => new Uint16Array(n));
+    this.dead[doc] = 0;
+    this.demoted[doc] = fields.demoted ? 1 : 0;
+    this.nameLength[doc] = Math.min(fields.nameLength, 65535);
+    const masks = new Map<string, number>();
+    for (const [field, text] of fields.fields) {
+      for (const word of words(text)) masks.set(word, (masks.get(word) ?? 0) | field);
+    }
+    for (const [word, mask] of masks) {
+      let term = this.vocab.get(word);
+      if (term === undefined) {
+        term = this.postings.length;
+        this.postings.push([]);
+        this.vocab.set(word, term);
+      }
+      this.postings[term]!.push(doc * 16 + mask);
+    }
+    return doc;
+  }
+
+  private resizeScratch(): void {
+    const n = this.records.length;
+    if (this.seen.length >= n && this.stamps.length === MAX_SLOTS) return;
+    const size = Math.max(n, 1024) + 1024;
+    this.stamps = Array.from({ length: MAX_SLOTS }, () => new Uint32Array(size));
+    this.quality = Array.from({ length: MAX_SLOTS }, () => new Uint8Array(size));
+    this.seen = new Uint32Array(size);
+    this.prefixMark = new Uint32Array(size);
+    this.exactMark = new Uint32Array(size);
+    this.gen = 0;
+    this.visitGen = 0;
+  }
+
+  private lowerBound(key: string): number {
+    let lo = 0;
+    let hi = this.keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.keys[mid]! < key) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private nextGen(): number {
+    this.gen++;
+    if (this.gen >= 0xffffffff) {
+      for (const s of this.stamps) s.fill(0);
+      this.prefixMark.fill(0);
+      this.exactMark.fill(0);
+      this.gen = 1;
+    }
+    return this.gen;
+  }
+
+  /** Marks every document holding vocabulary word `term` for query slot `slot` with match kind `kind`. */
+  private mark(slot: number, term: number, kind: number, gen: number, lists: number[][]): void {
+    const stamp = this.stamps[slot]!;
+    const quality = this.quality[slot]!;
+    const list = lists[slot]!;
+    const postings = this.postings[term]!;
+    for (let i = 0; i < postings.length; i++) {
+      const packed = postings[i]!;
+      const doc = Math.floor(packed / 16);
+      const mask = packed & 15;
+      const field = mask & (FIELD_NAME | FIELD_ALT) ? 3 : mask & FIELD_GENERIC ? 2 : 1;
+      const q = kind * 4 + field;
+      if (stamp[doc] !== gen) {
+        stamp[doc] = gen;
+        quality[doc] = q;
+        list.push(doc);
+      } else if (q > quality[doc]!) {
+        quality[doc] = q;
+      }
+    }
+  }
+
+  search(query: ParsedQuery, limit: number): Hit<T>[] {
+    if (query.words.length === 0 && query.compact === '') return [];
+    const gen = this.nextGen();
+    const slots = query.words;
+    const lists: number[][] = slots.map(() => []);
+
+    // Exact and prefix matches of every query word.
+    slots.forEach((word, slot) => {
+      const exact = new Set(word.exact);
+      for (const text of exact) {
+        const term = this.vocab.get(text);
+        if (term !== undefined) this.mark(slot, term, KIND_EXACT, gen, lists);
+      }
+      if (word.prefix) {
+        let count = 0;
+        for (const [text, term] of this.vocab.atPrefix(word.text)) {
+          if (exact.has(text)) continue;
+          this.mark(slot, term, KIND_PREFIX, gen, lists);
+          if (++count >= MAX_PREFIX_TERMS) break;
+        }
+      }
+    });
+
+    // Names equal to or starting with the query, ignoring spaces and hyphens.
+    const prefixDocs: number[] = [];
+    if (query.compact !== '') {
+      for (let i = this.lowerBound(query.compact); i < this.keys.length && this.keys[i]!.startsWith(query.compact); i++) {
+        const doc = this.keyDocs[i]!;
+        if (this.keys[i]!.length === query.compact.length) this.exactMark[doc] = gen;
+        if (this.prefixMark[doc] !== gen) {
+          this.prefixMark[doc] = gen;
+          prefixDocs.push(doc);
+        }
+      }
+    }
+
+    let hits = this.rank(query, limit, gen, lists, prefixDocs);
+    // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
+    // outranks an active exact or prefix match.
+    const activeHits = hits.filter((h) => !this.demoted[h.doc]).length;
+    if (activeHits < limit && slots.some((w) => w.fuzzy > 0)) {
+      let added = false;
+      slots.forEach((word, slot) => {
+        if (word.fuzzy === 0) return;
+        for (const [text, [term, distance]] of this.vocab.fuzzyGet(word.text, word.fuzzy)) {
+          if (distance === 0) continue;
+          word.fuzzyMatched.add(text);
+          this.mark(slot, term, distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2, gen, lists);
+          added = true;
+        }
+        // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
+        for (let i = 0; i + 1 < word.text.length; i++) {
+          const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
+          if (swapped === word.text) continue;
+          const term = this.vocab.get(swapped);
+          if (term === undefined) continue;
+          word.fuzzyMatched.add(swapped);
+          this.mark(slot, term, KIND_FUZZY1, gen, lists);
+          added = true;
+        }
+      });
+      if (added) hits = this.rank(query, limit, gen, lists, prefixDocs);
+    }
+    return hits.map((h) => ({ record: this.records[h.doc]!, exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen }));
+  }
+
+  private rank(query: ParsedQuery, limit: number, gen: number, lists: number[][], prefixDocs: number[]): Array<{ doc: number; score: number }> {
+    const slots = query.words;
+    const required: number[] = [];
+    slots.forEach((w, slot) => { if (w.required) required.push(slot); });
+    const top: Array<{ doc: number; score: number }> = [];
+    // Each ranking pass visits a document once; the second pass (after typo lookups) starts afresh.
+    if (this.visitGen >= 0xfffffffe) {
+      this.seen.fill(0);
+      this.visitGen = 0;
+    }
+    const visit = ++this.visitGen;
+    const g = gen;
+
+    const consider = (doc: number) => {
+      if (this.seen[doc] === visit || this.dead[doc]) return;
+      this.seen[doc] = visit;
+      const inPrefix = this.prefixMark[doc] === g;
+      let all = true;
+      let fuzzy = false;
+      let whole = 0;
+      let soft = 0;
+      let sum = 0;
+      for (let slot = 0; slot < slots.length; slot++) {
+        const marked = this.stamps[slot]![doc] === g;
+        const q = marked ? this.quality[slot]![doc]! : 0;
+        if (slots[slot]!.required) {
+          if (!marked) {
+            all = false;
+            continue;
+          }
+          const kind = q >> 2;
+          if (kind === KIND_EXACT) whole++;
+          else if (kind <= KIND_FUZZY1) fuzzy = true;
+        } else if (marked) {
+          soft++;
+        }
+        sum += q;
+      }
+      if (!all && !inPrefix) return;
+      const exact = this.exactMark[doc] === g;
+      const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
+      const score = (exact ? 1e13 : 0) + (this.demoted[doc] ? 0 : 1e12) + tier * 1e11 + whole * 1e9 + soft * 1e8 + sum * 1e4
+        - this.nameLength[doc]! - doc / 1e7;
+      if (top.length < limit) {
+        top.push({ doc, score });
+        if (top.length === limit) top.sort((a, b) => b.score - a.score);
+      } else if (score > top[limit - 1]!.score) {
+        let at = limit - 1;
+        while (at > 0 && top[at - 1]!.score < score) {
+          top[at] = top[at - 1]!;
+          at--;
+        }
+        top[at] = { doc, score };
+      }
+    };
+
+    if (required.length > 0) {
+      // Walk the shortest list of a required word: every result must be in it (or match by name prefix).
+      let driver = required[0]!;
+      for (const slot of required) if (lists[slot]!.length < lists[driver]!.length) driver = slot;
+      for (const doc of lists[driver]!) consider(doc);
+    }
+    for (const doc of prefixDocs) consider(doc);
+    if (top.length < limit) top.sort((a, b) => b.score - a.score);
+    return top;
+  }
+}
+
+/**
+ * Highlight ranges in `text` for a parsed query: whole words that matched exactly or by typo
+ * tolerance, the typed part of prefix matches, and (when the name matched by starting with the query)
+ * the leading part of the name that the query covers.
+ */
+export function highlightRanges(text: string, query: ParsedQuery, namePrefix: boolean): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  const list = spans(text);
+  if (namePrefix && query.compact !== '') {
+    let remaining = query.compact.length;
+    for (const span of list) {
+      if (remaining <= 0) break;
+      const take = Math.min(span.word.length, remaining);
+      ranges.push([span.start, span.start + Math.min(take, span.end - span.start)]);
+      remaining -= span.word.length;
+    }
+  }
+  for (const span of list) {
+    for (const word of query.words) {
+      if (word.exact.includes(span.word) || word.fuzzyMatched.has(span.word)) {
+        ranges.push([span.start, span.end]);
+        break;
+      }
+      if (word.prefix && span.word.startsWith(word.text)) {
+        ranges.push([span.start, Math.min(span.end, span.start + word.text.length)]);
+        break;
+      }
+    }
+  }
+  return ranges;
+}
