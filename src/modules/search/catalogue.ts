@@ -26,6 +26,7 @@ export function describeDrug(record: DrugRecord): IndexedFields {
     fields: [[FIELD_NAME, record.name], [FIELD_GENERIC, record.generic_name], [FIELD_GENERIC, record.common_name], [FIELD_FORM, record.product_type]],
     demoted: record.discontinued,
     nameLength: record.name.length,
+    parts: record.parts,
   };
 }
 
@@ -33,8 +34,10 @@ export function describeLab(record: LabRecord): IndexedFields {
   return {
     names: [record.name, ...record.abbreviations],
     fields: [[FIELD_NAME, record.name], [FIELD_ALT, record.abbreviations.join(' ')], [FIELD_FORM, record.category ?? '']],
-    demoted: false,
+    // Bare LOINC orders (no description) come after the curated tests prescribers usually mean.
+    demoted: record.description === null,
     nameLength: record.name.length,
+    parts: 1,
   };
 }
 

@@ -127,12 +127,12 @@ export function dosageOf(form: string): DosageInfo {
 }
 
 const CONTAINERS = new Set(['strip', 'strips', 'bottle', 'bottles', 'tube', 'tubes', 'packet', 'packets', 'pack', 'vial', 'vials', 'box', 'sachet', 'sachets', 'ampoule', 'ampoules', 'jar', 'can', 'cartridge', 'penfill', 'flexpen', 'pen', 'kit', 'dropper', 'container', 'blister', 'pouch', 'respule', 'respules', 'syringe']);
-const UNIT_ALIASES: Record<string, string> = { gm: 'g', gms: 'g', grams: 'g', gram: 'g', mls: 'ml', ltr: 'l', litre: 'l' };
-const PACK_FILLER = new Set(['of', 'in', 'a', 'each', 'x', 'not', 'mentioned']);
+const UNIT_ALIASES: Record<string, string> = { gm: 'g', gms: 'g', grams: 'g', gram: 'g', g: 'g', ml: 'ml', mls: 'ml', l: 'l', ltr: 'l', litre: 'l', kg: 'kg', mg: 'mg', mcg: 'mcg', iu: 'iu' };
 
 /**
- * The pack as a comparable key: "strip of 10 tablets" and "10 tablets in 1 strip" both give
- * "10 strip"; "bottle of 100 ml Syrup" and "100 ml in 1 bottle" both "100 bottle ml". Unknown: "".
+ * The pack as a comparable key: only counts, containers and units, so "strip of 10 tablets" and
+ * "10 tablets in 1 strip" both give "10 strip"; "bottle of 30 ml Oral Suspension" and "30 ml in 1 bottle"
+ * both "30 bottle ml". Unknown: "".
  */
 export function packKey(pack: string | null | undefined): string {
   if (!pack) return '';
@@ -140,10 +140,11 @@ export function packKey(pack: string | null | undefined): string {
   const kept: string[] = [];
   for (let i = 0; i < list.length; i++) {
     const word = list[i]!;
-    if (PACK_FILLER.has(word) || formOfWord(word)) continue;
     // "in 1 strip": the count of containers says nothing when it is one.
     if (word === '1' && CONTAINERS.has(list[i + 1] ?? '')) continue;
-    kept.push(CONTAINERS.has(word) ? word.replace(/s$/, '') : (UNIT_ALIASES[word] ?? word));
+    if (/^\d/.test(word)) kept.push(word);
+    else if (CONTAINERS.has(word)) kept.push(word.replace(/s$/, ''));
+    else if (UNIT_ALIASES[word]) kept.push(UNIT_ALIASES[word]);
   }
   return kept.sort().join(' ');
 }

@@ -9,7 +9,8 @@
  *
  *   exact name > (active before discontinued) > name starts with the query > every word matched by
  *   word or word-prefix > typo-tolerant; then more whole words, then matched form/unit words, then
- *   better fields (name over composition), then the shorter name.
+ *   fewer salts (the query covers the product better), then better fields (name over composition,
+ *   closer spelling), then the shorter name.
  *
  * Typo lookups run only when the exact and prefix matches cannot fill the page, which keeps the common
  * case cheap. Updates are incremental (a replaced document is tombstoned; the index is rebuilt when
@@ -31,6 +32,11 @@ export interface IndexedFields {
   demoted: boolean;
   /** Length used for the "shorter name wins" tie-break. */
   nameLength: number;
+  /**
+   * Parts the product is made of (salts): among equal matches, the product the query covers best
+   * comes first ("paracetamol" lists paracetamol before paracetamol combinations).
+   */
+  parts: number;
 }
 
 const KIND_EXACT = 4;
@@ -107,6 +113,11 @@ export class SearchIndex<T extends { id: string }> {
   private dead = new Uint8Array(0);
   private demoted = new Uint8Array(0);
   private nameLength = new Uint16Array(0);
+  private parts = new Uint8Array(0);
+  /** Exact word lookups go to a hash map; the radix tree serves prefix and typo lookups. */
+  private termIds = new Map<string, number>();
+  /** Word lists of repeated field texts (compositions, forms), computed once per build. */
+  private wordCache = new Map<string, string[]>();
   private deadCount = 0;
   private vocab = new SearchableMap<number>();
   /** Per vocabulary word: postings packed as doc * 16 + field mask. */
@@ -151,8 +162,11 @@ export class SearchIndex<T extends { id: string }> {
     this.dead = new Uint8Array(described.length);
     this.demoted = new Uint8Array(described.length);
     this.nameLength = new Uint16Array(described.length);
+    this.parts = new Uint8Array(described.length);
     this.deadCount = 0;
     this.vocab = new SearchableMap<number>();
+    this.termIds = new Map();
+    this.wordCache = new Map();
     this.postings = [];
     const keyed: Array<[string, number]> = [];
     for (const { record, fields } of described) {
@@ -162,6 +176,7 @@ export class SearchIndex<T extends { id: string }> {
         if (key) keyed.push([key, doc]);
       }
     }
+    this.wordCache = new Map();
     keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
     this.keys = keyed.map((k) => k[0]);
     this.keyDocs = keyed.map((k) => k[1]);
@@ -198,18 +213,26 @@ export class SearchIndex<T extends { id: string }> {
     this.dead = grow(this.dead, doc + 1, (n) => new Uint8Array(n));
     this.demoted = grow(this.demoted, doc + 1, (n) => new Uint8Array(n));
     this.nameLength = grow(this.nameLength, doc + 1, (n) => new Uint16Array(n));
+    this.parts = grow(this.parts, doc + 1, (n) => new Uint8Array(n));
     this.dead[doc] = 0;
     this.demoted[doc] = fields.demoted ? 1 : 0;
     this.nameLength[doc] = Math.min(fields.nameLength, 65535);
+    this.parts[doc] = Math.min(fields.parts, 255);
     const masks = new Map<string, number>();
     for (const [field, text] of fields.fields) {
-      for (const word of words(text)) masks.set(word, (masks.get(word) ?? 0) | field);
+      let list = field === FIELD_NAME ? undefined : this.wordCache.get(text);
+      if (list === undefined) {
+        list = words(text);
+        if (field !== FIELD_NAME && this.wordCache.size < 200_000) this.wordCache.set(text, list);
+      }
+      for (const word of list) masks.set(word, (masks.get(word) ?? 0) | field);
     }
     for (const [word, mask] of masks) {
-      let term = this.vocab.get(word);
+      let term = this.termIds.get(word);
       if (term === undefined) {
         term = this.postings.length;
         this.postings.push([]);
+        this.termIds.set(word, term);
         this.vocab.set(word, term);
       }
       this.postings[term]!.push(doc * 16 + mask);
@@ -284,7 +307,7 @@ export class SearchIndex<T extends { id: string }> {
     slots.forEach((word, slot) => {
       const exact = new Set(word.exact);
       for (const text of exact) {
-        const term = this.vocab.get(text);
+        const term = this.termIds.get(text);
         if (term !== undefined) this.mark(slot, term, KIND_EXACT, gen, lists);
       }
       if (word.prefix) {
@@ -328,7 +351,7 @@ export class SearchIndex<T extends { id: string }> {
         for (let i = 0; i + 1 < word.text.length; i++) {
           const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
           if (swapped === word.text) continue;
-          const term = this.vocab.get(swapped);
+          const term = this.termIds.get(swapped);
           if (term === undefined) continue;
           word.fuzzyMatched.add(swapped);
           this.mark(slot, term, KIND_FUZZY1, gen, lists);
@@ -361,7 +384,8 @@ export class SearchIndex<T extends { id: string }> {
       let fuzzy = false;
       let whole = 0;
       let soft = 0;
-      let sum = 0;
+      let kinds = 0;
+      let fields = 0;
       for (let slot = 0; slot < slots.length; slot++) {
         const marked = this.stamps[slot]![doc] === g;
         const q = marked ? this.quality[slot]![doc]! : 0;
@@ -376,13 +400,15 @@ export class SearchIndex<T extends { id: string }> {
         } else if (marked) {
           soft++;
         }
-        sum += q;
+        kinds += q >> 2;
+        fields += q & 3;
       }
       if (!all && !inPrefix) return;
       const exact = this.exactMark[doc] === g;
       const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
-      const score = (exact ? 1e13 : 0) + (this.demoted[doc] ? 0 : 1e12) + tier * 1e11 + whole * 1e9 + soft * 1e8 + sum * 1e4
-        - this.nameLength[doc]! - doc / 1e7;
+      // One number, most significant criterion first (each term stays below the next one's unit).
+      const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + whole * 1e11 + soft * 1e10
+        + kinds * 1e8 + (255 - this.parts[doc]!) * 1e5 + fields * 1e3 - Math.min(this.nameLength[doc]!, 999);
       if (top.length < limit) {
         top.push({ doc, score });
         if (top.length === limit) top.sort((a, b) => b.score - a.score);

@@ -43,6 +43,8 @@ export interface DrugRecord {
   is_otc: boolean | null;
   discontinued: boolean;
   soa: boolean;
+  /** Number of salts in the composition. */
+  parts: number;
 }
 
 export interface LabRecord {
@@ -109,6 +111,7 @@ export function drugRecordFromRow(row: DrugsTable, interner: Interner): DrugReco
     is_otc: bool(row.is_otc),
     discontinued: row.discontinued === 1,
     soa: row.soa === 1,
+    parts: row.common_name.split(' + ').length,
   };
 }
 

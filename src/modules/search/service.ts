@@ -113,6 +113,7 @@ export async function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<Dr
           list.push(row);
           byIdentity.set(key, list);
         }
+        const originals = new Map(existing.map((row) => [row.id, row]));
         const inserts = new Map<string, DrugsTable>();
         const updates = new Map<string, DrugsTable>();
         for (const input of valid) {
@@ -122,24 +123,17 @@ export async function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<Dr
           const match = candidates.find((row) => row.pack_key === pack)
             ?? (pack === '' ? candidates[0] : candidates.find((row) => row.pack_key === ''));
           const merged = mergeDrug(match, input, seq, now);
-          if (!match) {
-            inserts.set(merged.id, merged);
-            candidates.push(merged);
-            byIdentity.set(identity, candidates);
-            inserted++;
-            continue;
-          }
-          candidates[candidates.indexOf(match)] = merged;
-          if (sameRow(match, merged)) {
-            unchanged++;
-          } else if (inserts.has(merged.id)) {
-            inserts.set(merged.id, merged);
-            unchanged++; // a duplicate row of this file: the product is already counted as inserted
-          } else {
-            if (!updates.has(merged.id)) updated++;
-            updates.set(merged.id, merged);
-          }
+          if (match) candidates[candidates.indexOf(match)] = merged;
+          else candidates.push(merged);
+          byIdentity.set(identity, candidates);
+          (originals.has(merged.id) ? updates : inserts).set(merged.id, merged);
         }
+        // A product counts as updated only when its final state differs from the stored one (a file
+        // may say two things about one product; the last wins).
+        for (const [id, row] of updates) if (sameRow(originals.get(id)!, row)) updates.delete(id);
+        inserted = inserts.size;
+        updated = updates.size;
+        unchanged = valid.length - inserted - updated;
         if (inserts.size === 0 && updates.size === 0) throw new NothingChanged();
         await repo.insertDrugs(trx, [...inserts.values()]);
         for (const row of updates.values()) await repo.updateDrug(trx, row);
@@ -195,26 +189,19 @@ export async function importLabs(db: Kysely<Database>, inputs: AsyncIterable<Lab
         const seq = await repo.bumpVersion(trx);
         const now = Date.now();
         const existing = new Map((await repo.labsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))])).map((row) => [row.name_key, row]));
+        const originals = new Map([...existing.values()].map((row) => [row.id, row]));
         const inserts = new Map<string, LabTestsTable>();
         const updates = new Map<string, LabTestsTable>();
         for (const input of valid) {
           const key = nameKey(clean(input.name));
-          const match = existing.get(key);
-          const merged = mergeLab(match, input, seq, now);
+          const merged = mergeLab(existing.get(key), input, seq, now);
           existing.set(key, merged);
-          if (!match) {
-            inserts.set(key, merged);
-            inserted++;
-          } else if (sameRow(match, merged)) {
-            unchanged++;
-          } else if (inserts.has(key)) {
-            inserts.set(key, merged);
-            unchanged++;
-          } else {
-            if (!updates.has(key)) updated++;
-            updates.set(key, merged);
-          }
+          (originals.has(merged.id) ? updates : inserts).set(merged.id, merged);
         }
+        for (const [id, row] of updates) if (sameRow(originals.get(id)!, row)) updates.delete(id);
+        inserted = inserts.size;
+        updated = updates.size;
+        unchanged = valid.length - inserted - updated;
         if (inserts.size === 0 && updates.size === 0) throw new NothingChanged();
         await repo.insertLabs(trx, [...inserts.values()]);
         for (const row of updates.values()) await repo.updateLab(trx, row);

@@ -13,7 +13,7 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { parse } from 'csv-parse';
+import { parse as parseSync } from 'csv-parse/sync';
 import { AppError } from '../../http/errors.ts';
 import { labCategoryFromLoinc, parseComposition, type Ingredient } from './derive.ts';
 import type { DrugInput, LabInput } from './model.ts';
@@ -43,16 +43,71 @@ function csvHeader(line: string): string[] {
   return line.split(',').map((h) => h.replace(/^"|"$/g, '').trim());
 }
 
-async function* csvRows(stream: NodeJS.ReadableStream): AsyncGenerator<Row> {
-  const parser = stream.pipe(parse({
-    columns: (header: string[]) => header.map((h) => h.trim()),
-    bom: true,
-    trim: true,
-    skip_empty_lines: true,
-    relax_column_count: true,
-    relax_quotes: true,
-  }));
-  for await (const row of parser) yield row as Row;
+/**
+ * A record csv-parse refuses (a quoted part followed by more text: `"Corona House" Block C,...`) read
+ * the lenient way spreadsheet tools do: the quoted part and the text after it form one field.
+ */
+function lenientFields(record: string): string[] {
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < record.length; i++) {
+    const ch = record[i]!;
+    if (quoted) {
+      if (ch === '"' && record[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') {
+        quoted = false;
+      } else {
+        field += ch;
+      }
+    } else if (ch === '"') {
+      quoted = true;
+    } else if (ch === ',') {
+      fields.push(field);
+      field = '';
+    } else {
+      field += ch;
+    }
+  }
+  fields.push(field);
+  return fields.map((f) => f.trim());
+}
+
+/**
+ * Rows of a CSV file, one record at a time: physical lines are joined while a quote is open (a field
+ * with line breaks), each record is parsed by csv-parse, and a record it refuses is read leniently, so
+ * one bad row never derails the rest of the file.
+ */
+async function* csvRows(stream: NodeJS.ReadableStream): AsyncGenerator<Row | null> {
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  let header: string[] | null = null;
+  let pending = '';
+  let quotes = 0;
+  for await (const line of lines) {
+    pending = pending === '' ? line : `${pending}\n${line}`;
+    for (const ch of line) if (ch === '"') quotes++;
+    if (quotes % 2 === 1) continue;
+    const record = pending.replace(/^\uFEFF/, '');
+    pending = '';
+    quotes = 0;
+    if (record.trim() === '') continue;
+    let fields: string[];
+    try {
+      fields = (parseSync(record, { relax_quotes: true, trim: true, relax_column_count: true }) as string[][])[0] ?? [];
+    } catch {
+      fields = lenientFields(record);
+    }
+    if (header === null) {
+      header = fields.map((h) => h.trim());
+      continue;
+    }
+    const row: Row = {};
+    header.forEach((name, i) => { row[name] = fields[i] ?? ''; });
+    yield row;
+  }
+  if (pending.trim() !== '' && header !== null) yield null;
 }
 
 async function* ndjsonRows(stream: NodeJS.ReadableStream): AsyncGenerator<Record<string, unknown> | null> {
@@ -168,13 +223,13 @@ function drugFromOnemgPages(row: Row): DrugInput | null {
   return input;
 }
 
-async function* mapRows<A, B>(rows: AsyncIterable<A>, map: (row: A) => B | null): AsyncGenerator<B | null> {
-  for await (const row of rows) yield map(row);
+async function* mapRows<A, B>(rows: AsyncIterable<A | null>, map: (row: A) => B | null): AsyncGenerator<B | null> {
+  for await (const row of rows) yield row === null ? null : map(row);
 }
 
 export function openDrugSource(file: string): Promise<Source<DrugInput>> {
   return openSource<DrugInput>(file, (header, isJson) => {
-    if (isJson) return { layout: 'ndjson', read: (s) => mapRows(ndjsonRows(s), drugFromNdjson) };
+    if (isJson) return { layout: 'ndjson', read: (s) => mapRows(ndjsonRows(s), (row) => drugFromNdjson(row)) };
     const columns = new Set(csvHeader(header));
     if (columns.has('short_composition1') && columns.has('name')) return { layout: 'az-medicines', read: (s) => mapRows(csvRows(s), drugFromAz) };
     if (columns.has('Medicine Name') && columns.has('Composition')) return { layout: '1mg-medicine-details', read: (s) => mapRows(csvRows(s), drugFromOnemgDetails) };
@@ -211,7 +266,7 @@ function labFromLoinc(row: Row): LabInput | null {
 
 export function openLabSource(file: string): Promise<Source<LabInput>> {
   return openSource<LabInput>(file, (header, isJson) => {
-    if (isJson) return { layout: 'ndjson', read: (s) => mapRows(ndjsonRows(s), labFromNdjson) };
+    if (isJson) return { layout: 'ndjson', read: (s) => mapRows(ndjsonRows(s), (row) => labFromNdjson(row)) };
     const columns = new Set(csvHeader(header));
     if (columns.has('LOINC_NUM') && columns.has('LONG_COMMON_NAME')) return { layout: 'loinc-lab-orders', read: (s) => mapRows(csvRows(s), labFromLoinc) };
     return null;
