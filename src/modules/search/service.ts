@@ -41,7 +41,9 @@ const toInt = (value: boolean | undefined | null): number | null => (value === u
 function mergeDrug(existing: DrugsTable | undefined, input: DrugInput, seq: number, now: number): DrugsTable {
   const name = clean(input.name);
   const maker = clean(input.manufacturer_name);
-  const sku = clean(input.product_sku) || existing?.product_sku || null;
+  // A pack text with nothing countable in it ("Packaging not mentioned") says nothing about the pack.
+  const givenSku = clean(input.product_sku);
+  const sku = (givenSku && packKey(givenSku) !== '' ? givenSku : '') || existing?.product_sku || null;
   const composition: Ingredient[] = input.composition && input.composition.length > 0
     ? input.composition
     : existing ? (JSON.parse(existing.composition) as Ingredient[]) : [];
@@ -118,7 +120,7 @@ export async function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<Dr
         const updates = new Map<string, DrugsTable>();
         for (const input of valid) {
           const identity = `${nameKey(clean(input.name))}\u0000${makerKey(clean(input.manufacturer_name))}`;
-          const pack = packKey(clean(input.product_sku));
+          const pack = packKey(clean(input.product_sku));  // '' when the file gives no usable pack
           const candidates = byIdentity.get(identity) ?? [];
           const match = candidates.find((row) => row.pack_key === pack)
             ?? (pack === '' ? candidates[0] : candidates.find((row) => row.pack_key === ''));

@@ -216,7 +216,7 @@ function drugFromOnemgPages(row: Row): DrugInput | null {
   if (!name || !maker) return null;
   const input: DrugInput = { name, manufacturer_name: maker, composition: parseComposition(row.Composition) };
   const sku = str(row.Packaging);
-  if (sku && sku.toLowerCase() !== 'not mentioned') input.product_sku = sku;
+  if (sku && !/not mentioned/i.test(sku)) input.product_sku = sku;
   // "Prescription Required" says it is not over the counter; "Not Mentioned" says nothing.
   const prescription = clean(row.Prescription).toLowerCase();
   if (prescription.startsWith('prescription')) input.is_otc = false;

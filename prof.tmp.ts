@@ -1,0 +1,23 @@
+import { openSqlite } from './src/db/index.ts';
+import * as repo from './src/modules/search/repo.ts';
+import { drugRecordFromRow, Interner } from './src/modules/search/model.ts';
+import { SearchIndex } from './src/modules/search/engine.ts';
+import { describeDrug } from './src/modules/search/catalogue.ts';
+const s = openSqlite('/tmp/cpsd/cps.sqlite');
+let t = performance.now();
+const rows = [];
+for (let fromId = ''; ;) { const page = await repo.drugsChangedAfter(s.db, -1, fromId, 5000); rows.push(...page); if (page.length < 5000) break; fromId = page.at(-1)!.id; }
+console.log('read', performance.now() - t); t = performance.now();
+const i = new Interner(); const recs = rows.map(r => drugRecordFromRow(r, i));
+console.log('map', performance.now() - t); t = performance.now();
+const idx = new SearchIndex(describeDrug); idx.build(recs);
+console.log('build', performance.now() - t);
+await s.destroy();
+import { Catalogue } from './src/modules/search/catalogue.ts';
+import { createLogger } from './src/logger.ts';
+const s2 = openSqlite('/tmp/cpsd/cps.sqlite');
+const c = new Catalogue(s2.db, createLogger('silent'), { builtin: false });
+t = performance.now(); await c.refresh(); console.log('refresh', performance.now() - t);
+const c2 = new Catalogue(s2.db, createLogger('silent'), { builtin: false });
+t = performance.now(); await c2.refresh(); console.log('refresh2', performance.now() - t);
+await s2.destroy();
