@@ -17,7 +17,7 @@
  * tombstones pile up), so a process applies catalogue changes without a restart.
  */
 import SearchableMap from 'minisearch/SearchableMap';
-import { compact, FILLER_WORDS, formOfWord, SHORTHAND, spans, UNIT_WORDS, words } from './normalize.ts';
+import { FILLER_WORDS, formOfWord, SHORTHAND, spans, UNIT_WORDS, words } from './normalize.ts';
 
 export const FIELD_NAME = 1;
 export const FIELD_ALT = 2;
@@ -62,7 +62,10 @@ export interface QueryWord {
 
 export interface ParsedQuery {
   raw: string;
+  /** The query without spaces and hyphens: equal to an exact name, or a prefix of a name. */
   compact: string;
+  /** The same without unit and filler words ("pan 40mg" -> "pan40"), also tried as a name prefix. */
+  compactCore: string;
   words: QueryWord[];
 }
 
@@ -88,7 +91,8 @@ export function parseQuery(raw: string): ParsedQuery {
   });
   // A query of only form/unit words ("tablet") still has to match them.
   if (parsed.length > 0 && parsed.every((w) => !w.required)) for (const w of parsed) w.required = true;
-  return { raw, compact: compact(raw), words: parsed };
+  const core = list.filter((w) => !UNIT_WORDS.has(w) && !FILLER_WORDS.has(w)).join('');
+  return { raw, compact: list.join(''), compactCore: core, words: parsed };
 }
 
 export interface Hit<T> {
@@ -97,6 +101,17 @@ export interface Hit<T> {
   exact: boolean;
   /** The match came through the name starting with the query (used for highlighting). */
   namePrefix: boolean;
+}
+
+/** The compact name and a bit mask of where its words end (bit i: a word ends after i characters). */
+function nameKey(name: string): [string, number] {
+  let key = '';
+  let bounds = 0;
+  for (const word of words(name)) {
+    key += word;
+    if (key.length < 32) bounds |= 1 << key.length;
+  }
+  return [key, bounds];
 }
 
 function grow<A extends Uint8Array | Uint16Array | Uint32Array>(array: A, size: number, make: (n: number) => A): A {
@@ -125,6 +140,9 @@ export class SearchIndex<T extends { id: string }> {
   /** Compact exact names, sorted, with their documents: exact-name and name-prefix lookups. */
   private keys: string[] = [];
   private keyDocs: number[] = [];
+  /** Per key: bit i set when a word ends after i characters (first 31), to tell "zerodolsp" ending a word. */
+  private keyBounds: number[] = [];
+  private boundaryMark = new Uint32Array(0);
   // Per-query scratch, reused: marks per query word slot, stamped with a generation number.
   private gen = 0;
   private visitGen = 0;
@@ -168,18 +186,19 @@ export class SearchIndex<T extends { id: string }> {
     this.termIds = new Map();
     this.wordCache = new Map();
     this.postings = [];
-    const keyed: Array<[string, number]> = [];
+    const keyed: Array<[string, number, number]> = [];
     for (const { record, fields } of described) {
       const doc = this.append(record, fields);
       for (const name of fields.names) {
-        const key = compact(name);
-        if (key) keyed.push([key, doc]);
+        const [key, bounds] = nameKey(name);
+        if (key) keyed.push([key, doc, bounds]);
       }
     }
     this.wordCache = new Map();
     keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
     this.keys = keyed.map((k) => k[0]);
     this.keyDocs = keyed.map((k) => k[1]);
+    this.keyBounds = keyed.map((k) => k[2]);
     this.resizeScratch();
   }
 
@@ -194,11 +213,12 @@ export class SearchIndex<T extends { id: string }> {
       const fields = this.describe(record);
       const doc = this.append(record, fields);
       for (const name of fields.names) {
-        const key = compact(name);
+        const [key, bounds] = nameKey(name);
         if (!key) continue;
         const at = this.lowerBound(key);
         this.keys.splice(at, 0, key);
         this.keyDocs.splice(at, 0, doc);
+        this.keyBounds.splice(at, 0, bounds);
       }
     }
     this.resizeScratch();
@@ -249,6 +269,7 @@ export class SearchIndex<T extends { id: string }> {
     this.seen = new Uint32Array(size);
     this.prefixMark = new Uint32Array(size);
     this.exactMark = new Uint32Array(size);
+    this.boundaryMark = new Uint32Array(size);
     this.gen = 0;
     this.visitGen = 0;
   }
@@ -270,6 +291,7 @@ export class SearchIndex<T extends { id: string }> {
       for (const s of this.stamps) s.fill(0);
       this.prefixMark.fill(0);
       this.exactMark.fill(0);
+      this.boundaryMark.fill(0);
       this.gen = 1;
     }
     return this.gen;
@@ -320,12 +342,16 @@ export class SearchIndex<T extends { id: string }> {
       }
     });
 
-    // Names equal to or starting with the query, ignoring spaces and hyphens.
+    // Names equal to or starting with the query, ignoring spaces and hyphens (and units: "pan 40mg"
+    // starts "Pan 40 Tablet").
     const prefixDocs: number[] = [];
-    if (query.compact !== '') {
-      for (let i = this.lowerBound(query.compact); i < this.keys.length && this.keys[i]!.startsWith(query.compact); i++) {
+    const prefixes = query.compactCore !== '' && query.compactCore !== query.compact ? [query.compact, query.compactCore] : [query.compact];
+    for (const prefix of prefixes) {
+      if (prefix === '') continue;
+      for (let i = this.lowerBound(prefix); i < this.keys.length && this.keys[i]!.startsWith(prefix); i++) {
         const doc = this.keyDocs[i]!;
-        if (this.keys[i]!.length === query.compact.length) this.exactMark[doc] = gen;
+        if (prefix === query.compact && this.keys[i]!.length === prefix.length) this.exactMark[doc] = gen;
+        if (prefix.length === this.keys[i]!.length || (prefix.length < 32 && (this.keyBounds[i]! >>> prefix.length) & 1)) this.boundaryMark[doc] = gen;
         if (this.prefixMark[doc] !== gen) {
           this.prefixMark[doc] = gen;
           prefixDocs.push(doc);
@@ -407,7 +433,10 @@ export class SearchIndex<T extends { id: string }> {
       const exact = this.exactMark[doc] === g;
       const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
       // One number, most significant criterion first (each term stays below the next one's unit).
-      const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + whole * 1e11 + soft * 1e10
+      // A name that starts with the whole query ending on a word ("zerodolsp" in "Zerodol-SP Tablet")
+      // beats one where the query ends inside a word ("Zerodol Spas").
+      const boundary = inPrefix && this.boundaryMark[doc] === g ? 5e12 : 0;
+      const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10
         + kinds * 1e8 + (255 - this.parts[doc]!) * 1e5 + fields * 1e3 - Math.min(this.nameLength[doc]!, 999);
       if (top.length < limit) {
         top.push({ doc, score });
@@ -443,7 +472,8 @@ export function highlightRanges(text: string, query: ParsedQuery, namePrefix: bo
   const ranges: Array<[number, number]> = [];
   const list = spans(text);
   if (namePrefix && query.compact !== '') {
-    let remaining = query.compact.length;
+    const nameCompact = list.map((span) => span.word).join('');
+    let remaining = (nameCompact.startsWith(query.compact) ? query.compact : query.compactCore).length;
     for (const span of list) {
       if (remaining <= 0) break;
       const take = Math.min(span.word.length, remaining);
