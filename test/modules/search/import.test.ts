@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, type TestApp } from '../../helpers.ts';
 import { parseComposition, packKey, genericId, detectForm } from '../../../src/modules/search/derive.ts';
+import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { FIXTURES, HAS_SHARED_DATA, importFile, shared } from './support.ts';
 
@@ -52,7 +53,10 @@ describe('derivations', () => {
 
 describe('imports', () => {
   let t: TestApp;
-  before(async () => { t = await createTestApp(); });
+  before(async () => {
+    t = await createTestApp();
+    await catalogueOf(t.ctx).start(); // the built-in catalogue is in; versions below are ours
+  });
   after(() => t.close());
 
   it('imports the project NDJSON and is idempotent', async () => {
