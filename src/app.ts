@@ -55,9 +55,16 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   registerAuth(app, ctx.tokens, ctx.config.adminToken);
   registerRequestMetrics(app, ctx.metrics);
 
+  // During shutdown, responses to requests in flight close their connection, so keep-alive
+  // sockets do not hold the process open for Fastify's 72 s keep-alive timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id);
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    if (closing) reply.header('connection', 'close');
     return payload;
   });
 

@@ -5,12 +5,14 @@ import type { Logger } from 'pino';
 import { buildApp, createContext, type App } from './app.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { openStorage } from './db/index.ts';
+import { inTransaction, openStorage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
-import { countBusinesses } from './modules/businesses/repo.ts';
-import { createBusiness } from './modules/businesses/service.ts';
+import { claimBusiness, countBusinesses } from './modules/businesses/repo.ts';
+import { createClient } from './modules/businesses/service.ts';
 import { loadKeys } from './security/keys.ts';
+
+export const DEMO_BUSINESS_ID = 'biz_demo';
 
 export interface RunningServer {
   app: App;
@@ -19,10 +21,18 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Development only: an empty database gets a demo business whose credentials go to a 0600 file. */
+/**
+ * Development only: an empty database gets a demo business whose credentials go to a 0600 file.
+ * Its fixed id makes the insert a claim, so of several processes starting together one creates it.
+ */
 async function createDemoBusiness(ctx: AppContext): Promise<void> {
   if (ctx.config.env !== 'development' || (await countBusinesses(ctx.storage.db)) > 0) return;
-  const created = await createBusiness(ctx.storage.db, 'Demo Clinic');
+  const created = await inTransaction(ctx.storage.db, async (trx) => {
+    if (!(await claimBusiness(trx, { id: DEMO_BUSINESS_ID, name: 'Demo Clinic', created_at: Date.now() }))) return null;
+    const { scopes: _all, ...client } = await createClient(trx, DEMO_BUSINESS_ID);
+    return client;
+  });
+  if (!created) return;
   const file = path.join(ctx.config.dataDir, 'demo-credentials.json');
   writeFileSync(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
   ctx.logger.info({ file }, 'created the "Demo Clinic" business; its API client credentials are in this file');

@@ -8,11 +8,13 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migrat
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
 import * as catalogue from './migrations/0003_catalogue.ts';
+import * as cases from './migrations/0005_cases.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
   '0003_catalogue': catalogue,
+  '0005_cases': cases,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {
@@ -25,6 +27,8 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'cps_migrations',
     migrationLockTableName: 'cps_migrations_lock',
+    // Modules land in any order; a migration numbered below the newest applied one still runs.
+    allowUnorderedMigrations: true,
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {

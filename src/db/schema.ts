@@ -88,6 +88,24 @@ export interface CatalogueMetaTable {
   builtin_hash: string | null;
 }
 
+export interface CasesTable {
+  business_id: string;
+  /** The X-Pt-Id as given. */
+  patient_ref: string;
+  id: string;
+  /** 'A' active, 'D' deleted (a tombstone: the item columns are cleared). */
+  status: string;
+  display_name: string | null;
+  type: string | null;
+  hi_type: string | null;
+  /** JSON object */
+  partner_meta: string | null;
+  occurred_at: number | null;
+  created_at: number;
+  /** Whole seconds, in milliseconds; never decreases within a patient (see modules/cases/service.ts). */
+  updated_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -96,6 +114,7 @@ export interface Database {
   drugs: DrugsTable;
   lab_tests: LabTestsTable;
   catalogue_meta: CatalogueMetaTable;
+  cases: CasesTable;
 }
 
 export type { Generated };

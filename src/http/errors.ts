@@ -128,16 +128,46 @@ function messageOf(error: AjvError): string {
   }
 }
 
+/**
+ * A union of constants or of plain types reads as one message ("must be one of "a", "b"", "must be a
+ * string or a number") instead of one complaint per branch.
+ */
+function unionMessage(error: AjvError & { schema?: unknown }): string | null {
+  const branches = Array.isArray(error.schema) ? (error.schema as Array<Record<string, unknown>>) : [];
+  if (branches.length === 0) return null;
+  if (branches.every((b) => 'const' in b)) return `must be one of ${branches.map((b) => JSON.stringify(b.const)).join(', ')}`;
+  if (branches.every((b) => typeof b.type === 'string')) {
+    return `must be ${branches.map((b) => `${['a', 'e', 'i', 'o', 'u'].includes(String(b.type)[0] ?? '') ? 'an' : 'a'} ${String(b.type)}`).join(' or ')}`;
+  }
+  return null;
+}
+
 /** Fastify's validation error as field problems; the part (body, querystring, headers) is dropped. */
 export function validationProblem(error: FastifyError): Problem {
   const fields: Record<string, string[]> = {};
   const seen = new Set<string>();
-  for (const raw of (error.validation ?? []) as AjvError[]) {
-    // anyOf/oneOf report each branch and then the union; the branches are the useful part.
-    if (raw.keyword === 'anyOf' || raw.keyword === 'oneOf' || raw.keyword === 'if') continue;
+  const all = (error.validation ?? []) as Array<AjvError & { schema?: unknown }>;
+  // Paths whose union produced one summary message: the per-branch complaints there are dropped.
+  const summarised = new Map<string, string>();
+  for (const raw of all) {
+    if (raw.keyword !== 'anyOf' && raw.keyword !== 'oneOf') continue;
+    const message = unionMessage(raw);
+    if (message) summarised.set(raw.instancePath, message);
+  }
+  for (const raw of all) {
+    let message: string;
+    if (raw.keyword === 'anyOf' || raw.keyword === 'oneOf') {
+      const summary = summarised.get(raw.instancePath);
+      if (!summary) continue; // the branches' own errors say more
+      message = summary;
+    } else if (raw.keyword === 'if' || (summarised.has(raw.instancePath) && ['type', 'const', 'enum'].includes(raw.keyword))) {
+      continue;
+    } else {
+      message = messageOf(raw);
+    }
     const named = fieldOf(raw);
     const field = named || 'message';
-    const message = named ? messageOf(raw) : `The request ${error.validationContext ?? 'body'} ${messageOf(raw)}.`;
+    if (!named) message = `The request ${error.validationContext ?? 'body'} ${message}.`;
     const key = `${field}\u0000${message}`;
     if (seen.has(key)) continue;
     seen.add(key);

@@ -26,12 +26,19 @@ export function registerValidation(app: FastifyInstance): void {
   // JSON bodies: an empty body is "no body" (operations without one accept it with the JSON
   // content type); everything else goes through Fastify's safe parser (no __proto__ pollution).
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  // JSON is the only body type of the API; anything else is 415 (the review form adds its own parser).
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') {
       done(null, undefined);
       return;
     }
     parseJson(request, body as string, done);
+  });
+
+  // A request without a body reaches validation as null, so an operation whose body is optional
+  // declares `Type.Union([Type.Object(...), Type.Null()])` and one that needs a body says so in its error.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined) request.body = null;
   });
 }

@@ -3,6 +3,7 @@ import type { App } from '../app.ts';
 import type { AppContext } from '../context.ts';
 import { authRoutes } from './auth/routes.ts';
 import { businessRoutes } from './businesses/routes.ts';
+import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
 import { searchRoutes } from './search/routes.ts';
 
@@ -12,5 +13,6 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     authRoutes(ctx),
     businessRoutes(ctx),
     searchRoutes(ctx),
+    casesRoutes(ctx),
   ];
 }

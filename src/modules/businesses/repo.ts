@@ -5,6 +5,12 @@ export async function insertBusiness(db: Db, business: BusinessesTable): Promise
   await db.insertInto('businesses').values(business).execute();
 }
 
+/** Inserts the business unless one with its id exists; true when this call created it. */
+export async function claimBusiness(db: Db, business: BusinessesTable): Promise<boolean> {
+  const result = await db.insertInto('businesses').values(business).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
 export async function findBusiness(db: Db, id: string): Promise<BusinessesTable | undefined> {
   return db.selectFrom('businesses').selectAll().where('id', '=', id).executeTakeFirst();
 }

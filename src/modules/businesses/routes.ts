@@ -29,7 +29,7 @@ export function businessRoutes(ctx: AppContext) {
         tags: ['admin'],
         summary: 'Create an API client for a business (all scopes unless listed)',
         params: Type.Object({ business_id: Type.String() }),
-        body: Type.Optional(Type.Object({ scopes: Type.Optional(Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { maxItems: 20 })) })),
+        body: Type.Union([Type.Object({ scopes: Type.Optional(Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { maxItems: 20 })) }), Type.Null()]),
         response: {
           201: Type.Object({ business_id: Type.String(), client_id: Type.String(), client_secret: Type.String(), scopes: Type.Array(Type.String()) }),
           400: StandardError, 401: StandardError, 404: StandardError,

@@ -52,7 +52,7 @@ export async function createBusiness(db: Kysely<Database>, name: string): Promis
   });
 }
 
-export async function createClient(db: Kysely<Database>, businessId: string, scopes?: readonly string[]): Promise<CreatedClient> {
+export async function createClient(db: Db, businessId: string, scopes?: readonly string[]): Promise<CreatedClient> {
   const granted = normaliseScopes(scopes);
   const business = await repo.findBusiness(db, businessId);
   if (!business) throw AppError.notFound(`Business ${businessId} not found`);

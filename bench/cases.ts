@@ -1,0 +1,182 @@
+/**
+ * Cases listing: time per page at the first page and deep in a patient's history (1,000,000 cases
+ * in one business, all of one patient, 20 per second of updated_at), on SQLite and on PostgreSQL.
+ * Keyset paging should make depth nearly free: the deep/first ratio should stay under 1.5.
+ *
+ * Run alone: `node bench/cases.ts` (PostgreSQL from CPS_BENCH_DATABASE_URL, else
+ * CPS_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; skipped if unreachable).
+ * CASES_BENCH_ROWS overrides the row count.
+ */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { buildApp, createContext, type App } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openStorage, type Storage } from '../src/db/index.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { createLogger } from '../src/logger.ts';
+import { createBusiness } from '../src/modules/businesses/service.ts';
+import { CursorCodec } from '../src/modules/cases/cursor.ts';
+import { signingKeyFromPem } from '../src/security/keys.ts';
+
+export interface BenchResult {
+  name: string;
+  value: number;
+  unit: string;
+  note?: string;
+}
+
+const ROWS = Number(process.env.CASES_BENCH_ROWS ?? 1_000_000);
+const BATCH = 100_000;
+const PER_SECOND = 20;
+const T0 = 1_600_000_000;
+const PATIENT = 'bench-patient';
+const SAMPLES = 300;
+
+/** Writes rows [from, to) with SQL alone: no row crosses into JavaScript. */
+async function bulkInsert(storage: Storage, businessId: string): Promise<void> {
+  const { db, dialect } = storage;
+  for (let from = 0; from < ROWS; from += BATCH) {
+    const to = Math.min(ROWS, from + BATCH) - 1;
+    const columns = sql`(business_id, patient_ref, id, status, display_name, type, hi_type, partner_meta, occurred_at, created_at, updated_at)`;
+    if (dialect === 'postgres') {
+      await sql`insert into cases ${columns}
+        select ${businessId}, ${PATIENT}, 'c' || lpad(i::text, 7, '0'), 'A', 'Case ' || i, 'OP', 'Prescription',
+          '{"facility":"F1","hrn":"' || i || '"}', ${T0 * 1000}::bigint, (${T0} + i / ${PER_SECOND})::bigint * 1000, (${T0} + i / ${PER_SECOND})::bigint * 1000
+        from generate_series(${from}::int, ${to}::int) as i`.execute(db);
+    } else {
+      await sql`insert into cases ${columns}
+        with recursive seq(i) as (select cast(${from} as integer) union all select i + 1 from seq where i < ${to})
+        select ${businessId}, ${PATIENT}, 'c' || substr('0000000' || i, -7, 7), 'A', 'Case ' || i, 'OP', 'Prescription',
+          '{"facility":"F1","hrn":"' || i || '"}', ${T0 * 1000}, (${T0} + i / ${PER_SECOND}) * 1000, (${T0} + i / ${PER_SECOND}) * 1000
+        from seq`.execute(db);
+    }
+  }
+  await sql`analyze`.execute(db);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function timePages(app: App, headers: Record<string, string>, urls: Record<string, string>): Promise<Record<string, number>> {
+  const timings: Record<string, number[]> = Object.fromEntries(Object.keys(urls).map((k) => [k, []]));
+  for (let round = 0; round < SAMPLES + 30; round++) {
+    // Interleaved, so that drift on a shared machine hits every kind alike; the first rounds warm up.
+    for (const [kind, url] of Object.entries(urls)) {
+      const started = performance.now();
+      const response = await app.inject({ method: 'GET', url, headers });
+      const elapsed = performance.now() - started;
+      if (response.statusCode !== 200) throw new Error(`${kind}: ${response.statusCode} ${response.body}`);
+      const body = response.json() as { cases: unknown[] };
+      if (body.cases.length !== 50) throw new Error(`${kind}: ${body.cases.length} cases instead of 50`);
+      if (round >= 30) timings[kind]!.push(elapsed);
+    }
+  }
+  return Object.fromEntries(Object.entries(timings).map(([kind, values]) => [kind, median(values)]));
+}
+
+async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-cases-'));
+  const config = loadConfig({
+    CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', LOG_LEVEL: 'silent', CPS_PUBLIC_URL: 'http://cps.bench', CPS_CASES_PAGE_SIZE: '50',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir, poolSize: 4 });
+  const keys = {
+    signing: await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
+    masterKey: randomBytes(32),
+  };
+  try {
+    await migrateToLatest(storage.db);
+    const ctx = createContext(config, storage, keys, createLogger('silent'));
+    const app = await buildApp(ctx);
+    await app.ready();
+    const { business_id: businessId, client_id: clientId } = await createBusiness(storage.db, 'Bench');
+    const loadStarted = performance.now();
+    await bulkInsert(storage, businessId);
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+
+    const token = await ctx.tokens.issue(clientId, businessId, ['cases:read']);
+    const headers = { authorization: `Bearer ${token}`, 'x-pt-id': PATIENT };
+    // A page token 50 cases before the end, made as the service makes them.
+    const depth = ROWS - 51;
+    const last = await storage.db.selectFrom('cases').select(['updated_at', 'id'])
+      .where('business_id', '=', businessId).where('patient_ref', '=', PATIENT).where('id', '=', `c${String(depth).padStart(7, '0')}`)
+      .executeTakeFirstOrThrow();
+    const offset = new CursorCodec(keys.masterKey).seal({ updatedAt: last.updated_at, id: last.id, updatedAfter: null }, businessId, PATIENT);
+    const deepSecond = T0 + Math.floor(depth / PER_SECOND) - 1;
+    const base = '/mr/api/v1/cases';
+    const result = await timePages(app, headers, {
+      first: base,
+      deep: `${base}?offset=${encodeURIComponent(offset)}`,
+      since: `${base}?u_at__gt=${deepSecond}`,
+    });
+    await app.close();
+    const dialect = storage.dialect;
+    const note = `${ROWS.toLocaleString('en')} cases of one patient, median of ${SAMPLES} in-process HTTP requests; loaded in ${loadSeconds.toFixed(0)} s`;
+    return [
+      { name: `cases list: first page (${dialect})`, value: round(result.first!), unit: 'ms', note },
+      { name: `cases list: page at depth ${depth.toLocaleString('en')} via next_token (${dialect})`, value: round(result.deep!), unit: 'ms' },
+      { name: `cases list: page at depth via u_at__gt (${dialect})`, value: round(result.since!), unit: 'ms' },
+      { name: `cases list: deep/first ratio (${dialect})`, value: round(result.deep! / result.first!), unit: 'x', note: 'should stay under 1.5' },
+    ];
+  } finally {
+    await storage.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 1000) / 1000;
+}
+
+/** A fresh PostgreSQL database for the run, or null when the server cannot be reached. */
+async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> } | null> {
+  const adminUrl = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const name = `cps_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  try {
+    await admin.connect();
+  } catch {
+    return null;
+  }
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+export async function runCasesBench(): Promise<BenchResult[]> {
+  const results = await benchDialect(null);
+  const pgDatabase = await createPgDatabase();
+  if (!pgDatabase) {
+    results.push({ name: 'cases list (postgres)', value: 0, unit: 'ms', note: 'skipped: PostgreSQL unreachable' });
+    return results;
+  }
+  try {
+    results.push(...(await benchDialect(pgDatabase.url)));
+  } finally {
+    await pgDatabase.drop();
+  }
+  return results;
+}
+
+if (import.meta.main) {
+  for (const result of await runCasesBench()) {
+    process.stdout.write(`${result.name}: ${result.value} ${result.unit}${result.note ? `  (${result.note})` : ''}\n`);
+  }
+}

@@ -1,0 +1,95 @@
+/** Shared pieces of the benchmarks: servers in child processes, autocannon runs, machine facts. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { freePort } from '../test/process.ts';
+
+export interface Figure {
+  name: string;
+  value: number;
+  unit: string;
+  /** Ratio to the hello-world baseline measured in the same run, where it applies. */
+  ratio?: number;
+  note?: string;
+}
+
+export interface RunningProcess {
+  url: string;
+  child: ChildProcess;
+  /** Milliseconds from spawn to the first 200 of `readyPath`. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Spawns `node script args` with PORT set, and waits until readyPath answers 200. */
+export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready'): Promise<RunningProcess> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(process.execPath, [path.resolve(ROOT, script), ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}${readyPath}`)).status === 200) break;
+    } catch {
+      // not yet listening
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const readyMs = performance.now() - started;
+  return {
+    url,
+    child,
+    readyMs,
+    stop: () => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+export interface LoadOptions {
+  method?: 'GET' | 'POST' | 'PATCH' | 'PUT';
+  headers?: Record<string, string>;
+  body?: string;
+  connections?: number;
+  seconds?: number;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+export async function load(url: string, options: LoadOptions = {}): Promise<LoadResult> {
+  const result = await autocannon({
+    url,
+    method: options.method ?? 'GET',
+    headers: options.headers,
+    body: options.body,
+    connections: options.connections ?? 50,
+    duration: options.seconds ?? Number(process.env.BENCH_SECONDS ?? 10),
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+export function machine(): string {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  return `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`;
+}

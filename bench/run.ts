@@ -1,0 +1,88 @@
+/**
+ * `npm run bench`: the hello-world baseline and the service in the same run, loaded with autocannon,
+ * then every module's scenarios; writes bench/RESULTS.md with each figure and its ratio to the baseline.
+ * BENCH_SECONDS (default 10) sets the length of each HTTP load; BENCH_ONLY=a,b runs some sections.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { load, machine, spawnServer, type Figure } from './lib.ts';
+
+const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const wanted = (section: string) => !only || only.includes(section);
+
+const sections: Array<{ title: string; figures: Figure[] }> = [];
+const started = new Date();
+
+function ratio(value: number, baseline: number): number {
+  return Math.round((value / baseline) * 1000) / 1000;
+}
+
+// Baseline.
+const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
+const baseline = await load(`${hello.url}/`);
+await hello.stop();
+const helloWorldRps = baseline.rps;
+sections.push({ title: 'Baseline', figures: [{ name: 'hello-world GET / (bare Fastify)', value: Math.round(baseline.rps), unit: 'req/s', ratio: 1, note: `p50 ${baseline.p50} ms, p99 ${baseline.p99} ms` }] });
+
+if (wanted('foundation')) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-'));
+  try {
+    const service = await spawnServer('src/cli.ts', ['serve'], { CPS_DATA_DIR: dataDir });
+    const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
+    const health = await load(`${service.url}/health`);
+    const login = await load(`${service.url}/connect-auth/v1/account/login`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }), connections: 10,
+    });
+    const token = (await (await fetch(`${service.url}/connect-auth/v1/account/login`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
+    })).json() as { access_token: string }).access_token;
+    const jwks = await load(`${service.url}/.well-known/jwks.json`, { headers: { authorization: `Bearer ${token}` } });
+    await service.stop();
+    sections.push({
+      title: 'Foundation (SQLite)',
+      figures: [
+        { name: 'cold start to /ready 200 (spawn, migrations, demo business)', value: Math.round(service.readyMs), unit: 'ms' },
+        { name: 'GET /health', value: Math.round(health.rps), unit: 'req/s', ratio: ratio(health.rps, helloWorldRps), note: `p99 ${health.p99} ms` },
+        { name: 'GET /.well-known/jwks.json', value: Math.round(jwks.rps), unit: 'req/s', ratio: ratio(jwks.rps, helloWorldRps), note: `p99 ${jwks.p99} ms` },
+        { name: 'POST login (scrypt N=16384 per request, by design)', value: Math.round(login.rps), unit: 'req/s', ratio: ratio(login.rps, helloWorldRps), note: `p99 ${login.p99} ms, ${login.non2xx} non-2xx` },
+      ],
+    });
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+// Module scenarios: each module's bench file exports one function returning its figures.
+const modules: Array<{ section: string; file: string; fn: string; title: string }> = [
+  { section: 'jobs', file: './jobs.ts', fn: 'runJobsBench', title: 'Background jobs' },
+  { section: 'search', file: './search.ts', fn: 'runSearchBench', title: 'Drug and lab search' },
+  { section: 'appointments', file: './appointments.ts', fn: 'runAppointmentsBench', title: 'Appointments' },
+  { section: 'cases', file: './cases.ts', fn: 'runCasesBench', title: 'Cases sync' },
+  { section: 'webhooks', file: './webhooks.ts', fn: 'runWebhooksBench', title: 'Webhooks' },
+];
+for (const module of modules) {
+  if (!wanted(module.section) || !existsSync(path.join(import.meta.dirname, module.file))) continue;
+  const imported = await import(module.file) as Record<string, (ctx: { helloWorldRps: number }) => Promise<Figure[]>>;
+  const figures = await imported[module.fn]!({ helloWorldRps });
+  sections.push({ title: module.title, figures: figures.map((f) => (f.unit === 'req/s' && f.ratio === undefined ? { ...f, ratio: ratio(f.value, helloWorldRps) } : f)) });
+}
+
+const lines = [
+  '# Benchmark results',
+  '',
+  `Written by \`npm run bench\` on ${started.toISOString()} (${machine()}).`,
+  `Each HTTP load: autocannon, ${process.env.BENCH_SECONDS ?? 10} s, 50 connections unless noted, against a server in a child process on loopback.`,
+  'Ratios are to the bare Fastify hello-world measured in the same run, on the same machine.',
+  '',
+];
+for (const section of sections) {
+  lines.push(`## ${section.title}`, '', '| scenario | value | unit | ratio to hello-world | note |', '|---|---:|---|---:|---|');
+  for (const f of section.figures) lines.push(`| ${f.name} | ${f.value} | ${f.unit} | ${f.ratio ?? ''} | ${f.note ?? ''} |`);
+  lines.push('');
+}
+if (existsSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md'))) lines.push('The search engine comparison is in [SEARCH-ENGINES.md](SEARCH-ENGINES.md).', '');
+writeFileSync(path.join(import.meta.dirname, 'RESULTS.md'), `${lines.join('\n')}\n`);
+process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,0 +1,92 @@
+/** SQL of the cases module; every query is scoped by business and patient. */
+import { sql } from 'kysely';
+import type { Db, DialectName } from '../../db/index.ts';
+import type { CasesTable } from '../../db/schema.ts';
+
+/** The start of the current second in ms: PostgreSQL's clock, shared by every server process. */
+const PG_SECOND_START = sql<number>`(floor(extract(epoch from clock_timestamp())) * 1000)::bigint`;
+
+function sqliteSecondStart(): number {
+  return Math.floor(Date.now() / 1000) * 1000;
+}
+
+/**
+ * PostgreSQL: the patient's lock, an advisory lock held to the end of the transaction, exclusive for
+ * writes and shared for listings. Being advisory, it takes no transaction id, so a listing stays a
+ * read-only transaction (no WAL flush at commit). Two hashed keys make unrelated patients collide
+ * rarely, and a collision only makes one wait for the other.
+ */
+async function lockPatient(trx: Db, businessId: string, patientRef: string, mode: 'write' | 'listing'): Promise<void> {
+  const keys = sql`hashtext(${`cases:${businessId}`}), hashtext(${patientRef})`;
+  await (mode === 'write' ? sql`select pg_advisory_xact_lock(${keys})` : sql`select pg_advisory_xact_lock_shared(${keys})`).execute(trx);
+}
+
+/**
+ * Takes the patient's write lock and returns the updated_at for this write: the start of the current
+ * second, never below the patient's latest updated_at (so it cannot go backwards if the clock steps
+ * back). The clock is read only once the lock is held.
+ */
+export async function stampWrite(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<number> {
+  // SQLite: this process's single connection runs one transaction at a time (Kysely's mutex).
+  if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'write');
+  const now = dialect === 'postgres' ? PG_SECOND_START : sqliteSecondStart();
+  const latest = trx.selectFrom('cases').select('updated_at')
+    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef)
+    .orderBy('updated_at', 'desc').limit(1);
+  const greatest = dialect === 'postgres' ? 'greatest' : 'max';
+  const row = await sql<{ stamp: number }>`select ${sql.raw(greatest)}(${now}, coalesce((${latest}), 0)) as stamp`.execute(trx);
+  return Number(row.rows[0]!.stamp);
+}
+
+/** Waits for the patient's writes in flight to commit and keeps new ones out until the transaction ends. */
+export async function lockForListing(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<void> {
+  if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'listing');
+}
+
+export interface PageQuery {
+  businessId: string;
+  patientRef: string;
+  /** Keyset position: cases strictly after (updatedAt, id). */
+  after: { updatedAt: number; id: string } | null;
+  /** Only cases with updated_at >= this (ms). */
+  updatedFrom: number | null;
+  limit: number;
+}
+
+/**
+ * One page in (updated_at, id) order, from seconds that are over (updated_at < the start of the
+ * current second). Run it after lockForListing, in the same transaction, so the clock is read with
+ * the patient's lock held. One range scan of cases_sync_idx, however deep the page.
+ */
+export async function listPage(trx: Db, dialect: DialectName, page: PageQuery): Promise<CasesTable[]> {
+  const closedBefore = dialect === 'postgres' ? sql<number>`(select ${PG_SECOND_START})` : sqliteSecondStart();
+  let query = trx.selectFrom('cases').selectAll()
+    .where('business_id', '=', page.businessId)
+    .where('patient_ref', '=', page.patientRef)
+    .where('updated_at', '<', closedBefore);
+  if (page.after) {
+    const { updatedAt, id } = page.after;
+    query = query.where((eb) => eb(eb.refTuple('updated_at', 'id'), '>', eb.tuple(updatedAt, id)));
+  } else if (page.updatedFrom !== null) {
+    query = query.where('updated_at', '>=', page.updatedFrom);
+  }
+  return query.orderBy('updated_at').orderBy('id').limit(page.limit).execute();
+}
+
+export async function findCase(db: Db, businessId: string, patientRef: string, id: string): Promise<CasesTable | undefined> {
+  return db.selectFrom('cases').selectAll()
+    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef).where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function insertCase(db: Db, row: CasesTable): Promise<void> {
+  await db.insertInto('cases').values(row).execute();
+}
+
+export type CaseChanges = Partial<Omit<CasesTable, 'business_id' | 'patient_ref' | 'id' | 'created_at'>>;
+
+export async function updateCase(db: Db, businessId: string, patientRef: string, id: string, changes: CaseChanges): Promise<void> {
+  await db.updateTable('cases').set(changes)
+    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef).where('id', '=', id)
+    .execute();
+}

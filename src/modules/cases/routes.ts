@@ -1,0 +1,160 @@
+/** Cases `/mr/api/v1/cases` (contract 6): list with paging and incremental sync, create, read, update, delete. */
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { AppContext } from '../../context.ts';
+import { principalOf, type RouteAuth } from '../../http/auth.ts';
+import { AppError, type ErrorFamily } from '../../http/errors.ts';
+import { CasesError } from '../../http/schemas.ts';
+import { CasesService, HI_TYPES, type CaseChanges, type HiType, type NewCase, type PatientScope } from './service.ts';
+
+const MAX_PATIENT_REF = 200;
+
+interface RouteConfig {
+  family: ErrorFamily;
+  auth: RouteAuth;
+}
+
+// Declared for the documentation; the onRequest hook below has already answered a missing one.
+const PatientHeader = Type.Object({
+  'x-pt-id': Type.String({ description: "The patient's id within the business (the service's or the partner's)." }),
+});
+const CaseId = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
+const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'epoch seconds', 'x-message': 'must be an integer epoch in seconds' });
+const DisplayName = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
+const HI_TYPE_MESSAGE = `must be one of ${HI_TYPES.join(', ')}`;
+const HiTypeSchema = Type.Unsafe<HiType>({ type: 'string', enum: [...HI_TYPES], 'x-message': HI_TYPE_MESSAGE });
+const NullableHiType = Type.Unsafe<HiType | null>({ type: ['string', 'null'], enum: [...HI_TYPES, null], 'x-message': `${HI_TYPE_MESSAGE}, or null` });
+const CaseType = Type.String({ maxLength: 100, 'x-message': 'must be a string of at most 100 characters' });
+const NullableCaseType = Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 100, 'x-message': 'must be a string of at most 100 characters, or null' });
+const PartnerMeta = Type.Object({}, { additionalProperties: true, description: 'free-form object' });
+
+const CaseItem = Type.Object({
+  display_name: Type.String(),
+  type: Type.Optional(Type.String()),
+  hi_type: Type.Optional(Type.String()),
+  partner_meta: PartnerMeta,
+  created_at: Type.Integer(),
+  occurred_at: Type.Integer(),
+});
+const Case = Type.Object({
+  id: Type.String(),
+  status: Type.String({ description: 'A (active) or D (deleted; item omitted)' }),
+  updated_at: Type.Integer(),
+  item: Type.Optional(CaseItem),
+});
+
+const ListQuery = Type.Object({
+  offset: Type.Optional(Type.String({ maxLength: 2048, description: 'next_token of the previous page' })),
+  u_at__gt: Type.Optional(Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'only cases with updated_at greater than this epoch' })),
+});
+const CreateBody = Type.Object({
+  id: CaseId,
+  display_name: DisplayName,
+  occurred_at: Epoch,
+  type: Type.Optional(CaseType),
+  hi_type: Type.Optional(HiTypeSchema),
+  partner_meta: Type.Optional(PartnerMeta),
+});
+const UpdateBody = Type.Object({
+  display_name: Type.Optional(DisplayName),
+  occurred_at: Type.Optional(Epoch),
+  type: Type.Optional(NullableCaseType),
+  hi_type: Type.Optional(NullableHiType),
+  partner_meta: Type.Optional(PartnerMeta),
+});
+const IdParams = Type.Object({ id: Type.String() });
+
+const errors = { 400: CasesError, 401: CasesError, 403: CasesError };
+
+/** The X-Pt-Id, checked right after authentication so that its absence is the first 400. */
+function patientRefOf(request: FastifyRequest): string {
+  const raw = request.headers['x-pt-id'];
+  const value = typeof raw === 'string' ? raw.trim() : '';
+  if (value === '') throw new AppError(400, 'X-Pt-Id header is required', { code: 'INVALID_REQUEST' });
+  if ([...value].length > MAX_PATIENT_REF) {
+    throw new AppError(400, `X-Pt-Id must be at most ${MAX_PATIENT_REF} characters`, { code: 'INVALID_REQUEST' });
+  }
+  return value;
+}
+
+function scopeOf(request: FastifyRequest): PatientScope {
+  return { businessId: principalOf(request).businessId, patientRef: patientRefOf(request) };
+}
+
+export function casesRoutes(ctx: AppContext) {
+  const service = new CasesService(ctx);
+  return async function plugin(app: App): Promise<void> {
+    const read: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:read', 'cases:write'] } };
+    const write: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:write'] } };
+
+    // Runs after the app-wide authentication hook and before parsing and validation.
+    app.addHook('onRequest', async (request) => {
+      patientRefOf(request);
+    });
+
+    app.get('/mr/api/v1/cases', {
+      config: read,
+      schema: {
+        tags: ['cases'],
+        summary: "List a patient's cases, oldest update first, 50 a page; u_at__gt for incremental sync",
+        description: 'A write is listed once the second of its updated_at is over (within 2 s of being acknowledged); '
+          + 'a client that reads to the last page and then lists with u_at__gt = the largest updated_at it saw misses no change.',
+        headers: PatientHeader,
+        querystring: ListQuery,
+        response: { 200: Type.Object({ cases: Type.Array(Case), next_token: Type.Union([Type.String(), Type.Null()]) }), ...errors },
+      },
+    }, async (request) => service.list(scopeOf(request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }));
+
+    app.post('/mr/api/v1/cases', {
+      config: write,
+      schema: {
+        tags: ['cases'],
+        summary: 'Create a case for the patient',
+        headers: PatientHeader,
+        body: CreateBody,
+        response: { 201: Type.Object({ id: Type.String() }), ...errors, 409: CasesError },
+      },
+    }, async (request, reply) => reply.code(201).send(await service.create(scopeOf(request), request.body as NewCase)));
+
+    app.get('/mr/api/v1/cases/:id', {
+      config: read,
+      schema: {
+        tags: ['cases'],
+        summary: 'Read one case (deleted cases are 404)',
+        headers: PatientHeader,
+        params: IdParams,
+        response: { 200: Case, ...errors, 404: CasesError },
+      },
+    }, async (request) => service.get(scopeOf(request), request.params.id));
+
+    app.patch('/mr/api/v1/cases/:id', {
+      config: write,
+      schema: {
+        tags: ['cases'],
+        summary: 'Change the fields sent (partner_meta is replaced, not merged)',
+        headers: PatientHeader,
+        params: IdParams,
+        body: UpdateBody,
+        response: { 204: Type.Null(), ...errors, 404: CasesError },
+      },
+    }, async (request, reply) => {
+      await service.update(scopeOf(request), request.params.id, request.body as CaseChanges);
+      return reply.code(204).send(null);
+    });
+
+    app.delete('/mr/api/v1/cases/:id', {
+      config: write,
+      schema: {
+        tags: ['cases'],
+        summary: 'Delete a case: it stays listed as status D without item',
+        headers: PatientHeader,
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors, 404: CasesError },
+      },
+    }, async (request, reply) => {
+      await service.delete(scopeOf(request), request.params.id);
+      return reply.code(204).send(null);
+    });
+  };
+}

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { loadKeys } from '../src/security/keys.ts';
+
+const ed25519Pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+const production = {
+  CPS_ENV: 'production',
+  CPS_JWT_PRIVATE_KEY: ed25519Pem,
+  CPS_MASTER_KEY: randomBytes(32).toString('base64'),
+  CPS_ADMIN_TOKEN: 'a-very-long-admin-token',
+  CPS_PUBLIC_URL: 'https://cps.example.org',
+};
+
+function failsNaming(env: Record<string, string>, variable: string): void {
+  assert.throws(() => loadConfig(env), (error: unknown) => {
+    assert.ok(error instanceof ConfigError, String(error));
+    assert.equal(error.variable, variable);
+    assert.ok(error.message.startsWith(variable));
+    return true;
+  });
+}
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.env, 'development');
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.databaseUrl, null);
+    assert.equal(config.dataDir, path.resolve('./data'));
+    assert.equal(config.publicUrl, 'http://127.0.0.1:8080');
+    assert.equal(config.timezone, 'Asia/Kolkata');
+    assert.equal(config.accessTokenTtl, 1800);
+    assert.equal(config.refreshTokenTtl, 30 * 86400);
+    assert.equal(config.searchRateLimit, 50);
+    assert.equal(config.searchRateBurst, 100);
+    assert.equal(config.casesPageSize, 50);
+    assert.equal(config.fcmUrl, 'https://fcm.googleapis.com');
+    assert.deepEqual(config.webhookRetrySchedule, [5, 300, 1800, 7200, 18000, 36000, 36000]);
+    assert.equal(config.adminToken, null);
+  });
+
+  it('parses every variable', () => {
+    const config = loadConfig({
+      ...production, PORT: '9000', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u:p@db:5432/cps', CPS_DATA_DIR: '/tmp/x',
+      CPS_TIMEZONE: 'UTC', CPS_ACCESS_TOKEN_TTL: '600', CPS_REFRESH_TOKEN_TTL: '86400', CPS_SEARCH_RATE_LIMIT: '5',
+      CPS_SEARCH_RATE_BURST: '10', CPS_REDIS_URL: 'redis://127.0.0.1:6379', CPS_CASES_PAGE_SIZE: '20',
+      CPS_FCM_URL: 'http://127.0.0.1:9999/', CPS_WEBHOOK_RETRY_SCHEDULE: '1, 2,3', CPS_MASTER_KEY: 'ab'.repeat(32),
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/cps');
+    assert.equal(config.masterKey?.length, 32);
+    assert.equal(config.fcmUrl, 'http://127.0.0.1:9999');
+    assert.deepEqual(config.webhookRetrySchedule, [1, 2, 3]);
+    assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
+    assert.equal(config.publicUrl, 'https://cps.example.org');
+  });
+
+  it('names the variable of a bad value', () => {
+    failsNaming({ PORT: 'eighty' }, 'PORT');
+    failsNaming({ PORT: '70000' }, 'PORT');
+    failsNaming({ CPS_ENV: 'staging' }, 'CPS_ENV');
+    failsNaming({ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');
+    failsNaming({ CPS_MASTER_KEY: 'short' }, 'CPS_MASTER_KEY');
+    failsNaming({ CPS_JWT_PRIVATE_KEY: 'not a pem' }, 'CPS_JWT_PRIVATE_KEY');
+    failsNaming({ CPS_TIMEZONE: 'Mars/Olympus' }, 'CPS_TIMEZONE');
+    failsNaming({ CPS_WEBHOOK_RETRY_SCHEDULE: '5,soon' }, 'CPS_WEBHOOK_RETRY_SCHEDULE');
+    failsNaming({ CPS_SEARCH_RATE_LIMIT: '0' }, 'CPS_SEARCH_RATE_LIMIT');
+    failsNaming({ CPS_PUBLIC_URL: 'ftp://x' }, 'CPS_PUBLIC_URL');
+    failsNaming({ CPS_ADMIN_TOKEN: 'short' }, 'CPS_ADMIN_TOKEN');
+  });
+
+  it('refuses production without keys, admin token or public URL', () => {
+    for (const variable of ['CPS_JWT_PRIVATE_KEY', 'CPS_MASTER_KEY', 'CPS_ADMIN_TOKEN', 'CPS_PUBLIC_URL']) {
+      const env: Record<string, string> = { ...production };
+      delete env[variable];
+      failsNaming(env, variable);
+    }
+    assert.equal(loadConfig(production).env, 'production');
+  });
+
+  it('reads the signing key from CPS_JWT_PRIVATE_KEY_FILE', () => {
+    const config = loadConfig({ CPS_JWT_PRIVATE_KEY_FILE: '/keys/jwt.pem' }, () => ed25519Pem);
+    assert.equal(config.jwtPrivateKey, ed25519Pem);
+    failsNaming({ CPS_JWT_PRIVATE_KEY_FILE: '/nonexistent/key.pem' }, 'CPS_JWT_PRIVATE_KEY_FILE');
+  });
+
+  it('creates development keys once, mode 0600, and reuses them', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-keys-'));
+    const config = loadConfig({ CPS_DATA_DIR: dataDir });
+    const first = await loadKeys(config);
+    const second = await loadKeys(config);
+    assert.equal(first.signing.kid, second.signing.kid);
+    assert.deepEqual(first.masterKey, second.masterKey);
+    assert.equal(first.signing.alg, 'EdDSA');
+    for (const file of ['jwt-signing-key.pem', 'master.key']) {
+      assert.equal(statSync(path.join(dataDir, file)).mode & 0o777, 0o600, file);
+    }
+    assert.match(readFileSync(path.join(dataDir, 'jwt-signing-key.pem'), 'utf8'), /BEGIN PRIVATE KEY/);
+  });
+
+  it('accepts a P-256 key as ES256', async () => {
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    const keys = await loadKeys(loadConfig({ ...production, CPS_JWT_PRIVATE_KEY: pem }));
+    assert.equal(keys.signing.alg, 'ES256');
+  });
+
+  it('rejects an RSA signing key', async () => {
+    const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    await assert.rejects(loadKeys(loadConfig({ ...production, CPS_JWT_PRIVATE_KEY: pem })), /Ed25519 or P-256/);
+  });
+});

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { createLogger } from '../../../src/logger.ts';
+import { createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
+
+describe(`operations (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(async () => t.close());
+
+  it('/health and /ready answer 200', async () => {
+    assert.equal((await t.app.inject({ method: 'GET', url: '/health' })).statusCode, 200);
+    const ready = await t.app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(ready.statusCode, 200);
+    assert.equal(ready.json().checks.database, true);
+  });
+
+  it('/ready answers 503 while a module is not loaded', async () => {
+    let loaded = false;
+    t.ctx.readiness.set('probe', () => loaded);
+    assert.equal((await t.app.inject({ method: 'GET', url: '/ready' })).statusCode, 503);
+    loaded = true;
+    assert.equal((await t.app.inject({ method: 'GET', url: '/ready' })).statusCode, 200);
+    t.ctx.readiness.delete('probe');
+  });
+
+  it('/metrics has the request duration histogram by route, method and status', async () => {
+    await t.app.inject({ method: 'GET', url: '/health' });
+    const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(metrics.statusCode, 200);
+    assert.match(String(metrics.headers['content-type']), /text\/plain/);
+    assert.match(metrics.body, /http_request_duration_seconds_bucket\{le="0\.005",route="\/health",method="GET",status="200"\}/);
+    assert.match(metrics.body, /process_resident_memory_bytes/);
+  });
+
+  it('/openapi.json is OpenAPI 3.1 with both security schemes and the webhook', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/openapi.json' });
+    assert.equal(response.statusCode, 200);
+    const doc = response.json();
+    assert.equal(doc.openapi, '3.1.0');
+    assert.equal(doc.info.version, '1.0.0');
+    assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['authHeader', 'bearerAuth']);
+    assert.ok(doc.webhooks['external_review.request'].post.requestBody);
+    const login = doc.paths['/connect-auth/v1/account/login'].post;
+    assert.equal(login.requestBody.content['application/json'].schema.required.length, 2);
+    assert.deepEqual(doc.paths['/admin/v1/businesses'].post.security, [{ bearerAuth: [] }]);
+    assert.equal(doc.paths['/metrics'], undefined);
+  });
+
+  it('/docs serves an interactive reference with local assets only', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/docs/' });
+    assert.equal(page.statusCode, 200);
+    assert.match(page.body, /swagger/i);
+    assert.ok(!/https?:\/\/(?!localhost)[^"']*\.(js|css)/.test(page.body), 'no CDN assets');
+    const json = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    assert.equal(json.json().openapi, '3.1.0');
+  });
+
+  it('logs redact tokens, secrets, private keys and mobile numbers', () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    const logger = createLogger('info', sink);
+    logger.info({
+      req: { headers: { authorization: 'Bearer eyJsecret', auth: 'eyJraw' } },
+      body: { client_secret: 'cs_secret', refresh_token: 'rt_secret', sa_key: { private_key: 'PEMSECRET' }, patient_details: { mobile: '+919876543210' } },
+      client_secret: 'cs_top', mobile: '+911234567890',
+    }, 'probe');
+    const text = lines.join('');
+    for (const secret of ['eyJsecret', 'eyJraw', 'cs_secret', 'rt_secret', 'PEMSECRET', '+919876543210', 'cs_top', '+911234567890']) {
+      assert.ok(!text.includes(secret), `${secret} leaked: ${text}`);
+    }
+    assert.match(text, /\[redacted\]/);
+  });
+});
