@@ -3,9 +3,12 @@
  *
  * Words live in MiniSearch's radix tree (SearchableMap), which gives exact, prefix and bounded
  * edit-distance lookups over the vocabulary; each word points at a posting list of documents with the
- * fields it occurs in. A query marks, per query word, the best match each document has (exact word,
- * word prefix, one or two edits), keeps documents that match every required word or whose name starts
- * with the query, and ranks them in the contract's tiers:
+ * fields it occurs in, and each document keeps its own word list (a forward index). A query walks the
+ * postings of one query word only, the rarest required one (or none, when names starting with the
+ * query fill the page), and checks the other words against each candidate's own word list, so its cost
+ * follows the rarest word, not the commonest ("tablet", "40"). Candidates must match every required
+ * word (exact word, word prefix, one or two edits) or have a name starting with the query; they are
+ * ranked in the contract's tiers:
  *
  *   exact name > (active before discontinued) > name starts with the query > every word matched by
  *   word or word-prefix > typo-tolerant; then more whole words, then matched form/unit words, then
@@ -47,6 +50,8 @@ const KIND_FUZZY2 = 1;
 const MAX_SLOTS = 8;
 /** Prefix expansion of very short words stops after this many vocabulary words. */
 const MAX_PREFIX_TERMS = 4000;
+/** Names scanned for a one- or two-letter query. */
+const PREFIX_SCAN_CAP = 5000;
 
 export interface QueryWord {
   text: string;
@@ -103,6 +108,20 @@ export interface Hit<T> {
   namePrefix: boolean;
 }
 
+interface Expansion {
+  word: QueryWord;
+  exact: number[];
+  prefix: number[];
+  /** Vocabulary word -> match kind, once typo lookups ran. */
+  fuzzy: Map<number, number> | null;
+  /** Postings the exact and prefix words hold: the cost of walking this word. */
+  size: number;
+}
+
+function fieldRank(mask: number): number {
+  return mask & (FIELD_NAME | FIELD_ALT) ? 3 : mask & FIELD_GENERIC ? 2 : 1;
+}
+
 /** The compact name and a bit mask of where its words end (bit i: a word ends after i characters). */
 function nameKey(name: string): [string, number] {
   let key = '';
@@ -135,8 +154,17 @@ export class SearchIndex<T extends { id: string }> {
   private wordCache = new Map<string, string[]>();
   private deadCount = 0;
   private vocab = new SearchableMap<number>();
-  /** Per vocabulary word: postings packed as doc * 16 + field mask. */
+  /** Per vocabulary word: postings packed as doc * 16 + field mask, in document order. */
   private postings: number[][] = [];
+  private termText: string[] = [];
+  /** Forward index: the words of document d are fwdTerms[fwdStart[d] .. fwdStart[d] + fwdCount[d]). */
+  private fwdTerms = new Uint32Array(0);
+  private fwdMasks = new Uint8Array(0);
+  private fwdStart = new Uint32Array(0);
+  private fwdCount = new Uint8Array(0);
+  private fwdSize = 0;
+  /** Per query word slot: match kind by vocabulary word, filled for the words a query expands to. */
+  private kindTables: Uint8Array[] = [];
   /** Compact exact names, sorted, with their documents: exact-name and name-prefix lookups. */
   private keys: string[] = [];
   private keyDocs: number[] = [];
@@ -186,6 +214,12 @@ export class SearchIndex<T extends { id: string }> {
     this.termIds = new Map();
     this.wordCache = new Map();
     this.postings = [];
+    this.termText = [];
+    this.fwdStart = new Uint32Array(described.length);
+    this.fwdCount = new Uint8Array(described.length);
+    this.fwdTerms = new Uint32Array(described.length * 12);
+    this.fwdMasks = new Uint8Array(described.length * 12);
+    this.fwdSize = 0;
     const keyed: Array<[string, number, number]> = [];
     for (const { record, fields } of described) {
       const doc = this.append(record, fields);
@@ -238,34 +272,57 @@ export class SearchIndex<T extends { id: string }> {
     this.demoted[doc] = fields.demoted ? 1 : 0;
     this.nameLength[doc] = Math.min(fields.nameLength, 65535);
     this.parts[doc] = Math.min(fields.parts, 255);
-    const masks = new Map<string, number>();
+    // The document's distinct words with the fields each occurs in (few words: arrays beat a Map).
+    const terms: number[] = [];
+    const masks: number[] = [];
     for (const [field, text] of fields.fields) {
       let list = field === FIELD_NAME ? undefined : this.wordCache.get(text);
       if (list === undefined) {
         list = words(text);
         if (field !== FIELD_NAME && this.wordCache.size < 200_000) this.wordCache.set(text, list);
       }
-      for (const word of list) masks.set(word, (masks.get(word) ?? 0) | field);
-    }
-    for (const [word, mask] of masks) {
-      let term = this.termIds.get(word);
-      if (term === undefined) {
-        term = this.postings.length;
-        this.postings.push([]);
-        this.termIds.set(word, term);
-        this.vocab.set(word, term);
+      for (const word of list) {
+        let term = this.termIds.get(word);
+        if (term === undefined) {
+          term = this.postings.length;
+          this.postings.push([]);
+          this.termText.push(word);
+          this.termIds.set(word, term);
+          this.vocab.set(word, term);
+        }
+        const at = terms.indexOf(term);
+        if (at < 0) {
+          terms.push(term);
+          masks.push(field);
+        } else {
+          masks[at]! |= field;
+        }
       }
-      this.postings[term]!.push(doc * 16 + mask);
+    }
+    this.fwdStart = grow(this.fwdStart, doc + 1, (n) => new Uint32Array(n));
+    this.fwdCount = grow(this.fwdCount, doc + 1, (n) => new Uint8Array(n));
+    const count = Math.min(terms.length, 255);
+    this.fwdTerms = grow(this.fwdTerms, this.fwdSize + count, (n) => new Uint32Array(n));
+    this.fwdMasks = grow(this.fwdMasks, this.fwdSize + count, (n) => new Uint8Array(n));
+    this.fwdStart[doc] = this.fwdSize;
+    this.fwdCount[doc] = count;
+    for (let i = 0; i < terms.length; i++) {
+      this.postings[terms[i]!]!.push(doc * 16 + masks[i]!);
+      if (i < count) {
+        this.fwdTerms[this.fwdSize] = terms[i]!;
+        this.fwdMasks[this.fwdSize] = masks[i]!;
+        this.fwdSize++;
+      }
     }
     return doc;
   }
 
   private resizeScratch(): void {
     const n = this.records.length;
-    if (this.seen.length >= n && this.stamps.length === MAX_SLOTS) return;
+    if (this.seen.length >= n && this.stamps.length === 1) return;
     const size = Math.max(n, 1024) + 1024;
-    this.stamps = Array.from({ length: MAX_SLOTS }, () => new Uint32Array(size));
-    this.quality = Array.from({ length: MAX_SLOTS }, () => new Uint8Array(size));
+    this.stamps = [new Uint32Array(size)];
+    this.quality = [new Uint8Array(size)];
     this.seen = new Uint32Array(size);
     this.prefixMark = new Uint32Array(size);
     this.exactMark = new Uint32Array(size);
@@ -297,18 +354,15 @@ export class SearchIndex<T extends { id: string }> {
     return this.gen;
   }
 
-  /** Marks every document holding vocabulary word `term` for query slot `slot` with match kind `kind`. */
-  private mark(slot: number, term: number, kind: number, gen: number, lists: number[][]): void {
-    const stamp = this.stamps[slot]!;
-    const quality = this.quality[slot]!;
-    const list = lists[slot]!;
+  /** Marks every document holding vocabulary word `term` with match kind `kind` (driver word only). */
+  private mark(term: number, kind: number, gen: number, list: number[]): void {
+    const stamp = this.stamps[0]!;
+    const quality = this.quality[0]!;
     const postings = this.postings[term]!;
     for (let i = 0; i < postings.length; i++) {
       const packed = postings[i]!;
       const doc = Math.floor(packed / 16);
-      const mask = packed & 15;
-      const field = mask & (FIELD_NAME | FIELD_ALT) ? 3 : mask & FIELD_GENERIC ? 2 : 1;
-      const q = kind * 4 + field;
+      const q = kind * 4 + fieldRank(packed & 15);
       if (stamp[doc] !== gen) {
         stamp[doc] = gen;
         quality[doc] = q;
@@ -319,80 +373,138 @@ export class SearchIndex<T extends { id: string }> {
     }
   }
 
+  /** Vocabulary words a query word matches exactly, by prefix, and (once looked up) by typo. */
+  private expand(word: QueryWord): Expansion {
+    const exact: number[] = [];
+    for (const text of new Set(word.exact)) {
+      const term = this.termIds.get(text);
+      if (term !== undefined) exact.push(term);
+    }
+    let size = 0;
+    for (const term of exact) size += this.postings[term]!.length;
+    const prefix: number[] = [];
+    if (word.prefix) {
+      for (const [text, term] of this.vocab.atPrefix(word.text)) {
+        if (word.exact.includes(text)) continue;
+        prefix.push(term);
+        size += this.postings[term]!.length;
+        if (prefix.length >= MAX_PREFIX_TERMS) break;
+      }
+    }
+    return { word, exact, prefix, fuzzy: null, size };
+  }
+
+  /** Typo lookups of a query word: one or two edits, and adjacent transpositions as one edit. */
+  private expandFuzzy(expansion: Expansion): void {
+    const word = expansion.word;
+    const fuzzy = new Map<number, number>();
+    if (word.fuzzy > 0) {
+      for (const [text, [term, distance]] of this.vocab.fuzzyGet(word.text, word.fuzzy)) {
+        if (distance === 0 || word.exact.includes(text)) continue;
+        fuzzy.set(term, distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2);
+        word.fuzzyMatched.add(text);
+      }
+      // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
+      for (let i = 0; i + 1 < word.text.length; i++) {
+        const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
+        const term = swapped === word.text ? undefined : this.termIds.get(swapped);
+        if (term === undefined) continue;
+        fuzzy.set(term, KIND_FUZZY1);
+        word.fuzzyMatched.add(swapped);
+      }
+    }
+    expansion.fuzzy = fuzzy;
+  }
+
+  /** Fills a slot's kind table: match kind by vocabulary word for everything the query word expands to. */
+  private fillKinds(slot: number, expansion: Expansion): void {
+    const current = this.kindTables[slot];
+    if (!current || current.length < this.postings.length) {
+      this.kindTables[slot] = new Uint8Array(this.postings.length + 4096);
+    }
+    const table = this.kindTables[slot]!;
+    for (const term of expansion.prefix) table[term] = KIND_PREFIX;
+    if (expansion.fuzzy) for (const [term, kind] of expansion.fuzzy) if (table[term]! < kind) table[term] = kind;
+    for (const term of expansion.exact) table[term] = KIND_EXACT;
+  }
+
+  private clearKinds(slot: number, expansion: Expansion): void {
+    const table = this.kindTables[slot];
+    if (!table) return;
+    for (const term of expansion.prefix) table[term] = 0;
+    if (expansion.fuzzy) for (const term of expansion.fuzzy.keys()) table[term] = 0;
+    for (const term of expansion.exact) table[term] = 0;
+  }
+
+  /** The best match (kind * 4 + field rank) of a query word among document `doc`'s own words; 0 if none. */
+  private matchIn(doc: number, table: Uint8Array): number {
+    let best = 0;
+    const end = this.fwdStart[doc]! + this.fwdCount[doc]!;
+    for (let k = this.fwdStart[doc]!; k < end; k++) {
+      const kind = table[this.fwdTerms[k]!]!;
+      if (kind === 0) continue;
+      const q = kind * 4 + fieldRank(this.fwdMasks[k]!);
+      if (q > best) best = q;
+    }
+    return best;
+  }
+
   search(query: ParsedQuery, limit: number): Hit<T>[] {
     if (query.words.length === 0 && query.compact === '') return [];
     const gen = this.nextGen();
-    const slots = query.words;
-    const lists: number[][] = slots.map(() => []);
-
-    // Exact and prefix matches of every query word.
-    slots.forEach((word, slot) => {
-      const exact = new Set(word.exact);
-      for (const text of exact) {
-        const term = this.termIds.get(text);
-        if (term !== undefined) this.mark(slot, term, KIND_EXACT, gen, lists);
-      }
-      if (word.prefix) {
-        let count = 0;
-        for (const [text, term] of this.vocab.atPrefix(word.text)) {
-          if (exact.has(text)) continue;
-          this.mark(slot, term, KIND_PREFIX, gen, lists);
-          if (++count >= MAX_PREFIX_TERMS) break;
-        }
-      }
-    });
+    const expansions = query.words.map((word) => this.expand(word));
 
     // Names equal to or starting with the query, ignoring spaces and hyphens (and units: "pan 40mg"
     // starts "Pan 40 Tablet").
     const prefixDocs: number[] = [];
+    let activePrefix = 0;
     const prefixes = query.compactCore !== '' && query.compactCore !== query.compact ? [query.compact, query.compactCore] : [query.compact];
     for (const prefix of prefixes) {
       if (prefix === '') continue;
-      for (let i = this.lowerBound(prefix); i < this.keys.length && this.keys[i]!.startsWith(prefix); i++) {
+      // Very short queries match a good part of the catalogue; the best-laid-out names come first.
+      const cap = prefix.length <= 2 ? PREFIX_SCAN_CAP : Infinity;
+      for (let i = this.lowerBound(prefix); i < this.keys.length && this.keys[i]!.startsWith(prefix) && prefixDocs.length < cap; i++) {
         const doc = this.keyDocs[i]!;
         if (prefix === query.compact && this.keys[i]!.length === prefix.length) this.exactMark[doc] = gen;
         if (prefix.length === this.keys[i]!.length || (prefix.length < 32 && (this.keyBounds[i]! >>> prefix.length) & 1)) this.boundaryMark[doc] = gen;
         if (this.prefixMark[doc] !== gen) {
           this.prefixMark[doc] = gen;
           prefixDocs.push(doc);
+          if (!this.dead[doc] && !this.demoted[doc]) activePrefix++;
         }
       }
     }
 
-    let hits = this.rank(query, limit, gen, lists, prefixDocs);
+    // The driver: the rarest required word. Needless when names starting with the query fill the
+    // page, since those outrank every other active match.
+    let driver = -1;
+    if (activePrefix < limit) {
+      expansions.forEach((e, slot) => {
+        if (e.word.required && (driver < 0 || e.size < expansions[driver]!.size)) driver = slot;
+      });
+    }
+    const driverDocs: number[] = [];
+    if (driver >= 0) {
+      const e = expansions[driver]!;
+      for (const term of e.exact) this.mark(term, KIND_EXACT, gen, driverDocs);
+      for (const term of e.prefix) this.mark(term, KIND_PREFIX, gen, driverDocs);
+    }
+
+    expansions.forEach((e, slot) => { if (slot !== driver) this.fillKinds(slot, e); });
+    let hits = this.rank(query, expansions, limit, gen, driver, driverDocs, prefixDocs);
     // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
     // outranks an active exact or prefix match.
-    const activeHits = hits.filter((h) => !this.demoted[h.doc]).length;
-    if (activeHits < limit && slots.some((w) => w.fuzzy > 0)) {
-      let added = false;
-      slots.forEach((word, slot) => {
-        if (word.fuzzy === 0) return;
-        for (const [text, [term, distance]] of this.vocab.fuzzyGet(word.text, word.fuzzy)) {
-          if (distance === 0) continue;
-          word.fuzzyMatched.add(text);
-          this.mark(slot, term, distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2, gen, lists);
-          added = true;
-        }
-        // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
-        for (let i = 0; i + 1 < word.text.length; i++) {
-          const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
-          if (swapped === word.text) continue;
-          const term = this.termIds.get(swapped);
-          if (term === undefined) continue;
-          word.fuzzyMatched.add(swapped);
-          this.mark(slot, term, KIND_FUZZY1, gen, lists);
-          added = true;
-        }
-      });
-      if (added) hits = this.rank(query, limit, gen, lists, prefixDocs);
+    if (hits.filter((h) => !this.demoted[h.doc]).length < limit && query.words.some((w) => w.fuzzy > 0)) {
+      for (const e of expansions) this.expandFuzzy(e);
+      if (driver >= 0) for (const [term, kind] of expansions[driver]!.fuzzy!) this.mark(term, kind, gen, driverDocs);
+      expansions.forEach((e, slot) => { if (slot !== driver) this.fillKinds(slot, e); });
+      hits = this.rank(query, expansions, limit, gen, driver, driverDocs, prefixDocs);
     }
+    expansions.forEach((e, slot) => { if (slot !== driver) this.clearKinds(slot, e); });
     return hits.map((h) => ({ record: this.records[h.doc]!, exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen }));
   }
 
-  private rank(query: ParsedQuery, limit: number, gen: number, lists: number[][], prefixDocs: number[]): Array<{ doc: number; score: number }> {
-    const slots = query.words;
-    const required: number[] = [];
-    slots.forEach((w, slot) => { if (w.required) required.push(slot); });
+  private rank(query: ParsedQuery, expansions: Expansion[], limit: number, gen: number, driver: number, driverDocs: number[], prefixDocs: number[]): Array<{ doc: number; score: number }> {
     const top: Array<{ doc: number; score: number }> = [];
     // Each ranking pass visits a document once; the second pass (after typo lookups) starts afresh.
     if (this.visitGen >= 0xfffffffe) {
@@ -400,42 +512,43 @@ export class SearchIndex<T extends { id: string }> {
       this.visitGen = 0;
     }
     const visit = ++this.visitGen;
-    const g = gen;
+    const stamp = this.stamps[0]!;
+    const quality = this.quality[0]!;
 
     const consider = (doc: number) => {
       if (this.seen[doc] === visit || this.dead[doc]) return;
       this.seen[doc] = visit;
-      const inPrefix = this.prefixMark[doc] === g;
+      const inPrefix = this.prefixMark[doc] === gen;
       let all = true;
       let fuzzy = false;
       let whole = 0;
       let soft = 0;
       let kinds = 0;
       let fields = 0;
-      for (let slot = 0; slot < slots.length; slot++) {
-        const marked = this.stamps[slot]![doc] === g;
-        const q = marked ? this.quality[slot]![doc]! : 0;
-        if (slots[slot]!.required) {
-          if (!marked) {
+      for (let slot = 0; slot < expansions.length; slot++) {
+        const e = expansions[slot]!;
+        const q = slot === driver ? (stamp[doc] === gen ? quality[doc]! : 0) : this.matchIn(doc, this.kindTables[slot]!);
+        if (e.word.required) {
+          if (q === 0) {
             all = false;
+            if (!inPrefix) return;
             continue;
           }
           const kind = q >> 2;
           if (kind === KIND_EXACT) whole++;
           else if (kind <= KIND_FUZZY1) fuzzy = true;
-        } else if (marked) {
+        } else if (q > 0) {
           soft++;
         }
         kinds += q >> 2;
         fields += q & 3;
       }
-      if (!all && !inPrefix) return;
-      const exact = this.exactMark[doc] === g;
+      const exact = this.exactMark[doc] === gen;
       const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
-      // One number, most significant criterion first (each term stays below the next one's unit).
       // A name that starts with the whole query ending on a word ("zerodolsp" in "Zerodol-SP Tablet")
       // beats one where the query ends inside a word ("Zerodol Spas").
-      const boundary = inPrefix && this.boundaryMark[doc] === g ? 5e12 : 0;
+      const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
+      // One number, most significant criterion first (each term stays below the next one's unit).
       const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10
         + kinds * 1e8 + (255 - this.parts[doc]!) * 1e5 + fields * 1e3 - Math.min(this.nameLength[doc]!, 999);
       if (top.length < limit) {
@@ -451,13 +564,8 @@ export class SearchIndex<T extends { id: string }> {
       }
     };
 
-    if (required.length > 0) {
-      // Walk the shortest list of a required word: every result must be in it (or match by name prefix).
-      let driver = required[0]!;
-      for (const slot of required) if (lists[slot]!.length < lists[driver]!.length) driver = slot;
-      for (const doc of lists[driver]!) consider(doc);
-    }
     for (const doc of prefixDocs) consider(doc);
+    for (const doc of driverDocs) consider(doc);
     if (top.length < limit) top.sort((a, b) => b.score - a.score);
     return top;
   }

@@ -69,6 +69,11 @@ function mergeDrug(existing: DrugsTable | undefined, input: DrugInput, seq: numb
   };
 }
 
+/** The stored row of a product seen for the first time (bulk loaders use it). */
+export function newDrugRow(input: DrugInput, seq: number, now = Date.now()): DrugsTable {
+  return mergeDrug(undefined, input, seq, now);
+}
+
 function sameRow<T extends { seq: number; updated_at: number }>(a: T, b: T): boolean {
   for (const key of Object.keys(a) as Array<keyof T>) {
     if (key === 'seq' || key === 'updated_at') continue;

@@ -1,0 +1,20 @@
+import { realDrugs, syntheticCorpus } from './bench/search-corpus.ts';
+import { describeDrug, describeLab } from './src/modules/search/catalogue.ts';
+import { parseQuery, SearchIndex } from './src/modules/search/engine.ts';
+import { drugRecordFromRow, Interner } from './src/modules/search/model.ts';
+import { newDrugRow } from './src/modules/search/service.ts';
+import { benchQueries } from './bench/search.ts';
+const real = await realDrugs();
+const corpus = syntheticCorpus(real, 250000);
+const now = Date.now();
+const i = new Interner();
+const records = corpus.map((input) => drugRecordFromRow(newDrugRow(input, 1, now), i));
+console.log('rss before', Math.round(process.memoryUsage().rss/1e6));
+const idx = new SearchIndex(describeDrug);
+let t = performance.now(); idx.build(records); console.log('build', performance.now() - t, 'rss', Math.round(process.memoryUsage().rss/1e6), 'heap', Math.round(process.memoryUsage().heapUsed/1e6));
+console.log('vocab', (idx as any).postings.length);
+const qs = benchQueries().filter(q => !q.lab);
+for (let r = 0; r < 3; r++) for (const q of qs) idx.search(parseQuery(q.q), 10);
+const times: [number, string][] = [];
+for (const q of qs) { const s = performance.now(); for (let k = 0; k < 5; k++) idx.search(parseQuery(q.q), 10); times.push([(performance.now() - s)/5, q.q]); }
+times.sort((a, b) => b[0] - a[0]); console.log(times.slice(0, 25).map(([ms, q]) => `${q}:${ms.toFixed(2)}`).join('  '));
