@@ -89,11 +89,22 @@ const bool = (value: number | null): boolean | null => (value === null ? null : 
 /** Long catalogues repeat makers, compositions and forms: one string each keeps the index small. */
 export class Interner {
   private strings = new Map<string, string>();
+  private objects = new Map<string, Record<string, unknown>>();
   intern(value: string): string {
     const known = this.strings.get(value);
     if (known !== undefined) return known;
     this.strings.set(value, value);
     return value;
+  }
+
+  /** One parsed object per distinct JSON text (action classes repeat across thousands of products). */
+  json(text: string): Record<string, unknown> {
+    let known = this.objects.get(text);
+    if (known === undefined) {
+      known = Object.freeze(JSON.parse(text) as Record<string, unknown>);
+      this.objects.set(text, known);
+    }
+    return known;
   }
 }
 
@@ -107,7 +118,7 @@ export function drugRecordFromRow(row: DrugsTable, interner: Interner): DrugReco
     generic_name: interner.intern(row.generic_name),
     generic_id: interner.intern(row.generic_id),
     common_name: interner.intern(row.common_name),
-    action_class: row.action_class === null ? null : (JSON.parse(row.action_class) as Record<string, unknown>),
+    action_class: row.action_class === null ? null : interner.json(row.action_class),
     is_otc: bool(row.is_otc),
     discontinued: row.discontinued === 1,
     soa: row.soa === 1,
