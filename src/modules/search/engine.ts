@@ -50,8 +50,9 @@ const KIND_FUZZY2 = 1;
 const MAX_SLOTS = 8;
 /** Prefix expansion of very short words stops after this many vocabulary words. */
 const MAX_PREFIX_TERMS = 4000;
+const MAX_SHORT_PREFIX_TERMS = 300;
 /** Names scanned for a one- or two-letter query. */
-const PREFIX_SCAN_CAP = 5000;
+const PREFIX_SCAN_CAP = 1500;
 
 export interface QueryWord {
   text: string;
@@ -201,8 +202,9 @@ export class SearchIndex<T extends { id: string }> {
   /** Replaces the whole index. Records are laid out best-first so that ties fall to the better one. */
   build(records: T[]): void {
     const described = records.map((record) => ({ record, fields: this.describe(record) }));
+    // Code-unit order, not localeCompare: the order only needs to be stable, and 250k locale comparisons cost seconds.
     described.sort((a, b) => Number(a.fields.demoted) - Number(b.fields.demoted) || a.fields.nameLength - b.fields.nameLength
-      || (a.fields.names[0] ?? '').localeCompare(b.fields.names[0] ?? ''));
+      || ((a.fields.names[0] ?? '') < (b.fields.names[0] ?? '') ? -1 : (a.fields.names[0] ?? '') > (b.fields.names[0] ?? '') ? 1 : 0));
     this.records = [];
     this.byId = new Map();
     this.dead = new Uint8Array(described.length);
@@ -388,7 +390,8 @@ export class SearchIndex<T extends { id: string }> {
         if (word.exact.includes(text)) continue;
         prefix.push(term);
         size += this.postings[term]!.length;
-        if (prefix.length >= MAX_PREFIX_TERMS) break;
+        // One or two letters expand to much of the vocabulary; names starting with them rank first anyway.
+        if (prefix.length >= (word.text.length <= 2 ? MAX_SHORT_PREFIX_TERMS : MAX_PREFIX_TERMS)) break;
       }
     }
     return { word, exact, prefix, fuzzy: null, size };
