@@ -15,6 +15,7 @@ import { registerErrorHandling } from './http/errors-plugin.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerValidation } from './http/validation.ts';
+import { JobQueue } from './jobs/worker.ts';
 import { AccessTokens } from './modules/auth/tokens.ts';
 import { modules } from './modules/index.ts';
 import type { Keys } from './security/keys.ts';
@@ -24,15 +25,22 @@ export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerRespo
 export const BODY_LIMIT = 1024 * 1024;
 
 export function createContext(config: Config, storage: Storage, keys: Keys, logger: Logger): AppContext {
+  const metrics = createRegistry();
   return {
     config,
     storage,
     keys,
     logger,
     tokens: new AccessTokens(keys.signing, config.publicUrl, config.accessTokenTtl),
-    metrics: createRegistry(),
+    metrics,
+    jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),
   };
+}
+
+/** Running jobs get the shutdown grace period less a second, so they settle before the process exits. */
+export function jobsGraceMs(config: Config): number {
+  return Math.max(0, config.shutdownGraceSeconds * 1000 - 1000);
 }
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{8,64}$/;
@@ -67,6 +75,10 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     if (closing) reply.header('connection', 'close');
     return payload;
   });
+
+  // Workers stop before the database closes; stop() is idempotent, so the server's own call with
+  // the shutdown grace period wins when it came first.
+  app.addHook('onClose', () => ctx.jobs.stop(jobsGraceMs(ctx.config)));
 
   await registerOpenApi(app, ctx.config.publicUrl);
   for (const plugin of modules(ctx)) await app.register(plugin);

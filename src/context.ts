@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.ts';
 import type { Storage } from './db/index.ts';
+import type { JobQueue } from './jobs/worker.ts';
 import type { AccessTokens } from './modules/auth/tokens.ts';
 import type { Keys } from './security/keys.ts';
 
@@ -16,6 +17,8 @@ export interface AppContext {
   tokens: AccessTokens;
   logger: Logger;
   metrics: Registry;
+  /** Background jobs: modules register handlers while the app is built; the server starts the workers. */
+  jobs: JobQueue;
   /** Named checks that must pass for /ready (the database check is built in). */
   readiness: Map<string, () => boolean | Promise<boolean>>;
 }

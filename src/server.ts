@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { buildApp, createContext, type App } from './app.ts';
+import { buildApp, createContext, jobsGraceMs, type App } from './app.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { inTransaction, openStorage } from './db/index.ts';
@@ -48,13 +48,18 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const ctx = createContext(config, storage, keys, logger);
     await createDemoBusiness(ctx);
     const app = await buildApp(ctx);
-    const url = await app.listen({ port: config.port, host: config.host });
+    // Before listening, so the signal handlers (installed once this returns) follow closely.
+    if (config.workers) await ctx.jobs.start();
+    const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+      await ctx.jobs.stop(0);
+      throw error;
+    });
     logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
     let closing: Promise<void> | null = null;
     const close = () => (closing ??= (async () => {
-      // app.close stops accepting, lets requests in flight finish and runs every module's onClose
-      // (background workers stop there); then the database closes.
-      await app.close();
+      // app.close stops accepting and lets requests in flight finish while running jobs finish
+      // alongside (both within the grace period); then the database closes.
+      await Promise.all([app.close(), ctx.jobs.stop(jobsGraceMs(config))]);
       await storage.destroy();
     })());
     return { app, ctx, url, close };

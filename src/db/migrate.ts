@@ -9,12 +9,14 @@ import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
 import * as catalogue from './migrations/0003_catalogue.ts';
 import * as cases from './migrations/0005_cases.ts';
+import * as webhooks from './migrations/0007_webhooks.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
   '0003_catalogue': catalogue,
   '0005_cases': cases,
+  '0007_webhooks': webhooks,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

@@ -86,6 +86,73 @@ export interface CatalogueMetaTable {
   id: number;
   version: number;
   builtin_hash: string | null;
+export type WebhookSubscriptionStatus = 'active' | 'disabled';
+
+export interface WebhookSubscriptionsTable {
+  id: string;
+  business_id: string;
+  /** Normalised absolute URL, unique per business. */
+  endpoint: string;
+  protocol: 'https' | 'http';
+  /** JSON array of event names. */
+  event_names: string;
+  status: WebhookSubscriptionStatus;
+  /** Encrypted (security/encryption.ts, AD `webhook:<id>`). */
+  signing_key: string;
+  /** Encrypted; valid for signing until previous_key_expires_at (a rotation's overlap). */
+  previous_signing_key: string | null;
+  previous_key_expires_at: number | null;
+  disabled_reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  business_id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  /** The job that sends it (jobs table). */
+  job_id: string | null;
+  status: WebhookDeliveryStatus;
+  attempts: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: number | null;
+  /** The event's time, so listings are newest event first. */
+  created_at: number;
+  updated_at: number;
+}
+
+export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  business_id: string | null;
+  /** JSON */
+  payload: string;
+  status: JobStatus;
+  due_at: number;
+  attempts: Generated<number>;
+  max_attempts: number | null;
+  lease_until: number | null;
+  locked_by: string | null;
+  last_error: string | null;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface JobLocksTable {
+  name: string;
+  owner: string;
+  expires_at: number;
 }
 
 export interface CasesTable {
@@ -114,6 +181,10 @@ export interface Database {
   drugs: DrugsTable;
   lab_tests: LabTestsTable;
   catalogue_meta: CatalogueMetaTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  jobs: JobsTable;
+  job_locks: JobLocksTable;
   cases: CasesTable;
 }
 

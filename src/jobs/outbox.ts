@@ -1,11 +1,16 @@
 /**
  * The event outbox: an event is stored in the caller's transaction, so it commits with the change
- * that caused it, or not at all. Background jobs turn stored events into deliveries.
+ * that caused it, or not at all. With it goes an `event.dispatch` job, which runs the hooks that
+ * modules register with `jobs.onEvent(type, hook)`; the hooks turn the event into deliveries (one
+ * job per recipient). See worker.ts for the whole design.
  */
 import type { Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
+import { enqueue } from './queue.ts';
 
 export type EventType = 'external_review.request';
+
+export const EVENT_DISPATCH = 'event.dispatch';
 
 export interface NewEvent {
   businessId: string;
@@ -14,7 +19,15 @@ export interface NewEvent {
   payload: Record<string, unknown>;
 }
 
-/** Stores the event in `db` (pass the transaction of the change) and returns its id. */
+export interface StoredEvent {
+  id: string;
+  businessId: string;
+  type: EventType;
+  payload: Record<string, unknown>;
+  createdAt: number;
+}
+
+/** Stores the event and its dispatch job in `db` (pass the transaction of the change) and returns the event id. */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = newId('evt');
   await db.insertInto('events').values({
@@ -24,5 +37,18 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
     payload: JSON.stringify(event.payload),
     created_at: Date.now(),
   }).execute();
+  await enqueue(db, { kind: EVENT_DISPATCH, businessId: event.businessId, payload: { eventId: id }, dedupeKey: id });
   return id;
+}
+
+export async function loadEvent(db: Db, id: string): Promise<StoredEvent | null> {
+  const row = await db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) return null;
+  return {
+    id: row.id,
+    businessId: row.business_id,
+    type: row.type as EventType,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    createdAt: row.created_at,
+  };
 }

@@ -6,6 +6,7 @@ import { businessRoutes } from './businesses/routes.ts';
 import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
 import { searchRoutes } from './search/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
 export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
   return [
@@ -13,6 +14,7 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     authRoutes(ctx),
     businessRoutes(ctx),
     searchRoutes(ctx),
+    webhookRoutes(ctx),
     casesRoutes(ctx),
   ];
 }

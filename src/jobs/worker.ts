@@ -1,0 +1,496 @@
+/**
+ * Durable background jobs: webhook deliveries, push notifications, catalogue refreshes.
+ *
+ * - A job is a row in `jobs`, added by `enqueue(trx, ...)` in the transaction of the change that
+ *   causes it, so it exists exactly when that change does.
+ * - Delivery is AT LEAST ONCE: a worker can die after a handler's side effect and before the job is
+ *   marked done, and the job then runs again. Handlers must be idempotent (webhooks send the same
+ *   `webhook-id` on every attempt; fan-outs enqueue with a `dedupeKey`).
+ * - Claiming: every server process runs workers. On PostgreSQL the claim locks rows with
+ *   `FOR UPDATE SKIP LOCKED`, so processes share the work and no attempt runs twice at once. On
+ *   SQLite only the process holding the `job_locks` lease runs workers; another process on the same
+ *   file logs that it does not, and takes over when that lease runs out.
+ * - A claim carries a lease, renewed while the handler runs. When a process dies its leases run out
+ *   and the sweep returns those jobs to `pending`; the dead attempt still counts.
+ * - Outcomes: the handler resolves (succeeded), throws `PermanentError` (failed), or throws anything
+ *   else (retried after the kind's schedule: delay n is the wait after attempt n, and a
+ *   `RetryableError`'s `retryAfterSeconds` lengthens it). A job out of attempts ends `failed` and
+ *   stays queryable; `retryJob` queues it again.
+ * - Waking: PostgreSQL NOTIFY (a trigger on `jobs`, sent at commit) and, on SQLite, an in-process
+ *   signal from `enqueue`; a poll every `pollMs` catches jobs that fall due later, notifications
+ *   missed while reconnecting, and jobs added by other processes on SQLite. Idle cost: one small
+ *   query per poll (which kinds have due jobs), plus a sweep of expired leases every fifth poll.
+ * - Events (outbox.ts): `recordEvent` stores the event and, in the same transaction, an
+ *   `event.dispatch` job. That job runs every `onEvent` hook for the event's type in one transaction;
+ *   hooks enqueue one job per recipient (the webhooks module: one delivery per matching
+ *   subscription) with a dedupeKey such as `${event.id}:${subscriptionId}`, so a repeated dispatch
+ *   adds nothing.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import pg from 'pg';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { inTransaction, type Storage } from '../db/index.ts';
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
+import {
+  PermanentError, RetryableError, claimJobs, dueKinds, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
+  type Job, type Settlement,
+} from './queue.ts';
+
+export interface HandlerContext<P> {
+  job: Job<P>;
+  /** Aborted when the lease is lost or shutdown's grace period ends: stop and throw. */
+  signal: AbortSignal;
+}
+
+export type JobHandler<P = any> = (context: HandlerContext<P>) => Promise<void>;
+
+export interface KindOptions {
+  /** Attempts of this kind running at once in this process. */
+  concurrency?: number;
+  /** Seconds to wait after attempt 1, 2, ... before the next; attempts = length + 1 unless maxAttempts. */
+  retrySchedule?: number[];
+  maxAttempts?: number;
+  /** How long a claim lasts without renewal; renewed every third of it while the handler runs. */
+  leaseMs?: number;
+}
+
+export type EventHook = (trx: Transaction<Database>, event: StoredEvent) => Promise<void>;
+
+export interface JobQueueOptions {
+  /** Fallback poll interval. */
+  pollMs?: number;
+  /** SQLite: how long the worker lock lasts without renewal. */
+  lockTtlMs?: number;
+  workerId?: string;
+}
+
+interface Kind {
+  name: string;
+  handler: JobHandler;
+  concurrency: number;
+  retrySchedule: number[];
+  maxAttempts: number;
+  leaseMs: number;
+  running: number;
+  claiming: boolean;
+  /** Set when woken during a claim: claim again once it returns. */
+  again: boolean;
+  /** The last claim found fewer jobs than it asked for: wait for a wake-up rather than claim again. */
+  drained: boolean;
+}
+
+const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
+const LOCK_NAME = 'workers';
+
+export class JobQueue {
+  readonly workerId: string;
+  private readonly storage: Storage;
+  private readonly logger: Logger;
+  private readonly pollMs: number;
+  private readonly lockTtlMs: number;
+  private readonly kinds = new Map<string, Kind>();
+  private readonly hooks = new Map<string, EventHook[]>();
+  private readonly inFlight = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private readonly claims = new Set<Promise<void>>();
+  private readonly metrics: {
+    outcomes: Counter<'kind' | 'outcome'>;
+    startDelay: Histogram<'kind'>;
+  };
+  private state: 'idle' | 'waiting-for-lock' | 'running' | 'stopped' = 'idle';
+  private pollTimer: NodeJS.Timeout | null = null;
+  private lockTimer: NodeJS.Timeout | null = null;
+  private listener: pg.Client | null = null;
+  private stopping: Promise<void> | null = null;
+  private polls = 0;
+  private readonly onLocalWake = (kind: string) => this.wake(kind);
+  /** Successes waiting to be recorded together (see recordSuccess). */
+  private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
+  private flushing = false;
+
+  constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
+    this.storage = storage;
+    this.logger = logger.child({ component: 'jobs' });
+    this.pollMs = options.pollMs ?? 1000;
+    this.lockTtlMs = options.lockTtlMs ?? 15_000;
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const db = storage.db;
+    new Gauge({
+      name: 'cps_jobs_queue_depth',
+      help: 'Jobs by kind and status (pending, running, failed), read from the database at scrape',
+      labelNames: ['kind', 'status'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const row of await queueDepth(db)) this.set({ kind: row.kind, status: row.status }, row.count);
+        } catch {
+          // The database is unreachable or closed: /ready reports that; the gauge stays empty.
+        }
+      },
+    });
+    this.metrics = {
+      outcomes: new Counter({
+        name: 'cps_jobs_outcomes_total',
+        help: 'Job attempts by kind and outcome (succeeded, retried, failed, expired)',
+        labelNames: ['kind', 'outcome'] as const,
+        registers: [registry],
+      }),
+      startDelay: new Histogram({
+        name: 'cps_job_start_delay_seconds',
+        help: 'Seconds from when a job fell due to when an attempt started',
+        labelNames: ['kind'] as const,
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+        registers: [registry],
+      }),
+    };
+    this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
+      concurrency: 8,
+      retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
+    });
+  }
+
+  /** Adds the handler for a kind; modules call this while the app is built, before start(). */
+  register<P = any>(kind: string, handler: JobHandler<P>, options: KindOptions = {}): void {
+    if (this.kinds.has(kind)) throw new Error(`job kind "${kind}" is already registered`);
+    const retrySchedule = options.retrySchedule ?? DEFAULT_SCHEDULE;
+    this.kinds.set(kind, {
+      name: kind,
+      handler: handler as JobHandler,
+      concurrency: options.concurrency ?? 5,
+      retrySchedule,
+      maxAttempts: options.maxAttempts ?? retrySchedule.length + 1,
+      // Renewed every third of itself while the job runs, so a short lease only shortens crash recovery.
+      leaseMs: options.leaseMs ?? 15_000,
+      running: 0,
+      claiming: false,
+      again: false,
+      drained: false,
+    });
+  }
+
+  /** Runs `hook` for every event of `type`, inside the dispatch job's transaction (see the module comment). */
+  onEvent(type: string, hook: EventHook): void {
+    this.hooks.set(type, [...(this.hooks.get(type) ?? []), hook]);
+  }
+
+  /** Starts the workers of this process (on SQLite, once it holds the worker lock). */
+  async start(): Promise<void> {
+    if (this.state !== 'idle') return;
+    if (this.storage.dialect === 'sqlite') {
+      this.state = 'waiting-for-lock';
+      await this.holdLock(true);
+      return;
+    }
+    await this.begin();
+  }
+
+  /** True while this process claims jobs. */
+  get working(): boolean {
+    return this.state === 'running';
+  }
+
+  /**
+   * Stops claiming, waits up to `graceMs` for running attempts, then aborts their signals and
+   * returns; attempts still running then are claimed again elsewhere when their leases run out.
+   */
+  stop(graceMs = 25_000): Promise<void> {
+    this.stopping ??= (async () => {
+      const wasRunning = this.state === 'running';
+      this.state = 'stopped';
+      if (this.pollTimer) clearTimeout(this.pollTimer);
+      if (this.lockTimer) clearTimeout(this.lockTimer);
+      localWake.off('job', this.onLocalWake);
+      const listener = this.listener;
+      this.listener = null;
+      await listener?.end().catch(() => {});
+      // A claim under way when stop was called starts its jobs; wait for it so they are waited for too.
+      await Promise.allSettled(this.claims);
+      const pending = [...this.inFlight.values()];
+      if (pending.length > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const graceOver = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), graceMs); });
+        const outcome = await Promise.race([Promise.all(pending.map((p) => p.promise)), graceOver]);
+        clearTimeout(timer);
+        if (outcome === 'timeout') {
+          this.logger.warn({ running: this.inFlight.size, grace_ms: graceMs }, 'jobs still running at the end of the grace period; leaving them to their leases');
+          for (const { abort } of this.inFlight.values()) abort.abort(new Error('shutting down'));
+        }
+      }
+      if (this.storage.dialect === 'sqlite' && wasRunning) {
+        // Lets another process take over at once instead of after the lock's TTL.
+        await this.storage.db.deleteFrom('job_locks').where('name', '=', LOCK_NAME).where('owner', '=', this.workerId)
+          .execute().catch(() => {});
+      }
+    })();
+    return this.stopping;
+  }
+
+  /**
+   * Runs every due job of the registered kinds, and the jobs those enqueue, until none is due; for
+   * tests and tools that do not start the workers.
+   */
+  async runDue(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      let ran = 0;
+      for (const kind of this.kinds.values()) {
+        const jobs = await claimJobs(this.storage.db, kind.name, kind.concurrency, kind.leaseMs, this.workerId);
+        ran += jobs.length;
+        await Promise.all(jobs.map((job) => this.run(kind, job, new AbortController())));
+      }
+      if (ran === 0) return total;
+      total += ran;
+    }
+  }
+
+  // ---- Claiming ------------------------------------------------------------------------------
+
+  private async begin(): Promise<void> {
+    this.state = 'running';
+    this.logger.info({ worker_id: this.workerId, kinds: [...this.kinds.keys()], database: this.storage.dialect }, 'job workers started');
+    if (this.storage.dialect === 'postgres') await this.listen();
+    else localWake.on('job', this.onLocalWake);
+    void this.poll();
+  }
+
+  private wake(kindName?: string): void {
+    if (this.state !== 'running') return;
+    const kinds = kindName === undefined ? [...this.kinds.values()] : [this.kinds.get(kindName)].filter((k) => k !== undefined);
+    for (const kind of kinds) {
+      kind.drained = false;
+      void this.fill(kind);
+    }
+  }
+
+  /**
+   * Every poll asks which kinds have due jobs (one query) and claims for those; every fifth also
+   * sweeps expired leases. Idle, that is about one small query a second.
+   */
+  private async poll(): Promise<void> {
+    if (this.state !== 'running') return;
+    try {
+      if (this.polls++ % 5 === 0) {
+        for (const job of await releaseExpired(this.storage.db)) {
+          this.metrics.outcomes.inc({ kind: job.kind, outcome: 'expired' });
+          this.logger.warn({ job_id: job.id, kind: job.kind }, 'job lease expired; queued again');
+        }
+      }
+      for (const kind of await dueKinds(this.storage.db)) this.wake(kind);
+    } catch (error) {
+      this.logger.error({ err: error }, 'polling for jobs failed');
+    }
+    if (this.state === 'running') this.pollTimer = setTimeout(() => void this.poll(), this.pollMs);
+  }
+
+  /** Claims as many jobs of `kind` as it has free slots, and starts them. */
+  private async fill(kind: Kind): Promise<void> {
+    if (kind.claiming) {
+      kind.again = true;
+      return;
+    }
+    kind.claiming = true;
+    try {
+      do {
+        kind.again = false;
+        const free = kind.concurrency - kind.running;
+        if (this.state !== 'running' || free <= 0 || kind.drained) break;
+        const claim = claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId).then((jobs) => {
+          kind.drained = jobs.length < free;
+          for (const job of jobs) this.launch(kind, job);
+        });
+        this.claims.add(claim);
+        await claim.finally(() => this.claims.delete(claim));
+      } while (kind.again);
+    } catch (error) {
+      this.logger.error({ err: error, kind: kind.name }, 'claiming jobs failed; retrying at the next poll');
+    } finally {
+      kind.claiming = false;
+    }
+  }
+
+  private launch(kind: Kind, job: Job): void {
+    const abort = new AbortController();
+    const promise = this.run(kind, job, abort).finally(() => {
+      this.inFlight.delete(job.id);
+      void this.fill(kind);
+    });
+    this.inFlight.set(job.id, { promise, abort });
+  }
+
+  // ---- Running one attempt -------------------------------------------------------------------
+
+  private async run(kind: Kind, job: Job, abort: AbortController): Promise<void> {
+    kind.running++;
+    const db = this.storage.db;
+    const log = { job_id: job.id, kind: kind.name, attempt: job.attempts };
+    try {
+      this.metrics.startDelay.observe({ kind: kind.name }, Math.max(0, (job.startedAt ?? Date.now()) - job.dueAt) / 1000);
+      const maxAttempts = job.maxAttempts ?? kind.maxAttempts;
+      if (job.attempts > maxAttempts) {
+        // Its last attempt's lease ran out (see releaseExpired).
+        await settleJob(db, job, { status: 'failed', error: job.lastError ?? 'out of attempts' });
+        this.metrics.outcomes.inc({ kind: kind.name, outcome: 'failed' });
+        return;
+      }
+      const heartbeat = setInterval(() => {
+        renewLease(db, job, kind.leaseMs).then((ours) => {
+          if (!ours) abort.abort(new Error('lease lost'));
+        }, (error: unknown) => this.logger.warn({ ...log, err: error }, 'renewing a job lease failed'));
+      }, Math.max(10, Math.floor(kind.leaseMs / 3)));
+      // After an abort the attempt is abandoned to its lease (shutdown) or already lost.
+      abort.signal.addEventListener('abort', () => clearInterval(heartbeat));
+      let settlement: Settlement;
+      try {
+        await kind.handler({ job, signal: abort.signal });
+        settlement = { status: 'succeeded' };
+      } catch (error) {
+        settlement = this.afterFailure(kind, job, maxAttempts, error);
+      } finally {
+        clearInterval(heartbeat);
+      }
+      const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await settleJob(db, job, settlement);
+      if (!recorded) {
+        this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
+        return;
+      }
+      const outcome = settlement.status === 'pending' ? 'retried' : settlement.status;
+      this.metrics.outcomes.inc({ kind: kind.name, outcome });
+      if (settlement.status === 'pending') {
+        this.logger.warn({ ...log, error: settlement.error, retry_at: new Date(settlement.dueAt).toISOString() }, 'job attempt failed; will retry');
+        this.wakeAt(kind, settlement.dueAt);
+      } else if (settlement.status === 'failed') {
+        this.logger.error({ ...log, error: settlement.error }, 'job failed');
+      }
+    } catch (error) {
+      // The database failed while settling: the lease runs out and the job runs again.
+      this.logger.error({ ...log, err: error }, 'recording a job outcome failed');
+    } finally {
+      kind.running--;
+    }
+  }
+
+  private afterFailure(kind: Kind, job: Job, maxAttempts: number, error: unknown): Settlement {
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof PermanentError || job.attempts >= maxAttempts) return { status: 'failed', error: message };
+    const scheduled = kind.retrySchedule[Math.min(job.attempts - 1, kind.retrySchedule.length - 1)] ?? 0;
+    const retryAfter = error instanceof RetryableError ? (error.retryAfterSeconds ?? 0) : 0;
+    return { status: 'pending', error: message, dueAt: Date.now() + Math.max(scheduled, retryAfter) * 1000 };
+  }
+
+  /**
+   * Successes that finish while one batch is being written go into the next: under load one
+   * statement (and one commit) records many jobs; alone, a job is recorded at once.
+   */
+  private recordSuccess(job: Job): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.successes.push({ job, done, fail });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flushSuccesses());
+      }
+    });
+  }
+
+  private async flushSuccesses(): Promise<void> {
+    while (this.successes.length > 0) {
+      const batch = this.successes.splice(0, 500);
+      try {
+        const recorded = await settleSucceeded(this.storage.db, batch.map((entry) => entry.job));
+        for (const entry of batch) entry.done(recorded.has(entry.job.id));
+      } catch (error) {
+        for (const entry of batch) entry.fail(error);
+      }
+    }
+    this.flushing = false;
+  }
+
+  /** A retry due before the next poll is claimed on time. */
+  private wakeAt(kind: Kind, dueAt: number): void {
+    const delay = dueAt - Date.now();
+    if (delay >= this.pollMs) return;
+    setTimeout(() => {
+      kind.drained = false;
+      void this.fill(kind);
+    }, Math.max(0, delay)).unref();
+  }
+
+  // ---- Events ----------------------------------------------------------------------------------
+
+  private async dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
+    const event = await loadEvent(this.storage.db, job.payload.eventId);
+    // Its business was deleted since: nothing to deliver.
+    if (!event) return;
+    const hooks = this.hooks.get(event.type) ?? [];
+    if (hooks.length === 0) return;
+    await inTransaction(this.storage.db, async (trx) => {
+      for (const hook of hooks) await hook(trx, event);
+    });
+  }
+
+  // ---- PostgreSQL: LISTEN ----------------------------------------------------------------------
+
+  private async listen(): Promise<void> {
+    const pool = this.storage.pgPool!;
+    // A client of its own, outside the pool: LISTEN holds its connection for as long as it lives.
+    const client = new pg.Client(pool.options);
+    const retry = () => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      client.end().catch(() => {});
+      if (this.state !== 'running') return;
+      this.logger.warn('job notifications lost; polling until they reconnect');
+      setTimeout(() => { if (this.state === 'running') void this.listen(); }, 2000).unref();
+    };
+    this.listener = client;
+    client.on('notification', (message) => this.wake(message.payload));
+    client.on('error', retry);
+    client.on('end', retry);
+    try {
+      await client.connect();
+      await client.query('LISTEN cps_jobs');
+    } catch (error) {
+      this.logger.warn({ err: error }, 'LISTEN for jobs failed');
+      retry();
+    }
+  }
+
+  // ---- SQLite: the worker lock -----------------------------------------------------------------
+
+  /** Takes or renews the lock; starts the workers on taking it, pauses them on losing it. */
+  private async holdLock(first: boolean): Promise<void> {
+    if (this.state === 'stopped') return;
+    let held = false;
+    try {
+      const now = Date.now();
+      const row = await this.storage.db.insertInto('job_locks')
+        .values({ name: LOCK_NAME, owner: this.workerId, expires_at: now + this.lockTtlMs })
+        .onConflict((oc) => oc.column('name')
+          .doUpdateSet({ owner: this.workerId, expires_at: now + this.lockTtlMs })
+          .where((eb) => eb.or([eb('job_locks.owner', '=', this.workerId), eb('job_locks.expires_at', '<', now)])))
+        .returning('owner')
+        .executeTakeFirst();
+      held = row !== undefined;
+    } catch (error) {
+      this.logger.error({ err: error }, 'taking the job worker lock failed');
+    }
+    if (held && this.state === 'waiting-for-lock') {
+      if (!first) this.logger.info('took over the job workers for this SQLite database');
+      await this.begin();
+    } else if (!held && this.state === 'running') {
+      this.logger.error('lost the job worker lock to another process; pausing the workers');
+      this.state = 'waiting-for-lock';
+      if (this.pollTimer) clearTimeout(this.pollTimer);
+      localWake.off('job', this.onLocalWake);
+    } else if (!held && first) {
+      this.logger.warn({ database: this.storage.location },
+        'another process runs the job workers for this SQLite database; this one does not (it takes over if that process stops)');
+    }
+    if (this.stopping) return;
+    const every = held ? Math.floor(this.lockTtlMs / 3) : this.lockTtlMs;
+    this.lockTimer = setTimeout(() => void this.holdLock(false), every);
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * Webhook delivery: an event becomes one delivery per matching active subscription (fanOut, run
+ * by the event dispatch in one transaction), and each delivery is sent by attempts (attempt), one
+ * per job run. The body is the event's stored payload text, byte for byte the same on every
+ * attempt; `webhook-id` is the event id; `webhook-timestamp` is the attempt's time.
+ */
+import type { Counter } from 'prom-client';
+import type { Logger } from 'pino';
+import type { Db, Storage } from '../../db/index.ts';
+import { newId } from '../../db/ids.ts';
+import { decrypt } from '../../security/encryption.ts';
+import * as repo from './repo.ts';
+import type { DeliveryQueue } from './service.ts';
+import { keyAssociatedData } from './service.ts';
+import type { Sender } from './sender.ts';
+import { signatureHeader } from './signer.ts';
+
+export const DELIVERY_JOB = 'webhook.delivery';
+
+/** One delivery per (event, subscription): the key of its job. */
+export function deliveryKey(eventId: string, subscriptionId: string): string {
+  return `${eventId}:${subscriptionId}`;
+}
+
+export interface EventRef {
+  id: string;
+  businessId: string;
+  type: string;
+  createdAt: number;
+}
+
+/** One delivery (and its job) per active subscription to the event's type; a repeated call adds nothing. */
+export async function fanOut(trx: Db, queue: DeliveryQueue, event: EventRef): Promise<number> {
+  let added = 0;
+  for (const subscription of await repo.activeSubscriptions(trx, event.businessId)) {
+    if (!(JSON.parse(subscription.event_names) as string[]).includes(event.type)) continue;
+    const id = newId('whd');
+    const now = Date.now();
+    // The job first: its key is the (event, subscription) pair, so a repeated dispatch gets the
+    // existing job back and the delivery insert below adds nothing.
+    const jobId = await queue.enqueue(trx, event.businessId, id, deliveryKey(event.id, subscription.id));
+    const inserted = await repo.insertDelivery(trx, {
+      id,
+      business_id: event.businessId,
+      subscription_id: subscription.id,
+      event_id: event.id,
+      event_type: event.type,
+      job_id: jobId,
+      status: 'pending',
+      last_status_code: null,
+      last_error: null,
+      next_attempt_at: now,
+      created_at: event.createdAt,
+      updated_at: now,
+    });
+    if (!inserted) continue;
+    added++;
+  }
+  return added;
+}
+
+export type AttemptOutcome =
+  | { kind: 'succeeded'; statusCode: number }
+  /** Nothing to send: the subscription or the event was deleted. */
+  | { kind: 'gone' }
+  | { kind: 'failed'; error: string }
+  | { kind: 'retry'; error: string; retryAfterSeconds: number | null };
+
+export interface AttemptInput {
+  businessId: string;
+  deliveryId: string;
+  /** 1 for the first attempt (of this round: a manual retry starts again at 1). */
+  attempt: number;
+  /** Attempts allowed: the retry schedule's length + 1. */
+  maxAttempts: number;
+  /** Seconds to wait after attempt n before the next (CPS_WEBHOOK_RETRY_SCHEDULE). */
+  retrySchedule: readonly number[];
+  signal?: AbortSignal;
+}
+
+export interface AttemptDeps {
+  storage: Storage;
+  masterKey: Buffer;
+  sender: Sender;
+  logger: Logger;
+  outcomes?: Counter<'outcome'>;
+}
+
+function describe(error: unknown): string {
+  const e = error as { message?: string; code?: string };
+  const message = e?.message ?? String(error);
+  return e?.code && !message.includes(e.code) ? `${e.code}: ${message}` : message;
+}
+
+export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptOutcome> {
+  const db = deps.storage.db;
+  const row = await repo.loadAttempt(db, input.businessId, input.deliveryId);
+  if (!row) return { kind: 'gone' };
+  const log = { subscription_id: row.subscription_id, event_id: row.event_id, attempt: input.attempt };
+  const last = input.attempt >= input.maxAttempts;
+
+  if (row.subscription_status !== 'active') {
+    const error = 'the subscription is disabled';
+    await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: null, lastError: error, nextAttemptAt: null });
+    deps.outcomes?.inc({ outcome: 'failed' });
+    return { kind: 'failed', error };
+  }
+
+  const ad = keyAssociatedData(row.subscription_id);
+  const now = Date.now();
+  const keys = [decrypt(deps.masterKey, row.signing_key, ad)];
+  if (row.previous_signing_key && row.previous_key_expires_at !== null && row.previous_key_expires_at > now) {
+    keys.push(decrypt(deps.masterKey, row.previous_signing_key, ad));
+  }
+  const timestamp = Math.floor(now / 1000);
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'OpenCPS-Webhooks/1.0',
+    'webhook-id': row.event_id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(keys, row.event_id, timestamp, row.payload),
+  };
+
+  let statusCode: number | null = null;
+  let retryAfterSeconds: number | null = null;
+  let error: string;
+  try {
+    const result = await deps.sender.send(row.endpoint, headers, row.payload, input.signal);
+    statusCode = result.statusCode;
+    retryAfterSeconds = result.retryAfterSeconds;
+    error = `the endpoint answered HTTP ${statusCode}`;
+  } catch (caught) {
+    error = describe(caught);
+  }
+
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
+    await repo.recordAttempt(db, input.businessId, row.id, { status: 'succeeded', lastStatusCode: statusCode, lastError: null, nextAttemptAt: null });
+    deps.outcomes?.inc({ outcome: 'succeeded' });
+    deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
+    return { kind: 'succeeded', statusCode };
+  }
+  if (statusCode === 410) {
+    // The receiver says the endpoint is gone for good: stop sending to it until re-enabled.
+    error = 'the endpoint answered HTTP 410 Gone; the subscription was disabled';
+    await repo.updateSubscription(db, input.businessId, row.subscription_id, { status: 'disabled', disabled_reason: 'endpoint answered 410 Gone', updated_at: Date.now() });
+    await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: 410, lastError: error, nextAttemptAt: null });
+    deps.outcomes?.inc({ outcome: 'disabled' });
+    deps.logger.warn(log, 'webhook endpoint answered 410 Gone; subscription disabled');
+    return { kind: 'failed', error };
+  }
+  if (last) {
+    await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: statusCode, lastError: error, nextAttemptAt: null });
+    deps.outcomes?.inc({ outcome: 'failed' });
+    deps.logger.warn({ ...log, status_code: statusCode, error }, 'webhook delivery failed; no attempts left');
+    return { kind: 'failed', error };
+  }
+  const delay = input.retrySchedule[Math.min(input.attempt - 1, input.retrySchedule.length - 1)] ?? 0;
+  const nextAttemptAt = Date.now() + Math.max(delay, retryAfterSeconds ?? 0) * 1000;
+  await repo.recordAttempt(db, input.businessId, row.id, { status: 'pending', lastStatusCode: statusCode, lastError: error, nextAttemptAt });
+  deps.outcomes?.inc({ outcome: 'retried' });
+  deps.logger.info({ ...log, status_code: statusCode, error }, 'webhook attempt failed; will retry');
+  return { kind: 'retry', error, retryAfterSeconds };
+}

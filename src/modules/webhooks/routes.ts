@@ -1,0 +1,136 @@
+/** Webhook subscriptions and deliveries (contract 8), Bearer with scope webhook:admin. */
+import type { FastifyContextConfig } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../http/auth.ts';
+import { StandardError } from '../../http/schemas.ts';
+import * as service from './service.ts';
+import { wireDeliveries } from './wiring.ts';
+
+const BASE = '/notification/v1/connect/webhook/subscriptions';
+
+const Protocol = Type.Union([Type.Literal('https'), Type.Literal('http')], { 'x-message': 'must be "https" or "http"' });
+const Status = Type.Union([Type.Literal('active'), Type.Literal('disabled')], { 'x-message': 'must be "active" or "disabled"' });
+const Endpoint = Type.String({ minLength: 1, maxLength: 2048 });
+const EventNames = Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 20 });
+const SigningKey = Type.String({ maxLength: 200 });
+
+const Subscription = Type.Object({
+  id: Type.String(),
+  endpoint: Type.String(),
+  event_names: Type.Array(Type.String()),
+  protocol: Type.String(),
+  status: Type.String(),
+  created_at: Type.Integer({ description: 'epoch seconds' }),
+  updated_at: Type.Integer({ description: 'epoch seconds' }),
+});
+
+const Delivery = Type.Object({
+  event_id: Type.String(),
+  event: Type.String(),
+  status: Type.String({ description: 'pending, succeeded or failed' }),
+  attempts: Type.Integer(),
+  last_status_code: Type.Union([Type.Integer(), Type.Null()]),
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  next_attempt_at: Type.Union([Type.Integer({ description: 'epoch seconds' }), Type.Null()]),
+});
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+const Errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
+
+export function webhookRoutes(ctx: AppContext) {
+  const { queue, options, sender } = wireDeliveries(ctx);
+  return async function plugin(app: App): Promise<void> {
+    // Idle keep-alive sockets go once the workers have stopped (stop() is idempotent).
+    app.addHook('onClose', async () => {
+      await ctx.jobs.stop(Math.max(0, ctx.config.shutdownGraceSeconds * 1000 - 1000));
+      sender.close();
+    });
+    const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
+    const tags = ['webhooks'];
+
+    app.post(BASE, {
+      config,
+      schema: {
+        tags,
+        summary: 'Register a webhook endpoint; the signing key is returned only here',
+        body: Type.Object({
+          endpoint: Endpoint,
+          event_names: Type.Optional(EventNames),
+          signing_key: Type.Optional(SigningKey),
+          protocol: Type.Optional(Protocol),
+        }),
+        response: { 201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String() }), ...Errors },
+      },
+    }, async (request, reply) => {
+      const created = await service.createSubscription(ctx, options, principalOf(request).businessId, request.body);
+      return reply.code(201).send({ id: created.id, status: 'success', signing_key: created.signing_key });
+    });
+
+    app.get(BASE, {
+      config,
+      schema: {
+        tags,
+        summary: 'List the webhook subscriptions (without signing keys)',
+        response: { 200: Type.Object({ data: Type.Array(Subscription), msg: Type.Literal('success') }), ...Errors },
+      },
+    }, async (request) => ({ data: await service.listSubscriptions(ctx, principalOf(request).businessId), msg: 'success' as const }));
+
+    app.patch(`${BASE}/:id`, {
+      config,
+      schema: {
+        tags,
+        summary: 'Change the endpoint, event names, signing key (the old one signs too for 24 h) or status',
+        params: IdParams,
+        body: Type.Union([Type.Object({
+          endpoint: Type.Optional(Endpoint),
+          event_names: Type.Optional(EventNames),
+          signing_key: Type.Optional(SigningKey),
+          status: Type.Optional(Status),
+          protocol: Type.Optional(Protocol),
+        }), Type.Null()]),
+        response: { 200: Subscription, ...Errors },
+      },
+    }, async (request) => service.updateSubscription(ctx, options, principalOf(request).businessId, request.params.id, request.body ?? {}));
+
+    app.delete(`${BASE}/:id`, {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a webhook subscription and its deliveries',
+        params: IdParams,
+        response: { 200: Type.Object({ status: Type.Literal('webhook deleted successfully'), msg: Type.Literal('success') }), ...Errors },
+      },
+    }, async (request) => {
+      await service.deleteSubscription(ctx, principalOf(request).businessId, request.params.id);
+      return { status: 'webhook deleted successfully' as const, msg: 'success' as const };
+    });
+
+    app.get(`${BASE}/:id/deliveries`, {
+      config,
+      schema: {
+        tags,
+        summary: 'Deliveries of a subscription, newest first, 50 a page',
+        params: IdParams,
+        querystring: Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })) }),
+        response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...Errors },
+      },
+    }, async (request) => ({
+      data: await service.listDeliveries(ctx, principalOf(request).businessId, request.params.id, request.query.page_no ?? 0),
+    }));
+
+    app.post(`${BASE}/:id/deliveries/:event_id/retry`, {
+      config,
+      schema: {
+        tags,
+        summary: 'Queue a delivery again, due now',
+        params: Type.Object({ id: Type.String({ maxLength: 100 }), event_id: Type.String({ maxLength: 100 }) }),
+        response: { 202: Type.Object({ status: Type.Literal('pending'), msg: Type.Literal('success') }), ...Errors },
+      },
+    }, async (request, reply) => {
+      await service.retryDelivery(ctx, queue, principalOf(request).businessId, request.params.id, request.params.event_id);
+      return reply.code(202).send({ status: 'pending', msg: 'success' });
+    });
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * Deliveries on the durable jobs (src/jobs): the event dispatch runs fanOut for every
+ * `external_review.request`, each delivery is one `webhook.delivery` job (claimed by one worker at a
+ * time across processes), retried on CPS_WEBHOOK_RETRY_SCHEDULE, honouring Retry-After.
+ */
+import { Counter } from 'prom-client';
+import type { AppContext } from '../../context.ts';
+import { enqueue, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
+import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps } from './delivery.ts';
+import { createSender, type Sender } from './sender.ts';
+import { EVENT_NAMES, type DeliveryQueue, type WebhookServiceOptions } from './service.ts';
+
+/**
+ * A claim lasts this long without renewal (the worker renews it every third while the attempt
+ * runs), so the deliveries of a process that died are sent by another within about this time.
+ */
+const LEASE_MS = 10_000;
+
+export interface WebhookWiring {
+  queue: DeliveryQueue;
+  options: WebhookServiceOptions;
+  sender: Sender;
+}
+
+export function wireDeliveries(ctx: AppContext): WebhookWiring {
+  const schedule = ctx.config.webhookRetrySchedule;
+  const sender = createSender({ publicOnly: ctx.config.env === 'production' });
+  const deps: AttemptDeps = {
+    storage: ctx.storage,
+    masterKey: ctx.keys.masterKey,
+    sender,
+    logger: ctx.logger.child({ component: 'webhooks' }),
+    outcomes: new Counter({
+      name: 'cps_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome (succeeded, retried, failed, disabled)',
+      labelNames: ['outcome'] as const,
+      registers: [ctx.metrics],
+    }),
+  };
+
+  const queue: DeliveryQueue = {
+    enqueue: (db, businessId, deliveryId, key) =>
+      enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }),
+    async retry(db, businessId, deliveryId, jobId, key) {
+      const job = jobId ? await retryJob(db, jobId, { businessId }) : null;
+      return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key });
+    },
+  };
+
+  ctx.jobs.register<{ deliveryId: string }>(DELIVERY_JOB, async ({ job, signal }) => {
+    const outcome = await attempt(deps, {
+      businessId: job.businessId!,
+      deliveryId: job.payload.deliveryId,
+      attempt: job.attempts,
+      maxAttempts: job.maxAttempts ?? schedule.length + 1,
+      retrySchedule: schedule,
+      signal,
+    });
+    if (outcome.kind === 'failed') throw new PermanentError(outcome.error);
+    if (outcome.kind === 'retry') throw new RetryableError(outcome.error, { retryAfterSeconds: outcome.retryAfterSeconds });
+  }, { retrySchedule: schedule, concurrency: 16, leaseMs: LEASE_MS });
+
+  for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, event) => { await fanOut(trx, queue, event); });
+
+  return { queue, options: {}, sender };
+}

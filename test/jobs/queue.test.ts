@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { inTransaction } from '../../src/db/index.ts';
+import { recordEvent } from '../../src/jobs/outbox.ts';
+import {
+  PermanentError, RetryableError, claimJobs, enqueue, getJob, listJobs, releaseExpired, retryJob,
+} from '../../src/jobs/queue.ts';
+import { createBusiness } from '../../src/modules/businesses/service.ts';
+import { createTestApp, DIALECT } from '../helpers.ts';
+import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
+
+describe(`jobs (${DIALECT})`, () => {
+  let f: JobsFixture;
+  before(async () => { f = await createJobsFixture(); });
+  beforeEach(async () => f.reset());
+  after(async () => f.close());
+
+  /** Makes a job due now, standing in for the wait of its retry delay. */
+  const makeDue = (id: string) => f.storage.db.updateTable('jobs').set({ due_at: Date.now() }).where('id', '=', id).execute();
+
+  describe('enqueue in the caller\'s transaction', () => {
+    it('an enqueue rolled back with its transaction leaves nothing', async () => {
+      await assert.rejects(inTransaction(f.storage.db, async (trx) => {
+        await enqueue(trx, { kind: 'test.noop', businessId: f.businessId, payload: { n: 1 } });
+        await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: { a: 1 } });
+        throw new Error('the change fails');
+      }), /the change fails/);
+      assert.equal((await f.storage.db.selectFrom('jobs').selectAll().execute()).length, 0);
+      assert.equal((await f.storage.db.selectFrom('events').selectAll().execute()).length, 0);
+    });
+
+    it('a committed enqueue is stored pending, due now, and a dedupe key adds it once', async () => {
+      const [first, second] = await inTransaction(f.storage.db, async (trx) => [
+        await enqueue(trx, { kind: 'test.noop', businessId: f.businessId, payload: { n: 1 }, dedupeKey: 'k1' }),
+        await enqueue(trx, { kind: 'test.noop', businessId: f.businessId, payload: { n: 2 }, dedupeKey: 'k1' }),
+      ]);
+      assert.equal(first, second);
+      const job = await getJob(f.storage.db, first!);
+      assert.equal(job?.status, 'pending');
+      assert.deepEqual(job?.payload, { n: 1 });
+      assert.equal(job?.attempts, 0);
+      assert.ok(Math.abs(job!.dueAt - Date.now()) < 60_000);
+    });
+  });
+
+  describe('workers', () => {
+    it('run a job promptly after its enqueue commits, once', async () => {
+      const ran: string[] = [];
+      f.queue.register('test.noop', async ({ job }) => { ran.push(job.id); });
+      await f.queue.start();
+      assert.equal(f.queue.working, true);
+      const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
+      await until(async () => (await getJob(f.storage.db, id))?.status === 'succeeded');
+      assert.deepEqual(ran, [id]);
+      const job = await getJob(f.storage.db, id);
+      assert.equal(job?.attempts, 1);
+      assert.ok(job?.finishedAt);
+    });
+
+    it('run at most `concurrency` jobs of a kind at once', async () => {
+      let running = 0;
+      let peak = 0;
+      f.queue.register('test.slow', async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running--;
+      }, { concurrency: 3 });
+      await inTransaction(f.storage.db, async (trx) => {
+        for (let i = 0; i < 20; i++) await enqueue(trx, { kind: 'test.slow', payload: { i } });
+      });
+      await f.queue.start();
+      await until(async () => (await listJobs(f.storage.db, { status: 'succeeded', limit: 100 })).length === 20);
+      assert.equal(peak, 3);
+    });
+
+    it('do not run a job before it is due', async () => {
+      f.queue.register('test.noop', async () => {});
+      const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {}, dueAt: Date.now() + 3_600_000 });
+      assert.equal(await f.queue.runDue(), 0);
+      assert.equal((await getJob(f.storage.db, id))?.status, 'pending');
+    });
+  });
+
+  describe('retries', () => {
+    it('follow the kind\'s schedule, then end failed and stay queryable; a manual retry queues again', async () => {
+      let fail = true;
+      f.queue.register('test.flaky', async () => { if (fail) throw new Error('remote said 500'); }, { retrySchedule: [5, 300] });
+      const id = await enqueue(f.storage.db, { kind: 'test.flaky', businessId: f.businessId, payload: {} });
+
+      for (const [attempt, delay] of [[1, 5], [2, 300]] as const) {
+        const before = Date.now();
+        await f.queue.runDue();
+        const job = (await getJob(f.storage.db, id))!;
+        assert.equal(job.status, 'pending');
+        assert.equal(job.attempts, attempt);
+        assert.equal(job.lastError, 'remote said 500');
+        assert.ok(job.dueAt >= before + delay * 1000 && job.dueAt <= Date.now() + delay * 1000, `attempt ${attempt} waits ${delay} s`);
+        await makeDue(id);
+      }
+      await f.queue.runDue();
+      let job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'failed', 'one attempt plus one per delay');
+      assert.equal(job.attempts, 3);
+      assert.deepEqual((await listJobs(f.storage.db, { status: 'failed', businessId: f.businessId })).map((j) => j.id), [id]);
+
+      fail = false;
+      job = (await retryJob(f.storage.db, id, { businessId: f.businessId }))!;
+      assert.equal(job.status, 'pending');
+      assert.equal(job.attempts, 0);
+      await f.queue.runDue();
+      job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'succeeded');
+      assert.equal(job.attempts, 1);
+    });
+
+    it('wait the longer of the scheduled delay and the Retry-After the handler reports', async () => {
+      let retryAfter = 0;
+      f.queue.register('test.busy', async () => { throw new RetryableError('429', { retryAfterSeconds: retryAfter }); }, { retrySchedule: [5, 5, 5] });
+      const id = await enqueue(f.storage.db, { kind: 'test.busy', payload: {} });
+      for (const [reported, expected] of [[120, 120], [2, 5]] as const) {
+        retryAfter = reported;
+        const before = Date.now();
+        await f.queue.runDue();
+        const job = (await getJob(f.storage.db, id))!;
+        assert.ok(job.dueAt >= before + expected * 1000 && job.dueAt <= Date.now() + expected * 1000, `Retry-After ${reported} waits ${expected} s`);
+        await makeDue(id);
+      }
+    });
+
+    it('stop at a PermanentError', async () => {
+      f.queue.register('test.gone', async () => { throw new PermanentError('410 gone'); });
+      const id = await enqueue(f.storage.db, { kind: 'test.gone', payload: {} });
+      await f.queue.runDue();
+      const job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'failed');
+      assert.equal(job.attempts, 1);
+      assert.equal(job.lastError, '410 gone');
+    });
+
+    it('a job whose lease ran out runs again, and the late attempt cannot overwrite it', async () => {
+      const ran: number[] = [];
+      f.queue.register('test.noop', async ({ job }) => { ran.push(job.attempts); });
+      const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
+      // A worker that claimed the job and died: its lease runs out.
+      const [dead] = await claimJobs(f.storage.db, 'test.noop', 1, 1, 'dead-worker');
+      await until(() => Date.now() > dead!.startedAt! + 1);
+      assert.deepEqual((await releaseExpired(f.storage.db)).map((j) => j.id), [id]);
+      await f.queue.runDue();
+      const job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'succeeded');
+      assert.deepEqual(ran, [2], 'the dead attempt counts');
+    });
+
+    it('a job whose last attempt\'s lease ran out ends failed', async () => {
+      f.queue.register('test.noop', async () => {}, { retrySchedule: [] });
+      const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
+      await claimJobs(f.storage.db, 'test.noop', 1, 1, 'dead-worker');
+      await until(async () => (await releaseExpired(f.storage.db)).length === 1);
+      await f.queue.runDue();
+      const job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'failed');
+      assert.match(job.lastError!, /lease expired/);
+    });
+  });
+
+  describe('shutdown', () => {
+    it('waits for running jobs to finish', async () => {
+      const release = gate();
+      const started = gate();
+      f.queue.register('test.wait', async () => { started.open(); await release.promise; });
+      await f.queue.start();
+      const id = await enqueue(f.storage.db, { kind: 'test.wait', payload: {} });
+      await started.promise;
+      let stopped = false;
+      const stopping = f.queue.stop(60_000).then(() => { stopped = true; });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(stopped, false, 'stop waits for the running job');
+      release.open();
+      await stopping;
+      assert.equal((await getJob(f.storage.db, id))?.status, 'succeeded');
+    });
+
+    it('gives up after the grace period, aborts the handler\'s signal and leaves the job to its lease', async () => {
+      const started = gate();
+      let aborted = false;
+      f.queue.register('test.stuck', async ({ signal }) => {
+        started.open();
+        signal.addEventListener('abort', () => { aborted = true; });
+        await new Promise(() => {}); // ignores the signal: never settles
+      });
+      await f.queue.start();
+      const id = await enqueue(f.storage.db, { kind: 'test.stuck', payload: {} });
+      await started.promise;
+      await f.queue.stop(10);
+      assert.equal(aborted, true);
+      assert.equal((await getJob(f.storage.db, id))?.status, 'running', 'claimed again elsewhere once its lease runs out');
+    });
+  });
+
+  describe('events', () => {
+    it('fan out into one job per recipient, once even when dispatched twice', async () => {
+      const delivered: string[] = [];
+      f.queue.register('test.delivery', async ({ job }) => { delivered.push((job.payload as { to: string }).to); });
+      f.queue.onEvent('external_review.request', async (trx, event) => {
+        for (const to of ['sub_a', 'sub_b']) {
+          await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { to, eventId: event.id }, dedupeKey: `${event.id}:${to}` });
+        }
+      });
+      const eventId = await inTransaction(f.storage.db, (trx) =>
+        recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: { x: 1 } }));
+      await f.queue.runDue();
+      assert.deepEqual(delivered.sort(), ['sub_a', 'sub_b']);
+
+      const [dispatch] = await listJobs(f.storage.db, { kind: 'event.dispatch' });
+      assert.equal(dispatch?.dedupeKey, eventId);
+      await retryJob(f.storage.db, dispatch!.id);
+      await f.queue.runDue();
+      assert.equal(delivered.length, 2);
+      assert.equal((await listJobs(f.storage.db, { kind: 'test.delivery' })).length, 2);
+    });
+  });
+
+  describe('queries', () => {
+    it('read another business\'s job exactly like an unknown one', async () => {
+      const other = (await createBusiness(f.storage.db, 'Other')).business_id;
+      const id = await enqueue(f.storage.db, { kind: 'test.noop', businessId: other, payload: {} });
+      assert.equal(await getJob(f.storage.db, id, { businessId: f.businessId }), null);
+      assert.equal(await getJob(f.storage.db, 'job_unknown', { businessId: f.businessId }), null);
+      assert.equal(await retryJob(f.storage.db, id, { businessId: f.businessId }), null);
+      assert.deepEqual(await listJobs(f.storage.db, { businessId: f.businessId }), []);
+      assert.equal((await getJob(f.storage.db, id, { businessId: other }))?.id, id);
+    });
+  });
+});
+
+describe(`jobs in the app (${DIALECT})`, () => {
+  it('exposes queue depth, outcomes and start delay at /metrics', async () => {
+    const t = await createTestApp();
+    try {
+      t.ctx.jobs.register('test.noop', async () => {});
+      await enqueue(t.ctx.storage.db, { kind: 'test.noop', payload: {} });
+      await enqueue(t.ctx.storage.db, { kind: 'test.later', payload: {}, dueAt: Date.now() + 60_000 });
+      await t.ctx.jobs.runDue();
+      const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      assert.match(text, /cps_jobs_queue_depth\{kind="test.later",status="pending"\} 1/);
+      assert.match(text, /cps_jobs_outcomes_total\{kind="test.noop",outcome="succeeded"\} 1/);
+      assert.match(text, /cps_job_start_delay_seconds_count\{kind="test.noop"\} 1/);
+    } finally {
+      await t.close();
+    }
+  });
+});
