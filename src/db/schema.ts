@@ -86,6 +86,8 @@ export interface CatalogueMetaTable {
   id: number;
   version: number;
   builtin_hash: string | null;
+}
+
 export type WebhookSubscriptionStatus = 'active' | 'disabled';
 
 export interface WebhookSubscriptionsTable {
