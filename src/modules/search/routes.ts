@@ -87,8 +87,11 @@ export function searchRoutes(ctx: AppContext) {
   return async function plugin(app: App): Promise<void> {
     const catalogue = catalogueOf(ctx);
     ctx.readiness.set('search', () => catalogue.loaded);
-    // Loading starts with the app; a search arriving first waits for it rather than finding nothing.
-    catalogue.start().catch((error: unknown) => ctx.logger.error({ err: error }, 'search catalogue failed to load'));
+    // Loading starts with the app and the app is ready (listens) once the index is in, so a new process
+    // never answers from an empty index. If the load fails the process still starts, /ready says 503,
+    // and the next search retries the load.
+    const loading = catalogue.start().catch((error: unknown) => ctx.logger.error({ err: error }, 'search catalogue failed to load'));
+    app.addHook('onReady', async () => { await loading; });
 
     const limiter = createSearchRateLimiter({ rate: ctx.config.searchRateLimit, burst: ctx.config.searchRateBurst, redisUrl: ctx.config.redisUrl, logger: ctx.logger });
     await app.register(rateLimit, {
