@@ -9,6 +9,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './http/errors.ts';
 import { createLogger } from './logger.ts';
 import { createBusiness, createClient } from './modules/businesses/service.ts';
+import { runImport } from './modules/search/import-command.ts';
 import { closeOnSignals, startServer } from './server.ts';
 
 const USAGE = `Usage: cps <command>
@@ -18,6 +19,8 @@ const USAGE = `Usage: cps <command>
   business create --name NAME             create a business and its first API client (all scopes)
   client create --business ID [--scope S ...]
                                           create another API client (all scopes unless given)
+  import drugs FILE                       import medicines: A-Z medicines CSV, 1mg CSV (both layouts) or NDJSON
+  import labs FILE                        import lab tests: LOINC lab orders CSV or NDJSON
 
 Configuration comes from the environment (see README.md).`;
 
@@ -68,6 +71,18 @@ const commands: Record<string, Command> = {
     if (!values.business) throw new UsageError('client create needs --business ID');
     const businessId = values.business;
     printJson(await withStorage(config, (storage) => createClient(storage.db, businessId, values.scope)));
+  },
+
+  async 'import drugs'(args, config) {
+    const { positionals } = parseArgs({ args, allowPositionals: true });
+    if (positionals.length !== 1) throw new UsageError('import drugs needs one FILE');
+    printJson(await withStorage(config, (storage) => runImport(storage.db, 'drugs', positionals[0]!)));
+  },
+
+  async 'import labs'(args, config) {
+    const { positionals } = parseArgs({ args, allowPositionals: true });
+    if (positionals.length !== 1) throw new UsageError('import labs needs one FILE');
+    printJson(await withStorage(config, (storage) => runImport(storage.db, 'labs', positionals[0]!)));
   },
 };
 

@@ -10,6 +10,7 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migrat
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
 import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
+import * as catalogue from './migrations/0003_catalogue.ts';
 import * as cases from './migrations/0005_cases.ts';
 import * as push from './migrations/0006_push.ts';
 import * as webhooks from './migrations/0007_webhooks.ts';
@@ -19,6 +20,7 @@ export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_jobs': jobs,
   '0004_clinics_appointments': clinicsAppointments,
+  '0003_catalogue': catalogue,
   '0005_cases': cases,
   '0006_push': push,
   '0007_webhooks': webhooks,

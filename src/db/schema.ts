@@ -42,6 +42,52 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** Reference catalogue (global, not per business): see migrations/0003_catalogue.ts. */
+export interface DrugsTable {
+  id: string;
+  name: string;
+  name_key: string;
+  maker_key: string;
+  pack_key: string;
+  manufacturer_name: string;
+  product_type: string;
+  product_sku: string | null;
+  /** JSON [{salt, strength}] */
+  composition: string;
+  generic_name: string;
+  generic_id: string;
+  common_name: string;
+  /** JSON object */
+  action_class: string | null;
+  is_otc: number | null;
+  discontinued: number | null;
+  soa: number | null;
+  seq: number;
+  updated_at: number;
+}
+
+export interface LabTestsTable {
+  id: string;
+  name: string;
+  name_key: string;
+  /** JSON string[] */
+  abbreviations: string;
+  category: string | null;
+  description: string | null;
+  preparation: string | null;
+  specimen: string | null;
+  loinc: string | null;
+  price: number | null;
+  seq: number;
+  updated_at: number;
+}
+
+export interface CatalogueMetaTable {
+  id: number;
+  version: number;
+  builtin_hash: string | null;
+}
+
 export type WebhookSubscriptionStatus = 'active' | 'disabled';
 
 export interface WebhookSubscriptionsTable {
@@ -283,6 +329,9 @@ export interface Database {
   clinic_doctors: ClinicDoctorsTable;
   patients: PatientsTable;
   appointments: AppointmentsTable;
+  drugs: DrugsTable;
+  lab_tests: LabTestsTable;
+  catalogue_meta: CatalogueMetaTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   jobs: JobsTable;

@@ -7,6 +7,7 @@ import { businessRoutes } from './businesses/routes.ts';
 import { clinicRoutes } from './clinics/routes.ts';
 import { casesRoutes } from './cases/routes.ts';
 import { opsRoutes } from './ops/routes.ts';
+import { searchRoutes } from './search/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { reviewRoutes } from './reviews/routes.ts';
 import { pushRoutes } from './push/routes.ts';
@@ -18,6 +19,7 @@ export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
     businessRoutes(ctx),
     clinicRoutes(ctx),
     appointmentRoutes(ctx),
+    searchRoutes(ctx),
     webhookRoutes(ctx),
     casesRoutes(ctx),
     reviewRoutes(ctx),

@@ -1,0 +1,157 @@
+/**
+ * Drug and lab search at 250,000 products (the real catalogues plus a synthetic corpus made from them,
+ * see search-corpus.ts). Figures, with the goals of issue 4:
+ *
+ * - in-process query p50/p99 over the relevance query set and as-you-type prefixes (goal p99 <= 1 ms);
+ * - index build time from records;
+ * - a server process on SQLite holding the 250k catalogue: time from spawn to /ready 200 on a restart
+ *   (goal <= 3 s), resident memory after load (goal <= 350 MB), and HTTP search throughput against
+ *   the hello-world of the same run (goal >= 50 %).
+ *
+ * Run alone: `node bench/search.ts` (SEARCH_BENCH_PRODUCTS overrides 250000).
+ */
+import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { openStorage } from '../src/db/index.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { describeDrug, describeLab } from '../src/modules/search/catalogue.ts';
+import { highlightRanges, parseQuery, SearchIndex } from '../src/modules/search/engine.ts';
+import { drugRecordFromRow, drugResponse, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
+import { highlight } from '../src/modules/search/normalize.ts';
+import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
+import { QUERIES } from '../test/modules/search/queries.ts';
+import { load, spawnServer } from './lib.ts';
+import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
+
+export interface BenchFigure {
+  name: string;
+  value: number;
+  unit: string;
+  note?: string;
+}
+
+const PRODUCTS = Number(process.env.SEARCH_BENCH_PRODUCTS ?? 250_000);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/** Queries as a prescriber types them: the relevance set, and brand names typed letter by letter. */
+export function benchQueries(): Array<{ q: string; lab: boolean }> {
+  const out = Object.values(QUERIES).flat().map((c) => ({ q: c.q, lab: !!c.lab }));
+  for (const word of ['augmentin 625', 'paracetamol', 'montair lc', 'glycomet gp', 'azithromycin']) {
+    for (let i = 1; i <= word.length; i++) out.push({ q: word.slice(0, i), lab: false });
+  }
+  return out;
+}
+
+/** What the handler does per request: parse, search, build the response with highlights. */
+function searchOnce(drugs: SearchIndex<DrugRecord>, labs: SearchIndex<LabRecord>, q: string, lab: boolean): number {
+  const query = parseQuery(q);
+  if (lab) return labs.search(query, 10).length;
+  return drugs.search(query, 10).map((hit) => {
+    const highlighted: Record<string, string> = {};
+    for (const [field, text] of [['name', hit.record.name], ['generic_name', hit.record.generic_name]] as const) {
+      const ranges = highlightRanges(text, query, field === 'name' && hit.namePrefix);
+      if (ranges.length > 0) highlighted[field] = highlight(text, ranges);
+    }
+    return drugResponse(hit.record, hit.exact, highlighted);
+  }).length;
+}
+
+export function measureQueries(drugs: SearchIndex<DrugRecord>, labs: SearchIndex<LabRecord>, rounds = 10): { p50: number; p99: number; max: number; samples: number } {
+  const queries = benchQueries();
+  for (let i = 0; i < 3; i++) for (const { q, lab } of queries) searchOnce(drugs, labs, q, lab);
+  const times: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const { q, lab } of queries) {
+      const started = performance.now();
+      searchOnce(drugs, labs, q, lab);
+      times.push(performance.now() - started);
+    }
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), max: times[times.length - 1]!, samples: times.length };
+}
+
+function rssMb(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: Math.round(kb('VmRSS') / 1024), hwm: Math.round(kb('VmHWM') / 1024) };
+}
+
+export async function runSearchBench(ctx: { helloWorldRps: number }): Promise<BenchFigure[]> {
+  const figures: BenchFigure[] = [];
+  const real = await realDrugs();
+  const corpus = syntheticCorpus(real, PRODUCTS);
+  const labInputs = await realLabs();
+  const note = `${corpus.length.toLocaleString('en')} products (${real.length.toLocaleString('en')} real, the rest synthetic), ${labInputs.length} lab tests`;
+
+  // In process: the index alone.
+  const now = Date.now();
+  const rows = corpus.map((input) => newDrugRow(input, 1, now));
+  const interner = new Interner();
+  const records = rows.map((row) => drugRecordFromRow(row, interner));
+  const labRecords = labInputs.map((input, i) => labRecordFromRow({ id: `lab_${i}`, name: input.name, name_key: '', abbreviations: JSON.stringify(input.abbreviations ?? []), category: input.category ?? null, description: input.description ?? null, preparation: input.preparation ?? null, specimen: null, loinc: null, price: input.price ?? null, seq: 1, updated_at: now }));
+  const drugs = new SearchIndex<DrugRecord>(describeDrug);
+  const labs = new SearchIndex<LabRecord>(describeLab);
+  const built = performance.now();
+  drugs.build(records);
+  labs.build(labRecords);
+  const buildMs = performance.now() - built;
+  const latency = measureQueries(drugs, labs);
+  figures.push({ name: 'index build (in process, from records)', value: Math.round(buildMs), unit: 'ms', note });
+  figures.push({ name: 'query p50 (in process: parse, search, response)', value: round(latency.p50), unit: 'ms', note: `${latency.samples} samples of ${benchQueries().length} queries` });
+  figures.push({ name: 'query p99 (in process; goal <= 1 ms)', value: round(latency.p99), unit: 'ms', note: `max ${round(latency.max)} ms; ${latency.p99 <= 1 ? 'met' : 'NOT met'}` });
+
+  // A server process on SQLite with the whole catalogue.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-search-bench-'));
+  try {
+    const storage = openStorage({ databaseUrl: null, dataDir });
+    await migrateToLatest(storage.db);
+    await storage.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < rows.length; i += 100) await trx.insertInto('drugs').values(rows.slice(i, i + 100)).execute();
+      await trx.updateTable('catalogue_meta').set({ version: 1 }).where('id', '=', 1).execute();
+    });
+    await importLabs(storage.db, labInputs, 'bench');
+    await storage.destroy();
+    const env = { CPS_DATA_DIR: dataDir, CPS_SEARCH_RATE_LIMIT: '1000000', CPS_SEARCH_RATE_BURST: '1000000' };
+    // First start imports the built-in catalogue (mostly already there) and writes the demo credentials.
+    const first = await spawnServer('src/cli.ts', ['serve'], env);
+    await first.stop();
+    const server = await spawnServer('src/cli.ts', ['serve'], env);
+    try {
+      const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { client_id: string; client_secret: string };
+      const login = await (await fetch(`${server.url}/connect-auth/v1/account/login`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
+      })).json() as { access_token: string };
+      const headers = { authorization: `Bearer ${login.access_token}` };
+      const afterLoad = rssMb(server.child.pid!);
+      const brand = await load(`${server.url}/medical-db/v1/drugs-and-labs?q=augmentin%20625`, { headers });
+      const typo = await load(`${server.url}/medical-db/v1/drugs-and-labs?q=paracitamol`, { headers });
+      const memory = rssMb(server.child.pid!);
+      const ratio = (rps: number) => Math.round((rps / ctx.helloWorldRps) * 1000) / 1000;
+      figures.push({ name: 'server start to /ready 200, restart (goal <= 3 s)', value: Math.round(server.readyMs), unit: 'ms', note: `first start (imports the built-in catalogue): ${Math.round(first.readyMs)} ms; ${server.readyMs <= 3000 ? 'met' : 'NOT met'}` });
+      figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: memory.rss, unit: 'MB', note: `${afterLoad.rss} MB before the HTTP loads, peak ${memory.hwm} MB; ${memory.rss <= 350 ? 'met' : 'NOT met'}` });
+      figures.push({ name: 'GET drugs-and-labs?q=augmentin 625 (goal >= 50 % of hello-world)', value: Math.round(brand.rps), unit: 'req/s', note: `p50 ${brand.p50} ms, p99 ${brand.p99} ms, ${brand.non2xx} non-2xx; ${ratio(brand.rps) >= 0.5 ? 'met' : 'NOT met'}` });
+      figures.push({ name: 'GET drugs-and-labs?q=paracitamol (typo tolerance)', value: Math.round(typo.rps), unit: 'req/s', note: `p50 ${typo.p50} ms, p99 ${typo.p99} ms, ${typo.non2xx} non-2xx; ${ratio(typo.rps) >= 0.5 ? 'met' : 'NOT met'}` });
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return figures;
+}
+
+if (import.meta.main) {
+  const { spawnServer: spawnHello } = await import('./lib.ts');
+  const hello = await spawnHello('bench/hello-world.ts', [], {}, '/ready');
+  const baseline = await load(`${hello.url}/`);
+  await hello.stop();
+  console.log(`hello-world ${Math.round(baseline.rps)} req/s`);
+  for (const figure of await runSearchBench({ helloWorldRps: baseline.rps })) console.log(`${figure.name}: ${figure.value} ${figure.unit}${figure.note ? ` (${figure.note})` : ''}`);
+}

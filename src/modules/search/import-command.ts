@@ -1,0 +1,38 @@
+/**
+ * `cps import drugs FILE` and `cps import labs FILE`: stream a catalogue file into the database with a
+ * progress bar on stderr and a JSON summary on stdout. Running servers pick the change up by polling.
+ */
+import { SingleBar } from 'cli-progress';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { importDrugs, importLabs, type ImportOptions, type ImportSummary } from './service.ts';
+import { openDrugSource, openLabSource, type Source } from './sources.ts';
+
+async function withProgress(kind: string, source: Source<unknown>, work: (options: ImportOptions) => Promise<ImportSummary>): Promise<ImportSummary> {
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: `import ${kind} (${source.layout}) [{bar}] {percentage}% | {rows} rows | {duration}s`,
+    // Without a terminal (CI, logs) print a line now and then instead of redrawing.
+    noTTYOutput: true,
+    notTTYSchedule: 2000,
+    hideCursor: true,
+  });
+  const totalKb = Math.max(1, Math.ceil(source.totalBytes / 1024));
+  bar.start(totalKb, 0, { rows: 0 });
+  try {
+    const summary = await work({ onProgress: (read) => bar.update(Math.min(totalKb, Math.ceil(source.bytesRead() / 1024)), { rows: read }) });
+    bar.update(totalKb, { rows: summary.read });
+    return summary;
+  } finally {
+    bar.stop();
+  }
+}
+
+export async function runImport(db: Kysely<Database>, kind: 'drugs' | 'labs', file: string): Promise<ImportSummary> {
+  if (kind === 'drugs') {
+    const source = await openDrugSource(file);
+    return withProgress(kind, source, (options) => importDrugs(db, source.rows, source.layout, options));
+  }
+  const source = await openLabSource(file);
+  return withProgress(kind, source, (options) => importLabs(db, source.rows, source.layout, options));
+}

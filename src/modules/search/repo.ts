@@ -1,0 +1,67 @@
+/**
+ * SQL of the reference catalogue. The catalogue is global (not per business), so these queries are
+ * the one place in the service that is not scoped by business_id; the endpoint still needs a token.
+ */
+import type { Db } from '../../db/index.ts';
+import type { DrugsTable, LabTestsTable } from '../../db/schema.ts';
+
+export async function catalogueVersion(db: Db): Promise<number> {
+  const row = await db.selectFrom('catalogue_meta').select('version').where('id', '=', 1).executeTakeFirst();
+  return Number(row?.version ?? 0);
+}
+
+/**
+ * Takes the next catalogue version inside an import transaction. On PostgreSQL the row lock also
+ * serialises concurrent imports, so each reads the rows the previous one committed.
+ */
+export async function bumpVersion(db: Db): Promise<number> {
+  const row = await db.updateTable('catalogue_meta').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1)
+    .returning('version').executeTakeFirstOrThrow();
+  return Number(row.version);
+}
+
+export async function builtinHash(db: Db): Promise<string | null> {
+  const row = await db.selectFrom('catalogue_meta').select('builtin_hash').where('id', '=', 1).executeTakeFirst();
+  return row?.builtin_hash ?? null;
+}
+
+export async function setBuiltinHash(db: Db, hash: string): Promise<void> {
+  await db.updateTable('catalogue_meta').set({ builtin_hash: hash }).where('id', '=', 1).execute();
+}
+
+export async function drugsByNameKeys(db: Db, nameKeys: string[]): Promise<DrugsTable[]> {
+  if (nameKeys.length === 0) return [];
+  return db.selectFrom('drugs').selectAll().where('name_key', 'in', nameKeys).orderBy('id').execute();
+}
+
+export async function insertDrugs(db: Db, rows: DrugsTable[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 100) await db.insertInto('drugs').values(rows.slice(i, i + 100)).execute();
+}
+
+export async function updateDrug(db: Db, row: DrugsTable): Promise<void> {
+  const { id, ...rest } = row;
+  await db.updateTable('drugs').set(rest).where('id', '=', id).execute();
+}
+
+/** Drugs changed after version `after` (everything when after < 0), in id order, a page at a time. */
+export async function drugsChangedAfter(db: Db, after: number, fromId: string, pageSize: number): Promise<DrugsTable[]> {
+  return db.selectFrom('drugs').selectAll().where('seq', '>', after).where('id', '>', fromId).orderBy('id').limit(pageSize).execute();
+}
+
+export async function labsByNameKeys(db: Db, nameKeys: string[]): Promise<LabTestsTable[]> {
+  if (nameKeys.length === 0) return [];
+  return db.selectFrom('lab_tests').selectAll().where('name_key', 'in', nameKeys).execute();
+}
+
+export async function insertLabs(db: Db, rows: LabTestsTable[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 100) await db.insertInto('lab_tests').values(rows.slice(i, i + 100)).execute();
+}
+
+export async function updateLab(db: Db, row: LabTestsTable): Promise<void> {
+  const { id, ...rest } = row;
+  await db.updateTable('lab_tests').set(rest).where('id', '=', id).execute();
+}
+
+export async function labsChangedAfter(db: Db, after: number): Promise<LabTestsTable[]> {
+  return db.selectFrom('lab_tests').selectAll().where('seq', '>', after).execute();
+}

@@ -1,0 +1,140 @@
+/** `GET /medical-db/v1/drugs-and-labs`: drug and lab-test search (interface 4.1, contract section 3). */
+import rateLimit from '@fastify/rate-limit';
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../http/auth.ts';
+import { AppError } from '../../http/errors.ts';
+import { SearchError } from '../../http/schemas.ts';
+import { Catalogue } from './catalogue.ts';
+import { highlightRanges, parseQuery } from './engine.ts';
+import { drugResponse, labResponse, type DrugRecord } from './model.ts';
+import { highlight } from './normalize.ts';
+import { createSearchRateLimiter, tokenBucketStore } from './ratelimit.ts';
+import type { ParsedQuery } from './engine.ts';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const Dosage = Type.Object({
+  unit: Nullable(Type.String()),
+  unit_name: Nullable(Type.String()),
+  unit_id: Nullable(Type.String()),
+  dosage: Nullable(Type.String({ description: 'Frequency pattern, e.g. 1-1-1' })),
+  dosage_form: Type.String(),
+  df_id: Type.String(),
+  days: Nullable(Type.String()),
+  food: Nullable(Type.String()),
+});
+
+const Drug = Type.Object({
+  id: Type.String(),
+  name: Type.String({ description: 'Commercial name' }),
+  manufacturer_name: Type.String(),
+  product_type: Type.String({ description: 'tablet, capsule, syrup, injection, ...' }),
+  product_sku: Type.Optional(Type.String({ description: 'Packaging' })),
+  generic_name: Type.String({ description: 'Composition with strengths' }),
+  generic_id: Type.String({ description: 'Shared by every product with the same composition' }),
+  dosage: Type.Optional(Dosage),
+  action_class: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  common_name: Type.String({ description: 'Composition without strengths' }),
+  soa: Type.Boolean(),
+  drug_name_match: Type.Boolean({ description: 'The normalised name equals the normalised query' }),
+  include_suggestion: Type.Optional(Type.Boolean()),
+  highlighted_fields: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Matched parts wrapped in <em>, the rest HTML-escaped' })),
+  is_otc: Type.Union([Type.Boolean(), Type.Null()]),
+});
+
+const LabTest = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  category: Nullable(Type.String()),
+  price: Type.Union([Type.Number(), Type.Null()]),
+  preparation: Nullable(Type.String()),
+});
+
+const SearchResponse = Type.Object({ drugs: Type.Array(Drug), lab_tests: Type.Array(LabTest) });
+
+const Query = Type.Object({
+  q: Type.String({ minLength: 1, description: 'Search text, 1 to 200 characters after trimming' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+  s_type: Type.Union([Type.Literal('drug'), Type.Literal('lab')], { default: 'drug', 'x-message': 'must be "drug" or "lab"' }),
+});
+
+const catalogues = new WeakMap<AppContext, Catalogue>();
+
+/** The catalogue this app serves (one per app context: tests build many apps in one process). */
+export function catalogueOf(ctx: AppContext): Catalogue {
+  let catalogue = catalogues.get(ctx);
+  if (!catalogue) {
+    catalogue = new Catalogue(ctx.storage.db, ctx.logger);
+    catalogues.set(ctx, catalogue);
+  }
+  return catalogue;
+}
+
+function drugHighlights(record: DrugRecord, query: ParsedQuery, namePrefix: boolean): Record<string, string> | null {
+  const out: Record<string, string> = {};
+  const fields: Array<[string, string, boolean]> = [['name', record.name, namePrefix], ['generic_name', record.generic_name, false], ['common_name', record.common_name, false]];
+  for (const [field, text, prefix] of fields) {
+    const ranges = highlightRanges(text, query, prefix);
+    if (ranges.length > 0) out[field] = highlight(text, ranges);
+  }
+  return Object.keys(out).length > 0 ? out : null;
+}
+
+export function searchRoutes(ctx: AppContext) {
+  return async function plugin(app: App): Promise<void> {
+    const catalogue = catalogueOf(ctx);
+    ctx.readiness.set('search', () => catalogue.loaded);
+    // Loading starts with the app and the app is ready (listens) once the index is in, so a new process
+    // never answers from an empty index. If the load fails the process still starts, /ready says 503,
+    // and the next search retries the load.
+    const loading = catalogue.start().catch((error: unknown) => ctx.logger.error({ err: error }, 'search catalogue failed to load'));
+    app.addHook('onReady', async () => { await loading; });
+
+    const limiter = createSearchRateLimiter({ rate: ctx.config.searchRateLimit, burst: ctx.config.searchRateBurst, redisUrl: ctx.config.redisUrl, logger: ctx.logger });
+    await app.register(rateLimit, {
+      global: false,
+      max: ctx.config.searchRateBurst,
+      timeWindow: 1000,
+      store: tokenBucketStore(limiter),
+      keyGenerator: (request) => principalOf(request).clientId,
+      errorResponseBuilder: (_request, context) => {
+        const seconds = Math.max(1, Math.ceil(context.ttl / 1000));
+        return new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
+      },
+    });
+    app.addHook('onClose', async () => {
+      await catalogue.stop();
+      await limiter.close();
+    });
+
+    app.get('/medical-db/v1/drugs-and-labs', {
+      config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: {} },
+      schema: {
+        tags: ['search'],
+        summary: 'Search drugs and laboratory tests',
+        description: 'Ranked as a prescriber expects: exact name, names starting with the query, word-prefix matches in name and composition, then typo-tolerant matches. 404 with empty lists when nothing matches.',
+        security: [{ bearerAuth: [] }],
+        querystring: Query,
+        response: { 200: SearchResponse, 404: SearchResponse, 400: SearchError, 401: SearchError, 403: SearchError, 429: SearchError, 500: SearchError },
+      },
+    }, async (request, reply) => {
+      const q = request.query.q.trim();
+      if (q.length === 0) throw new AppError(400, 'q: must not be empty');
+      if (q.length > 200) throw new AppError(400, 'q: must be at most 200 characters');
+      const { limit, s_type: type } = request.query;
+      if (!catalogue.loaded) await catalogue.start();
+      const query = parseQuery(q);
+      if (type === 'lab') {
+        const lab_tests = catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record));
+        if (lab_tests.length === 0) return reply.code(404).send({ drugs: [], lab_tests: [] });
+        return { drugs: [], lab_tests };
+      }
+      const drugs = catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix)));
+      if (drugs.length === 0) return reply.code(404).send({ drugs: [], lab_tests: [] });
+      return { drugs, lab_tests: [] };
+    });
+  };
+}
