@@ -151,18 +151,30 @@ export class SearchIndex<T extends { id: string }> {
   private parts = new Uint8Array(0);
   /** Exact word lookups go to a hash map; the radix tree serves prefix and typo lookups. */
   private termIds = new Map<string, number>();
-  /** Word lists of repeated field texts (compositions, forms), computed once per build. */
-  private wordCache = new Map<string, string[]>();
+  /** Vocabulary words of repeated field texts (compositions, forms), computed once per build. */
+  private wordCache = new Map<string, number[]>();
   private deadCount = 0;
   private vocab = new SearchableMap<number>();
-  /** Per vocabulary word: postings packed as doc * 16 + field mask, in document order. */
-  private postings: number[][] = [];
-  private termText: string[] = [];
+  /** Number of vocabulary words (term ids are 0 .. termCount - 1). */
+  private termCount = 0;
+  /**
+   * Postings of the built index, flat: those of term t are postFlat[postStart[t] .. postStart[t + 1]),
+   * packed as doc * 16 + field mask, in document order. One typed array instead of an array per word
+   * keeps them out of the garbage collector's way and costs 4 bytes a posting.
+   */
+  private postStart = new Uint32Array(1);
+  private postFlat = new Uint32Array(0);
+  /** Terms covered by postStart; postings added by upserts go to `extra`, per term, also in document order. */
+  private builtTerms = 0;
+  private extra: Array<number[] | undefined> = [];
+  /** Per term while building: number of documents holding it. */
+  private termDocs = new Uint32Array(0);
+  private building = false;
   /** Forward index: the words of document d are fwdTerms[fwdStart[d] .. fwdStart[d] + fwdCount[d]). */
   private fwdTerms = new Uint32Array(0);
   private fwdMasks = new Uint8Array(0);
   private fwdStart = new Uint32Array(0);
-  private fwdCount = new Uint8Array(0);
+  private fwdCount = new Uint16Array(0);
   private fwdSize = 0;
   /** Per query word slot: match kind by vocabulary word, filled for the words a query expands to. */
   private kindTables: Uint8Array[] = [];
@@ -201,41 +213,90 @@ export class SearchIndex<T extends { id: string }> {
 
   /** Replaces the whole index. Records are laid out best-first so that ties fall to the better one. */
   build(records: T[]): void {
-    const described = records.map((record) => ({ record, fields: this.describe(record) }));
+    const n = records.length;
+    // The layout order from a few numbers per record: describing every record up front would keep
+    // 250k short-lived objects alive at once (old-space garbage that the process keeps as resident memory).
+    const order = new Uint32Array(n);
+    const rank = new Float64Array(n);
+    const firstNames: string[] = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const fields = this.describe(records[i]!);
+      order[i] = i;
+      rank[i] = (fields.demoted ? 70000 : 0) + Math.min(fields.nameLength, 65535);
+      firstNames[i] = fields.names[0] ?? '';
+    }
     // Code-unit order, not localeCompare: the order only needs to be stable, and 250k locale comparisons cost seconds.
-    described.sort((a, b) => Number(a.fields.demoted) - Number(b.fields.demoted) || a.fields.nameLength - b.fields.nameLength
-      || ((a.fields.names[0] ?? '') < (b.fields.names[0] ?? '') ? -1 : (a.fields.names[0] ?? '') > (b.fields.names[0] ?? '') ? 1 : 0));
+    order.sort((a, b) => rank[a]! - rank[b]! || (firstNames[a]! < firstNames[b]! ? -1 : firstNames[a]! > firstNames[b]! ? 1 : a - b));
     this.records = [];
     this.byId = new Map();
-    this.dead = new Uint8Array(described.length);
-    this.demoted = new Uint8Array(described.length);
-    this.nameLength = new Uint16Array(described.length);
-    this.parts = new Uint8Array(described.length);
+    this.dead = new Uint8Array(n);
+    this.demoted = new Uint8Array(n);
+    this.nameLength = new Uint16Array(n);
+    this.parts = new Uint8Array(n);
     this.deadCount = 0;
     this.vocab = new SearchableMap<number>();
     this.termIds = new Map();
     this.wordCache = new Map();
-    this.postings = [];
-    this.termText = [];
-    this.fwdStart = new Uint32Array(described.length);
-    this.fwdCount = new Uint8Array(described.length);
-    this.fwdTerms = new Uint32Array(described.length * 12);
-    this.fwdMasks = new Uint8Array(described.length * 12);
+    this.termCount = 0;
+    this.builtTerms = 0;
+    this.postStart = new Uint32Array(1);
+    this.postFlat = new Uint32Array(0);
+    this.extra = [];
+    this.termDocs = new Uint32Array(Math.max(1024, n >> 2));
+    this.fwdStart = new Uint32Array(n);
+    this.fwdCount = new Uint16Array(n);
+    this.fwdTerms = new Uint32Array(n * 12);
+    this.fwdMasks = new Uint8Array(n * 12);
     this.fwdSize = 0;
-    const keyed: Array<[string, number, number]> = [];
-    for (const { record, fields } of described) {
+    const keys: string[] = [];
+    const keyDocs: number[] = [];
+    const keyBounds: number[] = [];
+    // First pass: the forward index and how many documents hold each word.
+    this.building = true;
+    for (let i = 0; i < n; i++) {
+      const record = records[order[i]!]!;
+      const fields = this.describe(record);
       const doc = this.append(record, fields);
       for (const name of fields.names) {
         const [key, bounds] = nameKey(name);
-        if (key) keyed.push([key, doc, bounds]);
+        if (!key) continue;
+        keys.push(key);
+        keyDocs.push(doc);
+        keyBounds.push(bounds);
       }
     }
+    this.building = false;
     this.wordCache = new Map();
-    keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
-    this.keys = keyed.map((k) => k[0]);
-    this.keyDocs = keyed.map((k) => k[1]);
-    this.keyBounds = keyed.map((k) => k[2]);
+    // Second pass: the postings, laid out from the forward index in document order.
+    const terms = this.termCount;
+    const start = new Uint32Array(terms + 1);
+    for (let t = 0; t < terms; t++) start[t + 1] = start[t]! + this.termDocs[t]!;
+    const flat = new Uint32Array(start[terms]!);
+    const fill = start.slice(0, terms);
+    for (let doc = 0; doc < this.records.length; doc++) {
+      const end = this.fwdStart[doc]! + this.fwdCount[doc]!;
+      for (let k = this.fwdStart[doc]!; k < end; k++) flat[fill[this.fwdTerms[k]!]!++] = doc * 16 + this.fwdMasks[k]!;
+    }
+    this.postStart = start;
+    this.postFlat = flat;
+    this.builtTerms = terms;
+    this.termDocs = new Uint32Array(0);
+    // Shrink the forward index to what it holds.
+    this.fwdTerms = this.fwdTerms.slice(0, this.fwdSize);
+    this.fwdMasks = this.fwdMasks.slice(0, this.fwdSize);
+    const byKey = new Uint32Array(keys.length);
+    for (let i = 0; i < byKey.length; i++) byKey[i] = i;
+    byKey.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : keyDocs[a]! - keyDocs[b]!));
+    this.keys = Array.from(byKey, (i) => keys[i]!);
+    this.keyDocs = Array.from(byKey, (i) => keyDocs[i]!);
+    this.keyBounds = Array.from(byKey, (i) => keyBounds[i]!);
     this.resizeScratch();
+  }
+
+  /** Number of postings of vocabulary word `term`. */
+  private postingCount(term: number): number {
+    const built = term < this.builtTerms ? this.postStart[term + 1]! - this.postStart[term]! : 0;
+    return built + (this.extra[term]?.length ?? 0);
   }
 
   /** Adds or replaces records by id. */
@@ -280,18 +341,10 @@ export class SearchIndex<T extends { id: string }> {
     for (const [field, text] of fields.fields) {
       let list = field === FIELD_NAME ? undefined : this.wordCache.get(text);
       if (list === undefined) {
-        list = words(text);
+        list = words(text).map((word) => this.termOf(word));
         if (field !== FIELD_NAME && this.wordCache.size < 200_000) this.wordCache.set(text, list);
       }
-      for (const word of list) {
-        let term = this.termIds.get(word);
-        if (term === undefined) {
-          term = this.postings.length;
-          this.postings.push([]);
-          this.termText.push(word);
-          this.termIds.set(word, term);
-          this.vocab.set(word, term);
-        }
+      for (const term of list) {
         const at = terms.indexOf(term);
         if (at < 0) {
           terms.push(term);
@@ -302,21 +355,38 @@ export class SearchIndex<T extends { id: string }> {
       }
     }
     this.fwdStart = grow(this.fwdStart, doc + 1, (n) => new Uint32Array(n));
-    this.fwdCount = grow(this.fwdCount, doc + 1, (n) => new Uint8Array(n));
-    const count = Math.min(terms.length, 255);
+    this.fwdCount = grow(this.fwdCount, doc + 1, (n) => new Uint16Array(n));
+    const count = Math.min(terms.length, 65535);
     this.fwdTerms = grow(this.fwdTerms, this.fwdSize + count, (n) => new Uint32Array(n));
     this.fwdMasks = grow(this.fwdMasks, this.fwdSize + count, (n) => new Uint8Array(n));
     this.fwdStart[doc] = this.fwdSize;
     this.fwdCount[doc] = count;
-    for (let i = 0; i < terms.length; i++) {
-      this.postings[terms[i]!]!.push(doc * 16 + masks[i]!);
-      if (i < count) {
-        this.fwdTerms[this.fwdSize] = terms[i]!;
-        this.fwdMasks[this.fwdSize] = masks[i]!;
-        this.fwdSize++;
+    for (let i = 0; i < count; i++) {
+      const term = terms[i]!;
+      if (this.building) {
+        this.termDocs[term]!++;
+      } else {
+        const list = this.extra[term];
+        if (list) list.push(doc * 16 + masks[i]!);
+        else this.extra[term] = [doc * 16 + masks[i]!];
       }
+      this.fwdTerms[this.fwdSize] = term;
+      this.fwdMasks[this.fwdSize] = masks[i]!;
+      this.fwdSize++;
     }
     return doc;
+  }
+
+  /** The vocabulary id of a word, added to the vocabulary when new. */
+  private termOf(word: string): number {
+    let term = this.termIds.get(word);
+    if (term === undefined) {
+      term = this.termCount++;
+      if (this.building) this.termDocs = grow(this.termDocs, term + 1, (n) => new Uint32Array(n));
+      this.termIds.set(word, term);
+      this.vocab.set(word, term);
+    }
+    return term;
   }
 
   private resizeScratch(): void {
@@ -360,10 +430,8 @@ export class SearchIndex<T extends { id: string }> {
   private mark(term: number, kind: number, gen: number, list: number[]): void {
     const stamp = this.stamps[0]!;
     const quality = this.quality[0]!;
-    const postings = this.postings[term]!;
-    for (let i = 0; i < postings.length; i++) {
-      const packed = postings[i]!;
-      const doc = Math.floor(packed / 16);
+    const visit = (packed: number) => {
+      const doc = packed >>> 4;
       const q = kind * 4 + fieldRank(packed & 15);
       if (stamp[doc] !== gen) {
         stamp[doc] = gen;
@@ -372,7 +440,13 @@ export class SearchIndex<T extends { id: string }> {
       } else if (q > quality[doc]!) {
         quality[doc] = q;
       }
+    };
+    if (term < this.builtTerms) {
+      const flat = this.postFlat;
+      for (let i = this.postStart[term]!, end = this.postStart[term + 1]!; i < end; i++) visit(flat[i]!);
     }
+    const extra = this.extra[term];
+    if (extra) for (let i = 0; i < extra.length; i++) visit(extra[i]!);
   }
 
   /** Vocabulary words a query word matches exactly, by prefix, and (once looked up) by typo. */
@@ -383,13 +457,13 @@ export class SearchIndex<T extends { id: string }> {
       if (term !== undefined) exact.push(term);
     }
     let size = 0;
-    for (const term of exact) size += this.postings[term]!.length;
+    for (const term of exact) size += this.postingCount(term);
     const prefix: number[] = [];
     if (word.prefix) {
       for (const [text, term] of this.vocab.atPrefix(word.text)) {
         if (word.exact.includes(text)) continue;
         prefix.push(term);
-        size += this.postings[term]!.length;
+        size += this.postingCount(term);
         // One or two letters expand to much of the vocabulary; names starting with them rank first anyway.
         if (prefix.length >= (word.text.length <= 2 ? MAX_SHORT_PREFIX_TERMS : MAX_PREFIX_TERMS)) break;
       }
@@ -422,8 +496,8 @@ export class SearchIndex<T extends { id: string }> {
   /** Fills a slot's kind table: match kind by vocabulary word for everything the query word expands to. */
   private fillKinds(slot: number, expansion: Expansion): void {
     const current = this.kindTables[slot];
-    if (!current || current.length < this.postings.length) {
-      this.kindTables[slot] = new Uint8Array(this.postings.length + 4096);
+    if (!current || current.length < this.termCount) {
+      this.kindTables[slot] = new Uint8Array(this.termCount + 4096);
     }
     const table = this.kindTables[slot]!;
     for (const term of expansion.prefix) table[term] = KIND_PREFIX;
