@@ -642,7 +642,10 @@ export class SearchIndex<T extends { id: string }> {
     };
 
     for (const doc of prefixDocs) consider(doc);
-    for (const doc of driverDocs) consider(doc);
+    // In document order: a query's cost is memory latency (a few per-document arrays read per
+    // candidate), and ascending reads let the caches and the prefetcher serve most of them.
+    const ordered = Uint32Array.from(driverDocs).sort();
+    for (let i = 0; i < ordered.length; i++) consider(ordered[i]!);
     if (top.length < limit) top.sort((a, b) => b.score - a.score);
     return top;
   }

@@ -108,7 +108,11 @@ export class Interner {
   }
 }
 
-export function drugRecordFromRow(row: DrugsTable, interner: Interner): DrugRecord {
+/** The columns a drug record is made of: loading reads only these. */
+export const DRUG_RECORD_COLUMNS = ['id', 'name', 'manufacturer_name', 'product_type', 'product_sku', 'generic_name', 'generic_id', 'common_name', 'action_class', 'is_otc', 'discontinued', 'soa'] as const;
+export type DrugRecordRow = Pick<DrugsTable, (typeof DRUG_RECORD_COLUMNS)[number]>;
+
+export function drugRecordFromRow(row: DrugRecordRow, interner: Interner): DrugRecord {
   return {
     id: row.id,
     name: row.name,

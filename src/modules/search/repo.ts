@@ -4,6 +4,7 @@
  */
 import type { Db } from '../../db/index.ts';
 import type { DrugsTable, LabTestsTable } from '../../db/schema.ts';
+import { DRUG_RECORD_COLUMNS, type DrugRecordRow } from './model.ts';
 
 export async function catalogueVersion(db: Db): Promise<number> {
   const row = await db.selectFrom('catalogue_meta').select('version').where('id', '=', 1).executeTakeFirst();
@@ -44,8 +45,9 @@ export async function updateDrug(db: Db, row: DrugsTable): Promise<void> {
 }
 
 /** Drugs changed after version `after` (everything when after < 0), in id order, a page at a time. */
-export async function drugsChangedAfter(db: Db, after: number, fromId: string, pageSize: number): Promise<DrugsTable[]> {
-  return db.selectFrom('drugs').selectAll().where('seq', '>', after).where('id', '>', fromId).orderBy('id').limit(pageSize).execute();
+export async function drugsChangedAfter(db: Db, after: number, fromId: string, pageSize: number): Promise<DrugRecordRow[]> {
+  // Only what the index keeps: the composition JSON and the import keys would be garbage at once.
+  return db.selectFrom('drugs').select(DRUG_RECORD_COLUMNS).where('seq', '>', after).where('id', '>', fromId).orderBy('id').limit(pageSize).execute();
 }
 
 export async function labsByNameKeys(db: Db, nameKeys: string[]): Promise<LabTestsTable[]> {
