@@ -51,6 +51,8 @@ const MAX_SLOTS = 8;
 /** Prefix expansion of very short words stops after this many vocabulary words. */
 const MAX_PREFIX_TERMS = 4000;
 const MAX_SHORT_PREFIX_TERMS = 300;
+/** Query words whose typo lookups are kept (a few hundred bytes each). */
+const TYPO_CACHE_WORDS = 20_000;
 /** Names scanned for a one- or two-letter query. */
 const PREFIX_SCAN_CAP = 1500;
 
@@ -176,6 +178,9 @@ export class SearchIndex<T extends { id: string }> {
   private fwdStart = new Uint32Array(0);
   private fwdCount = new Uint16Array(0);
   private fwdSize = 0;
+  /** Typo lookups by query word (see typoMatches), valid for a vocabulary of typoVocabulary words. */
+  private typoCache = new Map<string, Array<[text: string, term: number, kind: number]>>();
+  private typoVocabulary = -1;
   /** Per query word slot: match kind by vocabulary word, filled for the words a query expands to. */
   private kindTables: Uint8Array[] = [];
   /** Compact exact names, sorted, with their documents: exact-name and name-prefix lookups. */
@@ -238,6 +243,8 @@ export class SearchIndex<T extends { id: string }> {
     this.termIds = new Map();
     this.wordCache = new Map();
     this.termCount = 0;
+    // Term ids are assigned afresh.
+    this.typoCache.clear();
     this.builtTerms = 0;
     this.postStart = new Uint32Array(1);
     this.postFlat = new Uint32Array(0);
@@ -476,21 +483,49 @@ export class SearchIndex<T extends { id: string }> {
     const word = expansion.word;
     const fuzzy = new Map<number, number>();
     if (word.fuzzy > 0) {
-      for (const [text, [term, distance]] of this.vocab.fuzzyGet(word.text, word.fuzzy)) {
-        if (distance === 0 || word.exact.includes(text)) continue;
-        fuzzy.set(term, distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2);
+      for (const [text, term, kind] of this.typoMatches(word)) {
+        if (word.exact.includes(text)) continue;
+        fuzzy.set(term, kind);
         word.fuzzyMatched.add(text);
-      }
-      // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
-      for (let i = 0; i + 1 < word.text.length; i++) {
-        const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
-        const term = swapped === word.text ? undefined : this.termIds.get(swapped);
-        if (term === undefined) continue;
-        fuzzy.set(term, KIND_FUZZY1);
-        word.fuzzyMatched.add(swapped);
       }
     }
     expansion.fuzzy = fuzzy;
+  }
+
+  /**
+   * Vocabulary words within a query word's edit distance, with their match kind. A typo lookup walks
+   * much of the radix tree (the most expensive step of a search), and prescribers type the same
+   * names over and over, so results are kept per word until the vocabulary changes.
+   */
+  private typoMatches(word: QueryWord): Array<[text: string, term: number, kind: number]> {
+    if (this.typoVocabulary !== this.termCount) {
+      this.typoCache.clear();
+      this.typoVocabulary = this.termCount;
+    }
+    const key = `${word.fuzzy}:${word.text}`;
+    const known = this.typoCache.get(key);
+    if (known !== undefined) {
+      // Most recently used last, so the oldest entry goes first when the cache is full.
+      this.typoCache.delete(key);
+      this.typoCache.set(key, known);
+      return known;
+    }
+    const found = new Map<string, [text: string, term: number, kind: number]>();
+    for (const [text, [term, distance]] of this.vocab.fuzzyGet(word.text, word.fuzzy)) {
+      if (distance === 0) continue;
+      found.set(text, [text, term, distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2]);
+    }
+    // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
+    for (let i = 0; i + 1 < word.text.length; i++) {
+      const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
+      const term = swapped === word.text ? undefined : this.termIds.get(swapped);
+      if (term === undefined) continue;
+      found.set(swapped, [swapped, term, KIND_FUZZY1]);
+    }
+    const list = [...found.values()];
+    if (this.typoCache.size >= TYPO_CACHE_WORDS) this.typoCache.delete(this.typoCache.keys().next().value!);
+    this.typoCache.set(key, list);
+    return list;
   }
 
   /** Fills a slot's kind table: match kind by vocabulary word for everything the query word expands to. */
