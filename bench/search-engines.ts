@@ -37,6 +37,8 @@ interface Engine {
 
 const PG_URL = process.env.CPS_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SIZES = (process.env.SEARCH_ENGINES_SIZES ?? 'real,250000').split(',');
+/** SEARCH_ENGINES_ONLY=tiered measures one engine and prints its rows without rewriting SEARCH-ENGINES.md. */
+const ONLY = process.env.SEARCH_ENGINES_ONLY;
 const gc = (globalThis as { gc?: () => void }).gc;
 const heap = () => { gc?.(); gc?.(); return process.memoryUsage().heapUsed; };
 
@@ -206,7 +208,7 @@ for (const size of SIZES) {
   });
   lines.push(`## ${drugs.length.toLocaleString('en')} products${size === 'real' ? ' (real catalogues only)' : ` (${real.length.toLocaleString('en')} real, the rest synthetic)`}, ${labs.length} lab tests`, '');
   lines.push('| engine | build | memory | p50 | p99 | relevance |', '|---|---:|---:|---:|---:|---:|');
-  for (const make of [tiered, minisearch, fts5, trigram]) {
+  for (const make of [tiered, minisearch, fts5, trigram].filter((f) => !ONLY || f.name === ONLY)) {
     const engine = make();
     try {
       const r = await measure(engine, drugs, labs);
@@ -233,5 +235,7 @@ lines.push(
   'the catalogue version (one row) and applying changed rows, so every process answers from the same catalogue within seconds.',
   '',
 );
-writeFileSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md'), `${lines.join('\n')}\n`);
-console.log('written bench/SEARCH-ENGINES.md');
+if (!ONLY) {
+  writeFileSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md'), `${lines.join('\n')}\n`);
+  console.log('written bench/SEARCH-ENGINES.md');
+}
