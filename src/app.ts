@@ -45,6 +45,10 @@ export function jobsGraceMs(config: Config): number {
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{8,64}$/;
 
+/** Request ids: a random prefix per process and a counter, unique without a random draw per request. */
+const REQUEST_ID_PREFIX = `req_${randomBytes(6).toString('base64url')}`;
+let requestCounter = 0;
+
 export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
@@ -54,7 +58,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     // A caller's well-formed x-request-id is kept so that traces join up; anything else is replaced.
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString('base64url')}`;
+      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : `${REQUEST_ID_PREFIX}${(requestCounter++).toString(36)}`;
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
