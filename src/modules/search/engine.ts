@@ -111,6 +111,20 @@ export interface Hit<T> {
   namePrefix: boolean;
 }
 
+/** State of one ranking pass over the candidates (see SearchIndex.rank). */
+interface RankPass {
+  visit: number;
+  gen: number;
+  driver: number;
+  limit: number;
+  top: Array<{ doc: number; score: number }>;
+  required: boolean[];
+  /** Per slot: match kind by vocabulary word (unused for the driver, whose matches are marked per document). */
+  tables: Uint8Array[];
+}
+
+const EMPTY_TABLE = new Uint8Array(0);
+
 interface Expansion {
   word: QueryWord;
   exact: number[];
@@ -435,26 +449,28 @@ export class SearchIndex<T extends { id: string }> {
 
   /** Marks every document holding vocabulary word `term` with match kind `kind` (driver word only). */
   private mark(term: number, kind: number, gen: number, list: number[]): void {
-    const stamp = this.stamps[0]!;
-    const quality = this.quality[0]!;
-    const visit = (packed: number) => {
-      const doc = packed >>> 4;
-      const q = kind * 4 + fieldRank(packed & 15);
-      if (stamp[doc] !== gen) {
-        stamp[doc] = gen;
-        quality[doc] = q;
-        list.push(doc);
-      } else if (q > quality[doc]!) {
-        quality[doc] = q;
-      }
-    };
     if (term < this.builtTerms) {
       const flat = this.postFlat;
-      for (let i = this.postStart[term]!, end = this.postStart[term + 1]!; i < end; i++) visit(flat[i]!);
+      for (let i = this.postStart[term]!, end = this.postStart[term + 1]!; i < end; i++) this.markPosting(flat[i]!, kind, gen, list);
     }
     const extra = this.extra[term];
-    if (extra) for (let i = 0; i < extra.length; i++) visit(extra[i]!);
+    if (extra) for (let i = 0; i < extra.length; i++) this.markPosting(extra[i]!, kind, gen, list);
   }
+
+  private markPosting(packed: number, kind: number, gen: number, list: number[]): void {
+    const doc = packed >>> 4;
+    const q = kind * 4 + fieldRank(packed & 15);
+    const stamp = this.stamps[0]!;
+    const quality = this.quality[0]!;
+    if (stamp[doc] !== gen) {
+      stamp[doc] = gen;
+      quality[doc] = q;
+      list.push(doc);
+    } else if (q > quality[doc]!) {
+      quality[doc] = q;
+    }
+  }
+
 
   /** Vocabulary words a query word matches exactly, by prefix, and (once looked up) by typo. */
   private expand(word: QueryWord): Expansion {
@@ -617,73 +633,82 @@ export class SearchIndex<T extends { id: string }> {
   }
 
   private rank(query: ParsedQuery, expansions: Expansion[], limit: number, gen: number, driver: number, driverDocs: number[], prefixDocs: number[]): Array<{ doc: number; score: number }> {
-    const top: Array<{ doc: number; score: number }> = [];
     // Each ranking pass visits a document once; the second pass (after typo lookups) starts afresh.
     if (this.visitGen >= 0xfffffffe) {
       this.seen.fill(0);
       this.visitGen = 0;
     }
-    const visit = ++this.visitGen;
-    const stamp = this.stamps[0]!;
-    const quality = this.quality[0]!;
-
-    const consider = (doc: number) => {
-      if (this.seen[doc] === visit || this.dead[doc]) return;
-      this.seen[doc] = visit;
-      const inPrefix = this.prefixMark[doc] === gen;
-      let all = true;
-      let fuzzy = false;
-      let whole = 0;
-      let soft = 0;
-      let kinds = 0;
-      let fields = 0;
-      for (let slot = 0; slot < expansions.length; slot++) {
-        const e = expansions[slot]!;
-        const q = slot === driver ? (stamp[doc] === gen ? quality[doc]! : 0) : this.matchIn(doc, this.kindTables[slot]!);
-        if (e.word.required) {
-          if (q === 0) {
-            all = false;
-            if (!inPrefix) return;
-            continue;
-          }
-          const kind = q >> 2;
-          if (kind === KIND_EXACT) whole++;
-          else if (kind <= KIND_FUZZY1) fuzzy = true;
-        } else if (q > 0) {
-          soft++;
-        }
-        kinds += q >> 2;
-        fields += q & 3;
-      }
-      const exact = this.exactMark[doc] === gen;
-      const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
-      // A name that starts with the whole query ending on a word ("zerodolsp" in "Zerodol-SP Tablet")
-      // beats one where the query ends inside a word ("Zerodol Spas").
-      const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
-      // One number, most significant criterion first (each term stays below the next one's unit).
-      const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10
-        + kinds * 1e8 + (255 - this.parts[doc]!) * 1e5 + fields * 1e3 - Math.min(this.nameLength[doc]!, 999);
-      if (top.length < limit) {
-        top.push({ doc, score });
-        if (top.length === limit) top.sort((a, b) => b.score - a.score);
-      } else if (score > top[limit - 1]!.score) {
-        let at = limit - 1;
-        while (at > 0 && top[at - 1]!.score < score) {
-          top[at] = top[at - 1]!;
-          at--;
-        }
-        top[at] = { doc, score };
-      }
+    const pass: RankPass = {
+      visit: ++this.visitGen, gen, driver, limit, top: [],
+      required: expansions.map((e) => e.word.required),
+      tables: expansions.map((_, slot) => (slot === driver ? EMPTY_TABLE : this.kindTables[slot]!)),
     };
-
-    for (const doc of prefixDocs) consider(doc);
+    for (let i = 0; i < prefixDocs.length; i++) this.consider(prefixDocs[i]!, pass);
     // In document order: a query's cost is memory latency (a few per-document arrays read per
     // candidate), and ascending reads let the caches and the prefetcher serve most of them.
     const ordered = Uint32Array.from(driverDocs).sort();
-    for (let i = 0; i < ordered.length; i++) consider(ordered[i]!);
+    for (let i = 0; i < ordered.length; i++) this.consider(ordered[i]!, pass);
+    const top = pass.top;
     if (top.length < limit) top.sort((a, b) => b.score - a.score);
     return top;
   }
+
+  /**
+   * Scores one candidate into the pass's top list. A method rather than a closure made per pass, so
+   * that the optimising compiler keeps one stable version of the hottest code of a search.
+   */
+  private consider(doc: number, pass: RankPass): void {
+    if (this.seen[doc] === pass.visit || this.dead[doc]) return;
+    this.seen[doc] = pass.visit;
+    const gen = pass.gen;
+    const inPrefix = this.prefixMark[doc] === gen;
+    let all = true;
+    let fuzzy = false;
+    let whole = 0;
+    let soft = 0;
+    let kinds = 0;
+    let fields = 0;
+    const slots = pass.required.length;
+    for (let slot = 0; slot < slots; slot++) {
+      const q = slot === pass.driver ? (this.stamps[0]![doc] === gen ? this.quality[0]![doc]! : 0) : this.matchIn(doc, pass.tables[slot]!);
+      if (pass.required[slot]) {
+        if (q === 0) {
+          all = false;
+          if (!inPrefix) return;
+          continue;
+        }
+        const kind = q >> 2;
+        if (kind === KIND_EXACT) whole++;
+        else if (kind <= KIND_FUZZY1) fuzzy = true;
+      } else if (q > 0) {
+        soft++;
+      }
+      kinds += q >> 2;
+      fields += q & 3;
+    }
+    const exact = this.exactMark[doc] === gen;
+    const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
+    // A name that starts with the whole query ending on a word ("zerodolsp" in "Zerodol-SP Tablet")
+    // beats one where the query ends inside a word ("Zerodol Spas").
+    const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
+    // One number, most significant criterion first (each term stays below the next one's unit).
+    const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10
+      + kinds * 1e8 + (255 - this.parts[doc]!) * 1e5 + fields * 1e3 - Math.min(this.nameLength[doc]!, 999);
+    const top = pass.top;
+    const limit = pass.limit;
+    if (top.length < limit) {
+      top.push({ doc, score });
+      if (top.length === limit) top.sort((a, b) => b.score - a.score);
+    } else if (score > top[limit - 1]!.score) {
+      let at = limit - 1;
+      while (at > 0 && top[at - 1]!.score < score) {
+        top[at] = top[at - 1]!;
+        at--;
+      }
+      top[at] = { doc, score };
+    }
+  }
+
 }
 
 /**
