@@ -17,8 +17,9 @@ export function problemFromError(error: unknown, request: FastifyRequest): Probl
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { status: 413, message: 'The request body is larger than 1 MiB.' };
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, message: 'The request body does not match its Content-Length.' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, message: `Unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}; send application/json.` };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -352,6 +352,12 @@ export class JobQueue {
       } finally {
         clearInterval(heartbeat);
       }
+      if (abort.signal.aborted && settlement.status !== 'succeeded') {
+        // Interrupted (shutdown grace over, or lease lost): not a real failure, so no attempt is spent
+        // and no delay imposed; the job runs again once its lease runs out.
+        this.logger.warn(log, 'job attempt interrupted; left to its lease');
+        return;
+      }
       const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await settleJob(db, job, settlement);
       if (!recorded) {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');

@@ -341,12 +341,14 @@ export class AppointmentService {
           // Another partner id is another patient of the business: the appointment moves to it.
           patient = await patients.findOrCreateByPartnerId(trx, this.dialect, row.business_id, sent.partner_patient_id!, newId('pt'));
         }
-        const patientDetails = mergePatient(JSON.parse(patient.details) as PatientDetails, sent);
+        // The appointment keeps what it knew and takes the fields sent, whichever patient it now has;
+        // a patient record created just now starts from the appointment's details.
+        const appointmentDetails = mergePatient(JSON.parse(row.patient_details) as PatientDetails, sent);
+        const stored = JSON.parse(patient.details) as PatientDetails;
+        const patientDetails = Object.keys(stored).length === 0 ? appointmentDetails : mergePatient(stored, sent);
         await patients.updatePatientDetails(trx, row.business_id, patient.id, patientDetails);
         changes.patient_id = patient.id;
-        changes.patient_details = JSON.stringify(patient.id === row.patient_id
-          ? mergePatient(JSON.parse(row.patient_details) as PatientDetails, sent)
-          : patientDetails);
+        changes.patient_details = JSON.stringify(appointmentDetails);
       }
       if (input.token !== undefined) changes.token = input.token;
       if (input.custom_attributes !== undefined) changes.custom_attributes = JSON.stringify(customAttributes(input.custom_attributes));

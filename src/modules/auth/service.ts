@@ -3,6 +3,7 @@
  * each works once; presenting a spent one revokes every token of its login's family.
  */
 import type { Kysely } from 'kysely';
+import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
@@ -34,7 +35,7 @@ export class AuthService {
     // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
     const valid = await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH);
     if (!client || !valid) throw new AppError(401, 'Invalid client credentials');
-    return this.#issue(client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
+    return this.#issue(this.#db, client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
   }
 
   async refresh(refreshToken: string): Promise<TokenPair> {
@@ -43,20 +44,27 @@ export class AuthService {
     if (!stored || stored.revoked_at !== null || stored.expires_at <= now) {
       throw new AppError(401, 'Invalid or expired refresh token');
     }
-    if (stored.used_at !== null || !(await repo.spendRefreshToken(this.#db, stored.id, now))) {
+    // Spending the token and storing its successor commit together, so a replay that revokes the
+    // family afterwards always sees (and revokes) the successor too.
+    const issued = await inTransaction(this.#db, async (trx) => {
+      if (stored.used_at !== null || !(await repo.spendRefreshToken(trx, stored.id, now))) return 'reused' as const;
+      const client = await findActiveClient(trx, stored.client_id);
+      if (!client) return 'invalid' as const;
+      return this.#issue(trx, client.id, client.business_id, client.scopes.split(' '), stored.family_id);
+    });
+    if (issued === 'reused') {
       // A spent token coming back means it was copied: end the whole login.
       await repo.revokeFamily(this.#db, stored.family_id, now);
       throw new AppError(401, 'Refresh token already used; every token of this login is revoked');
     }
-    const client = await findActiveClient(this.#db, stored.client_id);
-    if (!client) throw new AppError(401, 'Invalid or expired refresh token');
-    return this.#issue(client.id, client.business_id, client.scopes.split(' '), stored.family_id);
+    if (issued === 'invalid') throw new AppError(401, 'Invalid or expired refresh token');
+    return issued;
   }
 
-  async #issue(clientId: string, businessId: string, scopes: string[], familyId: string): Promise<TokenPair> {
+  async #issue(db: Db, clientId: string, businessId: string, scopes: string[], familyId: string): Promise<TokenPair> {
     const now = Date.now();
     const refreshToken = `rt_${randomToken(32)}`;
-    await repo.insertRefreshToken(this.#db, {
+    await repo.insertRefreshToken(db, {
       id: newId('rt'),
       token_hash: sha256(refreshToken),
       family_id: familyId,

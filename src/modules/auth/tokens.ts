@@ -20,12 +20,14 @@ export class AccessTokens {
   readonly #verified = new Map<string, { claims: AccessClaims; expiresAt: number }>();
   readonly #keys: Map<string, { key: KeyObject; alg: string }>;
   readonly #signing: SigningKey;
+  readonly #verifyOnly: SigningKey[];
   readonly #issuer: string;
   readonly ttlSeconds: number;
 
   /** `verifyOnly` holds earlier keys still accepted during a rotation. */
   constructor(signing: SigningKey, issuer: string, ttlSeconds: number, verifyOnly: SigningKey[] = []) {
     this.#signing = signing;
+    this.#verifyOnly = verifyOnly;
     this.#issuer = issuer;
     this.ttlSeconds = ttlSeconds;
     this.#keys = new Map([signing, ...verifyOnly].map((k) => [k.kid, { key: k.publicKey, alg: k.alg }]));
@@ -77,7 +79,8 @@ export class AccessTokens {
     }
   }
 
+  /** The signing key and any verify-only keys of a rotation, so outside verifiers accept both. */
   jwks(): { keys: unknown[] } {
-    return { keys: [this.#signing.publicJwk] };
+    return { keys: [this.#signing.publicJwk, ...this.#verifyOnly.map((k) => k.publicJwk)] };
   }
 }

@@ -3,6 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/index.ts';
+import { canonicalPatientRef } from '../patients/repo.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { AppError, type ErrorFamily } from '../../http/errors.ts';
 import { CasesError } from '../../http/schemas.ts';
@@ -78,8 +80,9 @@ function patientRefOf(request: FastifyRequest): string {
   return value;
 }
 
-function scopeOf(request: FastifyRequest): PatientScope {
-  return { businessId: principalOf(request).businessId, patientRef: patientRefOf(request) };
+async function scopeOf(db: Db, request: FastifyRequest): Promise<PatientScope> {
+  const businessId = principalOf(request).businessId;
+  return { businessId, patientRef: await canonicalPatientRef(db, businessId, patientRefOf(request)) };
 }
 
 export function casesRoutes(ctx: AppContext) {
@@ -104,7 +107,7 @@ export function casesRoutes(ctx: AppContext) {
         querystring: ListQuery,
         response: { 200: Type.Object({ cases: Type.Array(Case), next_token: Type.Union([Type.String(), Type.Null()]) }), ...errors },
       },
-    }, async (request) => service.list(scopeOf(request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }));
+    }, async (request) => service.list(await scopeOf(ctx.storage.db, request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }));
 
     app.post('/mr/api/v1/cases', {
       config: write,
@@ -115,7 +118,7 @@ export function casesRoutes(ctx: AppContext) {
         body: CreateBody,
         response: { 201: Type.Object({ id: Type.String() }), ...errors, 409: CasesError },
       },
-    }, async (request, reply) => reply.code(201).send(await service.create(scopeOf(request), request.body as NewCase)));
+    }, async (request, reply) => reply.code(201).send(await service.create(await scopeOf(ctx.storage.db, request), request.body as NewCase)));
 
     app.get('/mr/api/v1/cases/:id', {
       config: read,
@@ -126,7 +129,7 @@ export function casesRoutes(ctx: AppContext) {
         params: IdParams,
         response: { 200: Case, ...errors, 404: CasesError },
       },
-    }, async (request) => service.get(scopeOf(request), request.params.id));
+    }, async (request) => service.get(await scopeOf(ctx.storage.db, request), request.params.id));
 
     app.patch('/mr/api/v1/cases/:id', {
       config: write,
@@ -139,7 +142,7 @@ export function casesRoutes(ctx: AppContext) {
         response: { 204: Type.Null(), ...errors, 404: CasesError },
       },
     }, async (request, reply) => {
-      await service.update(scopeOf(request), request.params.id, request.body as CaseChanges);
+      await service.update(await scopeOf(ctx.storage.db, request), request.params.id, request.body as CaseChanges);
       return reply.code(204).send(null);
     });
 
@@ -153,7 +156,7 @@ export function casesRoutes(ctx: AppContext) {
         response: { 204: Type.Null(), ...errors, 404: CasesError },
       },
     }, async (request, reply) => {
-      await service.delete(scopeOf(request), request.params.id);
+      await service.delete(await scopeOf(ctx.storage.db, request), request.params.id);
       return reply.code(204).send(null);
     });
   };

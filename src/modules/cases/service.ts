@@ -189,7 +189,8 @@ export class CasesService {
           hi_type: input.hi_type ?? null,
           partner_meta: JSON.stringify(input.partner_meta ?? {}),
           occurred_at: input.occurred_at * 1000,
-          created_at: Date.now(),
+          // The clock that stamps updated_at (the database's on PostgreSQL), so created_at <= updated_at.
+          created_at: updatedAt,
           updated_at: updatedAt,
         });
       });

@@ -31,6 +31,16 @@ export async function findPatientByAnyId(db: Db, businessId: string, id: string)
   return rows.find((row) => row.id === id) ?? rows[0];
 }
 
+/**
+ * The one key under which records that name a patient by either id (cases' X-Pt-Id, push devices)
+ * are kept: a known patient's partner id, or its service id when it has none; an id the business does
+ * not know is kept as given, so records can arrive before the patient's first appointment.
+ */
+export async function canonicalPatientRef(db: Db, businessId: string, id: string): Promise<string> {
+  const patient = await findPatientByAnyId(db, businessId, id);
+  return patient ? (patient.partner_patient_id ?? patient.id) : id;
+}
+
 /** Locks the row on PostgreSQL (inside a transaction); SQLite serializes transactions anyway. */
 export async function findPatientForUpdate(db: Db, dialect: DialectName, businessId: string, id: string): Promise<PatientRow | undefined> {
   return db.selectFrom('patients').selectAll()

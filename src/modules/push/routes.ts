@@ -11,6 +11,7 @@ import {
   sendNotification, type PushDeps,
 } from './service.ts';
 import { registerDeliveryJobs, enqueueDeliveries } from './jobs.ts';
+import { canonicalPatientRef } from '../patients/repo.ts';
 
 const config: { family: 'notifications'; auth: RouteAuth } = { family: 'notifications', auth: { anyOf: ['notification:admin'] } };
 const tags = ['notifications'];
@@ -101,8 +102,10 @@ export function pushRoutes(ctx: AppContext) {
         response: { 200: Type.Object({ success: Type.Boolean() }), ...errors },
       },
     }, async (request) => {
-      const patient = request.headers['x-pt-id'];
-      await addDevice(ctx.storage.db, principalOf(request).businessId, request.body.devicePayload, patient === undefined ? null : patient);
+      const businessId = principalOf(request).businessId;
+      const patient = request.headers['x-pt-id']?.trim();
+      const patientRef = patient ? await canonicalPatientRef(ctx.storage.db, businessId, patient) : null;
+      await addDevice(ctx.storage.db, businessId, request.body.devicePayload, patientRef);
       return { success: true };
     });
 
@@ -135,7 +138,10 @@ export function pushRoutes(ctx: AppContext) {
       },
     }, async (request, reply) => {
       const principal = principalOf(request);
-      const id = await sendNotification(deps, principal.businessId, principal.clientId, request.body);
+      const patientId = request.body.patient_id;
+      const input = patientId === undefined ? request.body
+        : { ...request.body, patient_id: await canonicalPatientRef(ctx.storage.db, principal.businessId, patientId.trim()) };
+      const id = await sendNotification(deps, principal.businessId, principal.clientId, input);
       return reply.code(202).send({ notification_id: id });
     });
 

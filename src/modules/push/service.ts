@@ -61,7 +61,8 @@ export function validateSaKey(input: SaKeyInput, env: Environment): SaKey {
   const fields: Record<string, string[]> = {};
   const problem = (member: string, message: string) => (fields[`sa_key.${member}`] ??= []).push(message);
   const domain = nonEmpty(input.universal_domain) ? input.universal_domain : input.universe_domain;
-  const key = { ...input, universal_domain: domain } as Partial<SaKey>;
+  // Only the members a service account key has are kept: nothing else a client sends is stored.
+  const key = Object.fromEntries(SA_KEY_MEMBERS.map((member) => [member, member === 'universal_domain' ? domain : input[member]])) as Partial<SaKey>;
 
   for (const member of SA_KEY_MEMBERS) {
     if (!nonEmpty(key[member])) {

@@ -29,11 +29,14 @@ export class MemoryTokenBucket {
     this.burst = burst;
   }
 
+  private sweptAt = 0;
+
   take(key: string, now = Date.now()): TakeResult {
     const bucket = this.buckets.get(key) ?? { tokens: this.burst, at: now };
     bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) * this.rate) / 1000);
     bucket.at = now;
-    if (this.buckets.size > 10_000) this.sweep(now);
+    // At most one sweep a second: with many active clients a sweep frees little, and must not run per request.
+    if (this.buckets.size > 10_000 && now - this.sweptAt > 1000) this.sweep(now);
     this.buckets.set(key, bucket);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
@@ -44,6 +47,7 @@ export class MemoryTokenBucket {
 
   /** Forgets buckets that have refilled: they hold nothing a fresh bucket would not. */
   private sweep(now: number): void {
+    this.sweptAt = now;
     for (const [key, bucket] of this.buckets) {
       if (bucket.tokens + ((now - bucket.at) * this.rate) / 1000 >= this.burst) this.buckets.delete(key);
     }

@@ -123,7 +123,7 @@ export function searchRoutes(ctx: AppContext) {
     }, async (request, reply) => {
       const q = request.query.q.trim();
       if (q.length === 0) throw new AppError(400, 'q: must not be empty');
-      if (q.length > 200) throw new AppError(400, 'q: must be at most 200 characters');
+      if ([...q].length > 200) throw new AppError(400, 'q: must be at most 200 characters');
       const { limit, s_type: type } = request.query;
       if (!catalogue.loaded) await catalogue.start();
       const query = parseQuery(q);

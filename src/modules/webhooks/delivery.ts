@@ -130,6 +130,8 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
     retryAfterSeconds = result.retryAfterSeconds;
     error = `the endpoint answered HTTP ${statusCode}`;
   } catch (caught) {
+    // Interrupted by shutdown or a lost lease: nothing to record; the job runs again after its lease.
+    if (input.signal?.aborted) throw caught;
     error = describe(caught);
   }
 

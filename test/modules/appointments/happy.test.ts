@@ -112,6 +112,19 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(await findPatientByAnyId(t.ctx.storage.db, 'biz_other', 'pp-match'), undefined);
   });
 
+  it('moves to another patient when a new partner_patient_id is sent, keeping the details it had', async () => {
+    const id = await book(t, p, { patient_details: { first_name: 'Meera', last_name: 'Nair', partner_patient_id: 'pp-move-a' } });
+    const before = await read(id);
+    const response = await call('PATCH', `/dr/v1/appointment/${id}`, { patient_details: { partner_patient_id: 'pp-move-b', gender: 'F' } });
+    assert.equal(response.statusCode, 200);
+    const after = response.json();
+    assert.notEqual(after.patient_id, before.patient_id);
+    assert.equal(after.partner_patient_id, 'pp-move-b');
+    assert.deepEqual(after.patient_details, { first_name: 'Meera', last_name: 'Nair', partner_patient_id: 'pp-move-b', gender: 'F' });
+    const moved = await findPatientByAnyId(t.ctx.storage.db, p.client.businessId, 'pp-move-b');
+    assert.deepEqual(JSON.parse(moved!.details), after.patient_details);
+  });
+
   it('updates partially: objects replaced, patient details field by field, reschedule', async () => {
     const id = await book(t, p, {
       partner_appointment_id: 'pa-upd',
@@ -171,7 +184,10 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     const moved = (await call('PATCH', `/dr/v1/appointment/${id}`, { patient_details: { partner_patient_id: 'pp-other' } })).json();
     assert.equal(moved.patient_id, other.patient_id);
     assert.equal(moved.partner_patient_id, 'pp-other');
-    assert.equal(moved.patient_details.first_name, 'Other');
+    // patient_details changes only the fields it names, on the appointment and on the patient record.
+    assert.equal(moved.patient_details.first_name, 'Nameless');
+    const otherPatient = await findPatientByAnyId(t.ctx.storage.db, p.client.businessId, 'pp-other');
+    assert.equal(JSON.parse(otherPatient!.details).first_name, 'Other');
   });
 
   it('marks no-show from any state, cancels, and completes from any state', async () => {
