@@ -199,7 +199,6 @@ export class JobQueue {
    */
   stop(graceMs = 25_000): Promise<void> {
     this.stopping ??= (async () => {
-      const wasRunning = this.state === 'running';
       this.state = 'stopped';
       if (this.pollTimer) clearTimeout(this.pollTimer);
       if (this.lockTimer) clearTimeout(this.lockTimer);
@@ -220,7 +219,8 @@ export class JobQueue {
           for (const { abort } of this.inFlight.values()) abort.abort(new Error('shutting down'));
         }
       }
-      if (this.storage.dialect === 'sqlite' && wasRunning) {
+      // Also when not running: a lock claim in flight while stopping may have won.
+      if (this.storage.dialect === 'sqlite') {
         // Lets another process take over at once instead of after the lock's TTL.
         await this.storage.db.deleteFrom('job_locks').where('name', '=', LOCK_NAME).where('owner', '=', this.workerId)
           .execute().catch(() => {});
@@ -336,10 +336,17 @@ export class JobQueue {
         this.metrics.outcomes.inc({ kind: kind.name, outcome: 'failed' });
         return;
       }
+      // A lease that could not be renewed for a whole lease period may already be claimed elsewhere:
+      // the attempt is abandoned then, so two workers never run the job at once.
+      let renewedAt = Date.now();
       const heartbeat = setInterval(() => {
         renewLease(db, job, kind.leaseMs).then((ours) => {
           if (!ours) abort.abort(new Error('lease lost'));
-        }, (error: unknown) => this.logger.warn({ ...log, err: error }, 'renewing a job lease failed'));
+          else renewedAt = Date.now();
+        }, (error: unknown) => {
+          this.logger.warn({ ...log, err: error }, 'renewing a job lease failed');
+          if (Date.now() - renewedAt >= kind.leaseMs) abort.abort(new Error('lease could not be renewed'));
+        });
       }, Math.max(10, Math.floor(kind.leaseMs / 3)));
       // After an abort the attempt is abandoned to its lease (shutdown) or already lost.
       abort.signal.addEventListener('abort', () => clearInterval(heartbeat));
