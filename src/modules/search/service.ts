@@ -6,7 +6,7 @@
  * with any pack; a pack fills in a product stored without one. A product seen again takes the fields the
  * new file has and keeps those it lacks (a discontinued mark survives a file that does not say).
  */
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { inTransaction } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database, DrugsTable, LabTestsTable } from '../../db/schema.ts';
@@ -99,51 +99,48 @@ async function* batches<T>(inputs: AsyncIterable<T | null> | Iterable<T | null>,
   if (batch.length > 0) yield batch;
 }
 
-export async function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
-  const summary: ImportSummary = { kind: 'drugs', layout, read: 0, inserted: 0, updated: 0, unchanged: 0, skipped: 0, version: 0 };
+/** One batch's decisions: the stored rows it touched, and the rows to insert or update. */
+interface BatchPlan<R> {
+  originals: Map<string, R>;
+  inserts: Map<string, R>;
+  updates: Map<string, R>;
+}
+
+interface Importer<I, R> {
+  kind: ImportSummary['kind'];
+  isValid(input: I): boolean;
+  plan(trx: Transaction<Database>, valid: I[], seq: number, now: number): Promise<BatchPlan<R>>;
+  insert(trx: Transaction<Database>, rows: R[]): Promise<void>;
+  update(trx: Transaction<Database>, row: R): Promise<void>;
+}
+
+/**
+ * The import loop both catalogues share: batches, each in one transaction that bumps the catalogue
+ * version (so other processes pick the change up) unless nothing in it changed.
+ */
+async function importBatches<I, R extends { id: string; seq: number; updated_at: number }>(
+  db: Kysely<Database>, inputs: AsyncIterable<I | null> | Iterable<I | null>, layout: string, options: ImportOptions, importer: Importer<I, R>,
+): Promise<ImportSummary> {
+  const summary: ImportSummary = { kind: importer.kind, layout, read: 0, inserted: 0, updated: 0, unchanged: 0, skipped: 0, version: 0 };
   for await (const batch of batches(inputs, options.batchSize ?? 500, () => { summary.read++; summary.skipped++; })) {
     summary.read += batch.length;
-    const valid = batch.filter((input) => clean(input.name) !== '' && clean(input.manufacturer_name) !== '');
+    const valid = batch.filter((input) => importer.isValid(input));
     summary.skipped += batch.length - valid.length;
     let inserted = 0;
     let updated = 0;
     let unchanged = 0;
     try {
       await inTransaction(db, async (trx) => {
-        const seq = await repo.bumpVersion(trx);
-        const now = Date.now();
-        const existing = await repo.drugsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))]);
-        const byIdentity = new Map<string, DrugsTable[]>();
-        for (const row of existing) {
-          const key = `${row.name_key}\u0000${row.maker_key}`;
-          const list = byIdentity.get(key) ?? [];
-          list.push(row);
-          byIdentity.set(key, list);
-        }
-        const originals = new Map(existing.map((row) => [row.id, row]));
-        const inserts = new Map<string, DrugsTable>();
-        const updates = new Map<string, DrugsTable>();
-        for (const input of valid) {
-          const identity = `${nameKey(clean(input.name))}\u0000${makerKey(clean(input.manufacturer_name))}`;
-          const pack = packKey(clean(input.product_sku));  // '' when the file gives no usable pack
-          const candidates = byIdentity.get(identity) ?? [];
-          const match = candidates.find((row) => row.pack_key === pack)
-            ?? (pack === '' ? candidates[0] : candidates.find((row) => row.pack_key === ''));
-          const merged = mergeDrug(match, input, seq, now);
-          if (match) candidates[candidates.indexOf(match)] = merged;
-          else candidates.push(merged);
-          byIdentity.set(identity, candidates);
-          (originals.has(merged.id) ? updates : inserts).set(merged.id, merged);
-        }
-        // A product counts as updated only when its final state differs from the stored one (a file
+        const { originals, inserts, updates } = await importer.plan(trx, valid, await repo.bumpVersion(trx), Date.now());
+        // A row counts as updated only when its final state differs from the stored one (a file
         // may say two things about one product; the last wins).
         for (const [id, row] of updates) if (sameRow(originals.get(id)!, row)) updates.delete(id);
         inserted = inserts.size;
         updated = updates.size;
         unchanged = valid.length - inserted - updated;
         if (inserts.size === 0 && updates.size === 0) throw new NothingChanged();
-        await repo.insertDrugs(trx, [...inserts.values()]);
-        for (const row of updates.values()) await repo.updateDrug(trx, row);
+        await importer.insert(trx, [...inserts.values()]);
+        for (const row of updates.values()) await importer.update(trx, row);
       });
     } catch (error) {
       if (!(error instanceof NothingChanged)) throw error;
@@ -155,6 +152,39 @@ export async function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<Dr
   }
   summary.version = await repo.catalogueVersion(db);
   return summary;
+}
+
+export function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+  return importBatches<DrugInput, DrugsTable>(db, inputs, layout, options, {
+    kind: 'drugs',
+    isValid: (input) => clean(input.name) !== '' && clean(input.manufacturer_name) !== '',
+    insert: repo.insertDrugs,
+    update: repo.updateDrug,
+    async plan(trx, valid, seq, now) {
+      const existing = await repo.drugsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))]);
+      const byIdentity = new Map<string, DrugsTable[]>();
+      for (const row of existing) {
+        const key = `${row.name_key}\u0000${row.maker_key}`;
+        const list = byIdentity.get(key) ?? [];
+        list.push(row);
+        byIdentity.set(key, list);
+      }
+      const plan: BatchPlan<DrugsTable> = { originals: new Map(existing.map((row) => [row.id, row])), inserts: new Map(), updates: new Map() };
+      for (const input of valid) {
+        const identity = `${nameKey(clean(input.name))}\u0000${makerKey(clean(input.manufacturer_name))}`;
+        const pack = packKey(clean(input.product_sku));  // '' when the file gives no usable pack
+        const candidates = byIdentity.get(identity) ?? [];
+        const match = candidates.find((row) => row.pack_key === pack)
+          ?? (pack === '' ? candidates[0] : candidates.find((row) => row.pack_key === ''));
+        const merged = mergeDrug(match, input, seq, now);
+        if (match) candidates[candidates.indexOf(match)] = merged;
+        else candidates.push(merged);
+        byIdentity.set(identity, candidates);
+        (plan.originals.has(merged.id) ? plan.updates : plan.inserts).set(merged.id, merged);
+      }
+      return plan;
+    },
+  });
 }
 
 function mergeLab(existing: LabTestsTable | undefined, input: LabInput, seq: number, now: number): LabTestsTable {
@@ -182,46 +212,23 @@ function mergeLab(existing: LabTestsTable | undefined, input: LabInput, seq: num
   };
 }
 
-export async function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
-  const summary: ImportSummary = { kind: 'labs', layout, read: 0, inserted: 0, updated: 0, unchanged: 0, skipped: 0, version: 0 };
-  for await (const batch of batches(inputs, options.batchSize ?? 500, () => { summary.read++; summary.skipped++; })) {
-    summary.read += batch.length;
-    const valid = batch.filter((input) => nameKey(clean(input.name)) !== '');
-    summary.skipped += batch.length - valid.length;
-    let inserted = 0;
-    let updated = 0;
-    let unchanged = 0;
-    try {
-      await inTransaction(db, async (trx) => {
-        const seq = await repo.bumpVersion(trx);
-        const now = Date.now();
-        const existing = new Map((await repo.labsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))])).map((row) => [row.name_key, row]));
-        const originals = new Map([...existing.values()].map((row) => [row.id, row]));
-        const inserts = new Map<string, LabTestsTable>();
-        const updates = new Map<string, LabTestsTable>();
-        for (const input of valid) {
-          const key = nameKey(clean(input.name));
-          const merged = mergeLab(existing.get(key), input, seq, now);
-          existing.set(key, merged);
-          (originals.has(merged.id) ? updates : inserts).set(merged.id, merged);
-        }
-        for (const [id, row] of updates) if (sameRow(originals.get(id)!, row)) updates.delete(id);
-        inserted = inserts.size;
-        updated = updates.size;
-        unchanged = valid.length - inserted - updated;
-        if (inserts.size === 0 && updates.size === 0) throw new NothingChanged();
-        await repo.insertLabs(trx, [...inserts.values()]);
-        for (const row of updates.values()) await repo.updateLab(trx, row);
-      });
-    } catch (error) {
-      if (!(error instanceof NothingChanged)) throw error;
-    }
-    summary.inserted += inserted;
-    summary.updated += updated;
-    summary.unchanged += unchanged;
-    options.onProgress?.(summary.read);
-  }
-  summary.version = await repo.catalogueVersion(db);
-  return summary;
+export function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+  return importBatches<LabInput, LabTestsTable>(db, inputs, layout, options, {
+    kind: 'labs',
+    isValid: (input) => nameKey(clean(input.name)) !== '',
+    insert: repo.insertLabs,
+    update: repo.updateLab,
+    async plan(trx, valid, seq, now) {
+      const existing = new Map((await repo.labsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))])).map((row) => [row.name_key, row]));
+      const plan: BatchPlan<LabTestsTable> = { originals: new Map([...existing.values()].map((row) => [row.id, row])), inserts: new Map(), updates: new Map() };
+      for (const input of valid) {
+        const key = nameKey(clean(input.name));
+        const merged = mergeLab(existing.get(key), input, seq, now);
+        existing.set(key, merged);
+        (plan.originals.has(merged.id) ? plan.updates : plan.inserts).set(merged.id, merged);
+      }
+      return plan;
+    },
+  });
 }
 

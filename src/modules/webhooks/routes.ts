@@ -1,7 +1,7 @@
 /** Webhook subscriptions and deliveries (contract 8), Bearer with scope webhook:admin. */
 import type { FastifyContextConfig } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import { jobsGraceMs, type App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
@@ -44,7 +44,7 @@ export function webhookRoutes(ctx: AppContext) {
   return async function plugin(app: App): Promise<void> {
     // Idle keep-alive sockets go once the workers have stopped (stop() is idempotent).
     app.addHook('onClose', async () => {
-      await ctx.jobs.stop(Math.max(0, ctx.config.shutdownGraceSeconds * 1000 - 1000));
+      await ctx.jobs.stop(jobsGraceMs(ctx.config));
       sender.close();
     });
     const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
