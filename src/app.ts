@@ -14,6 +14,7 @@ import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { requestLogger } from './http/request-logger.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/worker.ts';
 import { AccessTokens } from './modules/auth/tokens.ts';
@@ -52,6 +53,7 @@ let requestCounter = 0;
 export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
+    childLoggerFactory: requestLogger,
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
     requestIdHeader: false,
