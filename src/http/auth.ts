@@ -54,16 +54,22 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminTo
     }
   });
 
-  app.addHook('onRequest', async (request) => {
+  // An instance hook, so it runs before any module's own onRequest hooks (which may rely on it).
+  // Public routes call back at once: no promise for the majority of cheap requests.
+  app.addHook('onRequest', (request, _reply, done) => {
     const auth = request.routeOptions.config.auth;
-    if (auth === undefined || auth === 'public') return;
-    const token = tokenFrom(request);
-    if (auth === 'admin') {
-      if (adminToken === null || token === null || !constantTimeEqual(token, adminToken)) {
-        throw new AppError(401, 'A valid admin token is required');
-      }
-      return;
+    if (auth === undefined || auth === 'public') {
+      done();
+    } else if (auth === 'admin') {
+      const token = tokenFrom(request);
+      done(adminToken === null || token === null || !constantTimeEqual(token, adminToken) ? new AppError(401, 'A valid admin token is required') : undefined);
+    } else {
+      authenticate(request, auth).then(() => done(), done);
     }
+  });
+
+  async function authenticate(request: FastifyRequest, auth: Exclude<RouteAuth, 'public' | 'admin'>): Promise<void> {
+    const token = tokenFrom(request);
     const claims = token === null ? null : await tokens.verify(token);
     if (!claims) throw new AppError(401, token === null ? 'Authentication required: send Authorization: Bearer <token> or auth: <token>' : 'Invalid or expired token');
     const scopes = new Set(claims.scopes);
@@ -71,5 +77,5 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminTo
       throw new AppError(403, `This operation needs the scope ${auth.anyOf.join(' or ')}`, auth.forbiddenCode ? { code: auth.forbiddenCode } : {});
     }
     request.principal = { businessId: claims.businessId, clientId: claims.clientId, scopes };
-  });
+  }
 }

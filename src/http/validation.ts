@@ -38,7 +38,8 @@ export function registerValidation(app: FastifyInstance): void {
 
   // A request without a body reaches validation as null, so an operation whose body is optional
   // declares `Type.Union([Type.Object(...), Type.Null()])` and one that needs a body says so in its error.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined) request.body = null;
+    done();
   });
 }
