@@ -1,12 +1,14 @@
 /**
  * Hooks attached to single routes from an onRoute hook, built once per route with what that route
- * needs (its auth, its metric labels), instead of instance hooks that look the route up on every
- * request (`request.routeOptions` builds a new object per access).
+ * needs (its metric labels, its rate limit), and only on the routes that need them, instead of
+ * instance hooks that run everywhere and look the route up on every request (`request.routeOptions`
+ * builds a new object per access).
  */
-import type { onRequestHookHandler, onResponseHookHandler, RouteOptions } from 'fastify';
+import type { onRequestHookHandler, onResponseHookHandler, preValidationHookHandler, RouteOptions } from 'fastify';
 
 interface RouteHooks {
   onRequest: onRequestHookHandler;
+  preValidation: preValidationHookHandler;
   onResponse: onResponseHookHandler;
 }
 
