@@ -20,6 +20,7 @@ import { highlightRanges, parseQuery, SearchIndex } from '../src/modules/search/
 import { drugRecordFromRow, drugResponse, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
 import { highlight } from '../src/modules/search/normalize.ts';
 import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
+import { DrugStore } from '../src/modules/search/store.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
 import { load, spawnServer } from './lib.ts';
 import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
@@ -96,7 +97,7 @@ export async function runSearchBench(ctx: { helloWorldRps: number }): Promise<Be
   const interner = new Interner();
   const records = rows.map((row) => drugRecordFromRow(row, interner));
   const labRecords = labInputs.map((input, i) => labRecordFromRow({ id: `lab_${i}`, name: input.name, name_key: '', abbreviations: JSON.stringify(input.abbreviations ?? []), category: input.category ?? null, description: input.description ?? null, preparation: input.preparation ?? null, specimen: null, loinc: null, price: input.price ?? null, seq: 1, updated_at: now }));
-  const drugs = new SearchIndex<DrugRecord>(describeDrug);
+  const drugs = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore());
   const labs = new SearchIndex<LabRecord>(describeLab);
   const built = performance.now();
   drugs.build(records);

@@ -13,6 +13,7 @@ import type { Database } from '../../db/schema.ts';
 import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
 import * as repo from './repo.ts';
+import { DrugStore } from './store.ts';
 import { importDrugs, importLabs } from './service.ts';
 import { openDrugSource, openLabSource } from './sources.ts';
 
@@ -74,7 +75,7 @@ export interface CatalogueOptions {
 }
 
 export class Catalogue {
-  readonly drugs = new SearchIndex<DrugRecord>(describeDrug);
+  readonly drugs = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore());
   readonly labs = new SearchIndex<LabRecord>(describeLab);
   /** Catalogue version applied to the indexes; -1 before the first load. */
   version = -1;
@@ -127,16 +128,22 @@ export class Catalogue {
     const version = await repo.catalogueVersion(this.db);
     if (version === this.version) return;
     const after = this.version;
+    // A first load goes straight into a columnar store: no array of a quarter of a million records.
+    const store = after < 0 ? new DrugStore() : null;
     const drugs: DrugRecord[] = [];
     for (let fromId = ''; ;) {
       const page = await repo.drugsChangedAfter(this.db, after, fromId, PAGE);
-      for (const row of page) drugs.push(drugRecordFromRow(row, this.interner));
+      for (const row of page) {
+        const record = drugRecordFromRow(row, this.interner);
+        if (store) store.add(record);
+        else drugs.push(record);
+      }
       if (page.length < PAGE) break;
       fromId = page[page.length - 1]!.id;
     }
     const labs = (await repo.labsChangedAfter(this.db, after)).map(labRecordFromRow);
-    if (after < 0) {
-      this.drugs.build(drugs);
+    if (store) {
+      this.drugs.build(store);
       this.labs.build(labs);
     } else {
       if (drugs.length > 0) this.drugs.upsert(drugs);
