@@ -5,7 +5,9 @@
  * process reaches this one within seconds, without a restart.
  */
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -13,7 +15,8 @@ import type { Database } from '../../db/schema.ts';
 import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
 import * as repo from './repo.ts';
-import { DrugStore } from './store.ts';
+import { readSnapshot, writeSnapshot } from './snapshot.ts';
+import { ArrayStore, DrugStore } from './store.ts';
 import { importDrugs, importLabs } from './service.ts';
 import { openDrugSource, openLabSource } from './sources.ts';
 
@@ -72,6 +75,33 @@ export interface CatalogueOptions {
   /** Import the built-in catalogue when it changed (default true). */
   builtin?: boolean;
   builtinDir?: string;
+  /** Index snapshot file (see snapshot.ts); none when null or absent. */
+  snapshotFile?: string | null;
+}
+
+/**
+ * What a snapshot was made by: the code of this module (tokenising, fields, layout). A snapshot of
+ * another release is ignored rather than trusted.
+ */
+const SOURCE_HASH = (() => {
+  const dir = fileURLToPath(new URL('.', import.meta.url));
+  const hash = createHash('sha256');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) hash.update(file).update(readFileSync(path.join(dir, file)));
+  return hash.digest('hex');
+})();
+
+/** The snapshot file of one database, in the data directory (the database URL is hashed, never written). */
+export function snapshotFileFor(dataDir: string, databaseUrl: string | null): string {
+  const database = createHash('sha256').update(databaseUrl ?? path.resolve(dataDir)).digest('hex').slice(0, 16);
+  return path.join(dataDir, `search-index-${database}.bin`);
+}
+
+interface SnapshotFields {
+  source: string;
+  version: number;
+  /** The newest drug and lab ids of the database the snapshot was made from: a different database lacks them. */
+  lastDrugId: string | null;
+  lastLabId: string | null;
 }
 
 export class Catalogue {
@@ -80,12 +110,15 @@ export class Catalogue {
   /** Catalogue version applied to the indexes; -1 before the first load. */
   version = -1;
   loaded = false;
+  /** Where the first load came from: a snapshot file, or the database. */
+  loadedFrom: 'snapshot' | 'database' | null = null;
   private readonly db: Kysely<Database>;
   private readonly logger: Logger;
   private readonly options: CatalogueOptions;
   private readonly interner = new Interner();
   private loading: Promise<void> | null = null;
   private refreshing: Promise<void> | null = null;
+  private snapshotting: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -100,6 +133,8 @@ export class Catalogue {
     this.loading ??= (async () => {
       const started = performance.now();
       if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
+      if (this.options.snapshotFile) await this.restoreSnapshot(this.options.snapshotFile);
+      this.loadedFrom = this.version >= 0 ? 'snapshot' : 'database';
       await this.refresh();
       this.loaded = true;
       this.logger.info({ drugs: this.drugs.size, lab_tests: this.labs.size, version: this.version, load_ms: Math.round(performance.now() - started) }, 'search catalogue loaded');
@@ -142,6 +177,7 @@ export class Catalogue {
       fromId = page[page.length - 1]!.id;
     }
     const labs = (await repo.labsChangedAfter(this.db, after)).map(labRecordFromRow);
+    const builds = this.drugs.builds;
     if (store) {
       this.drugs.build(store);
       this.labs.build(labs);
@@ -151,6 +187,11 @@ export class Catalogue {
       this.logger.info({ version, drugs: drugs.length, lab_tests: labs.length }, 'search catalogue updated');
     }
     this.version = version;
+    // A fresh build (the first load, or a rebuild after many changes) is what the next start should read.
+    if (this.drugs.builds !== builds) {
+      if (!store) this.labs.build(this.labs.all());
+      this.saveSnapshot(version);
+    }
   }
 
   /** Stops polling and waits for a load or refresh in progress, so the database can close after. */
@@ -159,5 +200,50 @@ export class Catalogue {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await Promise.allSettled([this.loading, this.refreshing]);
+    await this.snapshotting;
+  }
+
+  /**
+   * Takes the indexes from the snapshot file when it was made by this code from this database, at a
+   * version not newer than the database's; refresh() then applies what changed since.
+   */
+  private async restoreSnapshot(file: string): Promise<void> {
+    const started = performance.now();
+    try {
+      const snapshot = await readSnapshot(file);
+      if (!snapshot) return;
+      const fields = snapshot.fields as unknown as SnapshotFields;
+      const current = await repo.catalogueVersion(this.db);
+      if (fields.source !== SOURCE_HASH || fields.version > current || !(await repo.catalogueHolds(this.db, fields.lastDrugId, fields.lastLabId))) {
+        this.logger.info({ file }, 'search index snapshot is from other code or another database; building from the database');
+        return;
+      }
+      const { drugs, drugRecords, labs, labRecords } = snapshot.sections;
+      this.drugs.restore(drugs!, DrugStore.restore(drugRecords!));
+      this.labs.restore(labs!, ArrayStore.restore<LabRecord>(labRecords!));
+      this.version = fields.version;
+      this.logger.info({ version: fields.version, drugs: this.drugs.size, read_ms: Math.round(performance.now() - started) }, 'search index snapshot read');
+    } catch (error) {
+      this.logger.warn({ err: error, file }, 'search index snapshot unreadable; building from the database');
+    }
+  }
+
+  /** Settles once a snapshot being written is on disk (or failed). */
+  async snapshotWritten(): Promise<void> {
+    await this.snapshotting;
+  }
+
+  /** Writes the indexes as just built, in the background (they are captured now, before any upsert). */
+  private saveSnapshot(version: number): void {
+    const file = this.options.snapshotFile;
+    if (!file || this.snapshotting) return;
+    const drugs = this.drugs.snapshot();
+    const labs = this.labs.snapshot();
+    this.snapshotting = (async () => {
+      const last = await repo.lastCatalogueIds(this.db);
+      const fields: SnapshotFields = { source: SOURCE_HASH, version, lastDrugId: last.drug, lastLabId: last.lab };
+      await writeSnapshot(file, { ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
+    })().catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
+      .finally(() => { this.snapshotting = null; });
   }
 }

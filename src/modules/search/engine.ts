@@ -374,6 +374,7 @@ export class SearchIndex<T extends { id: string }> {
   private docCount = 0;
   /** Documents of the last build (laid out by static score); later ones were appended by upserts. */
   private builtDocs = 0;
+  private buildCount = 0;
   private ids = new IdTable((doc) => this.store.id(this.rowOf[doc]!));
   private info: Uint32Array = new Uint32Array(0);
   private deadCount = 0;
@@ -485,6 +486,7 @@ export class SearchIndex<T extends { id: string }> {
     order.sort((a, b) => rank[b]! - rank[a]! || (firstNames[a]! < firstNames[b]! ? -1 : firstNames[a]! > firstNames[b]! ? 1 : a - b));
 
     this.store = store;
+    this.buildCount++;
     this.rowOf = order;
     this.docCount = n;
     this.builtDocs = n;
@@ -583,8 +585,17 @@ export class SearchIndex<T extends { id: string }> {
     this.resizeScratch();
   }
 
-  /** The index as strings and typed arrays (see snapshot.ts); only right after a build. */
-  snapshot(): SnapshotParts {
+  /** Number of builds so far (a rebuild after many upserts counts). */
+  get builds(): number {
+    return this.buildCount;
+  }
+
+  /** The index and its records as strings and typed arrays (see snapshot.ts); only right after a build. */
+  snapshot(): { index: SnapshotParts; records: SnapshotParts } {
+    return { index: this.snapshotIndex(), records: this.store.snapshot() };
+  }
+
+  private snapshotIndex(): SnapshotParts {
     if (this.docCount !== this.builtDocs || this.deadCount > 0 || this.extraTerms.length > 0) {
       throw new Error('an index is snapshotted right after its build');
     }
