@@ -362,6 +362,10 @@ function byRank(a: { doc: number; score: number }, b: { doc: number; score: numb
   return b.score - a.score || a.doc - b.doc;
 }
 
+/** A word's name-field postings are scored up front (see rank) when there are at most this many (and far fewer than the driver's). */
+const NAME_SEGMENT_DOCS = 2000;
+const NAME_SEGMENT_TERMS = 1000;
+
 /** Postings segments per word: by field rank, best first (segment 0 = name, 1 = composition, 2 = form). */
 const SEGMENTS = 3;
 
@@ -419,6 +423,8 @@ export class SearchIndex<T extends { id: string }> {
   private gen = 0;
   private visitGen = 0;
   private seen: Uint32Array = new Uint32Array(0);
+  /** Per other required word of a query: documents holding it, stamped with the pass's visit number. */
+  private filterMarks: Uint32Array[] = [];
   private prefixMark: Uint32Array = new Uint32Array(0);
   private exactMark: Uint32Array = new Uint32Array(0);
   private boundaryMark: Uint32Array = new Uint32Array(0);
@@ -473,17 +479,28 @@ export class SearchIndex<T extends { id: string }> {
     const n = store.length;
     // The layout order from a few numbers per record; the records are described again below, one at
     // a time, so that no quarter of a million descriptions are alive at once.
-    const order = new Uint32Array(n);
-    const rank = new Float64Array(n);
-    const firstNames: string[] = new Array<string>(n);
+    // A number per record that sorts like descending staticScore, with the row in the low 32 bits:
+    // a plain numeric sort, then names only within runs of equal static score.
+    const sortKeys = new Float64Array(n);
     for (let row = 0; row < n; row++) {
-      const fields = this.describe(store.get(row));
-      order[row] = row;
-      rank[row] = staticScore(docInfo(fields));
-      firstNames[row] = fields.names[0] ?? '';
+      const info = docInfo(this.describe(store.get(row)));
+      sortKeys[row] = (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
     }
-    // Code-unit order, not localeCompare: the order only needs to be stable, and 250k locale comparisons cost seconds.
-    order.sort((a, b) => rank[b]! - rank[a]! || (firstNames[a]! < firstNames[b]! ? -1 : firstNames[a]! > firstNames[b]! ? 1 : a - b));
+    sortKeys.sort();
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[i] = sortKeys[i]! % 2 ** 32;
+    // Code-unit order, not localeCompare: the order only needs to be stable, and locale comparisons cost seconds.
+    const firstName = (row: number) => this.describe(store.get(row)).names[0] ?? '';
+    for (let from = 0; from < n;) {
+      let to = from + 1;
+      while (to < n && Math.floor(sortKeys[to]! / 2 ** 32) === Math.floor(sortKeys[from]! / 2 ** 32)) to++;
+      if (to - from > 1) {
+        const run = Array.from(order.subarray(from, to), (row) => ({ row, name: firstName(row) }));
+        run.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.row - b.row));
+        for (let i = 0; i < run.length; i++) order[from + i] = run[i]!.row;
+      }
+      from = to;
+    }
 
     this.store = store;
     this.buildCount++;
@@ -734,6 +751,7 @@ export class SearchIndex<T extends { id: string }> {
     if (this.seen.length >= n) return;
     const size = Math.max(n, 1024) + 1024;
     this.seen = new Uint32Array(size);
+    this.filterMarks = [];
     this.prefixMark = new Uint32Array(size);
     this.exactMark = new Uint32Array(size);
     this.boundaryMark = new Uint32Array(size);
@@ -997,6 +1015,7 @@ export class SearchIndex<T extends { id: string }> {
   private rank(expansions: Expansion[], limit: number, gen: number, driver: number, prefixDocs: number[]): Array<{ doc: number; score: number }> {
     if (this.visitGen >= 0xfffffffe) {
       this.seen.fill(0);
+      for (const marks of this.filterMarks) marks.fill(0);
       this.visitGen = 0;
     }
     const pass: RankPass = {
@@ -1009,7 +1028,9 @@ export class SearchIndex<T extends { id: string }> {
     for (let i = 0; i < prefixDocs.length; i++) this.consider(prefixDocs[i]!, -1, true, pass);
     if (driver < 0) return this.finish(pass);
 
-    // The most every other word can add to a document's score.
+    // The most every other word can add to a document's score. A word found in few names (a salt,
+    // rarely a brand's name) has those documents scored here and now; every other document can only
+    // hold it in a lesser field, which keeps the bound of the walk below tight.
     let others = 0;
     for (let slot = 0; slot < expansions.length; slot++) {
       if (slot === driver) continue;
@@ -1017,7 +1038,9 @@ export class SearchIndex<T extends { id: string }> {
       const best = e.exact.length > 0 ? KIND_EXACT : e.hi > e.lo || e.prefix.length > 0 ? KIND_PREFIX : e.fuzzy && e.fuzzy.size > 0 ? KIND_FUZZY1 : 0;
       // A required word no document holds: only names starting with the query can match.
       if (best === 0 && e.word.required) return this.finish(pass);
-      others += wordScore(best * 4 + 3, e.word.required);
+      const inNames = this.nameSegments(e, Math.min(NAME_SEGMENT_DOCS, expansions[driver]!.size / 4));
+      if (inNames !== null) for (const [from, to] of inNames) for (let i = from; i < to; i++) this.consider(this.postFlat[i]!, -1, false, pass);
+      others += wordScore(best * 4 + (inNames === null ? 3 : 2), e.word.required);
     }
 
     const e = expansions[driver]!;
@@ -1036,12 +1059,14 @@ export class SearchIndex<T extends { id: string }> {
     const seen = this.seen;
     const visit = pass.visit;
     const flat = this.postFlat;
+    const filters = this.markRequired(expansions, driver, visit);
     for (const packed of segments) {
       const q = packed >>> 24;
       const segment = packed & 0xffffff;
       const reach = (q >> 2 <= KIND_FUZZY1 ? 1e13 : 2e13) + wordScore(q, true) + others;
-      for (let i = this.postSeg[segment]!, end = this.postSeg[segment + 1]!; i < end; i++) {
+      postings: for (let i = this.postSeg[segment]!, end = this.postSeg[segment + 1]!; i < end; i++) {
         const doc = flat[i]!;
+        for (let f = 0; f < filters.length; f++) if (filters[f]![doc] !== visit) continue postings;
         if (seen[doc] === visit) continue;
         // Later documents of this run score at most this; they would need to outrank the last of the page.
         if (!this.exhaustive && top.length === limit && !outranks(reach + staticScore(this.info[doc]!), doc, top[limit - 1]!)) break;
@@ -1054,6 +1079,55 @@ export class SearchIndex<T extends { id: string }> {
       if (list) for (const posting of list) this.consider(posting >>> 4, kind * 4 + fieldRank(posting & 15), false, pass);
     }
     return this.finish(pass);
+  }
+
+  /**
+   * The name-field postings of everything a query word matches, as ranges of postFlat, when there are
+   * at most `most` (and no words added since the build, whose fields are not segmented); else null.
+   */
+  private nameSegments(e: Expansion, most: number): Array<[number, number]> | null {
+    if (e.prefix.length > 0 || (e.fuzzy && e.fuzzy.size > 0) || e.exact.some((term) => term >= this.builtTerms)) return null;
+    if (e.hi - e.lo > NAME_SEGMENT_TERMS) return null;
+    const ranges: Array<[number, number]> = [];
+    let count = 0;
+    const add = (term: number) => {
+      const from = this.postSeg[term * SEGMENTS]!;
+      const to = this.postSeg[term * SEGMENTS + 1]!;
+      if (to > from) ranges.push([from, to]);
+      count += to - from;
+    };
+    for (const term of e.exact) if (term < e.lo || term >= e.hi) add(term);
+    for (let term = e.lo; term < e.hi; term++) add(term);
+    for (const term of e.exact) if (this.extra.has(term)) return null;
+    for (const term of this.extra.keys()) if (term >= e.lo && term < e.hi) return null;
+    return count <= most ? ranges : null;
+  }
+
+  /**
+   * Marks (with `visit`) every document holding each other required word whose postings are not
+   * much longer than the driver's: a driver posting without the mark is skipped after one memory read,
+   * instead of a look through the document's words. Returns the mark arrays to check.
+   */
+  private markRequired(expansions: Expansion[], driver: number, visit: number): Uint32Array[] {
+    const filters: Uint32Array[] = [];
+    const budget = expansions[driver]!.size * 8 + 1024;
+    expansions.forEach((e, slot) => {
+      if (slot === driver || !e.word.required || e.size > budget) return;
+      let marks = this.filterMarks[filters.length];
+      if (!marks || marks.length < this.docCount) marks = this.filterMarks[filters.length] = new Uint32Array(this.seen.length);
+      const markTerm = (term: number) => {
+        if (term < this.builtTerms) for (let i = this.postSeg[term * SEGMENTS]!, end = this.postSeg[(term + 1) * SEGMENTS]!; i < end; i++) marks[this.postFlat[i]!] = visit;
+        const extra = this.extra.get(term);
+        if (extra) for (const posting of extra) marks[posting >>> 4] = visit;
+      };
+      for (const term of e.exact) markTerm(term);
+      for (let i = this.postSeg[e.lo * SEGMENTS]!, end = this.postSeg[e.hi * SEGMENTS]!; i < end; i++) marks[this.postFlat[i]!] = visit;
+      for (const [term, list] of this.extra) if (term >= e.lo && term < e.hi) for (const posting of list) marks[posting >>> 4] = visit;
+      for (const term of e.prefix) markTerm(term);
+      if (e.fuzzy) for (const term of e.fuzzy.keys()) markTerm(term);
+      filters.push(marks);
+    });
+    return filters;
   }
 
   private finish(pass: RankPass): Array<{ doc: number; score: number }> {
