@@ -9,11 +9,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
 import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
+import type { IndexBuilderData } from './index-builder.ts';
 import * as repo from './repo.ts';
 import { readSnapshot, writeSnapshot } from './snapshot.ts';
 import { ArrayStore, DrugStore } from './store.ts';
@@ -77,6 +79,12 @@ export interface CatalogueOptions {
   builtinDir?: string;
   /** Index snapshot file (see snapshot.ts); none when null or absent. */
   snapshotFile?: string | null;
+  /**
+   * With a snapshot file: when there is no usable snapshot and the catalogue holds at least
+   * `minDrugs` drugs, build the index in a worker thread (index-builder.ts) and read the snapshot it
+   * writes.
+   */
+  builder?: { databaseUrl: string | null; dataDir: string; minDrugs: number; logLevel: string } | null;
 }
 
 /**
@@ -111,7 +119,7 @@ export class Catalogue {
   version = -1;
   loaded = false;
   /** Where the first load came from: a snapshot file, or the database. */
-  loadedFrom: 'snapshot' | 'database' | null = null;
+  loadedFrom: 'snapshot' | 'worker' | 'database' | null = null;
   private readonly db: Kysely<Database>;
   private readonly logger: Logger;
   private readonly options: CatalogueOptions;
@@ -119,6 +127,7 @@ export class Catalogue {
   private loading: Promise<void> | null = null;
   private refreshing: Promise<void> | null = null;
   private snapshotting: Promise<void> | null = null;
+  private builder: Worker | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -133,8 +142,13 @@ export class Catalogue {
     this.loading ??= (async () => {
       const started = performance.now();
       if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
-      if (this.options.snapshotFile) await this.restoreSnapshot(this.options.snapshotFile);
-      this.loadedFrom = this.version >= 0 ? 'snapshot' : 'database';
+      this.loadedFrom = 'database';
+      const file = this.options.snapshotFile;
+      if (file) {
+        await this.restoreSnapshot(file);
+        if (this.version >= 0) this.loadedFrom = 'snapshot';
+        else if (await this.buildInWorker(file)) this.loadedFrom = 'worker';
+      }
       await this.refresh();
       this.loaded = true;
       this.logger.info({ drugs: this.drugs.size, lab_tests: this.labs.size, version: this.version, load_ms: Math.round(performance.now() - started) }, 'search catalogue loaded');
@@ -197,6 +211,7 @@ export class Catalogue {
   /** Stops polling and waits for a load or refresh in progress, so the database can close after. */
   async stop(): Promise<void> {
     this.stopped = true;
+    await this.builder?.terminate();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await Promise.allSettled([this.loading, this.refreshing]);
@@ -226,6 +241,34 @@ export class Catalogue {
     } catch (error) {
       this.logger.warn({ err: error, file }, 'search index snapshot unreadable; building from the database');
     }
+  }
+
+  /**
+   * Builds the index in a worker thread (see index-builder.ts) when the catalogue is large enough to
+   * be worth it, then reads the snapshot the worker wrote. False when it did not (the caller builds here).
+   */
+  private async buildInWorker(file: string): Promise<boolean> {
+    const builder = this.options.builder;
+    if (!builder || (await repo.drugCount(this.db)) < builder.minDrugs) return false;
+    const started = performance.now();
+    try {
+      const data: IndexBuilderData = { databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel };
+      await new Promise<void>((resolve, reject) => {
+        const worker = new Worker(new URL('./index-builder.ts', import.meta.url), { workerData: data });
+        this.builder = worker;
+        worker.once('error', reject);
+        worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`index builder exited with code ${code}`))));
+      });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'search index builder failed; building in this thread');
+      return false;
+    } finally {
+      this.builder = null;
+    }
+    if (this.stopped) return false;
+    await this.restoreSnapshot(file);
+    this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in a worker thread');
+    return this.version >= 0;
   }
 
   /** Settles once a snapshot being written is on disk (or failed). */

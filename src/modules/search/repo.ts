@@ -81,3 +81,8 @@ export async function catalogueHolds(db: Db, drugId: string | null, labId: strin
   if (labId !== null && !(await db.selectFrom('lab_tests').select('id').where('id', '=', labId).executeTakeFirst())) return false;
   return true;
 }
+
+export async function drugCount(db: Db): Promise<number> {
+  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).executeTakeFirstOrThrow();
+  return Number(row.count);
+}

@@ -65,11 +65,18 @@ const Query = Type.Object({
 
 const catalogues = new WeakMap<AppContext, Catalogue>();
 
+/** Catalogues from this size up are built in a worker thread (a few seconds of work, and its garbage). */
+const WORKER_BUILD_MIN_DRUGS = 20_000;
+
 /** The catalogue this app serves (one per app context: tests build many apps in one process). */
 export function catalogueOf(ctx: AppContext): Catalogue {
   let catalogue = catalogues.get(ctx);
   if (!catalogue) {
-    catalogue = new Catalogue(ctx.storage.db, ctx.logger, { snapshotFile: snapshotFileFor(ctx.config.dataDir, ctx.config.databaseUrl) });
+    const { dataDir, databaseUrl, logLevel } = ctx.config;
+    catalogue = new Catalogue(ctx.storage.db, ctx.logger, {
+      snapshotFile: snapshotFileFor(dataDir, databaseUrl),
+      builder: { databaseUrl, dataDir, minDrugs: WORKER_BUILD_MIN_DRUGS, logLevel },
+    });
     catalogues.set(ctx, catalogue);
   }
   return catalogue;

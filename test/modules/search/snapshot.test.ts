@@ -1,6 +1,7 @@
 /**
  * Index snapshots: a process reads the index a previous one wrote instead of building it, then applies
- * what changed since; a snapshot of another database or a damaged file is ignored.
+ * what changed since; a large catalogue is built in a worker thread that writes the snapshot; a
+ * snapshot of another database or a damaged file is ignored.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, writeFileSync } from 'node:fs';
@@ -59,6 +60,25 @@ describe('search index snapshots', () => {
     assert.equal(restored.labs.size, app.labs.size);
     assert.deepEqual(answers(restored), answers(app));
     assert.deepEqual(restored.drugs.search(parseQuery('snapshotazole'), 5).map((hit) => hit.record.name), ['Snapshotazole 10 Tablet']);
+  });
+
+  it('builds a large catalogue in a worker thread and reads the snapshot it writes', async () => {
+    const config = t.ctx.config;
+    const built = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
+      snapshotFile: path.join(config.dataDir, 'worker-index.bin'),
+      builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
+      pollIntervalMs: 60_000,
+    });
+    opened.push(built);
+    await built.start();
+    assert.equal(built.loadedFrom, 'worker');
+    assert.equal(built.version, catalogueOf(t.ctx).version);
+    // The same as building the same database here (the app's own index took the fixtures as updates,
+    // which can order equally ranked products differently).
+    const here = await load(t, path.join(config.dataDir, 'here-index.bin'));
+    opened.push(here);
+    assert.equal(here.loadedFrom, 'database');
+    assert.deepEqual(answers(built), answers(here));
   });
 
   it('ignores the snapshot of another database and a damaged file', async () => {
