@@ -482,20 +482,22 @@ export class SearchIndex<T extends { id: string }> {
     // A number per record that sorts like descending staticScore, with the row in the low 32 bits:
     // a plain numeric sort, then names only within runs of equal static score.
     const sortKeys = new Float64Array(n);
+    const firstNames: string[] = new Array<string>(n);
     for (let row = 0; row < n; row++) {
-      const info = docInfo(this.describe(store.get(row)));
+      const fields = this.describe(store.get(row));
+      const info = docInfo(fields);
       sortKeys[row] = (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
+      firstNames[row] = fields.names[0] ?? '';
     }
     sortKeys.sort();
     const order = new Uint32Array(n);
     for (let i = 0; i < n; i++) order[i] = sortKeys[i]! % 2 ** 32;
     // Code-unit order, not localeCompare: the order only needs to be stable, and locale comparisons cost seconds.
-    const firstName = (row: number) => this.describe(store.get(row)).names[0] ?? '';
     for (let from = 0; from < n;) {
       let to = from + 1;
       while (to < n && Math.floor(sortKeys[to]! / 2 ** 32) === Math.floor(sortKeys[from]! / 2 ** 32)) to++;
       if (to - from > 1) {
-        const run = Array.from(order.subarray(from, to), (row) => ({ row, name: firstName(row) }));
+        const run = Array.from(order.subarray(from, to), (row) => ({ row, name: firstNames[row]! }));
         run.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.row - b.row));
         for (let i = 0; i < run.length; i++) order[from + i] = run[i]!.row;
       }
