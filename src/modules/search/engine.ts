@@ -1112,7 +1112,7 @@ export class SearchIndex<T extends { id: string }> {
    */
   private markRequired(expansions: Expansion[], driver: number, visit: number): Uint32Array[] {
     const filters: Uint32Array[] = [];
-    const budget = expansions[driver]!.size * 8 + 1024;
+    const budget = expansions[driver]!.size * 2 + 1024;
     expansions.forEach((e, slot) => {
       if (slot === driver || !e.word.required || e.size > budget) return;
       let marks = this.filterMarks[filters.length];
