@@ -62,6 +62,8 @@ export interface LoadOptions {
   body?: string;
   connections?: number;
   seconds?: number;
+  /** Paths every connection requests in turn (instead of the URL's own path). */
+  paths?: string[];
 }
 
 export interface LoadResult {
@@ -80,6 +82,7 @@ export async function load(url: string, options: LoadOptions = {}): Promise<Load
     body: options.body,
     connections: options.connections ?? 50,
     duration: options.seconds ?? Number(process.env.BENCH_SECONDS ?? 10),
+    ...(options.paths ? { requests: options.paths.map((path) => ({ method: options.method ?? 'GET', path })) } : {}),
   });
   return {
     rps: result.requests.average,

@@ -14,6 +14,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import MiniSearch from 'minisearch';
+import { DrugStore } from '../src/modules/search/store.ts';
 import pg from 'pg';
 import { describeDrug, describeLab } from '../src/modules/search/catalogue.ts';
 import { parseQuery, SearchIndex } from '../src/modules/search/engine.ts';
@@ -46,10 +47,10 @@ function tiered(): Engine {
   let drugs: SearchIndex<DrugRecord>;
   let labs: SearchIndex<LabRecord>;
   return {
-    name: 'tiered index (service; MiniSearch radix tree)',
+    name: 'tiered index (service; sorted vocabulary, columnar store)',
     async build(d, l) {
       const interner = new Interner();
-      drugs = new SearchIndex(describeDrug);
+      drugs = new SearchIndex(describeDrug, () => new DrugStore());
       labs = new SearchIndex(describeLab);
       drugs.build(d.map((doc, i) => drugRecordFromRow({ ...(doc as unknown as { row: ReturnType<typeof newDrugRow> }).row, id: `d${i}` }, interner)));
       labs.build(l.map((doc, i) => labRecordFromRow({ id: `l${i}`, name: doc.name, name_key: '', abbreviations: JSON.stringify((doc as unknown as { abbreviations: string[] }).abbreviations), category: null, description: doc.demoted ? null : 'x', preparation: null, specimen: null, loinc: null, price: null, seq: 1, updated_at: 0 })));

@@ -33,6 +33,8 @@ export interface Config {
   refreshTokenTtl: number;
   searchRateLimit: number;
   searchRateBurst: number;
+  /** Bytes of serialized search responses kept per process (0: no cache). */
+  searchCacheBytes: number;
   redisUrl: string | null;
   casesPageSize: number;
   fcmUrl: string;
@@ -165,6 +167,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     refreshTokenTtl: int(env, 'CPS_REFRESH_TOKEN_TTL', 30 * 86_400, 300, 365 * 86_400),
     searchRateLimit: int(env, 'CPS_SEARCH_RATE_LIMIT', 50, 1, 1_000_000),
     searchRateBurst: int(env, 'CPS_SEARCH_RATE_BURST', 100, 1, 1_000_000),
+    searchCacheBytes: int(env, 'CPS_SEARCH_CACHE_MB', 32, 0, 4096) * 1024 * 1024,
     redisUrl: url(env, 'CPS_REDIS_URL', ['redis:', 'rediss:']) ?? null,
     casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',

@@ -5,14 +5,20 @@
  * process reaches this one within seconds, without a restart.
  */
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
 import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
+import type { IndexBuilderData } from './index-builder.ts';
 import * as repo from './repo.ts';
+import { readSnapshot, writeSnapshot } from './snapshot.ts';
+import { ArrayStore, DrugStore } from './store.ts';
 import { importDrugs, importLabs } from './service.ts';
 import { openDrugSource, openLabSource } from './sources.ts';
 
@@ -71,20 +77,57 @@ export interface CatalogueOptions {
   /** Import the built-in catalogue when it changed (default true). */
   builtin?: boolean;
   builtinDir?: string;
+  /** Index snapshot file (see snapshot.ts); none when null or absent. */
+  snapshotFile?: string | null;
+  /**
+   * With a snapshot file: when there is no usable snapshot and the catalogue holds at least
+   * `minDrugs` drugs, build the index in a worker thread (index-builder.ts) and read the snapshot it
+   * writes.
+   */
+  builder?: { databaseUrl: string | null; dataDir: string; minDrugs: number; logLevel: string } | null;
+}
+
+/**
+ * What a snapshot was made by: the code of this module (tokenising, fields, layout). A snapshot of
+ * another release is ignored rather than trusted.
+ */
+const SOURCE_HASH = (() => {
+  const dir = fileURLToPath(new URL('.', import.meta.url));
+  const hash = createHash('sha256');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) hash.update(file).update(readFileSync(path.join(dir, file)));
+  return hash.digest('hex');
+})();
+
+/** The snapshot file of one database, in the data directory (the database URL is hashed, never written). */
+export function snapshotFileFor(dataDir: string, databaseUrl: string | null): string {
+  const database = createHash('sha256').update(databaseUrl ?? path.resolve(dataDir)).digest('hex').slice(0, 16);
+  return path.join(dataDir, `search-index-${database}.bin`);
+}
+
+interface SnapshotFields {
+  source: string;
+  version: number;
+  /** The newest drug and lab ids of the database the snapshot was made from: a different database lacks them. */
+  lastDrugId: string | null;
+  lastLabId: string | null;
 }
 
 export class Catalogue {
-  readonly drugs = new SearchIndex<DrugRecord>(describeDrug);
+  readonly drugs = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore());
   readonly labs = new SearchIndex<LabRecord>(describeLab);
   /** Catalogue version applied to the indexes; -1 before the first load. */
   version = -1;
   loaded = false;
+  /** Where the first load came from: a snapshot file, or the database. */
+  loadedFrom: 'snapshot' | 'worker' | 'database' | null = null;
   private readonly db: Kysely<Database>;
   private readonly logger: Logger;
   private readonly options: CatalogueOptions;
   private readonly interner = new Interner();
   private loading: Promise<void> | null = null;
   private refreshing: Promise<void> | null = null;
+  private snapshotting: Promise<void> | null = null;
+  private builder: Worker | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -99,6 +142,13 @@ export class Catalogue {
     this.loading ??= (async () => {
       const started = performance.now();
       if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
+      this.loadedFrom = 'database';
+      const file = this.options.snapshotFile;
+      if (file) {
+        await this.restoreSnapshot(file);
+        if (this.version >= 0) this.loadedFrom = 'snapshot';
+        else if (await this.buildInWorker(file)) this.loadedFrom = 'worker';
+      }
       await this.refresh();
       this.loaded = true;
       this.logger.info({ drugs: this.drugs.size, lab_tests: this.labs.size, version: this.version, load_ms: Math.round(performance.now() - started) }, 'search catalogue loaded');
@@ -127,16 +177,23 @@ export class Catalogue {
     const version = await repo.catalogueVersion(this.db);
     if (version === this.version) return;
     const after = this.version;
+    // A first load goes straight into a columnar store: no array of a quarter of a million records.
+    const store = after < 0 ? new DrugStore() : null;
     const drugs: DrugRecord[] = [];
     for (let fromId = ''; ;) {
       const page = await repo.drugsChangedAfter(this.db, after, fromId, PAGE);
-      for (const row of page) drugs.push(drugRecordFromRow(row, this.interner));
+      for (const row of page) {
+        const record = drugRecordFromRow(row, this.interner);
+        if (store) store.add(record);
+        else drugs.push(record);
+      }
       if (page.length < PAGE) break;
       fromId = page[page.length - 1]!.id;
     }
     const labs = (await repo.labsChangedAfter(this.db, after)).map(labRecordFromRow);
-    if (after < 0) {
-      this.drugs.build(drugs);
+    const builds = this.drugs.builds;
+    if (store) {
+      this.drugs.build(store);
       this.labs.build(labs);
     } else {
       if (drugs.length > 0) this.drugs.upsert(drugs);
@@ -144,13 +201,92 @@ export class Catalogue {
       this.logger.info({ version, drugs: drugs.length, lab_tests: labs.length }, 'search catalogue updated');
     }
     this.version = version;
+    // A fresh build (the first load, or a rebuild after many changes) is what the next start should read.
+    if (this.drugs.builds !== builds) {
+      if (!store) this.labs.build(this.labs.all());
+      this.saveSnapshot(version);
+    }
   }
 
   /** Stops polling and waits for a load or refresh in progress, so the database can close after. */
   async stop(): Promise<void> {
     this.stopped = true;
+    await this.builder?.terminate();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await Promise.allSettled([this.loading, this.refreshing]);
+    await this.snapshotting;
+  }
+
+  /**
+   * Takes the indexes from the snapshot file when it was made by this code from this database, at a
+   * version not newer than the database's; refresh() then applies what changed since.
+   */
+  private async restoreSnapshot(file: string): Promise<void> {
+    const started = performance.now();
+    try {
+      const snapshot = await readSnapshot(file);
+      if (!snapshot) return;
+      const fields = snapshot.fields as unknown as SnapshotFields;
+      const current = await repo.catalogueVersion(this.db);
+      if (fields.source !== SOURCE_HASH || fields.version > current || !(await repo.catalogueHolds(this.db, fields.lastDrugId, fields.lastLabId))) {
+        this.logger.info({ file }, 'search index snapshot is from other code or another database; building from the database');
+        return;
+      }
+      const { drugs, drugRecords, labs, labRecords } = snapshot.sections;
+      this.drugs.restore(drugs!, DrugStore.restore(drugRecords!));
+      this.labs.restore(labs!, ArrayStore.restore<LabRecord>(labRecords!));
+      this.version = fields.version;
+      this.logger.info({ version: fields.version, drugs: this.drugs.size, read_ms: Math.round(performance.now() - started) }, 'search index snapshot read');
+    } catch (error) {
+      this.logger.warn({ err: error, file }, 'search index snapshot unreadable; building from the database');
+    }
+  }
+
+  /**
+   * Builds the index in a worker thread (see index-builder.ts) when the catalogue is large enough to
+   * be worth it, then reads the snapshot the worker wrote. False when it did not (the caller builds here).
+   */
+  private async buildInWorker(file: string): Promise<boolean> {
+    const builder = this.options.builder;
+    if (!builder || (await repo.drugCount(this.db)) < builder.minDrugs) return false;
+    const started = performance.now();
+    try {
+      const data: IndexBuilderData = { databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel };
+      await new Promise<void>((resolve, reject) => {
+        const worker = new Worker(new URL('./index-builder.ts', import.meta.url), { workerData: data });
+        this.builder = worker;
+        worker.once('error', reject);
+        worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`index builder exited with code ${code}`))));
+      });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'search index builder failed; building in this thread');
+      return false;
+    } finally {
+      this.builder = null;
+    }
+    if (this.stopped) return false;
+    await this.restoreSnapshot(file);
+    this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in a worker thread');
+    return this.version >= 0;
+  }
+
+  /** Settles once a snapshot being written is on disk (or failed). */
+  async snapshotWritten(): Promise<void> {
+    await this.snapshotting;
+  }
+
+  /** Writes the indexes as just built, in the background (they are captured now, before any upsert). */
+  private saveSnapshot(version: number): void {
+    const file = this.options.snapshotFile;
+    if (!file || this.snapshotting) return;
+    const drugs = this.drugs.snapshot();
+    const labs = this.labs.snapshot();
+    this.snapshotting = (async () => {
+      const last = await repo.lastCatalogueIds(this.db);
+      const fields: SnapshotFields = { source: SOURCE_HASH, version, lastDrugId: last.drug, lastLabId: last.lab };
+      await writeSnapshot(file, { ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
+    })().catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
+      .finally(() => { this.snapshotting = null; });
   }
 }

@@ -1,9 +1,10 @@
 /**
  * The in-memory search index behind the search endpoint (chosen by measurement: bench/SEARCH-ENGINES.md).
  *
- * Words live in MiniSearch's radix tree (SearchableMap), which gives exact, prefix and bounded
- * edit-distance lookups over the vocabulary; each word points at a posting list of documents with the
- * fields it occurs in, and each document keeps its own word list (a forward index). A query walks the
+ * The vocabulary is one sorted list of words, so a word's id is its rank: an exact word is a binary
+ * search, the words starting with a prefix are one range of ids (and of postings), and a typo lookup
+ * walks the list like a trie. Each word points at a posting list of documents with the fields it
+ * occurs in, and each document keeps its own word list (a forward index). A query walks the
  * postings of one query word only, the rarest required one (or none, when names starting with the
  * query fill the page), and checks the other words against each candidate's own word list, so its cost
  * follows the rarest word, not the commonest ("tablet", "40"). Candidates must match every required
@@ -16,11 +17,13 @@
  *   closer spelling), then the shorter name.
  *
  * Typo lookups run only when the exact and prefix matches cannot fill the page, which keeps the common
- * case cheap. Updates are incremental (a replaced document is tombstoned; the index is rebuilt when
- * tombstones pile up), so a process applies catalogue changes without a restart.
+ * case cheap. Updates are incremental (a replaced document is tombstoned, new words are kept beside the
+ * sorted vocabulary; the index is rebuilt when either piles up), so a process applies catalogue changes
+ * without a restart. Everything is strings and typed arrays, so an index goes to a snapshot file and
+ * back without per-record work (snapshot.ts), and records live in a columnar store (store.ts).
  */
-import SearchableMap from 'minisearch/SearchableMap';
 import { FILLER_WORDS, formOfWord, SHORTHAND, spans, UNIT_WORDS, words } from './normalize.ts';
+import { ArrayStore, grow, type RecordStore, type SnapshotParts } from './store.ts';
 
 export const FIELD_NAME = 1;
 export const FIELD_ALT = 2;
@@ -48,8 +51,7 @@ const KIND_FUZZY1 = 2;
 const KIND_FUZZY2 = 1;
 /** Query words beyond this many are folded into the last slot's neighbours: prescriptions are short. */
 const MAX_SLOTS = 8;
-/** Prefix expansion of very short words stops after this many vocabulary words. */
-const MAX_PREFIX_TERMS = 4000;
+/** Prefix expansion of one- or two-letter words stops after this many vocabulary words. */
 const MAX_SHORT_PREFIX_TERMS = 300;
 /** Query words whose typo lookups are kept (a few hundred bytes each). */
 const TYPO_CACHE_WORDS = 20_000;
@@ -121,13 +123,18 @@ interface RankPass {
   required: boolean[];
   /** Per slot: match kind by vocabulary word (unused for the driver, whose matches are marked per document). */
   tables: Uint8Array[];
+  /** Per slot: the range of term ids that match by prefix. */
+  los: number[];
+  his: number[];
 }
-
-const EMPTY_TABLE = new Uint8Array(0);
 
 interface Expansion {
   word: QueryWord;
   exact: number[];
+  /** Built vocabulary words [lo, hi) start with the query word. */
+  lo: number;
+  hi: number;
+  /** Words added after the build that start with the query word. */
   prefix: number[];
   /** Vocabulary word -> match kind, once typo lookups ran. */
   fuzzy: Map<number, number> | null;
@@ -150,134 +157,407 @@ function nameKey(name: string): [string, number] {
   return [key, bounds];
 }
 
-function grow<A extends Uint8Array | Uint16Array | Uint32Array>(array: A, size: number, make: (n: number) => A): A {
-  if (array.length >= size) return array;
-  const next = make(Math.max(size, array.length * 2, 1024));
-  next.set(array);
-  return next;
+/** Code-unit comparison of text[start, end) with `s`, without making a substring. */
+function compareAt(text: string, start: number, end: number, s: string): number {
+  const n = Math.min(end - start, s.length);
+  for (let i = 0; i < n; i++) {
+    const d = text.charCodeAt(start + i) - s.charCodeAt(i);
+    if (d !== 0) return d;
+  }
+  return end - start - s.length;
 }
+
+/** text[start, end) starts with `prefix`. */
+function startsAt(text: string, start: number, end: number, prefix: string): boolean {
+  return end - start >= prefix.length && text.startsWith(prefix, start);
+}
+
+/**
+ * Sorted strings stored as one: entry i is text[starts[i], starts[i + 1]). Lookups by binary search;
+ * the words starting with a prefix are one contiguous range.
+ */
+class SortedTexts {
+  readonly text: string;
+  readonly starts: Uint32Array;
+
+  constructor(text: string, starts: Uint32Array) {
+    this.text = text;
+    this.starts = starts;
+  }
+
+  get length(): number {
+    return this.starts.length - 1;
+  }
+
+  at(i: number): string {
+    return this.text.slice(this.starts[i]!, this.starts[i + 1]!);
+  }
+
+  /** First entry >= s. */
+  lowerBound(s: string, from = 0): number {
+    let lo = from;
+    let hi = this.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareAt(this.text, this.starts[mid]!, this.starts[mid + 1]!, s) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  indexOf(s: string): number {
+    const i = this.lowerBound(s);
+    return i < this.length && compareAt(this.text, this.starts[i]!, this.starts[i + 1]!, s) === 0 ? i : -1;
+  }
+
+  startsWith(i: number, prefix: string): boolean {
+    return startsAt(this.text, this.starts[i]!, this.starts[i + 1]!, prefix);
+  }
+
+  /** First entry at or after `from` (which starts with `prefix` or sorts after it) not starting with `prefix`. */
+  prefixEnd(prefix: string, from: number): number {
+    let lo = from;
+    let hi = this.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.startsWith(mid, prefix)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** [first, end) of the entries starting with `prefix`. */
+  prefixRange(prefix: string): [number, number] {
+    const first = this.lowerBound(prefix);
+    return [first, this.prefixEnd(prefix, first)];
+  }
+
+  static from(sorted: string[]): SortedTexts {
+    const starts = new Uint32Array(sorted.length + 1);
+    for (let i = 0; i < sorted.length; i++) starts[i + 1] = starts[i]! + sorted[i]!.length;
+    return new SortedTexts(sorted.join(''), starts);
+  }
+}
+
+const EMPTY_TEXTS = new SortedTexts('', new Uint32Array(1));
+
+/** Levenshtein distance of a and b if at most `max`, else max + 1. */
+function boundedDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let min = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row.push(v);
+      if (v < min) min = v;
+    }
+    if (min > max) return max + 1;
+    prev = row;
+  }
+  return Math.min(prev[b.length]!, max + 1);
+}
+
+/** Record id -> document, open addressing over a typed array (a Map of 250k strings costs ~20 MB). */
+class IdTable {
+  slots: Uint32Array = new Uint32Array(1024);
+  private used = 0;
+  private readonly idOf: (doc: number) => string;
+
+  constructor(idOf: (doc: number) => string) {
+    this.idOf = idOf;
+  }
+
+  private static hash(id: string): number {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+    return h >>> 0;
+  }
+
+  get(id: string): number | undefined {
+    const mask = this.slots.length - 1;
+    for (let i = IdTable.hash(id) & mask; ; i = (i + 1) & mask) {
+      const slot = this.slots[i]!;
+      if (slot === 0) return undefined;
+      if (this.idOf(slot - 1) === id) return slot - 1;
+    }
+  }
+
+  /** Points `id` at `doc` (a replaced record's id moves to its new document). */
+  set(id: string, doc: number): void {
+    if ((this.used + 1) * 2 > this.slots.length) this.resize(this.slots.length * 2);
+    const mask = this.slots.length - 1;
+    for (let i = IdTable.hash(id) & mask; ; i = (i + 1) & mask) {
+      const slot = this.slots[i]!;
+      if (slot === 0) {
+        this.slots[i] = doc + 1;
+        this.used++;
+        return;
+      }
+      if (this.idOf(slot - 1) === id) {
+        this.slots[i] = doc + 1;
+        return;
+      }
+    }
+  }
+
+  private resize(size: number): void {
+    const old = this.slots;
+    this.slots = new Uint32Array(size);
+    const mask = size - 1;
+    for (const slot of old) {
+      if (slot === 0) continue;
+      let i = IdTable.hash(this.idOf(slot - 1)) & mask;
+      while (this.slots[i] !== 0) i = (i + 1) & mask;
+      this.slots[i] = slot;
+    }
+  }
+
+  /** A table of `count` documents, sized like one filled by set(). */
+  reset(count: number): void {
+    let size = 1024;
+    while (size < count * 2 + 2) size *= 2;
+    this.slots = new Uint32Array(size);
+    this.used = 0;
+  }
+
+  restore(slots: Uint32Array, used: number): void {
+    this.slots = slots;
+    this.used = used;
+  }
+}
+
+/** Per-document bits: name length (10), salts (8), discontinued, deleted. */
+const INFO_PARTS_SHIFT = 10;
+const INFO_DEMOTED = 1 << 18;
+const INFO_DEAD = 1 << 19;
+
+function docInfo(fields: IndexedFields): number {
+  return Math.min(fields.nameLength, 1023) | (Math.min(fields.parts, 255) << INFO_PARTS_SHIFT) | (fields.demoted ? INFO_DEMOTED : 0);
+}
+
+/**
+ * The part of a document's score that does not depend on the query: active before discontinued, fewer
+ * salts, shorter name (the low digits of the score in `consider`). Documents are laid out in
+ * descending order of it, which is what lets a ranking pass stop walking a posting list early.
+ */
+function staticScore(info: number): number {
+  return (info & INFO_DEMOTED ? 0 : 1e14) + (255 - ((info >>> INFO_PARTS_SHIFT) & 255)) * 1e5 - Math.min(info & 1023, 999);
+}
+
+/** Score contributed by one query word matched with quality q (kind * 4 + field rank). */
+function wordScore(q: number, required: boolean): number {
+  const kind = q >> 2;
+  if (kind === 0) return 0;
+  return (required ? (kind === KIND_EXACT ? 1e11 : 0) : 1e10) + kind * 1e8 + (q & 3) * 1e3;
+}
+
+/** Higher score first; equal scores in layout order, so results do not depend on the order candidates came in. */
+function outranks(score: number, doc: number, other: { doc: number; score: number }): boolean {
+  return score > other.score || (score === other.score && doc < other.doc);
+}
+
+function byRank(a: { doc: number; score: number }, b: { doc: number; score: number }): number {
+  return b.score - a.score || a.doc - b.doc;
+}
+
+/** A word's name-field postings are scored up front (see rank) when there are at most this many (and far fewer than the driver's). */
+const NAME_SEGMENT_DOCS = 2000;
+const NAME_SEGMENT_TERMS = 1000;
+
+/** Postings segments per word: by field rank, best first (segment 0 = name, 1 = composition, 2 = form). */
+const SEGMENTS = 3;
 
 export class SearchIndex<T extends { id: string }> {
   private readonly describe: (record: T) => IndexedFields;
-  private records: T[] = [];
-  private byId = new Map<string, number>();
-  private dead = new Uint8Array(0);
-  private demoted = new Uint8Array(0);
-  private nameLength = new Uint16Array(0);
-  private parts = new Uint8Array(0);
-  /** Exact word lookups go to a hash map; the radix tree serves prefix and typo lookups. */
-  private termIds = new Map<string, number>();
-  /** Vocabulary words of repeated field texts (compositions, forms), computed once per build. */
-  private wordCache = new Map<string, number[]>();
+  private readonly newStore: () => RecordStore<T>;
+  private store: RecordStore<T>;
+  /** Documents are numbered in layout order (best first); rowOf maps a document to its store row. */
+  private rowOf: Uint32Array = new Uint32Array(0);
+  private docCount = 0;
+  /** Documents of the last build (laid out by static score); later ones were appended by upserts. */
+  private builtDocs = 0;
+  private buildCount = 0;
+  private ids = new IdTable((doc) => this.store.id(this.rowOf[doc]!));
+  private info: Uint32Array = new Uint32Array(0);
   private deadCount = 0;
-  private vocab = new SearchableMap<number>();
-  /** Number of vocabulary words (term ids are 0 .. termCount - 1). */
-  private termCount = 0;
   /**
-   * Postings of the built index, flat: those of term t are postFlat[postStart[t] .. postStart[t + 1]),
-   * packed as doc * 16 + field mask, in document order. One typed array instead of an array per word
-   * keeps them out of the garbage collector's way and costs 4 bytes a posting.
+   * The vocabulary of the last build, sorted, so term id = rank: the words starting with a prefix are
+   * one range of ids.
    */
-  private postStart = new Uint32Array(1);
-  private postFlat = new Uint32Array(0);
-  /** Terms covered by postStart; postings added by upserts go to `extra`, per term, also in document order. */
+  private vocab = EMPTY_TEXTS;
   private builtTerms = 0;
-  private extra: Array<number[] | undefined> = [];
-  /** Per term while building: number of documents holding it. */
-  private termDocs = new Uint32Array(0);
-  private building = false;
-  /** Forward index: the words of document d are fwdTerms[fwdStart[d] .. fwdStart[d] + fwdCount[d]). */
-  private fwdTerms = new Uint32Array(0);
-  private fwdMasks = new Uint8Array(0);
-  private fwdStart = new Uint32Array(0);
-  private fwdCount = new Uint16Array(0);
-  private fwdSize = 0;
+  /** Words first seen after the build (ids builtTerms and up), looked up by scanning: they are few. */
+  private extraTerms: string[] = [];
+  private extraTermIds = new Map<string, number>();
+  /**
+   * Postings of the built index, flat, as document numbers: term t's postings in field-rank segment s
+   * are postFlat[postSeg[t * 3 + s] .. postSeg[t * 3 + s + 1]), in document order. One typed array
+   * instead of an array per word keeps them out of the garbage collector's way.
+   */
+  private postSeg: Uint32Array = new Uint32Array(1);
+  private postFlat: Uint32Array = new Uint32Array(0);
+  /** Postings added by upserts, per term, packed as doc * 16 + field mask. */
+  private extra = new Map<number, number[]>();
+  /** Forward index: the words of document d, packed as term * 16 + field mask, are fwd[fwdStart[d] .. fwdStart[d + 1]). */
+  private fwd: Uint32Array = new Uint32Array(0);
+  private fwdStart: Uint32Array = new Uint32Array(1);
+  /** Vocabulary words of repeated field texts (compositions, forms) during upserts. */
+  private wordCache = new Map<string, number[]>();
   /** Typo lookups by query word (see typoMatches), valid for a vocabulary of typoVocabulary words. */
   private typoCache = new Map<string, Array<[text: string, term: number, kind: number]>>();
   private typoVocabulary = -1;
-  /** Per query word slot: match kind by vocabulary word, filled for the words a query expands to. */
+  /** Per query word slot: match kind by vocabulary word, for exact, typo and post-build prefix words. */
   private kindTables: Uint8Array[] = [];
-  /** Compact exact names, sorted, with their documents: exact-name and name-prefix lookups. */
-  private keys: string[] = [];
-  private keyDocs: number[] = [];
+  /** Compact exact names of the build, sorted, with their documents: exact-name and name-prefix lookups. */
+  private keys = EMPTY_TEXTS;
+  private keyDocs: Uint32Array = new Uint32Array(0);
   /** Per key: bit i set when a word ends after i characters (first 31), to tell "zerodolsp" ending a word. */
-  private keyBounds: number[] = [];
-  private boundaryMark = new Uint32Array(0);
-  // Per-query scratch, reused: marks per query word slot, stamped with a generation number.
+  private keyBounds: Uint32Array = new Uint32Array(0);
+  /** Names added after the build, sorted (few; merged at the next build). */
+  private extraKeys: string[] = [];
+  private extraKeyDocs: number[] = [];
+  private extraKeyBounds: number[] = [];
+  // Per-query scratch, reused: marks stamped with a generation number.
   private gen = 0;
   private visitGen = 0;
-  private stamps: Uint32Array[] = [];
-  private quality: Uint8Array[] = [];
-  private seen = new Uint32Array(0);
-  private prefixMark = new Uint32Array(0);
-  private exactMark = new Uint32Array(0);
+  private seen: Uint32Array = new Uint32Array(0);
+  /** Per other required word of a query: documents holding it, stamped with the pass's visit number. */
+  private filterMarks: Uint32Array[] = [];
+  private prefixMark: Uint32Array = new Uint32Array(0);
+  private exactMark: Uint32Array = new Uint32Array(0);
+  private boundaryMark: Uint32Array = new Uint32Array(0);
 
-  constructor(describe: (record: T) => IndexedFields) {
+  /** Walks every posting instead of stopping runs early: for tests that check the early stop changes nothing. */
+  private readonly exhaustive: boolean;
+
+  constructor(describe: (record: T) => IndexedFields, newStore: () => RecordStore<T> = () => new ArrayStore<T & { id: string }>(), options: { exhaustive?: boolean } = {}) {
     this.describe = describe;
+    this.newStore = newStore;
+    this.store = newStore();
+    this.exhaustive = options.exhaustive ?? false;
   }
 
   get size(): number {
-    return this.records.length - this.deadCount;
+    return this.docCount - this.deadCount;
+  }
+
+  private get termCount(): number {
+    return this.builtTerms + this.extraTerms.length;
+  }
+
+  private isDead(doc: number): boolean {
+    return (this.info[doc]! & INFO_DEAD) !== 0;
   }
 
   get(id: string): T | undefined {
-    const doc = this.byId.get(id);
-    return doc === undefined ? undefined : this.records[doc];
+    const doc = this.ids.get(id);
+    return doc === undefined || this.isDead(doc) ? undefined : this.store.get(this.rowOf[doc]!);
   }
 
   /** Every live record, in index order. */
   all(): T[] {
-    return this.records.filter((_, doc) => this.dead[doc] === 0);
+    const out: T[] = [];
+    for (let doc = 0; doc < this.docCount; doc++) if (!this.isDead(doc)) out.push(this.store.get(this.rowOf[doc]!));
+    return out;
   }
 
-  /** Replaces the whole index. Records are laid out best-first so that ties fall to the better one. */
-  build(records: T[]): void {
-    const n = records.length;
-    // The layout order from a few numbers per record: describing every record up front would keep
-    // 250k short-lived objects alive at once (old-space garbage that the process keeps as resident memory).
-    const order = new Uint32Array(n);
-    const rank = new Float64Array(n);
-    const firstNames: string[] = new Array<string>(n);
-    for (let i = 0; i < n; i++) {
-      const fields = this.describe(records[i]!);
-      order[i] = i;
-      rank[i] = (fields.demoted ? 70000 : 0) + Math.min(fields.nameLength, 65535);
-      firstNames[i] = fields.names[0] ?? '';
+  /**
+   * Replaces the whole index with these records (or a store filled with them, which the index then
+   * owns). Documents are laid out best-first (see staticScore).
+   */
+  build(source: T[] | RecordStore<T>): void {
+    let store: RecordStore<T>;
+    if (Array.isArray(source)) {
+      store = this.newStore();
+      for (const record of source) store.add(record);
+    } else {
+      store = source;
     }
-    // Code-unit order, not localeCompare: the order only needs to be stable, and 250k locale comparisons cost seconds.
-    order.sort((a, b) => rank[a]! - rank[b]! || (firstNames[a]! < firstNames[b]! ? -1 : firstNames[a]! > firstNames[b]! ? 1 : a - b));
-    this.records = [];
-    this.byId = new Map();
-    this.dead = new Uint8Array(n);
-    this.demoted = new Uint8Array(n);
-    this.nameLength = new Uint16Array(n);
-    this.parts = new Uint8Array(n);
+    (store as { seal?: () => void }).seal?.();
+    const n = store.length;
+    // The layout order from a few numbers per record; the records are described again below, one at
+    // a time, so that no quarter of a million descriptions are alive at once.
+    // A number per record that sorts like descending staticScore, with the row in the low 32 bits:
+    // a plain numeric sort, then names only within runs of equal static score.
+    const sortKeys = new Float64Array(n);
+    const firstNames: string[] = new Array<string>(n);
+    for (let row = 0; row < n; row++) {
+      const fields = this.describe(store.get(row));
+      const info = docInfo(fields);
+      sortKeys[row] = (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
+      firstNames[row] = fields.names[0] ?? '';
+    }
+    sortKeys.sort();
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[i] = sortKeys[i]! % 2 ** 32;
+    // Code-unit order, not localeCompare: the order only needs to be stable, and locale comparisons cost seconds.
+    for (let from = 0; from < n;) {
+      let to = from + 1;
+      while (to < n && Math.floor(sortKeys[to]! / 2 ** 32) === Math.floor(sortKeys[from]! / 2 ** 32)) to++;
+      if (to - from > 1) {
+        const run = Array.from(order.subarray(from, to), (row) => ({ row, name: firstNames[row]! }));
+        run.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.row - b.row));
+        for (let i = 0; i < run.length; i++) order[from + i] = run[i]!.row;
+      }
+      from = to;
+    }
+
+    this.store = store;
+    this.buildCount++;
+    this.rowOf = order;
+    this.docCount = n;
+    this.builtDocs = n;
+    this.info = new Uint32Array(n);
     this.deadCount = 0;
-    this.vocab = new SearchableMap<number>();
-    this.termIds = new Map();
+    this.extraTerms = [];
+    this.extraTermIds = new Map();
+    this.extra = new Map();
     this.wordCache = new Map();
-    this.termCount = 0;
-    // Term ids are assigned afresh.
+    this.extraKeys = [];
+    this.extraKeyDocs = [];
+    this.extraKeyBounds = [];
     this.typoCache.clear();
-    this.builtTerms = 0;
-    this.postStart = new Uint32Array(1);
-    this.postFlat = new Uint32Array(0);
-    this.extra = [];
-    this.termDocs = new Uint32Array(Math.max(1024, n >> 2));
-    this.fwdStart = new Uint32Array(n);
-    this.fwdCount = new Uint16Array(n);
-    this.fwdTerms = new Uint32Array(n * 12);
-    this.fwdMasks = new Uint8Array(n * 12);
-    this.fwdSize = 0;
+    this.typoVocabulary = -1;
+
+    // First pass: the forward index with provisional term ids (first seen, first numbered).
+    const termIds = new Map<string, number>();
+    const termTexts: string[] = [];
+    const textWords = new Map<string, number[]>();
+    let fwd = new Uint32Array(Math.max(1024, n * 12));
+    const fwdStart = new Uint32Array(n + 1);
+    let fwdSize = 0;
     const keys: string[] = [];
     const keyDocs: number[] = [];
     const keyBounds: number[] = [];
-    // First pass: the forward index and how many documents hold each word.
-    this.building = true;
-    for (let i = 0; i < n; i++) {
-      const record = records[order[i]!]!;
-      const fields = this.describe(record);
-      const doc = this.append(record, fields);
+    const docTerms: number[] = [];
+    const docMasks: number[] = [];
+    for (let doc = 0; doc < n; doc++) {
+      const fields = this.describe(store.get(order[doc]!));
+      this.info[doc] = docInfo(fields);
+      docTerms.length = 0;
+      docMasks.length = 0;
+      for (const [field, text] of fields.fields) {
+        let list = field === FIELD_NAME ? undefined : textWords.get(text);
+        if (list === undefined) {
+          list = [];
+          for (const word of words(text)) {
+            let term = termIds.get(word);
+            if (term === undefined) {
+              term = termTexts.push(word) - 1;
+              termIds.set(word, term);
+            }
+            list.push(term);
+          }
+          if (field !== FIELD_NAME && textWords.size < 200_000) textWords.set(text, list);
+        }
+        collectTerms(list, field, docTerms, docMasks);
+      }
+      const count = Math.min(docTerms.length, 65535);
+      fwd = grow(fwd, fwdSize + count, Uint32Array);
+      for (let i = 0; i < count; i++) fwd[fwdSize++] = docTerms[i]! * 16 + docMasks[i]!;
+      fwdStart[doc + 1] = fwdSize;
       for (const name of fields.names) {
         const [key, bounds] = nameKey(name);
         if (!key) continue;
@@ -286,137 +566,194 @@ export class SearchIndex<T extends { id: string }> {
         keyBounds.push(bounds);
       }
     }
-    this.building = false;
-    this.wordCache = new Map();
-    // Second pass: the postings, laid out from the forward index in document order.
-    const terms = this.termCount;
-    const start = new Uint32Array(terms + 1);
-    for (let t = 0; t < terms; t++) start[t + 1] = start[t]! + this.termDocs[t]!;
-    const flat = new Uint32Array(start[terms]!);
-    const fill = start.slice(0, terms);
-    for (let doc = 0; doc < this.records.length; doc++) {
-      const end = this.fwdStart[doc]! + this.fwdCount[doc]!;
-      for (let k = this.fwdStart[doc]!; k < end; k++) flat[fill[this.fwdTerms[k]!]!++] = doc * 16 + this.fwdMasks[k]!;
-    }
-    this.postStart = start;
-    this.postFlat = flat;
+
+    // The vocabulary sorted; term ids become ranks.
+    const terms = termTexts.length;
+    const byText = new Uint32Array(terms);
+    for (let t = 0; t < terms; t++) byText[t] = t;
+    byText.sort((a, b) => (termTexts[a]! < termTexts[b]! ? -1 : termTexts[a]! > termTexts[b]! ? 1 : 0));
+    const rankOf = new Uint32Array(terms);
+    for (let r = 0; r < terms; r++) rankOf[byText[r]!] = r;
+    this.vocab = SortedTexts.from(Array.from(byText, (t) => termTexts[t]!));
     this.builtTerms = terms;
-    this.termDocs = new Uint32Array(0);
-    // Shrink the forward index to what it holds.
-    this.fwdTerms = this.fwdTerms.slice(0, this.fwdSize);
-    this.fwdMasks = this.fwdMasks.slice(0, this.fwdSize);
+    for (let k = 0; k < fwdSize; k++) fwd[k] = rankOf[fwd[k]! >>> 4]! * 16 + (fwd[k]! & 15);
+
+    // Second pass: the postings, from the forward index, by term and field rank, in document order.
+    const seg = new Uint32Array(terms * SEGMENTS + 1);
+    for (let k = 0; k < fwdSize; k++) seg[(fwd[k]! >>> 4) * SEGMENTS + 3 - fieldRank(fwd[k]! & 15) + 1]!++;
+    for (let s = 0; s < terms * SEGMENTS; s++) seg[s + 1]! += seg[s]!;
+    const flat = new Uint32Array(seg[terms * SEGMENTS]!);
+    const fill = seg.slice(0, terms * SEGMENTS);
+    for (let doc = 0; doc < n; doc++) {
+      for (let k = fwdStart[doc]!; k < fwdStart[doc + 1]!; k++) flat[fill[(fwd[k]! >>> 4) * SEGMENTS + 3 - fieldRank(fwd[k]! & 15)]!++] = doc;
+    }
+    this.postSeg = seg;
+    this.postFlat = flat;
+    this.fwd = fwd.slice(0, fwdSize);
+    this.fwdStart = fwdStart;
+
     const byKey = new Uint32Array(keys.length);
     for (let i = 0; i < byKey.length; i++) byKey[i] = i;
     byKey.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : keyDocs[a]! - keyDocs[b]!));
-    this.keys = Array.from(byKey, (i) => keys[i]!);
-    this.keyDocs = Array.from(byKey, (i) => keyDocs[i]!);
-    this.keyBounds = Array.from(byKey, (i) => keyBounds[i]!);
+    this.keys = SortedTexts.from(Array.from(byKey, (i) => keys[i]!));
+    this.keyDocs = Uint32Array.from(byKey, (i) => keyDocs[i]!);
+    this.keyBounds = Uint32Array.from(byKey, (i) => keyBounds[i]!);
+
+    this.ids.reset(n);
+    for (let doc = 0; doc < n; doc++) this.ids.set(store.id(order[doc]!), doc);
+    this.resizeScratch();
+  }
+
+  /** Number of builds so far (a rebuild after many upserts counts). */
+  get builds(): number {
+    return this.buildCount;
+  }
+
+  /** The index and its records as strings and typed arrays (see snapshot.ts); only right after a build. */
+  snapshot(): { index: SnapshotParts; records: SnapshotParts } {
+    return { index: this.snapshotIndex(), records: this.store.snapshot() };
+  }
+
+  private snapshotIndex(): SnapshotParts {
+    if (this.docCount !== this.builtDocs || this.deadCount > 0 || this.extraTerms.length > 0) {
+      throw new Error('an index is snapshotted right after its build');
+    }
+    const n = this.docCount;
+    return {
+      meta: { docCount: n, builtTerms: this.builtTerms },
+      texts: { vocab: this.vocab.text, keys: this.keys.text },
+      arrays: {
+        rowOf: this.rowOf.subarray(0, n), info: this.info.subarray(0, n),
+        vocabStarts: this.vocab.starts, postSeg: this.postSeg, postFlat: this.postFlat,
+        fwd: this.fwd.subarray(0, this.fwdStart[n]!), fwdStart: this.fwdStart.subarray(0, n + 1),
+        keyStarts: this.keys.starts, keyDocs: this.keyDocs, keyBounds: this.keyBounds,
+        // Copied: upserts change id slots in place.
+        idSlots: this.ids.slots.slice(),
+      },
+    };
+  }
+
+  /** Takes over an index written by snapshot(), holding the records of `store`. */
+  restore(parts: SnapshotParts, store: RecordStore<T>): void {
+    const a = parts.arrays;
+    const n = parts.meta.docCount as number;
+    this.store = store;
+    this.docCount = n;
+    this.builtDocs = n;
+    this.rowOf = a.rowOf as Uint32Array;
+    this.info = a.info as Uint32Array;
+    this.deadCount = 0;
+    this.vocab = new SortedTexts(parts.texts.vocab!, a.vocabStarts as Uint32Array);
+    this.builtTerms = parts.meta.builtTerms as number;
+    this.extraTerms = [];
+    this.extraTermIds = new Map();
+    this.postSeg = a.postSeg as Uint32Array;
+    this.postFlat = a.postFlat as Uint32Array;
+    this.extra = new Map();
+    this.fwd = a.fwd as Uint32Array;
+    this.fwdStart = a.fwdStart as Uint32Array;
+    this.wordCache = new Map();
+    this.typoCache.clear();
+    this.typoVocabulary = -1;
+    this.keys = new SortedTexts(parts.texts.keys!, a.keyStarts as Uint32Array);
+    this.keyDocs = a.keyDocs as Uint32Array;
+    this.keyBounds = a.keyBounds as Uint32Array;
+    this.extraKeys = [];
+    this.extraKeyDocs = [];
+    this.extraKeyBounds = [];
+    this.ids.restore(a.idSlots as Uint32Array, n);
     this.resizeScratch();
   }
 
   /** Number of postings of vocabulary word `term`. */
   private postingCount(term: number): number {
-    const built = term < this.builtTerms ? this.postStart[term + 1]! - this.postStart[term]! : 0;
-    return built + (this.extra[term]?.length ?? 0);
+    const built = term < this.builtTerms ? this.postSeg[(term + 1) * SEGMENTS]! - this.postSeg[term * SEGMENTS]! : 0;
+    return built + (this.extra.get(term)?.length ?? 0);
   }
 
   /** Adds or replaces records by id. */
   upsert(records: T[]): void {
     for (const record of records) {
-      const old = this.byId.get(record.id);
-      if (old !== undefined && this.dead[old] === 0) {
-        this.dead[old] = 1;
+      const old = this.ids.get(record.id);
+      if (old !== undefined && !this.isDead(old)) {
+        this.info[old]! |= INFO_DEAD;
         this.deadCount++;
       }
       const fields = this.describe(record);
-      const doc = this.append(record, fields);
+      const doc = this.append(this.store.add(record), fields);
+      this.ids.set(record.id, doc);
       for (const name of fields.names) {
         const [key, bounds] = nameKey(name);
         if (!key) continue;
-        const at = this.lowerBound(key);
-        this.keys.splice(at, 0, key);
-        this.keyDocs.splice(at, 0, doc);
-        this.keyBounds.splice(at, 0, bounds);
+        let at = 0;
+        while (at < this.extraKeys.length && this.extraKeys[at]! < key) at++;
+        this.extraKeys.splice(at, 0, key);
+        this.extraKeyDocs.splice(at, 0, doc);
+        this.extraKeyBounds.splice(at, 0, bounds);
       }
     }
     this.resizeScratch();
-    // Tombstones cost memory and scan time; past a quarter of the index a rebuild is cheaper.
-    if (this.deadCount > 1000 && this.deadCount > this.records.length / 4) this.build(this.all());
+    // Tombstones, appended documents and words outside the sorted vocabulary cost scan time; past a
+    // point a rebuild is cheaper.
+    const appended = this.docCount - this.builtDocs;
+    if ((this.deadCount > 1000 && this.deadCount > this.docCount / 4) || appended > Math.max(20_000, this.builtDocs / 4) || this.extraTerms.length > 20_000) {
+      this.build(this.all());
+    }
   }
 
-  private append(record: T, fields: IndexedFields): number {
-    const doc = this.records.length;
-    this.records.push(record);
-    this.byId.set(record.id, doc);
-    this.dead = grow(this.dead, doc + 1, (n) => new Uint8Array(n));
-    this.demoted = grow(this.demoted, doc + 1, (n) => new Uint8Array(n));
-    this.nameLength = grow(this.nameLength, doc + 1, (n) => new Uint16Array(n));
-    this.parts = grow(this.parts, doc + 1, (n) => new Uint8Array(n));
-    this.dead[doc] = 0;
-    this.demoted[doc] = fields.demoted ? 1 : 0;
-    this.nameLength[doc] = Math.min(fields.nameLength, 65535);
-    this.parts[doc] = Math.min(fields.parts, 255);
-    // The document's distinct words with the fields each occurs in (few words: arrays beat a Map).
+  /** Appends a document (after the build) for store row `row`. */
+  private append(row: number, fields: IndexedFields): number {
+    const doc = this.docCount++;
+    this.rowOf = grow(this.rowOf, doc + 1, Uint32Array);
+    this.rowOf[doc] = row;
+    this.info = grow(this.info, doc + 1, Uint32Array);
+    this.info[doc] = docInfo(fields);
     const terms: number[] = [];
     const masks: number[] = [];
     for (const [field, text] of fields.fields) {
       let list = field === FIELD_NAME ? undefined : this.wordCache.get(text);
       if (list === undefined) {
         list = words(text).map((word) => this.termOf(word));
-        if (field !== FIELD_NAME && this.wordCache.size < 200_000) this.wordCache.set(text, list);
+        if (field !== FIELD_NAME && this.wordCache.size < 10_000) this.wordCache.set(text, list);
       }
-      for (const term of list) {
-        const at = terms.indexOf(term);
-        if (at < 0) {
-          terms.push(term);
-          masks.push(field);
-        } else {
-          masks[at]! |= field;
-        }
-      }
+      collectTerms(list, field, terms, masks);
     }
-    this.fwdStart = grow(this.fwdStart, doc + 1, (n) => new Uint32Array(n));
-    this.fwdCount = grow(this.fwdCount, doc + 1, (n) => new Uint16Array(n));
     const count = Math.min(terms.length, 65535);
-    this.fwdTerms = grow(this.fwdTerms, this.fwdSize + count, (n) => new Uint32Array(n));
-    this.fwdMasks = grow(this.fwdMasks, this.fwdSize + count, (n) => new Uint8Array(n));
-    this.fwdStart[doc] = this.fwdSize;
-    this.fwdCount[doc] = count;
+    let size = this.fwdStart[doc]!;
+    this.fwd = grow(this.fwd, size + count, Uint32Array);
     for (let i = 0; i < count; i++) {
-      const term = terms[i]!;
-      if (this.building) {
-        this.termDocs[term]!++;
-      } else {
-        const list = this.extra[term];
-        if (list) list.push(doc * 16 + masks[i]!);
-        else this.extra[term] = [doc * 16 + masks[i]!];
-      }
-      this.fwdTerms[this.fwdSize] = term;
-      this.fwdMasks[this.fwdSize] = masks[i]!;
-      this.fwdSize++;
+      const list = this.extra.get(terms[i]!);
+      if (list) list.push(doc * 16 + masks[i]!);
+      else this.extra.set(terms[i]!, [doc * 16 + masks[i]!]);
+      this.fwd[size++] = terms[i]! * 16 + masks[i]!;
     }
+    this.fwdStart = grow(this.fwdStart, doc + 2, Uint32Array);
+    this.fwdStart[doc + 1] = size;
     return doc;
+  }
+
+  /** The vocabulary id of a word, or undefined. */
+  private lookupTerm(word: string): number | undefined {
+    const built = this.vocab.indexOf(word);
+    return built >= 0 ? built : this.extraTermIds.get(word);
   }
 
   /** The vocabulary id of a word, added to the vocabulary when new. */
   private termOf(word: string): number {
-    let term = this.termIds.get(word);
+    let term = this.lookupTerm(word);
     if (term === undefined) {
-      term = this.termCount++;
-      if (this.building) this.termDocs = grow(this.termDocs, term + 1, (n) => new Uint32Array(n));
-      this.termIds.set(word, term);
-      this.vocab.set(word, term);
+      term = this.builtTerms + this.extraTerms.push(word) - 1;
+      this.extraTermIds.set(word, term);
     }
     return term;
   }
 
   private resizeScratch(): void {
-    const n = this.records.length;
-    if (this.seen.length >= n && this.stamps.length === 1) return;
+    const n = this.docCount;
+    if (this.seen.length >= n) return;
     const size = Math.max(n, 1024) + 1024;
-    this.stamps = [new Uint32Array(size)];
-    this.quality = [new Uint8Array(size)];
     this.seen = new Uint32Array(size);
+    this.filterMarks = [];
     this.prefixMark = new Uint32Array(size);
     this.exactMark = new Uint32Array(size);
     this.boundaryMark = new Uint32Array(size);
@@ -424,21 +761,9 @@ export class SearchIndex<T extends { id: string }> {
     this.visitGen = 0;
   }
 
-  private lowerBound(key: string): number {
-    let lo = 0;
-    let hi = this.keys.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.keys[mid]! < key) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
   private nextGen(): number {
     this.gen++;
     if (this.gen >= 0xffffffff) {
-      for (const s of this.stamps) s.fill(0);
       this.prefixMark.fill(0);
       this.exactMark.fill(0);
       this.boundaryMark.fill(0);
@@ -447,51 +772,32 @@ export class SearchIndex<T extends { id: string }> {
     return this.gen;
   }
 
-  /** Marks every document holding vocabulary word `term` with match kind `kind` (driver word only). */
-  private mark(term: number, kind: number, gen: number, list: number[]): void {
-    if (term < this.builtTerms) {
-      const flat = this.postFlat;
-      for (let i = this.postStart[term]!, end = this.postStart[term + 1]!; i < end; i++) this.markPosting(flat[i]!, kind, gen, list);
-    }
-    const extra = this.extra[term];
-    if (extra) for (let i = 0; i < extra.length; i++) this.markPosting(extra[i]!, kind, gen, list);
-  }
-
-  private markPosting(packed: number, kind: number, gen: number, list: number[]): void {
-    const doc = packed >>> 4;
-    const q = kind * 4 + fieldRank(packed & 15);
-    const stamp = this.stamps[0]!;
-    const quality = this.quality[0]!;
-    if (stamp[doc] !== gen) {
-      stamp[doc] = gen;
-      quality[doc] = q;
-      list.push(doc);
-    } else if (q > quality[doc]!) {
-      quality[doc] = q;
-    }
-  }
-
-
-  /** Vocabulary words a query word matches exactly, by prefix, and (once looked up) by typo. */
+  /** Vocabulary words a query word matches exactly and by prefix. */
   private expand(word: QueryWord): Expansion {
     const exact: number[] = [];
     for (const text of new Set(word.exact)) {
-      const term = this.termIds.get(text);
+      const term = this.lookupTerm(text);
       if (term !== undefined) exact.push(term);
     }
     let size = 0;
     for (const term of exact) size += this.postingCount(term);
+    let lo = 0;
+    let hi = 0;
     const prefix: number[] = [];
     if (word.prefix) {
-      for (const [text, term] of this.vocab.atPrefix(word.text)) {
-        if (word.exact.includes(text)) continue;
-        prefix.push(term);
-        size += this.postingCount(term);
-        // One or two letters expand to much of the vocabulary; names starting with them rank first anyway.
-        if (prefix.length >= (word.text.length <= 2 ? MAX_SHORT_PREFIX_TERMS : MAX_PREFIX_TERMS)) break;
-      }
+      [lo, hi] = this.vocab.prefixRange(word.text);
+      // One or two letters expand to much of the vocabulary; names starting with them rank first anyway.
+      if (word.text.length <= 2) hi = Math.min(hi, lo + MAX_SHORT_PREFIX_TERMS);
+      size += this.postSeg[hi * SEGMENTS]! - this.postSeg[lo * SEGMENTS]!;
+      for (const [term, list] of this.extra) if (term >= lo && term < hi) size += list.length;
+      this.extraTerms.forEach((text, i) => {
+        if (text.startsWith(word.text) && !word.exact.includes(text)) {
+          prefix.push(this.builtTerms + i);
+          size += this.postingCount(this.builtTerms + i);
+        }
+      });
     }
-    return { word, exact, prefix, fuzzy: null, size };
+    return { word, exact, lo, hi, prefix, fuzzy: null, size };
   }
 
   /** Typo lookups of a query word: one or two edits, and adjacent transpositions as one edit. */
@@ -510,7 +816,7 @@ export class SearchIndex<T extends { id: string }> {
 
   /**
    * Vocabulary words within a query word's edit distance, with their match kind. A typo lookup walks
-   * much of the radix tree (the most expensive step of a search), and prescribers type the same
+   * much of the vocabulary (the most expensive step of a search), and prescribers type the same
    * names over and over, so results are kept per word until the vocabulary changes.
    */
   private typoMatches(word: QueryWord): Array<[text: string, term: number, kind: number]> {
@@ -527,14 +833,19 @@ export class SearchIndex<T extends { id: string }> {
       return known;
     }
     const found = new Map<string, [text: string, term: number, kind: number]>();
-    for (const [text, [term, distance]] of this.vocab.fuzzyGet(word.text, word.fuzzy)) {
-      if (distance === 0) continue;
-      found.set(text, [text, term, distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2]);
-    }
+    const kindOf = (distance: number) => (distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2);
+    this.fuzzyWalk(word.text, word.fuzzy, (term, distance) => {
+      const text = this.vocab.at(term);
+      found.set(text, [text, term, kindOf(distance)]);
+    });
+    this.extraTerms.forEach((text, i) => {
+      const distance = boundedDistance(word.text, text, word.fuzzy);
+      if (distance > 0 && distance <= word.fuzzy) found.set(text, [text, this.builtTerms + i, kindOf(distance)]);
+    });
     // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
     for (let i = 0; i + 1 < word.text.length; i++) {
       const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
-      const term = swapped === word.text ? undefined : this.termIds.get(swapped);
+      const term = swapped === word.text ? undefined : this.lookupTerm(swapped);
       if (term === undefined) continue;
       found.set(swapped, [swapped, term, KIND_FUZZY1]);
     }
@@ -544,12 +855,67 @@ export class SearchIndex<T extends { id: string }> {
     return list;
   }
 
-  /** Fills a slot's kind table: match kind by vocabulary word for everything the query word expands to. */
+  /**
+   * Calls `found` for every built vocabulary word within `max` edits of `query` (Levenshtein, not 0).
+   * The vocabulary is sorted, so consecutive words share prefixes and the rows of the edit-distance
+   * table computed for a shared prefix are reused; once a prefix is more than `max` edits away from
+   * every start of the query, all words beginning with it are skipped at once (a trie walk without the trie).
+   */
+  private fuzzyWalk(query: string, max: number, found: (term: number, distance: number) => void): void {
+    const n = query.length;
+    const width = n + 1;
+    const maxDepth = n + max;
+    const rows = new Uint16Array((maxDepth + 2) * width);
+    for (let j = 0; j <= n; j++) rows[j] = j;
+    const text = this.vocab.text;
+    const starts = this.vocab.starts;
+    /** Rows 0..depth are valid for the first `depth` characters of the word starting at text[held]. */
+    let held = 0;
+    let depth = 0;
+    for (let t = 0; t < this.builtTerms;) {
+      const start = starts[t]!;
+      const length = starts[t + 1]! - start;
+      let i = 0;
+      const shared = Math.min(depth, length);
+      while (i < shared && text.charCodeAt(start + i) === text.charCodeAt(held + i)) i++;
+      let pruned = false;
+      for (; i < length; i++) {
+        if (i + 1 > maxDepth) {
+          pruned = true;
+          break;
+        }
+        const c = text.charCodeAt(start + i);
+        const prev = i * width;
+        const cur = prev + width;
+        rows[cur] = i + 1;
+        let min = i + 1;
+        for (let j = 1; j <= n; j++) {
+          const v = Math.min(rows[prev + j]! + 1, rows[cur + j - 1]! + 1, rows[prev + j - 1]! + (query.charCodeAt(j - 1) === c ? 0 : 1));
+          rows[cur + j] = v;
+          if (v < min) min = v;
+        }
+        if (min > max) {
+          pruned = true;
+          break;
+        }
+      }
+      held = start;
+      depth = i;
+      if (pruned) {
+        // No word starting with these i + 1 characters is within reach.
+        t = this.vocab.prefixEnd(text.slice(start, start + i + 1), t + 1);
+        continue;
+      }
+      const distance = rows[length * width + n]!;
+      if (distance > 0 && distance <= max) found(t, distance);
+      t++;
+    }
+  }
+
+  /** Fills a slot's kind table for the words a query word matches outside its prefix range. */
   private fillKinds(slot: number, expansion: Expansion): void {
     const current = this.kindTables[slot];
-    if (!current || current.length < this.termCount) {
-      this.kindTables[slot] = new Uint8Array(this.termCount + 4096);
-    }
+    if (!current || current.length < this.termCount) this.kindTables[slot] = new Uint8Array(this.termCount + 4096);
     const table = this.kindTables[slot]!;
     for (const term of expansion.prefix) table[term] = KIND_PREFIX;
     if (expansion.fuzzy) for (const [term, kind] of expansion.fuzzy) if (table[term]! < kind) table[term] = kind;
@@ -565,16 +931,33 @@ export class SearchIndex<T extends { id: string }> {
   }
 
   /** The best match (kind * 4 + field rank) of a query word among document `doc`'s own words; 0 if none. */
-  private matchIn(doc: number, table: Uint8Array): number {
+  private matchIn(doc: number, table: Uint8Array, lo: number, hi: number): number {
     let best = 0;
-    const end = this.fwdStart[doc]! + this.fwdCount[doc]!;
-    for (let k = this.fwdStart[doc]!; k < end; k++) {
-      const kind = table[this.fwdTerms[k]!]!;
-      if (kind === 0) continue;
-      const q = kind * 4 + fieldRank(this.fwdMasks[k]!);
+    const fwd = this.fwd;
+    for (let k = this.fwdStart[doc]!, end = this.fwdStart[doc + 1]!; k < end; k++) {
+      const term = fwd[k]! >>> 4;
+      let kind = table[term]!;
+      if (kind === 0) {
+        if (term < lo || term >= hi) continue;
+        kind = KIND_PREFIX;
+      }
+      const q = kind * 4 + fieldRank(fwd[k]! & 15);
       if (q > best) best = q;
     }
     return best;
+  }
+
+  /** Visits the name keys starting with `prefix`: built ones, then those added after the build. */
+  private scanKeys(prefix: string, cap: number, visit: (doc: number, keyLength: number, bounds: number) => boolean): void {
+    const keys = this.keys;
+    let visited = 0;
+    for (let i = keys.lowerBound(prefix); i < keys.length && keys.startsWith(i, prefix) && visited < cap; i++) {
+      if (visit(this.keyDocs[i]!, keys.starts[i + 1]! - keys.starts[i]!, this.keyBounds[i]!)) visited++;
+    }
+    for (let i = 0; i < this.extraKeys.length && visited < cap; i++) {
+      const key = this.extraKeys[i]!;
+      if (key.startsWith(prefix) && visit(this.extraKeyDocs[i]!, key.length, this.extraKeyBounds[i]!)) visited++;
+    }
   }
 
   search(query: ParsedQuery, limit: number): Hit<T>[] {
@@ -591,16 +974,15 @@ export class SearchIndex<T extends { id: string }> {
       if (prefix === '') continue;
       // Very short queries match a good part of the catalogue; the best-laid-out names come first.
       const cap = prefix.length <= 2 ? PREFIX_SCAN_CAP : Infinity;
-      for (let i = this.lowerBound(prefix); i < this.keys.length && this.keys[i]!.startsWith(prefix) && prefixDocs.length < cap; i++) {
-        const doc = this.keyDocs[i]!;
-        if (prefix === query.compact && this.keys[i]!.length === prefix.length) this.exactMark[doc] = gen;
-        if (prefix.length === this.keys[i]!.length || (prefix.length < 32 && (this.keyBounds[i]! >>> prefix.length) & 1)) this.boundaryMark[doc] = gen;
-        if (this.prefixMark[doc] !== gen) {
-          this.prefixMark[doc] = gen;
-          prefixDocs.push(doc);
-          if (!this.dead[doc] && !this.demoted[doc]) activePrefix++;
-        }
-      }
+      this.scanKeys(prefix, cap, (doc, keyLength, bounds) => {
+        if (prefix === query.compact && keyLength === prefix.length) this.exactMark[doc] = gen;
+        if (prefix.length === keyLength || (prefix.length < 32 && (bounds >>> prefix.length) & 1)) this.boundaryMark[doc] = gen;
+        if (this.prefixMark[doc] === gen) return false;
+        this.prefixMark[doc] = gen;
+        prefixDocs.push(doc);
+        if (!(this.info[doc]! & (INFO_DEAD | INFO_DEMOTED))) activePrefix++;
+        return true;
+      });
     }
 
     // The driver: the rarest required word. Needless when names starting with the query fill the
@@ -611,57 +993,160 @@ export class SearchIndex<T extends { id: string }> {
         if (e.word.required && (driver < 0 || e.size < expansions[driver]!.size)) driver = slot;
       });
     }
-    const driverDocs: number[] = [];
-    if (driver >= 0) {
-      const e = expansions[driver]!;
-      for (const term of e.exact) this.mark(term, KIND_EXACT, gen, driverDocs);
-      for (const term of e.prefix) this.mark(term, KIND_PREFIX, gen, driverDocs);
-    }
 
-    expansions.forEach((e, slot) => { if (slot !== driver) this.fillKinds(slot, e); });
-    let hits = this.rank(query, expansions, limit, gen, driver, driverDocs, prefixDocs);
+    expansions.forEach((e, slot) => this.fillKinds(slot, e));
+    let hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
     // outranks an active exact or prefix match.
-    if (hits.filter((h) => !this.demoted[h.doc]).length < limit && query.words.some((w) => w.fuzzy > 0)) {
+    if (hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit && query.words.some((w) => w.fuzzy > 0)) {
       for (const e of expansions) this.expandFuzzy(e);
-      if (driver >= 0) for (const [term, kind] of expansions[driver]!.fuzzy!) this.mark(term, kind, gen, driverDocs);
-      expansions.forEach((e, slot) => { if (slot !== driver) this.fillKinds(slot, e); });
-      hits = this.rank(query, expansions, limit, gen, driver, driverDocs, prefixDocs);
+      expansions.forEach((e, slot) => this.fillKinds(slot, e));
+      hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     }
-    expansions.forEach((e, slot) => { if (slot !== driver) this.clearKinds(slot, e); });
-    return hits.map((h) => ({ record: this.records[h.doc]!, exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen }));
+    expansions.forEach((e, slot) => this.clearKinds(slot, e));
+    return hits.map((h) => ({ record: this.store.get(this.rowOf[h.doc]!), exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen }));
   }
 
-  private rank(query: ParsedQuery, expansions: Expansion[], limit: number, gen: number, driver: number, driverDocs: number[], prefixDocs: number[]): Array<{ doc: number; score: number }> {
-    // Each ranking pass visits a document once; the second pass (after typo lookups) starts afresh.
+  /**
+   * One ranking pass: the names starting with the query, then the driver word's postings. Those are
+   * walked run by run (one run per vocabulary word and field rank, best match first), each in document
+   * order, that is in descending order of the query-independent part of the score; a run stops as soon
+   * as even a document matching every other word at its best could not enter the page. So a broad word
+   * ("paracetamol", 20,000 products) costs about as much as a rare one.
+   */
+  private rank(expansions: Expansion[], limit: number, gen: number, driver: number, prefixDocs: number[]): Array<{ doc: number; score: number }> {
     if (this.visitGen >= 0xfffffffe) {
       this.seen.fill(0);
+      for (const marks of this.filterMarks) marks.fill(0);
       this.visitGen = 0;
     }
     const pass: RankPass = {
       visit: ++this.visitGen, gen, driver, limit, top: [],
       required: expansions.map((e) => e.word.required),
-      tables: expansions.map((_, slot) => (slot === driver ? EMPTY_TABLE : this.kindTables[slot]!)),
+      tables: expansions.map((_, slot) => this.kindTables[slot]!),
+      los: expansions.map((e) => e.lo),
+      his: expansions.map((e) => e.hi),
     };
-    for (let i = 0; i < prefixDocs.length; i++) this.consider(prefixDocs[i]!, pass);
-    // In document order: a query's cost is memory latency (a few per-document arrays read per
-    // candidate), and ascending reads let the caches and the prefetcher serve most of them.
-    const ordered = Uint32Array.from(driverDocs).sort();
-    for (let i = 0; i < ordered.length; i++) this.consider(ordered[i]!, pass);
+    for (let i = 0; i < prefixDocs.length; i++) this.consider(prefixDocs[i]!, -1, true, pass);
+    if (driver < 0) return this.finish(pass);
+
+    // The most every other word can add to a document's score. A word found in few names (a salt,
+    // rarely a brand's name) has those documents scored here and now; every other document can only
+    // hold it in a lesser field, which keeps the bound of the walk below tight.
+    let others = 0;
+    for (let slot = 0; slot < expansions.length; slot++) {
+      if (slot === driver) continue;
+      const e = expansions[slot]!;
+      const best = e.exact.length > 0 ? KIND_EXACT : e.hi > e.lo || e.prefix.length > 0 ? KIND_PREFIX : e.fuzzy && e.fuzzy.size > 0 ? KIND_FUZZY1 : 0;
+      // A required word no document holds: only names starting with the query can match.
+      if (best === 0 && e.word.required) return this.finish(pass);
+      const inNames = this.nameSegments(e, Math.min(NAME_SEGMENT_DOCS, expansions[driver]!.size / 4));
+      if (inNames !== null) for (const [from, to] of inNames) for (let i = from; i < to; i++) this.consider(this.postFlat[i]!, -1, false, pass);
+      others += wordScore(best * 4 + (inNames === null ? 3 : 2), e.word.required);
+    }
+
+    const e = expansions[driver]!;
+    const runs: Array<{ term: number; kind: number }> = [];
+    for (const term of e.exact) runs.push({ term, kind: KIND_EXACT });
+    for (let term = e.lo; term < e.hi; term++) runs.push({ term, kind: KIND_PREFIX });
+    for (const term of e.prefix) runs.push({ term, kind: KIND_PREFIX });
+    if (e.fuzzy) for (const [term, kind] of e.fuzzy) runs.push({ term, kind });
+    // Best matches first, so the page fills early and later runs stop at their first document.
+    const segments: number[] = [];
+    for (const { term, kind } of runs) {
+      if (term < this.builtTerms) for (let s = 0; s < SEGMENTS; s++) segments.push(((kind * 4 + 3 - s) << 24) | (term * SEGMENTS + s));
+    }
+    segments.sort((a, b) => b - a);
     const top = pass.top;
-    if (top.length < limit) top.sort((a, b) => b.score - a.score);
+    const seen = this.seen;
+    const visit = pass.visit;
+    const flat = this.postFlat;
+    const filters = this.markRequired(expansions, driver, visit);
+    for (const packed of segments) {
+      const q = packed >>> 24;
+      const segment = packed & 0xffffff;
+      const reach = (q >> 2 <= KIND_FUZZY1 ? 1e13 : 2e13) + wordScore(q, true) + others;
+      postings: for (let i = this.postSeg[segment]!, end = this.postSeg[segment + 1]!; i < end; i++) {
+        const doc = flat[i]!;
+        for (let f = 0; f < filters.length; f++) if (filters[f]![doc] !== visit) continue postings;
+        if (seen[doc] === visit) continue;
+        // Later documents of this run score at most this; they would need to outrank the last of the page.
+        if (!this.exhaustive && top.length === limit && !outranks(reach + staticScore(this.info[doc]!), doc, top[limit - 1]!)) break;
+        this.consider(doc, q, false, pass);
+      }
+    }
+    // Postings added since the build: few, and not in layout order.
+    for (const { term, kind } of runs) {
+      const list = this.extra.get(term);
+      if (list) for (const posting of list) this.consider(posting >>> 4, kind * 4 + fieldRank(posting & 15), false, pass);
+    }
+    return this.finish(pass);
+  }
+
+  /**
+   * The name-field postings of everything a query word matches, as ranges of postFlat, when there are
+   * at most `most` (and no words added since the build, whose fields are not segmented); else null.
+   */
+  private nameSegments(e: Expansion, most: number): Array<[number, number]> | null {
+    if (e.prefix.length > 0 || (e.fuzzy && e.fuzzy.size > 0) || e.exact.some((term) => term >= this.builtTerms)) return null;
+    if (e.hi - e.lo > NAME_SEGMENT_TERMS) return null;
+    const ranges: Array<[number, number]> = [];
+    let count = 0;
+    const add = (term: number) => {
+      const from = this.postSeg[term * SEGMENTS]!;
+      const to = this.postSeg[term * SEGMENTS + 1]!;
+      if (to > from) ranges.push([from, to]);
+      count += to - from;
+    };
+    for (const term of e.exact) if (term < e.lo || term >= e.hi) add(term);
+    for (let term = e.lo; term < e.hi; term++) add(term);
+    for (const term of e.exact) if (this.extra.has(term)) return null;
+    for (const term of this.extra.keys()) if (term >= e.lo && term < e.hi) return null;
+    return count <= most ? ranges : null;
+  }
+
+  /**
+   * Marks (with `visit`) every document holding each other required word whose postings are not
+   * much longer than the driver's: a driver posting without the mark is skipped after one memory read,
+   * instead of a look through the document's words. Returns the mark arrays to check.
+   */
+  private markRequired(expansions: Expansion[], driver: number, visit: number): Uint32Array[] {
+    const filters: Uint32Array[] = [];
+    const budget = expansions[driver]!.size * 2 + 1024;
+    expansions.forEach((e, slot) => {
+      if (slot === driver || !e.word.required || e.size > budget) return;
+      let marks = this.filterMarks[filters.length];
+      if (!marks || marks.length < this.docCount) marks = this.filterMarks[filters.length] = new Uint32Array(this.seen.length);
+      const markTerm = (term: number) => {
+        if (term < this.builtTerms) for (let i = this.postSeg[term * SEGMENTS]!, end = this.postSeg[(term + 1) * SEGMENTS]!; i < end; i++) marks[this.postFlat[i]!] = visit;
+        const extra = this.extra.get(term);
+        if (extra) for (const posting of extra) marks[posting >>> 4] = visit;
+      };
+      for (const term of e.exact) markTerm(term);
+      for (let i = this.postSeg[e.lo * SEGMENTS]!, end = this.postSeg[e.hi * SEGMENTS]!; i < end; i++) marks[this.postFlat[i]!] = visit;
+      for (const [term, list] of this.extra) if (term >= e.lo && term < e.hi) for (const posting of list) marks[posting >>> 4] = visit;
+      for (const term of e.prefix) markTerm(term);
+      if (e.fuzzy) for (const term of e.fuzzy.keys()) markTerm(term);
+      filters.push(marks);
+    });
+    return filters;
+  }
+
+  private finish(pass: RankPass): Array<{ doc: number; score: number }> {
+    const top = pass.top;
+    if (top.length < pass.limit) top.sort(byRank);
     return top;
   }
 
   /**
-   * Scores one candidate into the pass's top list. A method rather than a closure made per pass, so
-   * that the optimising compiler keeps one stable version of the hottest code of a search.
+   * Scores one candidate into the pass's top list (`driverQuality` < 0: work it out). A method rather
+   * than a closure made per pass, so that the optimising compiler keeps one stable version of the
+   * hottest code of a search.
    */
-  private consider(doc: number, pass: RankPass): void {
-    if (this.seen[doc] === pass.visit || this.dead[doc]) return;
+  private consider(doc: number, driverQuality: number, inPrefix: boolean, pass: RankPass): void {
+    const info = this.info[doc]!;
+    if (this.seen[doc] === pass.visit || info & INFO_DEAD) return;
     this.seen[doc] = pass.visit;
-    const gen = pass.gen;
-    const inPrefix = this.prefixMark[doc] === gen;
     let all = true;
     let fuzzy = false;
     let whole = 0;
@@ -670,7 +1155,7 @@ export class SearchIndex<T extends { id: string }> {
     let fields = 0;
     const slots = pass.required.length;
     for (let slot = 0; slot < slots; slot++) {
-      const q = slot === pass.driver ? (this.stamps[0]![doc] === gen ? this.quality[0]![doc]! : 0) : this.matchIn(doc, pass.tables[slot]!);
+      const q = slot === pass.driver && driverQuality >= 0 ? driverQuality : this.matchIn(doc, pass.tables[slot]!, pass.los[slot]!, pass.his[slot]!);
       if (pass.required[slot]) {
         if (q === 0) {
           all = false;
@@ -686,29 +1171,42 @@ export class SearchIndex<T extends { id: string }> {
       kinds += q >> 2;
       fields += q & 3;
     }
-    const exact = this.exactMark[doc] === gen;
+    const gen = pass.gen;
+    const exact = inPrefix && this.exactMark[doc] === gen;
     const tier = inPrefix ? 3 : fuzzy || !all ? 1 : 2;
     // A name that starts with the whole query ending on a word ("zerodolsp" in "Zerodol-SP Tablet")
     // beats one where the query ends inside a word ("Zerodol Spas").
     const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
-    // One number, most significant criterion first (each term stays below the next one's unit).
-    const score = (exact ? 1e15 : 0) + (this.demoted[doc] ? 0 : 1e14) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10
-      + kinds * 1e8 + (255 - this.parts[doc]!) * 1e5 + fields * 1e3 - Math.min(this.nameLength[doc]!, 999);
+    // One number, most significant criterion first (each term stays below the next one's unit);
+    // wordScore and staticScore are the same sums for the early stop in rank().
+    const score = (exact ? 1e15 : 0) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10 + kinds * 1e8 + fields * 1e3 + staticScore(info);
     const top = pass.top;
     const limit = pass.limit;
     if (top.length < limit) {
       top.push({ doc, score });
-      if (top.length === limit) top.sort((a, b) => b.score - a.score);
-    } else if (score > top[limit - 1]!.score) {
+      if (top.length === limit) top.sort(byRank);
+    } else if (outranks(score, doc, top[limit - 1]!)) {
       let at = limit - 1;
-      while (at > 0 && top[at - 1]!.score < score) {
+      while (at > 0 && outranks(score, doc, top[at - 1]!)) {
         top[at] = top[at - 1]!;
         at--;
       }
       top[at] = { doc, score };
     }
   }
+}
 
+/** Adds a field's words to a document's distinct words, or'ing the field into the mask of words seen. */
+function collectTerms(list: number[], field: number, terms: number[], masks: number[]): void {
+  for (const term of list) {
+    const at = terms.indexOf(term);
+    if (at < 0) {
+      terms.push(term);
+      masks.push(field);
+    } else {
+      masks[at]! |= field;
+    }
+  }
 }
 
 /**

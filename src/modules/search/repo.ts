@@ -67,3 +67,22 @@ export async function updateLab(db: Db, row: LabTestsTable): Promise<void> {
 export async function labsChangedAfter(db: Db, after: number): Promise<LabTestsTable[]> {
   return db.selectFrom('lab_tests').selectAll().where('seq', '>', after).execute();
 }
+
+/** The newest drug and lab ids (ids sort by creation). */
+export async function lastCatalogueIds(db: Db): Promise<{ drug: string | null; lab: string | null }> {
+  const drug = await db.selectFrom('drugs').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const lab = await db.selectFrom('lab_tests').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return { drug: drug?.id ?? null, lab: lab?.id ?? null };
+}
+
+/** Whether the catalogue holds these ids (null: nothing to check). */
+export async function catalogueHolds(db: Db, drugId: string | null, labId: string | null): Promise<boolean> {
+  if (drugId !== null && !(await db.selectFrom('drugs').select('id').where('id', '=', drugId).executeTakeFirst())) return false;
+  if (labId !== null && !(await db.selectFrom('lab_tests').select('id').where('id', '=', labId).executeTakeFirst())) return false;
+  return true;
+}
+
+export async function drugCount(db: Db): Promise<number> {
+  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).executeTakeFirstOrThrow();
+  return Number(row.count);
+}

@@ -1,15 +1,17 @@
 /** `GET /medical-db/v1/drugs-and-labs`: drug and lab-test search (interface 4.1, contract section 3). */
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { SearchError } from '../../http/schemas.ts';
-import { Catalogue } from './catalogue.ts';
+import { Catalogue, snapshotFileFor } from './catalogue.ts';
 import { highlightRanges, parseQuery } from './engine.ts';
 import { drugResponse, labResponse, type DrugRecord } from './model.ts';
 import { highlight } from './normalize.ts';
 import { createSearchRateLimiter, registerRateLimit } from './ratelimit.ts';
+import { ResponseCache } from './response-cache.ts';
 import type { ParsedQuery } from './engine.ts';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -62,11 +64,18 @@ const Query = Type.Object({
 
 const catalogues = new WeakMap<AppContext, Catalogue>();
 
+/** Catalogues from this size up are built in a worker thread (a few seconds of work, and its garbage). */
+const WORKER_BUILD_MIN_DRUGS = 20_000;
+
 /** The catalogue this app serves (one per app context: tests build many apps in one process). */
 export function catalogueOf(ctx: AppContext): Catalogue {
   let catalogue = catalogues.get(ctx);
   if (!catalogue) {
-    catalogue = new Catalogue(ctx.storage.db, ctx.logger);
+    const { dataDir, databaseUrl, logLevel } = ctx.config;
+    catalogue = new Catalogue(ctx.storage.db, ctx.logger, {
+      snapshotFile: snapshotFileFor(dataDir, databaseUrl),
+      builder: { databaseUrl, dataDir, minDrugs: WORKER_BUILD_MIN_DRUGS, logLevel },
+    });
     catalogues.set(ctx, catalogue);
   }
   return catalogue;
@@ -99,6 +108,7 @@ export function searchRoutes(ctx: AppContext) {
       key: (request) => principalOf(request).clientId,
       refused: (seconds) => new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } }),
     });
+    const cache = ctx.config.searchCacheBytes > 0 ? new ResponseCache(ctx.config.searchCacheBytes) : null;
     app.addHook('onClose', async () => {
       await catalogue.stop();
       await limiter.close();
@@ -121,14 +131,21 @@ export function searchRoutes(ctx: AppContext) {
       const { limit, s_type: type } = request.query;
       if (!catalogue.loaded) await catalogue.start();
       const query = parseQuery(q);
-      if (type === 'lab') {
-        const lab_tests = catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record));
-        if (lab_tests.length === 0) return reply.code(404).send({ drugs: [], lab_tests: [] });
-        return { drugs: [], lab_tests };
+      // The answer depends only on the query's words, the type and the limit (and the catalogue version).
+      const key = `${type} ${limit} ${query.words.map((word) => word.text).join(' ')}`;
+      const version = catalogue.version;
+      let answer = cache?.get(version, key);
+      if (answer === undefined) {
+        const result = type === 'lab'
+          ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
+          : { drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix))), lab_tests: [] };
+        const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;
+        // Serialized by the route's own response schema, as an uncached answer would be.
+        answer = { status, body: reply.code(status).serialize(result) as string };
+        cache?.set(version, key, answer);
       }
-      const drugs = catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix)));
-      if (drugs.length === 0) return reply.code(404).send({ drugs: [], lab_tests: [] });
-      return { drugs, lab_tests: [] };
+      // A string body goes out as it is (the schema-typed reply only knows objects).
+      return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
     });
   };
 }

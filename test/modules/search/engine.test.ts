@@ -1,10 +1,19 @@
 /**
  * The index on its own: incremental updates on top of a built index (postings added after the build,
- * typo lookups kept per word until the vocabulary changes, the rebuild once tombstones pile up).
+ * typo lookups kept per word until the vocabulary changes, the rebuild once tombstones pile up), and
+ * the early stop of a ranking pass checked against walking every posting.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import path from 'node:path';
+import { BUILTIN_DIR, describeDrug } from '../../../src/modules/search/catalogue.ts';
 import { FIELD_GENERIC, FIELD_NAME, parseQuery, SearchIndex, type IndexedFields } from '../../../src/modules/search/engine.ts';
+import { drugRecordFromRow, Interner, type DrugRecord } from '../../../src/modules/search/model.ts';
+import { newDrugRow } from '../../../src/modules/search/service.ts';
+import { openDrugSource } from '../../../src/modules/search/sources.ts';
+import { DrugStore } from '../../../src/modules/search/store.ts';
+import { QUERIES } from './queries.ts';
+import { HAS_SHARED_DATA, shared } from './support.ts';
 
 interface Doc {
   id: string;
@@ -55,5 +64,32 @@ describe('search index: incremental updates', () => {
     assert.deepEqual(names(index, 'glycomet'), []);
     assert.deepEqual(names(index, 'glycomt'), []);
     assert.equal(index.search(parseQuery('metformin'), 5).length, 5);
+  });
+});
+
+describe('search index: early stop', () => {
+  it('returns what walking every posting returns, for every query of the relevance set and its prefixes', async () => {
+    const files = [path.join(BUILTIN_DIR, 'drugs.ndjson'), ...(HAS_SHARED_DATA ? [shared('medicine_details_1mg_11k.csv'), shared('onemg_drugs_2k.csv')] : [])];
+    const interner = new Interner();
+    const records: DrugRecord[] = [];
+    for (const file of files) {
+      const source = await openDrugSource(file);
+      for await (const input of source.rows) if (input) records.push(drugRecordFromRow({ ...newDrugRow(input, 1, 0), id: `d${records.length}` }, interner));
+    }
+    const fast = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore());
+    const exhaustive = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore(), { exhaustive: true });
+    fast.build(records);
+    exhaustive.build(records);
+    const queries = new Set(Object.values(QUERIES).flat().filter((c) => !c.lab).map((c) => c.q));
+    for (const q of [...queries]) for (let i = 1; i < q.length; i++) queries.add(q.slice(0, i));
+    const differences: string[] = [];
+    for (const q of queries) {
+      for (const limit of [1, 3, 10, 40]) {
+        const a = fast.search(parseQuery(q), limit).map((hit) => hit.record.id).join();
+        const b = exhaustive.search(parseQuery(q), limit).map((hit) => hit.record.id).join();
+        if (a !== b) differences.push(`${q} (limit ${limit})`);
+      }
+    }
+    assert.deepEqual(differences, []);
   });
 });

@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createTestClient } from '../../helpers.ts';
+import { catalogueOf } from '../../../src/modules/search/routes.ts';
+import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
 const URL_ = '/medical-db/v1/drugs-and-labs';
@@ -113,6 +115,24 @@ describe('search: happy path', () => {
     const response = await t.app.inject({ url: '/ready' });
     assert.equal(response.statusCode, 200);
     assert.equal(response.json().checks.search, true);
+  });
+
+  it('answers a repeated query (in any spelling) the same from the response cache, and drops it when the catalogue changes', async () => {
+    const first = await t.search({ q: 'cachezole' });
+    assert.equal(first.status, 404);
+    assert.deepEqual(first.body, { drugs: [], lab_tests: [] });
+    const dolo = await t.search({ q: 'dolo 650' });
+    for (const q of ['dolo 650', 'DOLO-650', '  Dolo650 ']) {
+      const again = await t.search({ q });
+      assert.equal(again.status, 200);
+      assert.equal(again.headers['content-type'], 'application/json; charset=utf-8');
+      assert.deepEqual(again.body, dolo.body);
+    }
+    await importDrugs(t.ctx.storage.db, [{ name: 'Cachezole 5 Tablet', manufacturer_name: 'Cache Labs', composition: [{ salt: 'Cachezole', strength: '5mg' }] }], 'test');
+    await catalogueOf(t.ctx).refresh();
+    const after = await t.search({ q: 'cachezole' });
+    assert.equal(after.status, 200);
+    assert.deepEqual(after.body.drugs.map((d: { name: string }) => d.name), ['Cachezole 5 Tablet']);
   });
 });
 

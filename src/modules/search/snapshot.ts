@@ -1,0 +1,116 @@
+/**
+ * Index snapshot files: a built search index and its record store, written as they are in memory
+ * (long strings and typed arrays), so a restarting process reads a quarter of a million products in a
+ * few hundred milliseconds instead of building the index again.
+ *
+ * Layout: "CPSSNAP1", the header's length (uint32 LE) and four zero bytes, the header (JSON: the
+ * caller's fields and where each section's pieces are), padding to 8 bytes, then the pieces, each
+ * starting on an 8-byte boundary. A file is written under a temporary name and renamed into place,
+ * so readers never see half of one.
+ */
+import { randomBytes } from 'node:crypto';
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import type { Column, SnapshotParts } from './store.ts';
+
+const MAGIC = 'CPSSNAP1';
+const ARRAY_TYPES = { Uint8Array, Int8Array, Uint16Array, Uint32Array } as const;
+type ArrayType = keyof typeof ARRAY_TYPES;
+
+interface PieceAt {
+  offset: number;
+  bytes: number;
+}
+
+interface SectionHeader {
+  meta: Record<string, unknown>;
+  texts: Record<string, PieceAt & { encoding: 'latin1' | 'utf16le' }>;
+  arrays: Record<string, PieceAt & { type: ArrayType }>;
+}
+
+interface FileHeader {
+  fields: Record<string, unknown>;
+  sections: Record<string, SectionHeader>;
+  size: number;
+}
+
+const align = (n: number) => Math.ceil(n / 8) * 8;
+
+function arrayType(array: Column): ArrayType {
+  for (const [name, type] of Object.entries(ARRAY_TYPES)) if (array instanceof type) return name as ArrayType;
+  throw new Error('unsupported array type');
+}
+
+export async function writeSnapshot(file: string, fields: Record<string, unknown>, sections: Record<string, SnapshotParts>): Promise<void> {
+  const pieces: Buffer[] = [];
+  let size = 0;
+  const place = (buffer: Buffer): PieceAt => {
+    const at = { offset: size, bytes: buffer.length };
+    pieces.push(buffer);
+    const padded = align(buffer.length);
+    if (padded > buffer.length) pieces.push(Buffer.alloc(padded - buffer.length));
+    size += padded;
+    return at;
+  };
+  const header: FileHeader = { fields, sections: {}, size: 0 };
+  for (const [name, parts] of Object.entries(sections)) {
+    const section: SectionHeader = { meta: parts.meta, texts: {}, arrays: {} };
+    for (const [key, text] of Object.entries(parts.texts)) {
+      // One byte a character when it can (names are mostly ASCII), which is also how V8 holds them.
+      const encoding = /[^\x00-\xff]/.test(text) ? 'utf16le' : 'latin1';
+      section.texts[key] = { ...place(Buffer.from(text, encoding)), encoding };
+    }
+    for (const [key, array] of Object.entries(parts.arrays)) {
+      section.arrays[key] = { ...place(Buffer.from(array.buffer, array.byteOffset, array.byteLength)), type: arrayType(array) };
+    }
+    header.sections[name] = section;
+  }
+  header.size = size;
+  const json = Buffer.from(JSON.stringify(header));
+  const start = Buffer.alloc(align(16 + json.length) - json.length);
+  start.write(MAGIC, 0, 'latin1');
+  start.writeUInt32LE(json.length, 8);
+  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  const handle = await open(temporary, 'w', 0o600);
+  try {
+    // The JSON sits between the fixed start and its padding.
+    await handle.writev([start.subarray(0, 16), json, start.subarray(16), ...pieces]);
+    await handle.close();
+    await rename(temporary, file);
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+/** The caller's fields and the sections of a snapshot file; null when there is none or it is unreadable. */
+export async function readSnapshot(file: string): Promise<{ fields: Record<string, unknown>; sections: Record<string, SnapshotParts> } | null> {
+  let buffer: Buffer;
+  try {
+    buffer = await readFile(file);
+  } catch {
+    return null;
+  }
+  if (buffer.length < 16 || buffer.toString('latin1', 0, 8) !== MAGIC) return null;
+  const length = buffer.readUInt32LE(8);
+  let header: FileHeader;
+  try {
+    header = JSON.parse(buffer.toString('utf8', 16, 16 + length)) as FileHeader;
+  } catch {
+    return null;
+  }
+  const base = align(16 + length);
+  if (buffer.length !== base + header.size) return null;
+  const sections: Record<string, SnapshotParts> = {};
+  for (const [name, section] of Object.entries(header.sections)) {
+    const parts: SnapshotParts = { meta: section.meta, texts: {}, arrays: {} };
+    for (const [key, at] of Object.entries(section.texts)) parts.texts[key] = buffer.toString(at.encoding, base + at.offset, base + at.offset + at.bytes);
+    for (const [key, at] of Object.entries(section.arrays)) {
+      // Copied out of the file's buffer so that the buffer (texts included) can be freed.
+      const start = buffer.byteOffset + base + at.offset;
+      parts.arrays[key] = new ARRAY_TYPES[at.type]((buffer.buffer as ArrayBuffer).slice(start, start + at.bytes));
+    }
+    sections[name] = parts;
+  }
+  return { fields: header.fields, sections };
+}

@@ -1,0 +1,105 @@
+/**
+ * Index snapshots: a process reads the index a previous one wrote instead of building it, then applies
+ * what changed since; a large catalogue is built in a worker thread that writes the snapshot; a
+ * snapshot of another database or a damaged file is ignored.
+ */
+import assert from 'node:assert/strict';
+import { copyFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createLogger } from '../../../src/logger.ts';
+import { Catalogue, snapshotFileFor } from '../../../src/modules/search/catalogue.ts';
+import { parseQuery } from '../../../src/modules/search/engine.ts';
+import { catalogueOf } from '../../../src/modules/search/routes.ts';
+import { importDrugs } from '../../../src/modules/search/service.ts';
+import { createTestApp, type TestApp } from '../../helpers.ts';
+import { createSearchApp, type SearchApp } from './support.ts';
+
+const DRUG_QUERIES = ['dolo', 'paracetamol', 'pan 40', 'azithral', 'zerodol sp', 'amoxycillin clavulanic', 'montair lc', 'paracitamol', 'glycomet gp 2'];
+const LAB_QUERIES = ['cbc', 'lft', 'thyroid', 'hba1c'];
+
+function answers(catalogue: Catalogue): string[] {
+  return [
+    ...DRUG_QUERIES.map((q) => catalogue.drugs.search(parseQuery(q), 20).map((hit) => `${hit.record.id}:${hit.exact}:${hit.namePrefix}:${JSON.stringify(hit.record)}`).join()),
+    ...LAB_QUERIES.map((q) => catalogue.labs.search(parseQuery(q), 20).map((hit) => JSON.stringify(hit.record)).join()),
+  ];
+}
+
+async function load(t: TestApp, file: string): Promise<Catalogue> {
+  const catalogue = new Catalogue(t.ctx.storage.db, createLogger('silent'), { snapshotFile: file, pollIntervalMs: 60_000 });
+  await catalogue.start();
+  return catalogue;
+}
+
+describe('search index snapshots', () => {
+  let t: SearchApp;
+  let file: string;
+  const opened: Catalogue[] = [];
+  before(async () => {
+    // The app's first load builds from the database and writes the snapshot; the fixture files are
+    // imported after it, so a process reading it must apply them on top.
+    t = await createSearchApp();
+    await catalogueOf(t.ctx).snapshotWritten();
+    file = snapshotFileFor(t.ctx.config.dataDir, t.ctx.config.databaseUrl);
+  });
+  after(async () => {
+    for (const catalogue of opened) await catalogue.stop();
+    await t.close();
+  });
+
+  it('a new process reads the snapshot, applies later changes and answers like the process that built it', async () => {
+    const app = catalogueOf(t.ctx);
+    assert.equal(app.loadedFrom, 'database');
+    await importDrugs(t.ctx.storage.db, [{ name: 'Snapshotazole 10 Tablet', manufacturer_name: 'Later Labs', composition: [{ salt: 'Snapshotazole', strength: '10mg' }] }], 'test');
+    await app.refresh();
+    const restored = await load(t, file);
+    opened.push(restored);
+    assert.equal(restored.loadedFrom, 'snapshot');
+    assert.equal(restored.version, app.version);
+    assert.equal(restored.drugs.size, app.drugs.size);
+    assert.equal(restored.labs.size, app.labs.size);
+    assert.deepEqual(answers(restored), answers(app));
+    assert.deepEqual(restored.drugs.search(parseQuery('snapshotazole'), 5).map((hit) => hit.record.name), ['Snapshotazole 10 Tablet']);
+  });
+
+  it('builds a large catalogue in a worker thread and reads the snapshot it writes', async () => {
+    const config = t.ctx.config;
+    const built = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
+      snapshotFile: path.join(config.dataDir, 'worker-index.bin'),
+      builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
+      pollIntervalMs: 60_000,
+    });
+    opened.push(built);
+    await built.start();
+    assert.equal(built.loadedFrom, 'worker');
+    assert.equal(built.version, catalogueOf(t.ctx).version);
+    // The same as building the same database here (the app's own index took the fixtures as updates,
+    // which can order equally ranked products differently).
+    const here = await load(t, path.join(config.dataDir, 'here-index.bin'));
+    opened.push(here);
+    assert.equal(here.loadedFrom, 'database');
+    assert.deepEqual(answers(built), answers(here));
+  });
+
+  it('ignores the snapshot of another database and a damaged file', async () => {
+    const other = await createTestApp();
+    try {
+      const copied = path.join(other.ctx.config.dataDir, 'copied-index.bin');
+      copyFileSync(file, copied);
+      const fromOther = await load(other, copied);
+      opened.push(fromOther);
+      assert.equal(fromOther.loadedFrom, 'database');
+      assert.ok(fromOther.drugs.search(parseQuery('dolo 650'), 5).length > 0);
+
+      const damaged = path.join(other.ctx.config.dataDir, 'damaged-index.bin');
+      writeFileSync(damaged, 'CPSSNAP1 and then nothing useful');
+      const fromDamaged = await load(other, damaged);
+      opened.push(fromDamaged);
+      assert.equal(fromDamaged.loadedFrom, 'database');
+      assert.deepEqual(answers(fromDamaged), answers(fromOther));
+    } finally {
+      for (const catalogue of opened.splice(1)) await catalogue.stop();
+      await other.close();
+    }
+  });
+});
