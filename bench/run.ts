@@ -28,7 +28,8 @@ sections.push({ title: 'Baseline', figures: [{ name: 'hello-world GET / (bare Fa
 if (wanted('foundation')) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-'));
   try {
-    const service = await spawnServer('src/cli.ts', ['serve'], { CPS_DATA_DIR: dataDir });
+    // A search rate limit no load reaches: every search still takes a token from its bucket.
+    const service = await spawnServer('src/cli.ts', ['serve'], { CPS_DATA_DIR: dataDir, CPS_SEARCH_RATE_LIMIT: '1000000', CPS_SEARCH_RATE_BURST: '1000000' });
     const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
     const health = await load(`${service.url}/health`);
     const login = await load(`${service.url}/connect-auth/v1/account/login`, {
@@ -40,6 +41,8 @@ if (wanted('foundation')) {
       body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
     })).json() as { access_token: string }).access_token;
     const jwks = await load(`${service.url}/.well-known/jwks.json`, { headers: { authorization: `Bearer ${token}` } });
+    // The fixed cost of an authenticated, rate-limited GET: a lab search with one small result.
+    const search = await load(`${service.url}/medical-db/v1/drugs-and-labs?q=cbc&s_type=lab&limit=1`, { headers: { authorization: `Bearer ${token}` } });
     await service.stop();
     sections.push({
       title: 'Foundation (SQLite)',
@@ -47,6 +50,7 @@ if (wanted('foundation')) {
         { name: 'cold start to /ready 200 (spawn, migrations, demo business)', value: Math.round(service.readyMs), unit: 'ms' },
         { name: 'GET /health', value: Math.round(health.rps), unit: 'req/s', ratio: ratio(health.rps, helloWorldRps), note: `p99 ${health.p99} ms` },
         { name: 'GET /.well-known/jwks.json', value: Math.round(jwks.rps), unit: 'req/s', ratio: ratio(jwks.rps, helloWorldRps), note: `p99 ${jwks.p99} ms` },
+        { name: 'GET drugs-and-labs?q=cbc&s_type=lab&limit=1 (bearer token, rate limit, built-in catalogue)', value: Math.round(search.rps), unit: 'req/s', ratio: ratio(search.rps, helloWorldRps), note: `p99 ${search.p99} ms, ${search.non2xx} non-2xx` },
         { name: 'POST login (scrypt N=16384 per request, by design)', value: Math.round(login.rps), unit: 'req/s', ratio: ratio(login.rps, helloWorldRps), note: `p99 ${login.p99} ms, ${login.non2xx} non-2xx` },
       ],
     });

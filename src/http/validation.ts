@@ -5,7 +5,8 @@
  */
 import { Ajv, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, preValidationHookHandler } from 'fastify';
+import { addRouteHook } from './route-hooks.ts';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -38,7 +39,12 @@ export function registerValidation(app: FastifyInstance): void {
 
   // A request without a body reaches validation as null, so an operation whose body is optional
   // declares `Type.Union([Type.Object(...), Type.Null()])` and one that needs a body says so in its error.
-  app.addHook('preValidation', async (request) => {
+  // Only operations with a body schema get the hook: the others (every GET) skip the phase.
+  const bodyOrNull: preValidationHookHandler = (request, _reply, done) => {
     if (request.body === undefined) request.body = null;
+    done();
+  };
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body !== undefined) addRouteHook(route, 'preValidation', bodyOrNull);
   });
 }

@@ -1,16 +1,25 @@
 /**
  * Search rate limit (contract section 3): a token bucket per API client, refilled at
- * CPS_SEARCH_RATE_LIMIT tokens/s up to CPS_SEARCH_RATE_BURST. It plugs into @fastify/rate-limit as
- * its store (the plugin does the hook, the headers and the 429): `current` is how much of the burst is
- * used, so the plugin's "current > max" is "no token left", and `ttl` is the wait for the next token,
- * which becomes Retry-After.
+ * CPS_SEARCH_RATE_LIMIT tokens/s up to CPS_SEARCH_RATE_BURST. Routes whose config says
+ * `rateLimit: true` take a token in an onRequest hook of their own (registerRateLimit), after
+ * authentication, and answer with the x-ratelimit-limit, -remaining and -reset headers; a refused
+ * request fails with a 429 and Retry-After (the wait for the next token).
  *
  * With CPS_REDIS_URL the bucket lives in Redis and one Lua script refills and takes atomically, so
  * every process shares it. If Redis fails the process falls back to its own bucket rather than
  * refusing or letting everything through.
  */
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { addRouteHook } from '../../http/route-hooks.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Take a token from the caller's bucket before the handler runs (registerRateLimit). */
+    rateLimit?: boolean;
+  }
+}
 
 export interface TakeResult {
   /** Burst used after this request; burst + 1 when refused. */
@@ -86,14 +95,15 @@ return {current, ttl}
 type RedisWithBucket = Redis & { cpsTokenBucket(key: string, rate: number, burst: number): Promise<[number, number]> };
 
 export interface SearchRateLimiter {
-  take(key: string): Promise<TakeResult>;
+  /** The in-process bucket answers at once; Redis with a promise. */
+  take(key: string): TakeResult | Promise<TakeResult>;
   close(): Promise<void>;
 }
 
 export function createSearchRateLimiter(options: { rate: number; burst: number; redisUrl: string | null; logger: Logger }): SearchRateLimiter {
   const memory = new MemoryTokenBucket(options.rate, options.burst);
   if (!options.redisUrl) {
-    return { take: async (key) => memory.take(key), close: async () => {} };
+    return { take: (key) => memory.take(key), close: async () => {} };
   }
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 }) as RedisWithBucket;
   redis.defineCommand('cpsTokenBucket', { numberOfKeys: 1, lua: TOKEN_BUCKET_LUA });
@@ -119,15 +129,40 @@ export function createSearchRateLimiter(options: { rate: number; burst: number; 
   };
 }
 
-/** The @fastify/rate-limit store interface, over a SearchRateLimiter. */
-export function tokenBucketStore(limiter: SearchRateLimiter) {
-  return class TokenBucketStore {
-    incr(key: string, callback: (error: Error | null, result?: TakeResult) => void): void {
-      limiter.take(key).then((result) => callback(null, result), (error: Error) => callback(error));
-    }
+export interface RateLimitOptions {
+  limiter: SearchRateLimiter;
+  /** The bucket size, sent as x-ratelimit-limit. */
+  burst: number;
+  /** Whose bucket the request takes from (authentication has run). */
+  key(request: FastifyRequest): string;
+  /** The error of a refused request, given the seconds until the next token (sent as Retry-After). */
+  refused(retryAfterSeconds: number): Error;
+}
 
-    child(): TokenBucketStore {
-      return this;
-    }
+/**
+ * Adds the rate-limit hook to each route registered after it whose config has `rateLimit: true`.
+ * A route hook rather than an instance hook, so it runs after the app's authentication hook; and a
+ * callback-style one, so a request answered by the in-process bucket costs no promise.
+ */
+export function registerRateLimit(app: FastifyInstance, options: RateLimitOptions): void {
+  const { limiter, burst } = options;
+
+  function answer(reply: FastifyReply, { current, ttl }: TakeResult): Error | undefined {
+    const seconds = Math.ceil(ttl / 1000);
+    reply.header('x-ratelimit-limit', burst);
+    reply.header('x-ratelimit-remaining', Math.max(0, burst - current));
+    reply.header('x-ratelimit-reset', seconds);
+    // `current` is how much of the burst is used: more than all of it means no token was left.
+    return current > burst ? options.refused(Math.max(1, seconds)) : undefined;
+  }
+
+  const hook: onRequestHookHandler = (request, reply, done) => {
+    const taken = limiter.take(options.key(request));
+    if (taken instanceof Promise) taken.then((result) => done(answer(reply, result)), done);
+    else done(answer(reply, taken));
   };
+
+  app.addHook('onRoute', (route) => {
+    if (route.config?.rateLimit) addRouteHook(route, 'onRequest', hook);
+  });
 }

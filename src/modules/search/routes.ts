@@ -1,5 +1,4 @@
 /** `GET /medical-db/v1/drugs-and-labs`: drug and lab-test search (interface 4.1, contract section 3). */
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../app.ts';
@@ -11,7 +10,7 @@ import { Catalogue, snapshotFileFor } from './catalogue.ts';
 import { highlightRanges, parseQuery } from './engine.ts';
 import { drugResponse, labResponse, type DrugRecord } from './model.ts';
 import { highlight } from './normalize.ts';
-import { createSearchRateLimiter, tokenBucketStore } from './ratelimit.ts';
+import { createSearchRateLimiter, registerRateLimit } from './ratelimit.ts';
 import { ResponseCache } from './response-cache.ts';
 import type { ParsedQuery } from './engine.ts';
 
@@ -103,16 +102,11 @@ export function searchRoutes(ctx: AppContext) {
     app.addHook('onReady', async () => { await loading; });
 
     const limiter = createSearchRateLimiter({ rate: ctx.config.searchRateLimit, burst: ctx.config.searchRateBurst, redisUrl: ctx.config.redisUrl, logger: ctx.logger });
-    await app.register(rateLimit, {
-      global: false,
-      max: ctx.config.searchRateBurst,
-      timeWindow: 1000,
-      store: tokenBucketStore(limiter),
-      keyGenerator: (request) => principalOf(request).clientId,
-      errorResponseBuilder: (_request, context) => {
-        const seconds = Math.max(1, Math.ceil(context.ttl / 1000));
-        return new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
-      },
+    registerRateLimit(app, {
+      limiter,
+      burst: ctx.config.searchRateBurst,
+      key: (request) => principalOf(request).clientId,
+      refused: (seconds) => new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } }),
     });
     const cache = ctx.config.searchCacheBytes > 0 ? new ResponseCache(ctx.config.searchCacheBytes) : null;
     app.addHook('onClose', async () => {
@@ -121,7 +115,7 @@ export function searchRoutes(ctx: AppContext) {
     });
 
     app.get('/medical-db/v1/drugs-and-labs', {
-      config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: {} },
+      config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: true },
       schema: {
         tags: ['search'],
         summary: 'Search drugs and laboratory tests',

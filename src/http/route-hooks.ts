@@ -1,0 +1,21 @@
+/**
+ * Hooks attached to single routes from an onRoute hook, built once per route with what that route
+ * needs (its metric labels, its rate limit), and only on the routes that need them, instead of
+ * instance hooks that run everywhere and look the route up on every request (`request.routeOptions`
+ * builds a new object per access).
+ */
+import type { onRequestHookHandler, onResponseHookHandler, preValidationHookHandler, RouteOptions } from 'fastify';
+
+interface RouteHooks {
+  onRequest: onRequestHookHandler;
+  preValidation: preValidationHookHandler;
+  onResponse: onResponseHookHandler;
+}
+
+/** Appends `hook` after the route's own hooks of that name. */
+export function addRouteHook<K extends keyof RouteHooks>(route: RouteOptions, name: K, hook: RouteHooks[K]): void {
+  const hooks = route as unknown as Record<K, RouteHooks[K] | RouteHooks[K][] | undefined>;
+  const existing = hooks[name];
+  // A new array each time: the HEAD route Fastify adds for a GET starts from the GET's options.
+  hooks[name] = existing === undefined ? [hook] : Array.isArray(existing) ? [...existing, hook] : [existing, hook];
+}

@@ -1,0 +1,85 @@
+/**
+ * Request logs: every line a request writes carries its id (the x-request-id header), whatever the
+ * level, and no token reaches the log.
+ */
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { buildApp, createContext, type App } from '../../src/app.ts';
+import { openStorage, type Storage } from '../../src/db/index.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/logger.ts';
+import { bearer, createTestClient, createTestDatabase, DIALECT, testConfig, testKeys, type TestDatabase } from '../helpers.ts';
+
+interface LoggedApp {
+  app: App;
+  lines: Array<Record<string, unknown>>;
+  token: string;
+  close(): Promise<void>;
+}
+
+async function loggedApp(level: string): Promise<LoggedApp> {
+  const database: TestDatabase = await createTestDatabase();
+  const config = testConfig(database);
+  const storage: Storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  await migrateToLatest(storage.db);
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+  const ctx = createContext(config, storage, await testKeys(), createLogger(level, sink));
+  const app = await buildApp(ctx);
+  app.get('/probe/crash', { config: { auth: { anyOf: [] } } }, async () => {
+    throw new Error('probe failure');
+  });
+  await app.ready();
+  const token = (await createTestClient(ctx, { scopes: ['search'] })).token;
+  return {
+    app,
+    lines,
+    token,
+    close: async () => {
+      await app.close();
+      await storage.destroy();
+      await database.drop();
+    },
+  };
+}
+
+describe(`request logs (${DIALECT})`, () => {
+  let info: LoggedApp;
+  let error: LoggedApp;
+  before(async () => {
+    [info, error] = await Promise.all([loggedApp('info'), loggedApp('error')]);
+  });
+  after(async () => {
+    await Promise.all([info.close(), error.close()]);
+  });
+
+  it('at info, each request logs its arrival and completion under its id, without the token', async () => {
+    info.lines.length = 0;
+    const responses = [
+      await info.app.inject({ url: '/health' }),
+      await info.app.inject({ url: '/medical-db/v1/drugs-and-labs?q=x', headers: bearer(info.token) }),
+      await info.app.inject({ url: '/medical-db/v1/drugs-and-labs?q=x', headers: bearer('not-a-valid-token-secret') }),
+      await info.app.inject({ url: '/probe/crash', headers: bearer(info.token) }),
+    ];
+    for (const response of responses) {
+      const id = response.headers['x-request-id'];
+      const mine = info.lines.filter((line) => line.reqId === id);
+      assert.deepEqual(mine.map((line) => line.msg).filter((msg) => msg !== 'request failed'), ['incoming request', 'request completed'], JSON.stringify(info.lines));
+    }
+    assert.ok(info.lines.some((line) => line.msg === 'request failed' && line.reqId === responses[3]!.headers['x-request-id']));
+    const text = JSON.stringify(info.lines);
+    assert.ok(!text.includes(info.token) && !text.includes('not-a-valid-token-secret'), 'no token in the log');
+  });
+
+  it('above info, only the lines written appear, still with the request id', async () => {
+    error.lines.length = 0;
+    await error.app.inject({ url: '/health' });
+    assert.equal(error.lines.length, 0);
+    const crash = await error.app.inject({ url: '/probe/crash', headers: bearer(error.token) });
+    assert.equal(crash.statusCode, 500);
+    assert.equal(error.lines.length, 1);
+    assert.equal(error.lines[0]!.msg, 'request failed');
+    assert.equal(error.lines[0]!.reqId, crash.headers['x-request-id']);
+  });
+});
