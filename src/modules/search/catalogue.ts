@@ -280,8 +280,16 @@ export class Catalogue {
   private saveSnapshot(version: number): void {
     const file = this.options.snapshotFile;
     if (!file || this.snapshotting) return;
-    const drugs = this.drugs.snapshot();
-    const labs = this.labs.snapshot();
+    let drugs: ReturnType<SearchIndex<DrugRecord>['snapshot']>;
+    let labs: ReturnType<SearchIndex<LabRecord>['snapshot']>;
+    try {
+      drugs = this.drugs.snapshot();
+      labs = this.labs.snapshot();
+    } catch (error) {
+      // Serving goes on; the next start builds from the database.
+      this.logger.warn({ err: error, file }, 'search index snapshot not taken');
+      return;
+    }
     this.snapshotting = (async () => {
       const last = await repo.lastCatalogueIds(this.db);
       const fields: SnapshotFields = { source: SOURCE_HASH, version, lastDrugId: last.drug, lastLabId: last.lab };
