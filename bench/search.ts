@@ -145,12 +145,14 @@ export async function runSearchBench(ctx: { helloWorldRps: number }): Promise<Be
     try {
       const headers = await demoHeaders(server.url, dataDir);
       const afterLoad = rssMb(server.child.pid!);
+      // Warm-up (the optimising compiler, the collection of what the start left behind), not measured.
+      await load(server.url, { headers, paths, seconds: 3 });
       const brand = await load(`${server.url}/medical-db/v1/drugs-and-labs?q=augmentin%20625`, { headers });
       const typo = await load(`${server.url}/medical-db/v1/drugs-and-labs?q=paracitamol`, { headers });
       const mix = await load(server.url, { headers, paths });
       const memory = rssMb(server.child.pid!);
       figures.push({ name: 'server start to /ready 200, restart (goal <= 3 s)', value: Math.round(server.readyMs), unit: 'ms', note: `reads the index snapshot; first start (builds the index from the database): ${Math.round(first.readyMs)} ms; ${server.readyMs <= 3000 ? 'met' : 'NOT met'}` });
-      figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: memory.rss, unit: 'MB', note: `restarted process, after the HTTP loads (${afterLoad.rss} MB before them, peak ${memory.hwm} MB); a process that built the index: ${firstMemory.rss} MB (peak ${firstMemory.hwm}); ${memory.rss <= 350 ? 'met' : 'NOT met'}` });
+      figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: memory.rss, unit: 'MB', note: `restarted process, after the HTTP loads (${afterLoad.rss} MB before them, peak ${memory.hwm} MB); the first process, just after its worker thread built the index: ${firstMemory.rss} MB (peak ${firstMemory.hwm}); ${memory.rss <= 350 ? 'met' : 'NOT met'}` });
       figures.push({ name: 'GET drugs-and-labs?q=augmentin 625 (goal >= 50 % of hello-world)', value: Math.round(brand.rps), unit: 'req/s', note: `p50 ${brand.p50} ms, p99 ${brand.p99} ms, ${brand.non2xx} non-2xx; ${verdict(brand.rps)}` });
       figures.push({ name: 'GET drugs-and-labs?q=paracitamol (typo tolerance)', value: Math.round(typo.rps), unit: 'req/s', note: `p50 ${typo.p50} ms, p99 ${typo.p99} ms, ${typo.non2xx} non-2xx; ${verdict(typo.rps)}` });
       figures.push({ name: `GET drugs-and-labs, ${paths.length} queries in turn (relevance set, typed prefixes)`, value: Math.round(mix.rps), unit: 'req/s', note: `p50 ${mix.p50} ms, p99 ${mix.p99} ms, ${mix.non2xx} non-2xx (404s expected for a few prefixes); ${verdict(mix.rps)}` });
@@ -160,7 +162,9 @@ export async function runSearchBench(ctx: { helloWorldRps: number }): Promise<Be
     // The same mix with the response cache off: every request runs the search.
     const uncached = await spawnServer('src/cli.ts', ['serve'], { ...env, CPS_SEARCH_CACHE_MB: '0' });
     try {
-      const mix = await load(uncached.url, { headers: await demoHeaders(uncached.url, dataDir), paths });
+      const headers = await demoHeaders(uncached.url, dataDir);
+      await load(uncached.url, { headers, paths, seconds: 3 });
+      const mix = await load(uncached.url, { headers, paths });
       figures.push({ name: `GET drugs-and-labs, ${paths.length} queries in turn, response cache off`, value: Math.round(mix.rps), unit: 'req/s', note: `p50 ${mix.p50} ms, p99 ${mix.p99} ms; every request searches` });
     } finally {
       await uncached.stop();

@@ -6,7 +6,8 @@
  */
 export interface CachedResponse {
   status: number;
-  body: string;
+  /** UTF-8 bytes: encoding a response of a few kilobytes was a quarter of a cached request's CPU. */
+  body: Buffer;
 }
 
 export class ResponseCache {
@@ -35,7 +36,7 @@ export class ResponseCache {
   }
 
   set(version: number, key: string, entry: CachedResponse): void {
-    const cost = (key.length + entry.body.length) * 2;
+    const cost = key.length * 2 + entry.body.length;
     if (cost > this.maxBytes / 16) return;
     if (version !== this.version) {
       this.entries.clear();
@@ -45,14 +46,14 @@ export class ResponseCache {
     const old = this.entries.get(key);
     if (old !== undefined) {
       this.entries.delete(key);
-      this.bytes -= (key.length + old.body.length) * 2;
+      this.bytes -= old.body.length + key.length * 2;
     }
     this.entries.set(key, entry);
     this.bytes += cost;
     for (const [oldest, value] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(oldest);
-      this.bytes -= (oldest.length + value.body.length) * 2;
+      this.bytes -= oldest.length * 2 + value.body.length;
     }
   }
 }

@@ -141,10 +141,10 @@ export function searchRoutes(ctx: AppContext) {
           : { drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix))), lab_tests: [] };
         const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;
         // Serialized by the route's own response schema, as an uncached answer would be.
-        answer = { status, body: reply.code(status).serialize(result) as string };
+        answer = { status, body: Buffer.from(reply.code(status).serialize(result) as string) };
         cache?.set(version, key, answer);
       }
-      // A string body goes out as it is (the schema-typed reply only knows objects).
+      // Serialized bytes go out as they are (the schema-typed reply only knows objects).
       return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
     });
   };
