@@ -1,5 +1,6 @@
 /** Shared pieces of the benchmarks: servers in child processes, autocannon runs, machine facts. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -24,12 +25,17 @@ export interface RunningProcess {
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
+/** The service runs with the Node flags of `npm start` (package.json), as in production. */
+const SERVICE_NODE_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
+  .scripts.start.split(/\s+/).filter((word) => word.startsWith('--'));
+
 
 /** Spawns `node script args` with PORT set, and waits until readyPath answers 200. */
 export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready'): Promise<RunningProcess> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, [path.resolve(ROOT, script), ...args], {
+  const flags = script === 'src/cli.ts' ? SERVICE_NODE_FLAGS : [];
+  const child = spawn(process.execPath, [...flags, path.resolve(ROOT, script), ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
