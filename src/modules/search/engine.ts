@@ -121,7 +121,7 @@ interface RankPass {
   limit: number;
   top: Array<{ doc: number; score: number }>;
   required: boolean[];
-  /** Per slot: match kind by vocabulary word (unused for the driver, whose matches are marked per document). */
+  /** Per slot: match kind by vocabulary word for the words outside its prefix range (see fillKinds). */
   tables: Uint8Array[];
   /** Per slot: the range of term ids that match by prefix. */
   los: number[];
