@@ -8,12 +8,12 @@
  * when it cannot be reached its figures are skipped with a note.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { spawnServer, type Figure } from './lib.ts';
+import { demoToken, spawnServer, type Figure } from './lib.ts';
 
 const PG_BASE = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const APPOINTMENTS = 50;
@@ -32,9 +32,7 @@ async function json(url: string, init: { method?: string; headers?: Record<strin
 
 /** The demo business logs in, registers a doctor in a clinic and books APPOINTMENTS appointments. */
 async function seed(base: string, dataDir: string): Promise<{ token: string; appointmentIds: string[] }> {
-  const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { client_id: string; client_secret: string };
-  const login = await json(`${base}/connect-auth/v1/account/login`, { method: 'POST', body: demo });
-  const auth = { auth: String(login.access_token) };
+  const auth = { auth: await demoToken(base, dataDir) };
   const doctor = await json(`${base}/cdr/v1/doctor/`, { method: 'POST', headers: auth, body: { firstname: 'Asha', lastname: 'Rao', partner_id: 'd1' } });
   const clinic = await json(`${base}/cdr/v1/clinic/`, { method: 'POST', headers: auth, body: { name: 'Bench', address: '1 Road', doctor_ids: [doctor.svcid] } });
   const appointmentIds: string[] = [];
@@ -51,7 +49,7 @@ async function seed(base: string, dataDir: string): Promise<{ token: string; app
     });
     appointmentIds.push(String(booked.appointment_id));
   }
-  return { token: String(login.access_token), appointmentIds };
+  return { token: auth.auth, appointmentIds };
 }
 
 /** Each request goes to the next of `paths` in turn. */

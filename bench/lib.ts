@@ -62,6 +62,15 @@ export async function spawnServer(script: string, args: string[], env: Record<st
   };
 }
 
+/** An access token of the demo business a first start writes into dataDir. */
+export async function demoToken(url: string, dataDir: string): Promise<string> {
+  const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { client_id: string; client_secret: string };
+  const response = await fetch(`${url}/connect-auth/v1/account/login`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
+  });
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
 export interface LoadOptions {
   method?: 'GET' | 'POST' | 'PATCH' | 'PUT';
   headers?: Record<string, string>;

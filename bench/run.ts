@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { load, machine, spawnServer, type Figure } from './lib.ts';
+import { demoToken, load, machine, spawnServer, type Figure } from './lib.ts';
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const wanted = (section: string) => !only || only.includes(section);
@@ -36,10 +36,7 @@ if (wanted('foundation')) {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }), connections: 10,
     });
-    const token = (await (await fetch(`${service.url}/connect-auth/v1/account/login`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
-    })).json() as { access_token: string }).access_token;
+    const token = await demoToken(service.url, dataDir);
     const jwks = await load(`${service.url}/.well-known/jwks.json`, { headers: { authorization: `Bearer ${token}` } });
     // The fixed cost of an authenticated, rate-limited GET: a lab search with one small result.
     const search = await load(`${service.url}/medical-db/v1/drugs-and-labs?q=cbc&s_type=lab&limit=1`, { headers: { authorization: `Bearer ${token}` } });

@@ -24,7 +24,7 @@ import { drugResponse, type DrugRecord, type LabRecord } from '../src/modules/se
 import { highlight } from '../src/modules/search/normalize.ts';
 import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
-import { load, spawnServer } from './lib.ts';
+import { demoToken, load, spawnServer } from './lib.ts';
 import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
 
 export interface BenchFigure {
@@ -82,11 +82,7 @@ export function measureQueries(drugs: SearchIndex<DrugRecord>, labs: SearchIndex
 }
 
 async function demoHeaders(url: string, dataDir: string): Promise<Record<string, string>> {
-  const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { client_id: string; client_secret: string };
-  const login = await (await fetch(`${url}/connect-auth/v1/account/login`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
-  })).json() as { access_token: string };
-  return { authorization: `Bearer ${login.access_token}` };
+  return { authorization: `Bearer ${await demoToken(url, dataDir)}` };
 }
 
 function rssMb(pid: number): { rss: number; hwm: number } {

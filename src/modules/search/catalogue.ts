@@ -91,12 +91,16 @@ export interface CatalogueOptions {
  * What a snapshot was made by: the code of this module (tokenising, fields, layout). A snapshot of
  * another release is ignored rather than trusted.
  */
-const SOURCE_HASH = (() => {
-  const dir = fileURLToPath(new URL('.', import.meta.url));
-  const hash = createHash('sha256');
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) hash.update(file).update(readFileSync(path.join(dir, file)));
-  return hash.digest('hex');
-})();
+let sourceHash: string | null = null;
+function sourceHashOf(): string {
+  if (sourceHash === null) {
+    const dir = fileURLToPath(new URL('.', import.meta.url));
+    const hash = createHash('sha256');
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) hash.update(file).update(readFileSync(path.join(dir, file)));
+    sourceHash = hash.digest('hex');
+  }
+  return sourceHash;
+}
 
 /** The snapshot file of one database, in the data directory (the database URL is hashed, never written). */
 export function snapshotFileFor(dataDir: string, databaseUrl: string | null): string {
@@ -229,7 +233,7 @@ export class Catalogue {
       if (!snapshot) return;
       const fields = snapshot.fields as unknown as SnapshotFields;
       const current = await repo.catalogueVersion(this.db);
-      if (fields.source !== SOURCE_HASH || fields.version > current || !(await repo.catalogueHolds(this.db, fields.lastDrugId, fields.lastLabId))) {
+      if (fields.source !== sourceHashOf() || fields.version > current || !(await repo.catalogueHolds(this.db, fields.lastDrugId, fields.lastLabId))) {
         this.logger.info({ file }, 'search index snapshot is from other code or another database; building from the database');
         return;
       }
@@ -292,7 +296,7 @@ export class Catalogue {
     }
     this.snapshotting = (async () => {
       const last = await repo.lastCatalogueIds(this.db);
-      const fields: SnapshotFields = { source: SOURCE_HASH, version, lastDrugId: last.drug, lastLabId: last.lab };
+      const fields: SnapshotFields = { source: sourceHashOf(), version, lastDrugId: last.drug, lastLabId: last.lab };
       await writeSnapshot(file, { ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
     })().catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
       .finally(() => { this.snapshotting = null; });

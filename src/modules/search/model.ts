@@ -86,18 +86,13 @@ export interface LabResponse {
 
 const bool = (value: number | null): boolean | null => (value === null ? null : value !== 0);
 
-/** Long catalogues repeat makers, compositions and forms: one string each keeps the index small. */
+/**
+ * One parsed object per distinct JSON text: action classes repeat across thousands of products, and
+ * the drug store keeps one of each by identity. (Repeated strings are the store's own string table.)
+ */
 export class Interner {
-  private strings = new Map<string, string>();
   private objects = new Map<string, Record<string, unknown>>();
-  intern(value: string): string {
-    const known = this.strings.get(value);
-    if (known !== undefined) return known;
-    this.strings.set(value, value);
-    return value;
-  }
 
-  /** One parsed object per distinct JSON text (action classes repeat across thousands of products). */
   json(text: string): Record<string, unknown> {
     let known = this.objects.get(text);
     if (known === undefined) {
@@ -116,12 +111,12 @@ export function drugRecordFromRow(row: DrugRecordRow, interner: Interner): DrugR
   return {
     id: row.id,
     name: row.name,
-    manufacturer_name: interner.intern(row.manufacturer_name),
-    product_type: interner.intern(row.product_type),
-    product_sku: row.product_sku === null ? null : interner.intern(row.product_sku),
-    generic_name: interner.intern(row.generic_name),
-    generic_id: interner.intern(row.generic_id),
-    common_name: interner.intern(row.common_name),
+    manufacturer_name: row.manufacturer_name,
+    product_type: row.product_type,
+    product_sku: row.product_sku,
+    generic_name: row.generic_name,
+    generic_id: row.generic_id,
+    common_name: row.common_name,
     action_class: row.action_class === null ? null : interner.json(row.action_class),
     is_otc: bool(row.is_otc),
     discontinued: row.discontinued === 1,

@@ -10,6 +10,9 @@ export interface CachedResponse {
   body: Buffer;
 }
 
+/** Bytes an entry holds: its key (two bytes a character) and its body. */
+const cost = (key: string, entry: CachedResponse) => key.length * 2 + entry.body.length;
+
 export class ResponseCache {
   private readonly maxBytes: number;
   private readonly entries = new Map<string, CachedResponse>();
@@ -36,8 +39,7 @@ export class ResponseCache {
   }
 
   set(version: number, key: string, entry: CachedResponse): void {
-    const cost = key.length * 2 + entry.body.length;
-    if (cost > this.maxBytes / 16) return;
+    if (cost(key, entry) > this.maxBytes / 16) return;
     if (version !== this.version) {
       this.entries.clear();
       this.bytes = 0;
@@ -46,14 +48,14 @@ export class ResponseCache {
     const old = this.entries.get(key);
     if (old !== undefined) {
       this.entries.delete(key);
-      this.bytes -= old.body.length + key.length * 2;
+      this.bytes -= cost(key, old);
     }
     this.entries.set(key, entry);
-    this.bytes += cost;
+    this.bytes += cost(key, entry);
     for (const [oldest, value] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(oldest);
-      this.bytes -= oldest.length * 2 + value.body.length;
+      this.bytes -= cost(oldest, value);
     }
   }
 }
