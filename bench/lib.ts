@@ -108,6 +108,44 @@ export async function load(url: string, options: LoadOptions = {}): Promise<Load
   };
 }
 
+export interface ComparedLoad extends LoadResult {
+  /** The hello-world's rate over the rounds that alternated with this load. */
+  helloRps: number;
+  /** rps / helloRps. */
+  ratio: number;
+}
+
+/**
+ * Loads `url` and the hello-world in turns, a few short rounds each, and compares their rates. On a
+ * shared 2-core machine a server's rate drifts by a third within minutes (measured: the same
+ * hello-world at 35k, 48k and 62k req/s in one quarter of an hour), which a baseline taken at the
+ * start of the run does not follow; rounds that alternate see the same machine.
+ * Latency: the median of the rounds' p50 and the largest of their p99.
+ */
+export async function loadAgainstHello(helloUrl: string, url: string, options: LoadOptions = {}): Promise<ComparedLoad> {
+  const rounds = 5;
+  const seconds = Math.max(1, Math.round((options.seconds ?? Number(process.env.BENCH_SECONDS ?? 10)) / rounds));
+  const hello: LoadResult[] = [];
+  const target: LoadResult[] = [];
+  for (let round = 0; round < rounds; round++) {
+    hello.push(await load(helloUrl, { seconds }));
+    target.push(await load(url, { ...options, seconds }));
+  }
+  const mean = (results: LoadResult[]) => results.reduce((sum, r) => sum + r.rps, 0) / results.length;
+  const p50s = target.map((r) => r.p50).sort((a, b) => a - b);
+  const rps = mean(target);
+  const helloRps = mean(hello);
+  return {
+    rps,
+    p50: p50s[Math.floor(p50s.length / 2)]!,
+    p99: Math.max(...target.map((r) => r.p99)),
+    errors: target.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: target.reduce((sum, r) => sum + r.non2xx, 0),
+    helloRps,
+    ratio: rps / helloRps,
+  };
+}
+
 export function machine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   return `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`;

@@ -1,12 +1,14 @@
 /**
  * Authentication and scopes. Every route declares `config.auth`: 'public', 'admin' (the
  * CPS_ADMIN_TOKEN) or the scopes any one of which grants access ([] = any valid token of a business).
- * The check runs in onRequest, before parsing and validation, so 401 and 403 come before 400.
+ * The check runs first in each route's onRequest hooks, before parsing and validation, so 401 and 403
+ * come before 400.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccessClaims, AccessTokens } from '../modules/auth/tokens.ts';
 import { constantTimeEqual } from '../security/secrets.ts';
 import { AppError, type ErrorCode, type ErrorFamily } from './errors.ts';
+import { prependRouteHook } from './route-hooks.ts';
 import type { Scope } from './scopes.ts';
 
 export interface Principal {
@@ -76,23 +78,28 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminTo
       throw new Error(`route ${route.method} ${route.url} declares no config.auth`);
     }
   });
-
-  // An instance hook, so it runs before any module's own onRequest hooks (which may rely on it).
-  // Callback style: only a token check waits for a promise (the token's), public routes none.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const auth = request.routeOptions.config.auth;
-    if (auth === undefined || auth === 'public') {
-      done();
-      return;
-    }
-    const token = tokenFrom(request);
-    if (auth === 'admin') {
-      done(adminToken === null || token === null || !constantTimeEqual(token, adminToken) ? new AppError(401, 'A valid admin token is required') : undefined);
-    } else if (token === null) {
-      done(new AppError(401, 'Authentication required: send Authorization: Bearer <token> or auth: <token>'));
-    } else {
-      tokens.verify(token).then((claims) => done(admit(request, auth, claims)), done);
-    }
+  // Each route gets its own check, built once for what it declares, and first among its onRequest
+  // hooks. No module adds an instance onRequest hook (it would run before this one): work that needs
+  // the principal runs from preParsing on. Callback style: a token verified before is admitted
+  // without a promise.
+  app.addHook('onRoute', (route) => {
+    const auth = route.config?.auth;
+    if (auth === undefined || auth === 'public') return;
+    prependRouteHook(route, 'onRequest', auth === 'admin'
+      ? (request, _reply, done) => {
+        const token = tokenFrom(request);
+        done(adminToken === null || token === null || !constantTimeEqual(token, adminToken) ? new AppError(401, 'A valid admin token is required') : undefined);
+      }
+      : (request, _reply, done) => {
+        const token = tokenFrom(request);
+        if (token === null) {
+          done(new AppError(401, 'Authentication required: send Authorization: Bearer <token> or auth: <token>'));
+          return;
+        }
+        const claims = tokens.verifyCached(token);
+        if (claims !== undefined) done(admit(request, auth, claims));
+        else tokens.verify(token).then((verified) => done(admit(request, auth, verified)), done);
+      });
   });
 }
 

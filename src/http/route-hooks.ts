@@ -14,8 +14,17 @@ interface RouteHooks {
 
 /** Appends `hook` after the route's own hooks of that name. */
 export function addRouteHook<K extends keyof RouteHooks>(route: RouteOptions, name: K, hook: RouteHooks[K]): void {
+  setRouteHooks(route, name, (existing) => [...existing, hook]);
+}
+
+/** Puts `hook` before the route's own hooks of that name (and those added so far). */
+export function prependRouteHook<K extends keyof RouteHooks>(route: RouteOptions, name: K, hook: RouteHooks[K]): void {
+  setRouteHooks(route, name, (existing) => [hook, ...existing]);
+}
+
+function setRouteHooks<K extends keyof RouteHooks>(route: RouteOptions, name: K, change: (existing: Array<RouteHooks[K]>) => Array<RouteHooks[K]>): void {
   const hooks = route as unknown as Record<K, RouteHooks[K] | RouteHooks[K][] | undefined>;
-  const existing = hooks[name];
+  const existing: RouteHooks[K] | RouteHooks[K][] | undefined = hooks[name];
   // A new array each time: the HEAD route Fastify adds for a GET starts from the GET's options.
-  hooks[name] = existing === undefined ? [hook] : Array.isArray(existing) ? [...existing, hook] : [existing, hook];
+  hooks[name] = change(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]);
 }

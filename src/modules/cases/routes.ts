@@ -17,7 +17,7 @@ interface RouteConfig {
   auth: RouteAuth;
 }
 
-// Declared for the documentation; the onRequest hook below has already answered a missing one.
+// Declared for the documentation; the preParsing hook below has already answered a missing one.
 const PatientHeader = Type.Object({
   'x-pt-id': Type.String({ description: "The patient's id within the business (the service's or the partner's)." }),
 });
@@ -91,8 +91,8 @@ export function casesRoutes(ctx: AppContext) {
     const read: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:read', 'cases:write'] } };
     const write: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:write'] } };
 
-    // Runs after the app-wide authentication hook and before parsing and validation.
-    app.addHook('onRequest', async (request) => {
+    // Runs after authentication (the routes' onRequest hooks) and before parsing and validation.
+    app.addHook('preParsing', async (request) => {
       patientRefOf(request);
     });
 

@@ -125,24 +125,32 @@ export function searchRoutes(ctx: AppContext) {
         response: { 200: SearchResponse, 404: SearchResponse, 400: SearchError, 401: SearchError, 403: SearchError, 429: SearchError, 500: SearchError },
       },
     }, async (request, reply) => {
-      const q = request.query.q.trim();
-      if (q.length === 0) throw new AppError(400, 'q: must not be empty');
-      if ([...q].length > 200) throw new AppError(400, 'q: must be at most 200 characters');
-      const { limit, s_type: type } = request.query;
-      if (!catalogue.loaded) await catalogue.start();
-      const query = parseQuery(q);
-      // The answer depends only on the query's words, the type and the limit (and the catalogue version).
-      const key = `${type} ${limit} ${query.words.map((word) => word.text).join(' ')}`;
-      const version = catalogue.version;
-      let answer = cache?.get(version, key);
+      const { q: text, limit, s_type: type } = request.query;
+      // The same text again is answered before it is parsed; other texts with the same words (other
+      // case, spacing, punctuation) share the answer stored under the words. Keys of the two kinds
+      // differ in their separators, so a text never reads a words key.
+      const textKey = `${type}:${limit}:${text}`;
+      let answer = catalogue.loaded ? cache?.get(catalogue.version, textKey) : undefined;
       if (answer === undefined) {
-        const result = type === 'lab'
-          ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
-          : { drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix))), lab_tests: [] };
-        const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;
-        // Serialized by the route's own response schema, as an uncached answer would be.
-        answer = { status, body: Buffer.from(reply.code(status).serialize(result) as string) };
-        cache?.set(version, key, answer);
+        const q = text.trim();
+        if (q.length === 0) throw new AppError(400, 'q: must not be empty');
+        if ([...q].length > 200) throw new AppError(400, 'q: must be at most 200 characters');
+        if (!catalogue.loaded) await catalogue.start();
+        const version = catalogue.version;
+        const query = parseQuery(q);
+        // The answer depends only on the query's words, the type and the limit (and the catalogue version).
+        const wordsKey = `${type} ${limit} ${query.words.map((word) => word.text).join(' ')}`;
+        answer = cache?.get(version, wordsKey);
+        if (answer === undefined) {
+          const result = type === 'lab'
+            ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
+            : { drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix))), lab_tests: [] };
+          const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;
+          // Serialized by the route's own response schema, as an uncached answer would be.
+          answer = { status, body: Buffer.from(reply.code(status).serialize(result) as string) };
+          cache?.set(version, wordsKey, answer);
+        }
+        cache?.set(version, textKey, answer);
       }
       // Serialized bytes go out as they are (the schema-typed reply only knows objects).
       return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);

@@ -161,6 +161,9 @@ describe(`auth tokens (${DIALECT})`, () => {
         .sign(t.ctx.keys.signing.privateKey);
       assert.equal(await t.ctx.tokens.verify(expired), null, 'expired');
       for (const bad of [`${h}.${tamperedPayload}.${s}`, none, foreignSameKid, expired, 'garbage']) await verifyRejects(bad);
+      // The cache is keyed by the signature's last characters: a token sharing them is no hit, and evicts nothing.
+      assert.equal(t.ctx.tokens.verifyCached(`${h}.${tamperedPayload}.${s}`), undefined);
+      assert.equal(t.ctx.tokens.verifyCached(valid)?.clientId, client.clientId, 'the valid token is still cached');
     });
   });
 });
