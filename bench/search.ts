@@ -8,10 +8,12 @@
  *   (goal <= 3 s; the restart reads the index snapshot the first start wrote), resident memory after
  *   load (goal <= 350 MB), and HTTP search throughput against the hello-world of the same run
  *   (goal >= 50 %), the hello-world loaded in turns with each search load: one brand, one typo, and the
- *   whole query set in turn, with the response cache and without it.
+ *   whole query set in turn, with the response cache and without it;
+ * - imports into the running server: how soon new products are found, and the slowest /health meanwhile.
  *
  * Run alone: `node bench/search.ts` (SEARCH_BENCH_PRODUCTS overrides 250000).
  */
+import assert from 'node:assert/strict';
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,7 +22,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
 import { Catalogue } from '../src/modules/search/catalogue.ts';
 import { highlightRanges, parseQuery, type SearchIndex } from '../src/modules/search/engine.ts';
-import { drugResponse, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
+import { drugResponse, type DrugInput, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
 import { highlight } from '../src/modules/search/normalize.ts';
 import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
@@ -37,6 +39,9 @@ export interface BenchFigure {
 }
 
 const PRODUCTS = Number(process.env.SEARCH_BENCH_PRODUCTS ?? 250_000);
+/** New products imported into the running server: one update taken in place, one that makes a rebuild due. */
+const SMALL_IMPORT = 10_000;
+const LARGE_IMPORT = 80_000;
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -91,6 +96,48 @@ function rssMb(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rss: Math.round(kb('VmRSS') / 1024), hwm: Math.round(kb('VmHWM') / 1024) };
+}
+
+/**
+ * An import into the catalogue of a running server: `products` new rows committed as one new version
+ * (as `cps import` commits), then the time until a search finds the last of them, and the slowest
+ * /health answer meanwhile (how long the server's event loop was held).
+ */
+async function importWhileServing(url: string, headers: Record<string, string>, dataDir: string, inputs: DrugInput[]): Promise<{ visibleMs: number; slowestHealthMs: number; healthChecks: number }> {
+  const storage = openStorage({ databaseUrl: null, dataDir });
+  const last = inputs[inputs.length - 1]!.name;
+  const found = async () => {
+    const response = await fetch(`${url}/medical-db/v1/drugs-and-labs?q=${encodeURIComponent(last)}&limit=5`, { headers });
+    return ((await response.json()) as { drugs: Array<{ name: string }> }).drugs.some((drug) => drug.name === last);
+  };
+  try {
+    assert.equal(await found(), false);
+    const now = Date.now();
+    await storage.db.transaction().execute(async (trx) => {
+      const { version } = await trx.updateTable('catalogue_meta').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).returning('version').executeTakeFirstOrThrow();
+      for (let i = 0; i < inputs.length; i += 100) await trx.insertInto('drugs').values(inputs.slice(i, i + 100).map((input) => newDrugRow(input, Number(version), now))).execute();
+    });
+    const committed = performance.now();
+    let visible = false;
+    let slowestHealthMs = 0;
+    let healthChecks = 0;
+    const health = (async () => {
+      while (!visible) {
+        const started = performance.now();
+        await fetch(`${url}/health`);
+        slowestHealthMs = Math.max(slowestHealthMs, performance.now() - started);
+        healthChecks++;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    while (!(await found())) await new Promise((resolve) => setTimeout(resolve, 50));
+    const visibleMs = performance.now() - committed;
+    visible = true;
+    await health;
+    return { visibleMs, slowestHealthMs, healthChecks };
+  } finally {
+    await storage.destroy();
+  }
 }
 
 /** The index alone, loaded from the database as a server loads it, then queried in this process. */
@@ -163,6 +210,15 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
       const typo = await loadAgainstHello(helloUrl, `${server.url}/medical-db/v1/drugs-and-labs?q=paracitamol`, { headers });
       const mix = await loadAgainstHello(helloUrl, server.url, { headers, paths });
       const memory = rssMb(server.child.pid!);
+      // Imports while it serves: a small one taken as an update, a large one rebuilt in a worker thread.
+      const imported = syntheticCorpus(await realDrugs(), PRODUCTS + SMALL_IMPORT + LARGE_IMPORT).slice(PRODUCTS);
+      for (const inputs of [imported.slice(0, SMALL_IMPORT), imported.slice(SMALL_IMPORT)]) {
+        const result = await importWhileServing(server.url, headers, dataDir, inputs);
+        figures.push({
+          name: `import of ${inputs.length.toLocaleString('en')} new products into the running server: searchable after`, value: Math.round(result.visibleMs), unit: 'ms',
+          note: `slowest of ${result.healthChecks} GET /health meanwhile: ${Math.round(result.slowestHealthMs)} ms; the server polls the catalogue version every 2 s`,
+        });
+      }
       figures.push({ name: 'server start to /ready 200, restart (goal <= 3 s)', value: Math.round(server.readyMs), unit: 'ms', note: `reads the index snapshot; first start (builds the index from the database): ${Math.round(first.readyMs)} ms; ${server.readyMs <= 3000 ? 'met' : 'NOT met'}` });
       figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: memory.rss, unit: 'MB', note: `restarted process, after the HTTP loads (${afterLoad.rss} MB before them, peak ${memory.hwm} MB); the first process, just after its worker thread built the index: ${firstMemory.rss} MB (peak ${firstMemory.hwm}); ${memory.rss <= 350 ? 'met' : 'NOT met'}` });
       figures.push(throughput('GET drugs-and-labs?q=augmentin 625 (goal >= 50 % of hello-world)', brand, `; ${verdict(brand)}`));

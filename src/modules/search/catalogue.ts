@@ -79,10 +79,12 @@ export interface CatalogueOptions {
   builtinDir?: string;
   /** Index snapshot file (see snapshot.ts); none when null or absent. */
   snapshotFile?: string | null;
+  /** Start from the snapshot file when it is usable (default true); false always builds, then writes it. */
+  readSnapshot?: boolean;
   /**
    * With a snapshot file: when there is no usable snapshot and the catalogue holds at least
    * `minDrugs` drugs, build the index in a worker thread (index-builder.ts) and read the snapshot it
-   * writes.
+   * writes; later rebuilds of such a catalogue (after many changes) run there as well.
    */
   builder?: { databaseUrl: string | null; dataDir: string; minDrugs: number; logLevel: string } | null;
 }
@@ -132,6 +134,12 @@ export class Catalogue {
   private refreshing: Promise<void> | null = null;
   private snapshotting: Promise<void> | null = null;
   private builder: Worker | null = null;
+  /** A rebuild running in a worker thread (see rebuildInWorker). */
+  private rebuilding: Promise<void> | null = null;
+  /** A worker finished a rebuild: the next refresh reads its snapshot first. */
+  private rebuilt = false;
+  /** A worker rebuild failed: later rebuilds run in this thread. */
+  private workerFailed = false;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -148,7 +156,7 @@ export class Catalogue {
       if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
       this.loadedFrom = 'database';
       const file = this.options.snapshotFile;
-      if (file) {
+      if (file && this.options.readSnapshot !== false) {
         await this.restoreSnapshot(file);
         if (this.version >= 0) this.loadedFrom = 'snapshot';
         else if (await this.buildInWorker(file)) this.loadedFrom = 'worker';
@@ -178,9 +186,24 @@ export class Catalogue {
   }
 
   private async applyChanges(): Promise<void> {
+    const file = this.options.snapshotFile;
+    if (this.rebuilt && file) {
+      // A worker finished a rebuild: its snapshot replaces the indexes, then what changed since applies.
+      this.rebuilt = false;
+      if (!(await this.restoreSnapshot(file))) {
+        this.workerFailed = true;
+        this.logger.warn({ file }, 'the snapshot of a rebuild in a worker thread was not usable; rebuilding in this thread from now on');
+      }
+    }
     const version = await repo.catalogueVersion(this.db);
     if (version === this.version) return;
     const after = this.version;
+    // Changes that would make a rebuild due go to a worker thread at once: upserting a large import
+    // here first would hold the event loop for seconds. The current index serves until it is done.
+    if (after >= 0 && this.rebuildsInWorker() && this.drugs.wouldRebuildWith(await repo.drugsChangedCount(this.db, after))) {
+      this.rebuildInWorker();
+      return;
+    }
     // A first load goes straight into a columnar store: no array of a quarter of a million records.
     const store = after < 0 ? new DrugStore() : null;
     const drugs: DrugRecord[] = [];
@@ -203,13 +226,46 @@ export class Catalogue {
       if (drugs.length > 0) this.drugs.upsert(drugs);
       if (labs.length > 0) this.labs.upsert(labs);
       this.logger.info({ version, drugs: drugs.length, lab_tests: labs.length }, 'search catalogue updated');
+      if (this.drugs.rebuildDue || this.labs.rebuildDue) {
+        if (this.rebuildsInWorker()) {
+          this.rebuildInWorker();
+        } else {
+          this.drugs.build(this.drugs.all());
+          this.labs.build(this.labs.all());
+        }
+      }
     }
     this.version = version;
-    // A fresh build (the first load, or a rebuild after many changes) is what the next start should read.
-    if (this.drugs.builds !== builds) {
-      if (!store) this.labs.build(this.labs.all());
-      this.saveSnapshot(version);
-    }
+    // A fresh build (the first load, or a rebuild here after many changes) is what the next start should read.
+    if (this.drugs.builds !== builds) this.saveSnapshot(version);
+  }
+
+  /** Whether rebuilds run in a worker thread: a large enough catalogue, and no worker failure so far. */
+  private rebuildsInWorker(): boolean {
+    const builder = this.options.builder;
+    return !!builder && !!this.options.snapshotFile && !this.workerFailed && !this.stopped && this.drugs.size >= builder.minDrugs;
+  }
+
+  /** Starts a rebuild in a worker thread unless one is running; the refresh after it takes the result. */
+  private rebuildInWorker(): void {
+    const file = this.options.snapshotFile!;
+    this.rebuilding ??= (async () => {
+      const started = performance.now();
+      try {
+        await this.runBuilder(file);
+        this.rebuilt = true;
+        this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index rebuilt in a worker thread');
+      } catch (error) {
+        if (this.stopped) return;
+        this.workerFailed = true;
+        this.logger.warn({ err: error }, 'search index rebuild in a worker thread failed; rebuilding in this thread from now on');
+      } finally {
+        this.rebuilding = null;
+      }
+      // Applied now rather than at the next poll; a refresh already running did not see the result.
+      if (!this.stopped) await this.refresh();
+      if (this.rebuilt && !this.stopped) await this.refresh();
+    })().catch((error: unknown) => this.logger.warn({ err: error }, 'catalogue refresh failed; will retry'));
   }
 
   /** Stops polling and waits for a load or refresh in progress, so the database can close after. */
@@ -218,32 +274,34 @@ export class Catalogue {
     await this.builder?.terminate();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await Promise.allSettled([this.loading, this.refreshing]);
+    await Promise.allSettled([this.loading, this.refreshing, this.rebuilding]);
     await this.snapshotting;
   }
 
   /**
    * Takes the indexes from the snapshot file when it was made by this code from this database, at a
-   * version not newer than the database's; refresh() then applies what changed since.
+   * version not newer than the database's; refresh() then applies what changed since. False when it did not.
    */
-  private async restoreSnapshot(file: string): Promise<void> {
+  private async restoreSnapshot(file: string): Promise<boolean> {
     const started = performance.now();
     try {
       const snapshot = await readSnapshot(file);
-      if (!snapshot) return;
+      if (!snapshot) return false;
       const fields = snapshot.fields as unknown as SnapshotFields;
       const current = await repo.catalogueVersion(this.db);
       if (fields.source !== sourceHashOf() || fields.version > current || !(await repo.catalogueHolds(this.db, fields.lastDrugId, fields.lastLabId))) {
         this.logger.info({ file }, 'search index snapshot is from other code or another database; building from the database');
-        return;
+        return false;
       }
       const { drugs, drugRecords, labs, labRecords } = snapshot.sections;
       this.drugs.restore(drugs!, DrugStore.restore(drugRecords!));
       this.labs.restore(labs!, ArrayStore.restore<LabRecord>(labRecords!));
       this.version = fields.version;
       this.logger.info({ version: fields.version, drugs: this.drugs.size, read_ms: Math.round(performance.now() - started) }, 'search index snapshot read');
+      return true;
     } catch (error) {
       this.logger.warn({ err: error, file }, 'search index snapshot unreadable; building from the database');
+      return false;
     }
   }
 
@@ -256,23 +314,31 @@ export class Catalogue {
     if (!builder || (await repo.drugCount(this.db)) < builder.minDrugs) return false;
     const started = performance.now();
     try {
-      const data: IndexBuilderData = { databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel };
+      await this.runBuilder(file);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'search index builder failed; building in this thread');
+      return false;
+    }
+    if (this.stopped) return false;
+    await this.restoreSnapshot(file);
+    this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in a worker thread');
+    return this.version >= 0;
+  }
+
+  /** Runs index-builder.ts in a worker thread: it builds from the database and writes the snapshot file. */
+  private async runBuilder(file: string): Promise<void> {
+    const builder = this.options.builder!;
+    const data: IndexBuilderData = { databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel };
+    try {
       await new Promise<void>((resolve, reject) => {
         const worker = new Worker(new URL('./index-builder.ts', import.meta.url), { workerData: data });
         this.builder = worker;
         worker.once('error', reject);
         worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`index builder exited with code ${code}`))));
       });
-    } catch (error) {
-      this.logger.warn({ err: error }, 'search index builder failed; building in this thread');
-      return false;
     } finally {
       this.builder = null;
     }
-    if (this.stopped) return false;
-    await this.restoreSnapshot(file);
-    this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in a worker thread');
-    return this.version >= 0;
   }
 
   /** Settles once a snapshot being written is on disk (or failed). */

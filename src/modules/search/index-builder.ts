@@ -1,6 +1,6 @@
 /**
  * Worker thread entry: builds the search index from the database and writes its snapshot, for a
- * process that found no usable snapshot (see Catalogue). Building a quarter of a million products
+ * process that found no usable snapshot or has a rebuild to make (see Catalogue). Building a quarter of a million products
  * leaves a few hundred megabytes of short-lived garbage behind; in a worker it goes when the worker
  * exits, instead of staying in the server's heap, and the server's event loop stays free meanwhile.
  */
@@ -19,7 +19,7 @@ export interface IndexBuilderData {
 const data = workerData as IndexBuilderData;
 const storage = openStorage({ databaseUrl: data.databaseUrl, dataDir: data.dataDir, poolSize: 1 });
 try {
-  const catalogue = new Catalogue(storage.db, createLogger(data.logLevel), { builtin: false, snapshotFile: data.snapshotFile, pollIntervalMs: 3_600_000 });
+  const catalogue = new Catalogue(storage.db, createLogger(data.logLevel), { builtin: false, snapshotFile: data.snapshotFile, readSnapshot: false, pollIntervalMs: 3_600_000 });
   await catalogue.start();
   // Waits for the snapshot to be on disk.
   await catalogue.stop();

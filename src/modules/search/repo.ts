@@ -86,3 +86,9 @@ export async function drugCount(db: Db): Promise<number> {
   const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).executeTakeFirstOrThrow();
   return Number(row.count);
 }
+
+/** How many drugs changed after version `after`. */
+export async function drugsChangedCount(db: Db, after: number): Promise<number> {
+  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).where('seq', '>', after).executeTakeFirstOrThrow();
+  return Number(row.count);
+}

@@ -1,6 +1,6 @@
 /**
  * The index on its own: incremental updates on top of a built index (postings added after the build,
- * typo lookups kept per word until the vocabulary changes, the rebuild once tombstones pile up), and
+ * typo lookups kept per word until the vocabulary changes, a rebuild due once tombstones pile up), and
  * the early stop of a ranking pass checked against walking every posting.
  */
 import assert from 'node:assert/strict';
@@ -49,15 +49,22 @@ describe('search index: incremental updates', () => {
     assert.deepEqual(new Set(names(index, 'paracetamol')), new Set(['Dolo 650 Tablet', 'Crocin Advance Tablet', 'Zerodol SP Tablet']));
   });
 
-  it('replaces a record by id and keeps answering the same after the tombstone rebuild', () => {
+  it('replaces a record by id, says when a rebuild is due and answers the same after it', () => {
     const index = new SearchIndex<Doc>(describeDoc);
     const docs = Array.from({ length: 1200 }, (_, i) => ({ id: `d${i}`, name: `Brand${i} Tablet`, generic: 'Metformin (500mg)' }));
     index.build(docs);
     index.upsert([{ id: 'd1', name: 'Glycomet 500 Tablet', generic: 'Metformin (500mg)' }]);
     assert.deepEqual(names(index, 'glycomet'), ['Glycomet 500 Tablet']);
     assert.ok(!names(index, 'brand1 tablet').includes('Brand1 Tablet'));
-    // Replacing every record leaves more than a quarter tombstoned: the index rebuilds itself.
+    assert.equal(index.rebuildDue, false);
+    assert.equal(index.wouldRebuildWith(1200), true);
+    // Replacing every record leaves more than a quarter tombstoned: a rebuild is due (its owner runs it).
     index.upsert(docs.map((doc) => ({ ...doc, name: doc.name.replace('Brand', 'Mark') })));
+    assert.equal(index.rebuildDue, true);
+    assert.equal(index.size, 1200);
+    assert.equal(names(index, 'mark7 tablet')[0], 'Mark7 Tablet', 'before the rebuild');
+    index.build(index.all());
+    assert.equal(index.rebuildDue, false);
     assert.equal(index.size, 1200);
     assert.equal(names(index, 'mark7 tablet')[0], 'Mark7 Tablet');
     assert.ok(!names(index, 'brand7 tablet').includes('Brand7 Tablet'));

@@ -1,7 +1,7 @@
 /**
  * Index snapshots: a process reads the index a previous one wrote instead of building it, then applies
- * what changed since; a large catalogue is built in a worker thread that writes the snapshot; a
- * snapshot of another database or a damaged file is ignored.
+ * what changed since; a large catalogue is built, and rebuilt after many changes, in a worker thread
+ * that writes the snapshot; a snapshot of another database or a damaged file is ignored.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
 import { Catalogue, snapshotFileFor } from '../../../src/modules/search/catalogue.ts';
 import { parseQuery } from '../../../src/modules/search/engine.ts';
+import { catalogueVersion } from '../../../src/modules/search/repo.ts';
 import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createTestApp, type TestApp } from '../../helpers.ts';
@@ -101,5 +102,34 @@ describe('search index snapshots', () => {
       for (const catalogue of opened.splice(1)) await catalogue.stop();
       await other.close();
     }
+  });
+
+  it('rebuilds in a worker thread when changes would make a rebuild due, serving the current index meanwhile', async () => {
+    const config = t.ctx.config;
+    const catalogue = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
+      snapshotFile: path.join(config.dataDir, 'rebuild-index.bin'),
+      builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
+      pollIntervalMs: 60_000,
+    });
+    opened.push(catalogue);
+    await catalogue.start();
+    const builds = catalogue.drugs.builds;
+    const size = catalogue.drugs.size;
+    const added = Array.from({ length: Math.max(1100, size) }, (_, i) => ({
+      name: `Rebuildazole ${i + 1} Tablet`, manufacturer_name: 'Worker Labs', composition: [{ salt: 'Rebuildazole', strength: `${i + 1}mg` }],
+    }));
+    assert.ok(catalogue.drugs.wouldRebuildWith(added.length));
+    await importDrugs(t.ctx.storage.db, added, 'test');
+    const target = await catalogueVersion(t.ctx.storage.db);
+    await catalogue.refresh();
+    // The change went to a worker; this index answers as before until the worker's index replaces it.
+    assert.equal(catalogue.drugs.size, size);
+    assert.deepEqual(catalogue.drugs.search(parseQuery('rebuildazole'), 5), []);
+    for (let i = 0; i < 1200 && catalogue.version !== target; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(catalogue.version, target);
+    assert.equal(catalogue.drugs.size, size + added.length);
+    assert.equal(catalogue.drugs.builds, builds, 'nothing was built in this thread');
+    assert.equal(catalogue.drugs.rebuildDue, false);
+    assert.deepEqual(catalogue.drugs.search(parseQuery('rebuildazole 17'), 1).map((hit) => hit.record.name), ['Rebuildazole 17 Tablet']);
   });
 });
