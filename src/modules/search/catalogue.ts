@@ -25,6 +25,8 @@ import { openDrugSource, openLabSource } from './sources.ts';
 export const BUILTIN_DIR = fileURLToPath(new URL('../../../catalogue/', import.meta.url));
 export const POLL_INTERVAL_MS = 2000;
 const PAGE = 5000;
+/** Changed drugs applied to a serving index in one go (about 35 ms at 250,000 products). */
+const UPSERT_SLICE = 1000;
 
 export function describeDrug(record: DrugRecord): IndexedFields {
   return {
@@ -206,14 +208,20 @@ export class Catalogue {
     }
     // A first load goes straight into a columnar store: no array of a quarter of a million records.
     const store = after < 0 ? new DrugStore() : null;
-    const drugs: DrugRecord[] = [];
+    let changedDrugs = 0;
     for (let fromId = ''; ;) {
       const page = await repo.drugsChangedAfter(this.db, after, fromId, PAGE);
-      for (const row of page) {
-        const record = drugRecordFromRow(row, this.interner);
-        if (store) store.add(record);
-        else drugs.push(record);
+      const records = page.map((row) => drugRecordFromRow(row, this.interner));
+      if (store) {
+        for (const record of records) store.add(record);
+      } else {
+        // A slice at a time, letting requests in between: 10,000 changes at once held the event loop 340 ms.
+        for (let i = 0; i < records.length; i += UPSERT_SLICE) {
+          this.drugs.upsert(records.slice(i, i + UPSERT_SLICE));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
+      changedDrugs += page.length;
       if (page.length < PAGE) break;
       fromId = page[page.length - 1]!.id;
     }
@@ -223,9 +231,8 @@ export class Catalogue {
       this.drugs.build(store);
       this.labs.build(labs);
     } else {
-      if (drugs.length > 0) this.drugs.upsert(drugs);
       if (labs.length > 0) this.labs.upsert(labs);
-      this.logger.info({ version, drugs: drugs.length, lab_tests: labs.length }, 'search catalogue updated');
+      this.logger.info({ version, drugs: changedDrugs, lab_tests: labs.length }, 'search catalogue updated');
       if (this.drugs.rebuildDue || this.labs.rebuildDue) {
         if (this.rebuildsInWorker()) {
           this.rebuildInWorker();
