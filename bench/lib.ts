@@ -119,16 +119,20 @@ export interface ComparedLoad extends LoadResult {
  * Loads `url` and the hello-world in turns, a few short rounds each, and compares their rates. On a
  * shared 2-core machine a server's rate drifts by a third within minutes (measured: the same
  * hello-world at 35k, 48k and 62k req/s in one quarter of an hour), which a baseline taken at the
- * start of the run does not follow; rounds that alternate see the same machine.
+ * start of the run does not follow; rounds that alternate see the same machine. The hello-world gets
+ * the same requests (paths, headers): autocannon shares the 2 cores, and a rotation of paths or a
+ * bearer token costs it more per request, which would otherwise count against the server.
  * Latency: the median of the rounds' p50 and the largest of their p99.
  */
-export async function loadAgainstHello(helloUrl: string, url: string, options: LoadOptions = {}): Promise<ComparedLoad> {
+export async function loadAgainstHello(helloOrigin: string, url: string, options: LoadOptions = {}): Promise<ComparedLoad> {
+  const { pathname, search } = new URL(url);
+  const helloUrl = `${helloOrigin}${pathname}${search}`;
   const rounds = 5;
   const seconds = Math.max(1, Math.round((options.seconds ?? Number(process.env.BENCH_SECONDS ?? 10)) / rounds));
   const hello: LoadResult[] = [];
   const target: LoadResult[] = [];
   for (let round = 0; round < rounds; round++) {
-    hello.push(await load(helloUrl, { seconds }));
+    hello.push(await load(helloUrl, { ...options, seconds }));
     target.push(await load(url, { ...options, seconds }));
   }
   const mean = (results: LoadResult[]) => results.reduce((sum, r) => sum + r.rps, 0) / results.length;

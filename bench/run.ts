@@ -77,7 +77,8 @@ const lines = [
   `Written by \`npm run bench\` on ${started.toISOString()} (${machine()}).`,
   `Each HTTP load: autocannon, ${process.env.BENCH_SECONDS ?? 10} s, 50 connections unless noted, against a server in a child process on loopback.`,
   'Ratios are to the bare Fastify hello-world measured in the same run, on the same machine: the baseline above, or where a',
-  'note says "in turns", the hello-world loaded in alternating rounds with that load (the machine\'s speed drifts within minutes).',
+  'note says "in turns", the hello-world loaded in alternating rounds with that load and the same requests (the machine\'s speed',
+  'drifts within minutes; the load generator shares the 2 cores, and paths in turn or a bearer token cost it more per request).',
   '',
 ];
 for (const section of sections) {

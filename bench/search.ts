@@ -191,24 +191,23 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
     await first.stop();
     // Throughput is compared with a hello-world loaded in turns with each search load.
     const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
-    const helloUrl = `${hello.url}/`;
     // Restart: reads the snapshot.
     const server = await spawnServer('src/cli.ts', ['serve'], env);
     const paths = benchQueries().map(({ q, lab }) => `/medical-db/v1/drugs-and-labs?q=${encodeURIComponent(q)}${lab ? '&s_type=lab' : ''}`);
     const verdict = (result: ComparedLoad) => (result.ratio >= 0.5 ? 'met' : 'NOT met');
     const throughput = (name: string, result: ComparedLoad, note: string): BenchFigure => ({
       name, value: Math.round(result.rps), unit: 'req/s', ratio: round(result.ratio),
-      note: `hello-world in turns with it: ${Math.round(result.helloRps)} req/s; p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.non2xx} non-2xx${note}`,
+      note: `hello-world in turns with it, same requests: ${Math.round(result.helloRps)} req/s; p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.non2xx} non-2xx${note}`,
     });
     try {
       const headers = await demoHeaders(server.url, dataDir);
       const afterLoad = rssMb(server.child.pid!);
       // Warm-up (the optimising compiler, the collection of what the start left behind), not measured.
-      await load(helloUrl, { seconds: 2 });
+      await load(`${hello.url}/`, { seconds: 2 });
       await load(server.url, { headers, paths, seconds: 3 });
-      const brand = await loadAgainstHello(helloUrl, `${server.url}/medical-db/v1/drugs-and-labs?q=augmentin%20625`, { headers });
-      const typo = await loadAgainstHello(helloUrl, `${server.url}/medical-db/v1/drugs-and-labs?q=paracitamol`, { headers });
-      const mix = await loadAgainstHello(helloUrl, server.url, { headers, paths });
+      const brand = await loadAgainstHello(hello.url, `${server.url}/medical-db/v1/drugs-and-labs?q=augmentin%20625`, { headers });
+      const typo = await loadAgainstHello(hello.url, `${server.url}/medical-db/v1/drugs-and-labs?q=paracitamol`, { headers });
+      const mix = await loadAgainstHello(hello.url, server.url, { headers, paths });
       const memory = rssMb(server.child.pid!);
       // Imports while it serves: a small one taken as an update, a large one rebuilt in a worker thread.
       const imported = syntheticCorpus(await realDrugs(), PRODUCTS + SMALL_IMPORT + LARGE_IMPORT).slice(PRODUCTS);
@@ -232,10 +231,20 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
     try {
       const headers = await demoHeaders(uncached.url, dataDir);
       await load(uncached.url, { headers, paths, seconds: 3 });
-      const mix = await loadAgainstHello(helloUrl, uncached.url, { headers, paths });
+      const mix = await loadAgainstHello(hello.url, uncached.url, { headers, paths });
       figures.push(throughput(`GET drugs-and-labs, ${paths.length} queries in turn, response cache off`, mix, '; every request searches'));
     } finally {
       await uncached.stop();
+    }
+    // The services above log at warn (spawnServer's default); LOG_LEVEL's default is info, a line per request.
+    const logging = await spawnServer('src/cli.ts', ['serve'], { ...env, LOG_LEVEL: 'info' });
+    try {
+      const headers = await demoHeaders(logging.url, dataDir);
+      await load(logging.url, { headers, paths, seconds: 3 });
+      const brand = await loadAgainstHello(hello.url, `${logging.url}/medical-db/v1/drugs-and-labs?q=augmentin%20625`, { headers });
+      figures.push(throughput('GET drugs-and-labs?q=augmentin 625 at LOG_LEVEL=info (the default)', brand, '; the log goes to /dev/null here'));
+    } finally {
+      await logging.stop();
       await hello.stop();
     }
   } finally {

@@ -4,12 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Storage } from './db/index.ts';
+import { registerAccessLog } from './http/access-log.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
@@ -54,6 +55,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     childLoggerFactory: requestLogger,
+    // One line per request instead, written by registerAccessLog.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
     requestIdHeader: false,
@@ -68,6 +71,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   registerErrorHandling(app);
   registerAuth(app, ctx.tokens, ctx.config.adminToken);
   registerRequestMetrics(app, ctx.metrics);
+  registerAccessLog(app, ctx.logger);
 
   // During shutdown, responses to requests in flight close their connection, so keep-alive
   // sockets do not hold the process open for Fastify's 72 s keep-alive timeout.

@@ -10,11 +10,32 @@ export const REDACT_PATHS = [
   '*.patient_details.mobile', '*.*.mobile', '*.*.private_key',
 ];
 
+/**
+ * pino's isoTime, formatted once per millisecond: a Date and its ISO string per line were a tenth of
+ * the cost of a request's log line.
+ */
+let stampedAt = -1;
+let stamp = '';
+function isoTime(): string {
+  const now = Date.now();
+  if (now !== stampedAt) {
+    stampedAt = now;
+    stamp = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return stamp;
+}
+
+const FORMAT = { base: { service: 'opencps' }, timestamp: isoTime };
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({
-    level,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    base: { service: 'opencps' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  }, destination);
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...FORMAT }, destination);
+}
+
+/**
+ * The request log's logger: the same level, format and output as `logger`, without the redaction.
+ * Its lines hold only fields the access log puts there (method, route, status, time, request id);
+ * running the wildcard redaction over each of them was most of the cost of logging at info.
+ */
+export function createAccessLogger(logger: Logger): Logger {
+  return pino({ level: logger.level, ...FORMAT }, (logger as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym]);
 }

@@ -54,7 +54,7 @@ describe(`request logs (${DIALECT})`, () => {
     await Promise.all([info.close(), error.close()]);
   });
 
-  it('at info, each request logs its arrival and completion under its id, without the token', async () => {
+  it('at info, each request logs one line under its id: route pattern, status and time, without the token or the query', async () => {
     info.lines.length = 0;
     const responses = [
       await info.app.inject({ url: '/health' }),
@@ -65,8 +65,16 @@ describe(`request logs (${DIALECT})`, () => {
     for (const response of responses) {
       const id = response.headers['x-request-id'];
       const mine = info.lines.filter((line) => line.reqId === id);
-      assert.deepEqual(mine.map((line) => line.msg).filter((msg) => msg !== 'request failed'), ['incoming request', 'request completed'], JSON.stringify(info.lines));
+      assert.deepEqual(mine.map((line) => line.msg).filter((msg) => msg !== 'request failed'), ['request completed'], JSON.stringify(info.lines));
+      const completed = mine.find((line) => line.msg === 'request completed')!;
+      assert.equal(completed.statusCode, response.statusCode);
+      assert.equal(typeof completed.responseTime, 'number');
     }
+    const urls = responses.map((response) => info.lines.find((line) => line.reqId === response.headers['x-request-id'] && line.msg === 'request completed')!.url);
+    assert.deepEqual(urls, ['/health', '/medical-db/v1/drugs-and-labs', '/medical-db/v1/drugs-and-labs', '/probe/crash']);
+    const unmatched = await info.app.inject({ url: '/no/such/route?secret=1' });
+    const line = info.lines.find((entry) => entry.reqId === unmatched.headers['x-request-id'])!;
+    assert.deepEqual([line.method, line.url, line.statusCode], ['GET', '/no/such/route', 404]);
     assert.ok(info.lines.some((line) => line.msg === 'request failed' && line.reqId === responses[3]!.headers['x-request-id']));
     const text = JSON.stringify(info.lines);
     assert.ok(!text.includes(info.token) && !text.includes('not-a-valid-token-secret'), 'no token in the log');

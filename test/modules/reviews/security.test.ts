@@ -125,9 +125,9 @@ describe('review page: the token stays out of the logs', () => {
       await app.inject({ method: 'POST', url: `/reviews/${token}`, headers: { 'content-type': 'text/plain' }, payload: 'x' });
       const log = lines.join('');
       assert.ok(!log.includes(token), 'the token is not in the log');
-      const requests = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'incoming request' && entry.req?.url === '/reviews/:token');
+      const requests = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request completed' && entry.url === '/reviews/:token');
       assert.equal(requests.length, 6, 'the requests are still logged');
-      assert.ok(requests.every((entry) => entry.req.method === 'GET' || entry.req.method === 'POST'));
+      assert.ok(requests.every((entry) => entry.method === 'GET' || entry.method === 'POST'));
     } finally {
       await app.close();
       await storage.destroy();
