@@ -187,13 +187,14 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
     // First start: imports the built-in catalogue (mostly already there), builds the index from the
     // database and writes its snapshot (the process waits for it before exiting).
     const first = await spawnServer('src/cli.ts', ['serve'], env);
+    const paths = benchQueries().map(({ q, lab }) => `/medical-db/v1/drugs-and-labs?q=${encodeURIComponent(q)}${lab ? '&s_type=lab' : ''}`);
+    await load(first.url, { headers: await demoHeaders(first.url, dataDir), paths, seconds: 3 });
     const firstMemory = rssMb(first.child.pid!);
     await first.stop();
     // Throughput is compared with a hello-world loaded in turns with each search load.
     const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
     // Restart: reads the snapshot.
     const server = await spawnServer('src/cli.ts', ['serve'], env);
-    const paths = benchQueries().map(({ q, lab }) => `/medical-db/v1/drugs-and-labs?q=${encodeURIComponent(q)}${lab ? '&s_type=lab' : ''}`);
     const verdict = (result: ComparedLoad) => (result.ratio >= 0.5 ? 'met' : 'NOT met');
     const throughput = (name: string, result: ComparedLoad, note: string): BenchFigure => ({
       name, value: Math.round(result.rps), unit: 'req/s', ratio: round(result.ratio),
@@ -209,7 +210,7 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
       const typo = await loadAgainstHello(hello.url, `${server.url}/medical-db/v1/drugs-and-labs?q=paracitamol`, { headers });
       const mix = await loadAgainstHello(hello.url, server.url, { headers, paths });
       const memory = rssMb(server.child.pid!);
-      // Imports while it serves: a small one taken as an update, a large one rebuilt in a worker thread.
+      // Imports while it serves: a small one taken as an update, a large one rebuilt in the builder process.
       const imported = syntheticCorpus(await realDrugs(), PRODUCTS + SMALL_IMPORT + LARGE_IMPORT).slice(PRODUCTS);
       for (const inputs of [imported.slice(0, SMALL_IMPORT), imported.slice(SMALL_IMPORT)]) {
         const result = await importWhileServing(server.url, headers, dataDir, inputs);
@@ -219,7 +220,8 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
         });
       }
       figures.push({ name: 'server start to /ready 200, restart (goal <= 3 s)', value: Math.round(server.readyMs), unit: 'ms', note: `reads the index snapshot; first start (builds the index from the database): ${Math.round(first.readyMs)} ms; ${server.readyMs <= 3000 ? 'met' : 'NOT met'}` });
-      figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: memory.rss, unit: 'MB', note: `restarted process, after the HTTP loads (${afterLoad.rss} MB before them, peak ${memory.hwm} MB); the first process, just after its worker thread built the index: ${firstMemory.rss} MB (peak ${firstMemory.hwm}); ${memory.rss <= 350 ? 'met' : 'NOT met'}` });
+      const largest = Math.max(memory.rss, firstMemory.rss);
+      figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: largest, unit: 'MB', note: `the larger of: the first process (its index built by the builder process), after a 3 s search load: ${firstMemory.rss} MB (peak ${firstMemory.hwm}); the restarted process after the HTTP loads and imports above: ${memory.rss} MB (${afterLoad.rss} MB before them, peak ${memory.hwm}); ${largest <= 350 ? 'met' : 'NOT met'}` });
       figures.push(throughput('GET drugs-and-labs?q=augmentin 625 (goal >= 50 % of hello-world)', brand, `; ${verdict(brand)}`));
       figures.push(throughput('GET drugs-and-labs?q=paracitamol (typo tolerance)', typo, `; ${verdict(typo)}`));
       figures.push(throughput(`GET drugs-and-labs, ${paths.length} queries in turn (relevance set, typed prefixes)`, mix, ` (404s expected for a few prefixes); ${verdict(mix)}`));

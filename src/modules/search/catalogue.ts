@@ -4,12 +4,12 @@
  * version (one row) and applies what changed since, so an import made by `cps import` or by any other
  * process reaches this one within seconds, without a restart.
  */
+import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
@@ -24,6 +24,7 @@ import { openDrugSource, openLabSource } from './sources.ts';
 
 export const BUILTIN_DIR = fileURLToPath(new URL('../../../catalogue/', import.meta.url));
 export const POLL_INTERVAL_MS = 2000;
+const BUILDER_SCRIPT = fileURLToPath(new URL('./index-builder.ts', import.meta.url));
 const PAGE = 5000;
 /** Changed drugs applied to a serving index in one go (about 35 ms at 250,000 products). */
 const UPSERT_SLICE = 1000;
@@ -85,8 +86,8 @@ export interface CatalogueOptions {
   readSnapshot?: boolean;
   /**
    * With a snapshot file: when there is no usable snapshot and the catalogue holds at least
-   * `minDrugs` drugs, build the index in a worker thread (index-builder.ts) and read the snapshot it
-   * writes; later rebuilds of such a catalogue (after many changes) run there as well.
+   * `minDrugs` drugs, build the index in a process of its own (index-builder.ts) and read the snapshot
+   * it writes; later rebuilds of such a catalogue (after many changes) run there as well.
    */
   builder?: { databaseUrl: string | null; dataDir: string; minDrugs: number; logLevel: string } | null;
 }
@@ -127,7 +128,7 @@ export class Catalogue {
   version = -1;
   loaded = false;
   /** Where the first load came from: a snapshot file, or the database. */
-  loadedFrom: 'snapshot' | 'worker' | 'database' | null = null;
+  loadedFrom: 'snapshot' | 'builder' | 'database' | null = null;
   private readonly db: Kysely<Database>;
   private readonly logger: Logger;
   private readonly options: CatalogueOptions;
@@ -135,13 +136,13 @@ export class Catalogue {
   private loading: Promise<void> | null = null;
   private refreshing: Promise<void> | null = null;
   private snapshotting: Promise<void> | null = null;
-  private builder: Worker | null = null;
-  /** A rebuild running in a worker thread (see rebuildInWorker). */
+  private builder: ChildProcess | null = null;
+  /** A rebuild running in the builder process (see rebuildInBuilder). */
   private rebuilding: Promise<void> | null = null;
-  /** A worker finished a rebuild: the next refresh reads its snapshot first. */
+  /** The builder finished a rebuild: the next refresh reads its snapshot first. */
   private rebuilt = false;
-  /** A worker rebuild failed: later rebuilds run in this thread. */
-  private workerFailed = false;
+  /** A rebuild in the builder failed: later rebuilds run here. */
+  private builderFailed = false;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -161,8 +162,10 @@ export class Catalogue {
       if (file && this.options.readSnapshot !== false) {
         await this.restoreSnapshot(file);
         if (this.version >= 0) this.loadedFrom = 'snapshot';
-        else if (await this.buildInWorker(file)) this.loadedFrom = 'worker';
+        else if (await this.buildInBuilder(file)) this.loadedFrom = 'builder';
       }
+      // Stopped while the builder ran: nothing to load for.
+      if (this.stopped) return;
       await this.refresh();
       this.loaded = true;
       this.logger.info({ drugs: this.drugs.size, lab_tests: this.labs.size, version: this.version, load_ms: Math.round(performance.now() - started) }, 'search catalogue loaded');
@@ -190,20 +193,20 @@ export class Catalogue {
   private async applyChanges(): Promise<void> {
     const file = this.options.snapshotFile;
     if (this.rebuilt && file) {
-      // A worker finished a rebuild: its snapshot replaces the indexes, then what changed since applies.
+      // The builder finished a rebuild: its snapshot replaces the indexes, then what changed since applies.
       this.rebuilt = false;
       if (!(await this.restoreSnapshot(file))) {
-        this.workerFailed = true;
-        this.logger.warn({ file }, 'the snapshot of a rebuild in a worker thread was not usable; rebuilding in this thread from now on');
+        this.builderFailed = true;
+        this.logger.warn({ file }, 'the snapshot of a rebuild in the builder process was not usable; rebuilding here from now on');
       }
     }
     const version = await repo.catalogueVersion(this.db);
     if (version === this.version) return;
     const after = this.version;
-    // Changes that would make a rebuild due go to a worker thread at once: upserting a large import
+    // Changes that would make a rebuild due go to the builder process at once: upserting a large import
     // here first would hold the event loop for seconds. The current index serves until it is done.
-    if (after >= 0 && this.rebuildsInWorker() && this.drugs.wouldRebuildWith(await repo.drugsChangedCount(this.db, after))) {
-      this.rebuildInWorker();
+    if (after >= 0 && this.rebuildsInBuilder() && this.drugs.wouldRebuildWith(await repo.drugsChangedCount(this.db, after))) {
+      this.rebuildInBuilder();
       return;
     }
     // A first load goes straight into a columnar store: no array of a quarter of a million records.
@@ -234,8 +237,8 @@ export class Catalogue {
       if (labs.length > 0) this.labs.upsert(labs);
       this.logger.info({ version, drugs: changedDrugs, lab_tests: labs.length }, 'search catalogue updated');
       if (this.drugs.rebuildDue || this.labs.rebuildDue) {
-        if (this.rebuildsInWorker()) {
-          this.rebuildInWorker();
+        if (this.rebuildsInBuilder()) {
+          this.rebuildInBuilder();
         } else {
           this.drugs.build(this.drugs.all());
           this.labs.build(this.labs.all());
@@ -247,25 +250,25 @@ export class Catalogue {
     if (this.drugs.builds !== builds) this.saveSnapshot(version);
   }
 
-  /** Whether rebuilds run in a worker thread: a large enough catalogue, and no worker failure so far. */
-  private rebuildsInWorker(): boolean {
+  /** Whether rebuilds run in the builder process: a large enough catalogue, and no builder failure so far. */
+  private rebuildsInBuilder(): boolean {
     const builder = this.options.builder;
-    return !!builder && !!this.options.snapshotFile && !this.workerFailed && !this.stopped && this.drugs.size >= builder.minDrugs;
+    return !!builder && !!this.options.snapshotFile && !this.builderFailed && !this.stopped && this.drugs.size >= builder.minDrugs;
   }
 
-  /** Starts a rebuild in a worker thread unless one is running; the refresh after it takes the result. */
-  private rebuildInWorker(): void {
+  /** Starts a rebuild in the builder process unless one is running; the refresh after it takes the result. */
+  private rebuildInBuilder(): void {
     const file = this.options.snapshotFile!;
     this.rebuilding ??= (async () => {
       const started = performance.now();
       try {
         await this.runBuilder(file);
         this.rebuilt = true;
-        this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index rebuilt in a worker thread');
+        this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index rebuilt in the builder process');
       } catch (error) {
         if (this.stopped) return;
-        this.workerFailed = true;
-        this.logger.warn({ err: error }, 'search index rebuild in a worker thread failed; rebuilding in this thread from now on');
+        this.builderFailed = true;
+        this.logger.warn({ err: error }, 'search index rebuild in the builder process failed; rebuilding here from now on');
       } finally {
         this.rebuilding = null;
       }
@@ -278,7 +281,7 @@ export class Catalogue {
   /** Stops polling and waits for a load or refresh in progress, so the database can close after. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.builder?.terminate();
+    this.builder?.kill();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await Promise.allSettled([this.loading, this.refreshing, this.rebuilding]);
@@ -313,35 +316,37 @@ export class Catalogue {
   }
 
   /**
-   * Builds the index in a worker thread (see index-builder.ts) when the catalogue is large enough to
-   * be worth it, then reads the snapshot the worker wrote. False when it did not (the caller builds here).
+   * Builds the index in the builder process (see index-builder.ts) when the catalogue is large enough
+   * to be worth it, then reads the snapshot it wrote. False when it did not (the caller builds here).
    */
-  private async buildInWorker(file: string): Promise<boolean> {
+  private async buildInBuilder(file: string): Promise<boolean> {
     const builder = this.options.builder;
     if (!builder || (await repo.drugCount(this.db)) < builder.minDrugs) return false;
     const started = performance.now();
     try {
       await this.runBuilder(file);
     } catch (error) {
-      this.logger.warn({ err: error }, 'search index builder failed; building in this thread');
+      if (!this.stopped) this.logger.warn({ err: error }, 'search index builder failed; building here');
       return false;
     }
     if (this.stopped) return false;
     await this.restoreSnapshot(file);
-    this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in a worker thread');
+    this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in the builder process');
     return this.version >= 0;
   }
 
-  /** Runs index-builder.ts in a worker thread: it builds from the database and writes the snapshot file. */
+  /** Runs index-builder.ts in a process of its own: it builds from the database and writes the snapshot file. */
   private async runBuilder(file: string): Promise<void> {
     const builder = this.options.builder!;
     const data: IndexBuilderData = { databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel };
     try {
       await new Promise<void>((resolve, reject) => {
-        const worker = new Worker(new URL('./index-builder.ts', import.meta.url), { workerData: data });
-        this.builder = worker;
-        worker.once('error', reject);
-        worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`index builder exited with code ${code}`))));
+        // Node's memory flags (npm start's), not a test runner's; the task (with the database URL) over IPC, not argv.
+        const child = fork(BUILDER_SCRIPT, [], { execArgv: process.execArgv.filter((flag) => flag.startsWith('--max-')), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        this.builder = child;
+        child.once('error', reject);
+        child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`index builder exited with ${signal ?? `code ${code}`}`))));
+        child.send(data);
       });
     } finally {
       this.builder = null;

@@ -694,7 +694,7 @@ export class SearchIndex<T extends { id: string }> {
 
   /**
    * Tombstones, appended documents and words outside the sorted vocabulary cost scan time; past a
-   * point a rebuild is cheaper. The owner decides where to rebuild (here, or in a worker thread).
+   * point a rebuild is cheaper. The owner decides where to rebuild (here, or in another process).
    */
   get rebuildDue(): boolean {
     return this.dueWith(this.deadCount, this.docCount - this.builtDocs, this.extraTerms.length);

@@ -64,7 +64,7 @@ const Query = Type.Object({
 
 const catalogues = new WeakMap<AppContext, Catalogue>();
 
-/** Catalogues from this size up are built in a worker thread (a few seconds of work, and its garbage). */
+/** Catalogues from this size up are built in a process of their own (a few seconds of work, and its garbage). */
 const WORKER_BUILD_MIN_DRUGS = 20_000;
 
 /** The catalogue this app serves (one per app context: tests build many apps in one process). */

@@ -1,6 +1,6 @@
 /**
  * Index snapshots: a process reads the index a previous one wrote instead of building it, then applies
- * what changed since; a large catalogue is built, and rebuilt after many changes, in a worker thread
+ * what changed since; a large catalogue is built, and rebuilt after many changes, in a builder process
  * that writes the snapshot; a snapshot of another database or a damaged file is ignored.
  */
 import assert from 'node:assert/strict';
@@ -63,7 +63,7 @@ describe('search index snapshots', () => {
     assert.deepEqual(restored.drugs.search(parseQuery('snapshotazole'), 5).map((hit) => hit.record.name), ['Snapshotazole 10 Tablet']);
   });
 
-  it('builds a large catalogue in a worker thread and reads the snapshot it writes', async () => {
+  it('builds a large catalogue in a builder process and reads the snapshot it writes', async () => {
     const config = t.ctx.config;
     const built = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
       snapshotFile: path.join(config.dataDir, 'worker-index.bin'),
@@ -72,7 +72,7 @@ describe('search index snapshots', () => {
     });
     opened.push(built);
     await built.start();
-    assert.equal(built.loadedFrom, 'worker');
+    assert.equal(built.loadedFrom, 'builder');
     assert.equal(built.version, catalogueOf(t.ctx).version);
     // The same as building the same database here (the app's own index took the fixtures as updates,
     // which can order equally ranked products differently).
@@ -104,7 +104,7 @@ describe('search index snapshots', () => {
     }
   });
 
-  it('rebuilds in a worker thread when changes would make a rebuild due, serving the current index meanwhile', async () => {
+  it('rebuilds in the builder process when changes would make a rebuild due, serving the current index meanwhile', async () => {
     const config = t.ctx.config;
     const catalogue = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
       snapshotFile: path.join(config.dataDir, 'rebuild-index.bin'),
@@ -122,7 +122,7 @@ describe('search index snapshots', () => {
     await importDrugs(t.ctx.storage.db, added, 'test');
     const target = await catalogueVersion(t.ctx.storage.db);
     await catalogue.refresh();
-    // The change went to a worker; this index answers as before until the worker's index replaces it.
+    // The change went to the builder; this index answers as before until the builder's index replaces it.
     assert.equal(catalogue.drugs.size, size);
     assert.deepEqual(catalogue.drugs.search(parseQuery('rebuildazole'), 5), []);
     for (let i = 0; i < 1200 && catalogue.version !== target; i++) await new Promise((resolve) => setTimeout(resolve, 50));
