@@ -49,6 +49,21 @@ describe('search index: incremental updates', () => {
     assert.deepEqual(new Set(names(index, 'paracetamol')), new Set(['Dolo 650 Tablet', 'Crocin Advance Tablet', 'Zerodol SP Tablet']));
   });
 
+  it('finds names added in several batches by prefix, as an index built with all of them does', () => {
+    const base = Array.from({ length: 50 }, (_, i) => ({ id: `b${i}`, name: `Basepril ${i} Tablet`, generic: 'Ramipril (5mg)' }));
+    const added = Array.from({ length: 300 }, (_, i) => ({ id: `n${i}`, name: `${['Zolfen', 'Zolmit', 'Zolpid'][i % 3]} ${i} Tablet`, generic: 'Zolpidem (10mg)' }));
+    const updated = new SearchIndex<Doc>(describeDoc);
+    updated.build(base);
+    updated.upsert(added.slice(0, 120));
+    updated.upsert(added.slice(120));
+    const built = new SearchIndex<Doc>(describeDoc);
+    built.build([...base, ...added]);
+    for (const q of ['zol', 'zolm', 'zolpid 1', 'zolfen 29', 'basepril']) {
+      const found = (index: SearchIndex<Doc>) => new Set(index.search(parseQuery(q), 400).map((hit) => hit.record.id));
+      assert.deepEqual(found(updated), found(built), q);
+    }
+  });
+
   it('replaces a record by id, says when a rebuild is due and answers the same after it', () => {
     const index = new SearchIndex<Doc>(describeDoc);
     const docs = Array.from({ length: 1200 }, (_, i) => ({ id: `d${i}`, name: `Brand${i} Tablet`, generic: 'Metformin (500mg)' }));
