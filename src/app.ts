@@ -4,13 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Storage } from './db/index.ts';
-import { registerAccessLog } from './http/access-log.ts';
+import { AccessLogController, registerAccessLog } from './http/access-log.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
@@ -55,8 +55,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     childLoggerFactory: requestLogger,
-    // One line per request instead, written by registerAccessLog.
-    logController: new LogController({ disableRequestLogging: true }),
+    // One line per request, written by registerAccessLog, instead of Fastify's.
+    logController: new AccessLogController(),
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
     requestIdHeader: false,

@@ -2,15 +2,27 @@
  * One line per request at info, when the response is sent: `reqId`, `method`, `url`, `statusCode`,
  * `responseTime` (ms) and `remoteAddress`. Matched routes are logged by their pattern (`/reviews/:token`, not the address that
  * holds the token), without the query string (search terms, patient references); an unmatched
- * request by its path. Fastify's own request logging (a line on arrival and one on completion, each
- * through the redaction) is off.
+ * request by its path. Fastify's own lines for each request (on arrival, on completion, for an unknown
+ * route, each through the redaction) are off; its lines for errors stay (AccessLogController).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { createAccessLogger } from '../logger.ts';
 import { addRouteHook } from './route-hooks.ts';
 
 const MAX_PATH = 200;
+
+/** Fastify's request-lifecycle logging without the per-request lines this module writes instead. */
+export class AccessLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    // 'request errored' (a failure while sending) stays.
+    if (error) super.requestCompleted(error, request, reply, metadata);
+  }
+
+  override routeNotFound(): void {}
+}
 
 export function registerAccessLog(app: FastifyInstance, logger: Logger): void {
   const access = createAccessLogger(logger);

@@ -75,6 +75,8 @@ describe(`request logs (${DIALECT})`, () => {
     const unmatched = await info.app.inject({ url: '/no/such/route?secret=1' });
     const line = info.lines.find((entry) => entry.reqId === unmatched.headers['x-request-id'])!;
     assert.deepEqual([line.method, line.url, line.statusCode], ['GET', '/no/such/route', 404]);
+    assert.equal(info.lines.filter((entry) => entry.reqId === unmatched.headers['x-request-id']).length, 1);
+    assert.ok(!JSON.stringify(info.lines).includes('secret=1'), 'no query string in the log');
     assert.ok(info.lines.some((line) => line.msg === 'request failed' && line.reqId === responses[3]!.headers['x-request-id']));
     const text = JSON.stringify(info.lines);
     assert.ok(!text.includes(info.token) && !text.includes('not-a-valid-token-secret'), 'no token in the log');
