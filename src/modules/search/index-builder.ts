@@ -4,7 +4,9 @@
  * file. Building a quarter of a million products takes a few hundred megabytes, most of it garbage
  * at the end; in a process of its own all of it goes back to the system when the process exits (a
  * worker thread's did not: the server stayed at 370 to 440 MB resident), and the server's event loop
- * stays free meanwhile. Its task comes as one IPC message; a parent that goes away ends it.
+ * stays free meanwhile. Its task comes as one IPC message. A builder whose server went away finishes
+ * and writes the snapshot, for the next start to read; one killed while writing leaves a temporary
+ * file that a later write removes.
  */
 import { openStorage } from '../../db/index.ts';
 import { createLogger } from '../../logger.ts';
@@ -29,7 +31,6 @@ async function build(data: IndexBuilderData): Promise<void> {
   }
 }
 
-process.once('disconnect', () => process.exit(1));
 process.once('message', (data: IndexBuilderData) => {
   build(data).then(() => process.exit(0), (error: unknown) => {
     process.stderr.write(`index builder: ${(error as Error).stack ?? String(error)}\n`);

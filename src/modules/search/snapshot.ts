@@ -9,7 +9,8 @@
  * so readers never see half of one.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
 import type { Column, SnapshotParts } from './store.ts';
 
 const MAGIC = 'CPSSNAP1';
@@ -69,6 +70,7 @@ export async function writeSnapshot(file: string, fields: Record<string, unknown
   const start = Buffer.alloc(align(16 + json.length) - json.length);
   start.write(MAGIC, 0, 'latin1');
   start.writeUInt32LE(json.length, 8);
+  await removeStaleTemporaries(file);
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   const handle = await open(temporary, 'w', 0o600);
   try {
@@ -80,6 +82,19 @@ export async function writeSnapshot(file: string, fields: Record<string, unknown
     await handle.close().catch(() => {});
     await rm(temporary, { force: true });
     throw error;
+  }
+}
+
+/** A temporary file this old was left by a writer that died (killed while writing), not one at work. */
+const STALE_TEMPORARY_MS = 10 * 60_000;
+
+async function removeStaleTemporaries(file: string): Promise<void> {
+  const prefix = `${path.basename(file)}.`;
+  const dir = path.dirname(file);
+  for (const name of await readdir(dir).catch(() => [])) {
+    if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
+    const stale = await stat(path.join(dir, name)).then((s) => Date.now() - s.mtimeMs > STALE_TEMPORARY_MS, () => false);
+    if (stale) await rm(path.join(dir, name), { force: true });
   }
 }
 

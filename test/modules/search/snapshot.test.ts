@@ -4,13 +4,14 @@
  * that writes the snapshot; a snapshot of another database or a damaged file is ignored.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
 import { Catalogue, snapshotFileFor } from '../../../src/modules/search/catalogue.ts';
 import { parseQuery } from '../../../src/modules/search/engine.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
+import { readSnapshot, writeSnapshot } from '../../../src/modules/search/snapshot.ts';
 import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createTestApp, type TestApp } from '../../helpers.ts';
@@ -131,5 +132,21 @@ describe('search index snapshots', () => {
     assert.equal(catalogue.drugs.builds, builds, 'nothing was built in this thread');
     assert.equal(catalogue.drugs.rebuildDue, false);
     assert.deepEqual(catalogue.drugs.search(parseQuery('rebuildazole 17'), 1).map((hit) => hit.record.name), ['Rebuildazole 17 Tablet']);
+  });
+
+  it('removes temporary files that a killed writer left, not one being written', async () => {
+    const dir = t.ctx.config.dataDir;
+    const target = path.join(dir, 'temporaries-index.bin');
+    const stale = `${target}.0123456789ab.tmp`;
+    const fresh = `${target}.ba9876543210.tmp`;
+    writeFileSync(stale, 'left by a writer killed an hour ago');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(stale, hourAgo, hourAgo);
+    writeFileSync(fresh, 'being written by another process');
+    await writeSnapshot(target, { source: 'test' }, { part: { meta: { n: 1 }, texts: { words: 'dolo' }, arrays: { ids: new Uint32Array([7, 8]) } } });
+    assert.equal(existsSync(stale), false);
+    assert.equal(existsSync(fresh), true);
+    const read = await readSnapshot(target);
+    assert.deepEqual([...(read!.sections.part!.arrays.ids as Uint32Array)], [7, 8]);
   });
 });
