@@ -1,9 +1,10 @@
 /**
  * One line per request at info, when the response is sent: `reqId`, `method`, `url`, `statusCode`,
- * `responseTime` (ms) and `remoteAddress`. Matched routes are logged by their pattern (`/reviews/:token`, not the address that
- * holds the token), without the query string (search terms, patient references); an unmatched
- * request by its path. Fastify's own lines for each request (on arrival, on completion, for an unknown
- * route, each through the redaction) are off; its lines for errors stay (AccessLogController).
+ * `responseTime` (ms) and `remoteAddress`. A matched route is logged by its pattern
+ * (`/reviews/:token`, not the address that holds the token) and never with the query string (search
+ * terms, patient references); an unmatched request by its path. Fastify's own lines for each request
+ * (on arrival, on completion, for an unknown route, each through the redaction) are off; its lines
+ * for errors stay (AccessLogController).
  */
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
