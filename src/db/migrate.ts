@@ -15,6 +15,7 @@ import * as cases from './migrations/0005_cases.ts';
 import * as push from './migrations/0006_push.ts';
 import * as webhooks from './migrations/0007_webhooks.ts';
 import * as reviews from './migrations/0008_reviews.ts';
+import * as catalogueChangesIndex from './migrations/0009_catalogue_changes_index.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -25,6 +26,7 @@ export const migrations: Record<string, Migration> = {
   '0006_push': push,
   '0007_webhooks': webhooks,
   '0008_reviews': reviews,
+  '0009_catalogue_changes_index': catalogueChangesIndex,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

@@ -212,8 +212,8 @@ export class Catalogue {
     // A first load goes straight into a columnar store: no array of a quarter of a million records.
     const store = after < 0 ? new DrugStore() : null;
     let changedDrugs = 0;
-    for (let fromId = ''; ;) {
-      const page = await repo.drugsChangedAfter(this.db, after, fromId, PAGE);
+    for (let from: repo.ChangesCursor = { seq: after, id: '' }; ;) {
+      const page = await repo.drugsChangedAfter(this.db, after, from, PAGE);
       const records = page.map((row) => drugRecordFromRow(row, this.interner));
       if (store) {
         for (const record of records) store.add(record);
@@ -226,7 +226,8 @@ export class Catalogue {
       }
       changedDrugs += page.length;
       if (page.length < PAGE) break;
-      fromId = page[page.length - 1]!.id;
+      const last = page[page.length - 1]!;
+      from = { seq: Number(last.seq), id: last.id };
     }
     const labs = (await repo.labsChangedAfter(this.db, after)).map(labRecordFromRow);
     const builds = this.drugs.builds;

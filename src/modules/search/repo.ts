@@ -44,10 +44,24 @@ export async function updateDrug(db: Db, row: DrugsTable): Promise<void> {
   await db.updateTable('drugs').set(rest).where('id', '=', id).execute();
 }
 
-/** Drugs changed after version `after` (everything when after < 0), in id order, a page at a time. */
-export async function drugsChangedAfter(db: Db, after: number, fromId: string, pageSize: number): Promise<DrugRecordRow[]> {
+/** Where the next page of changed drugs starts: after this row. */
+export interface ChangesCursor {
+  seq: number;
+  id: string;
+}
+
+/**
+ * Drugs changed after version `after`, a page at a time from `from`: in (seq, id) order through the
+ * (seq, id) index, so a page costs its own rows. Everything (after < 0) is read in id order, a walk
+ * of the primary key.
+ */
+export async function drugsChangedAfter(db: Db, after: number, from: ChangesCursor, pageSize: number): Promise<Array<DrugRecordRow & { seq: number }>> {
   // Only what the index keeps: the composition JSON and the import keys would be garbage at once.
-  return db.selectFrom('drugs').select(DRUG_RECORD_COLUMNS).where('seq', '>', after).where('id', '>', fromId).orderBy('id').limit(pageSize).execute();
+  const query = db.selectFrom('drugs').select([...DRUG_RECORD_COLUMNS, 'seq']);
+  if (after < 0) return query.where('id', '>', from.id).orderBy('id').limit(pageSize).execute();
+  return query.where('seq', '>', after)
+    .where((eb) => eb.or([eb('seq', '>', from.seq), eb.and([eb('seq', '=', from.seq), eb('id', '>', from.id)])]))
+    .orderBy('seq').orderBy('id').limit(pageSize).execute();
 }
 
 export async function labsByNameKeys(db: Db, nameKeys: string[]): Promise<LabTestsTable[]> {
