@@ -24,6 +24,7 @@ import { Catalogue } from '../src/modules/search/catalogue.ts';
 import { highlightRanges, parseQuery, type SearchIndex } from '../src/modules/search/engine.ts';
 import { drugResponse, type DrugInput, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
 import { highlight } from '../src/modules/search/normalize.ts';
+import { insertDrugs } from '../src/modules/search/repo.ts';
 import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
 import { demoToken, load, loadAgainstHello, spawnServer, type ComparedLoad } from './lib.ts';
@@ -115,7 +116,7 @@ async function importWhileServing(url: string, headers: Record<string, string>, 
     const now = Date.now();
     await storage.db.transaction().execute(async (trx) => {
       const { version } = await trx.updateTable('catalogue_meta').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).returning('version').executeTakeFirstOrThrow();
-      for (let i = 0; i < inputs.length; i += 100) await trx.insertInto('drugs').values(inputs.slice(i, i + 100).map((input) => newDrugRow(input, Number(version), now))).execute();
+      await insertDrugs(trx, inputs.map((input) => newDrugRow(input, Number(version), now)));
     });
     const committed = performance.now();
     let visible = false;
@@ -173,7 +174,7 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
       const storage = openStorage({ databaseUrl: null, dataDir });
       await migrateToLatest(storage.db);
       await storage.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < corpus.length; i += 100) await trx.insertInto('drugs').values(corpus.slice(i, i + 100).map((input) => newDrugRow(input, 1, now))).execute();
+        await insertDrugs(trx, corpus.map((input) => newDrugRow(input, 1, now)));
         await trx.updateTable('catalogue_meta').set({ version: 1 }).where('id', '=', 1).execute();
       });
       await importLabs(storage.db, labInputs, 'bench');

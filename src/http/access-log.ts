@@ -9,7 +9,7 @@
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { createAccessLogger } from '../logger.ts';
-import { addRouteHook } from './route-hooks.ts';
+import { observeResponses } from './route-hooks.ts';
 
 const MAX_PATH = 200;
 
@@ -34,16 +34,13 @@ export function registerAccessLog(app: FastifyInstance, logger: Logger): void {
       responseTime: Math.round(reply.elapsedTime * 1000) / 1000, remoteAddress: request.ip,
     }, 'request completed');
   };
-  app.addHook('onRoute', (route) => {
-    const url = route.url;
-    addRouteHook(route, 'onResponse', (request, reply, done) => {
+  observeResponses(
+    app,
+    (url) => (request, reply) => {
       if (access.isLevelEnabled('info')) write(request, reply, url);
-      done();
-    });
-  });
-  // Requests no route matched run only the instance's hooks.
-  app.addHook('onResponse', (request, reply, done) => {
-    if (request.is404 && access.isLevelEnabled('info')) write(request, reply, request.url.split('?', 1)[0]!.slice(0, MAX_PATH));
-    done();
-  });
+    },
+    (request, reply) => {
+      if (access.isLevelEnabled('info')) write(request, reply, request.url.split('?', 1)[0]!.slice(0, MAX_PATH));
+    },
+  );
 }

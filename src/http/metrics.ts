@@ -1,7 +1,7 @@
 /** Prometheus metrics: the request-duration histogram by route, method and status, plus process defaults. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Registry, collectDefaultMetrics, type Metric } from 'prom-client';
-import { addRouteHook } from './route-hooks.ts';
+import { observeResponses } from './route-hooks.ts';
 
 export function createRegistry(): Registry {
   const registry = new Registry();
@@ -114,19 +114,6 @@ export function registerRequestMetrics(app: FastifyInstance, registry: Registry)
   // The registry takes any object with a metric's get() and names; its types list only its own classes.
   registry.registerMetric(durations as unknown as Metric);
 
-  // Each route's own hook, with its template bound once (never the raw URL: ids in paths would make
-  // unbounded label sets).
-  app.addHook('onRoute', (route) => {
-    const observe = durations.observer(route.url);
-    addRouteHook(route, 'onResponse', (request, reply, done) => {
-      observe(request, reply);
-      done();
-    });
-  });
-  // Requests no route matched (the not-found handler) run only the instance's hooks.
-  const unmatched = durations.observer('unmatched');
-  app.addHook('onResponse', (request, reply, done) => {
-    if (request.is404) unmatched(request, reply);
-    done();
-  });
+  // By route template: ids in raw paths would make unbounded label sets.
+  observeResponses(app, (url) => durations.observer(url), durations.observer('unmatched'));
 }

@@ -4,7 +4,7 @@
  * instance hooks that run everywhere and look the route up on every request (`request.routeOptions`
  * builds a new object per access).
  */
-import type { onRequestHookHandler, onResponseHookHandler, preValidationHookHandler, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, onResponseHookHandler, preValidationHookHandler, RouteOptions } from 'fastify';
 
 interface RouteHooks {
   onRequest: onRequestHookHandler;
@@ -27,4 +27,24 @@ function setRouteHooks<K extends keyof RouteHooks>(route: RouteOptions, name: K,
   const existing: RouteHooks[K] | RouteHooks[K][] | undefined = hooks[name];
   // A new array each time: the HEAD route Fastify adds for a GET starts from the GET's options.
   hooks[name] = change(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]);
+}
+
+type ResponseObserver = (request: FastifyRequest, reply: FastifyReply) => void;
+
+/**
+ * Runs an observer on every response: each route's own, made once from its template (never the raw
+ * URL), and `unmatched` for requests no route matched, which run only the instance's hooks.
+ */
+export function observeResponses(app: FastifyInstance, forRoute: (url: string) => ResponseObserver, unmatched: ResponseObserver): void {
+  app.addHook('onRoute', (route) => {
+    const observe = forRoute(route.url);
+    addRouteHook(route, 'onResponse', (request, reply, done) => {
+      observe(request, reply);
+      done();
+    });
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.is404) unmatched(request, reply);
+    done();
+  });
 }

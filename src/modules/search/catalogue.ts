@@ -205,7 +205,7 @@ export class Catalogue {
     const after = this.version;
     // Changes that would make a rebuild due go to the builder process at once: upserting a large import
     // here first would hold the event loop for seconds. The current index serves until it is done.
-    if (after >= 0 && this.rebuildsInBuilder() && this.drugs.wouldRebuildWith(await repo.drugsChangedCount(this.db, after))) {
+    if (after >= 0 && this.rebuildsInBuilder() && this.drugs.wouldRebuildWith(await repo.drugCount(this.db, after))) {
       this.rebuildInBuilder();
       return;
     }

@@ -96,13 +96,8 @@ export async function catalogueHolds(db: Db, drugId: string | null, labId: strin
   return true;
 }
 
-export async function drugCount(db: Db): Promise<number> {
-  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).executeTakeFirstOrThrow();
-  return Number(row.count);
-}
-
-/** How many drugs changed after version `after`. */
-export async function drugsChangedCount(db: Db, after: number): Promise<number> {
-  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).where('seq', '>', after).executeTakeFirstOrThrow();
+/** How many drugs there are, or (with `changedAfter`) how many changed after that version. */
+export async function drugCount(db: Db, changedAfter = -1): Promise<number> {
+  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).where('seq', '>', changedAfter).executeTakeFirstOrThrow();
   return Number(row.count);
 }

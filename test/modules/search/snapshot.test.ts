@@ -49,6 +49,19 @@ describe('search index snapshots', () => {
     await t.close();
   });
 
+  /** A process's catalogue whose builds and rebuilds run in the builder process, whatever its size. */
+  async function loadWithBuilder(name: string): Promise<Catalogue> {
+    const config = t.ctx.config;
+    const catalogue = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
+      snapshotFile: path.join(config.dataDir, name),
+      builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
+      pollIntervalMs: 60_000,
+    });
+    opened.push(catalogue);
+    await catalogue.start();
+    return catalogue;
+  }
+
   it('a new process reads the snapshot, applies later changes and answers like the process that built it', async () => {
     const app = catalogueOf(t.ctx);
     assert.equal(app.loadedFrom, 'database');
@@ -65,19 +78,12 @@ describe('search index snapshots', () => {
   });
 
   it('builds a large catalogue in a builder process and reads the snapshot it writes', async () => {
-    const config = t.ctx.config;
-    const built = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
-      snapshotFile: path.join(config.dataDir, 'worker-index.bin'),
-      builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
-      pollIntervalMs: 60_000,
-    });
-    opened.push(built);
-    await built.start();
+    const built = await loadWithBuilder('worker-index.bin');
     assert.equal(built.loadedFrom, 'builder');
     assert.equal(built.version, catalogueOf(t.ctx).version);
     // The same as building the same database here (the app's own index took the fixtures as updates,
     // which can order equally ranked products differently).
-    const here = await load(t, path.join(config.dataDir, 'here-index.bin'));
+    const here = await load(t, path.join(t.ctx.config.dataDir, 'here-index.bin'));
     opened.push(here);
     assert.equal(here.loadedFrom, 'database');
     assert.deepEqual(answers(built), answers(here));
@@ -106,14 +112,7 @@ describe('search index snapshots', () => {
   });
 
   it('rebuilds in the builder process when changes would make a rebuild due, serving the current index meanwhile', async () => {
-    const config = t.ctx.config;
-    const catalogue = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
-      snapshotFile: path.join(config.dataDir, 'rebuild-index.bin'),
-      builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
-      pollIntervalMs: 60_000,
-    });
-    opened.push(catalogue);
-    await catalogue.start();
+    const catalogue = await loadWithBuilder('rebuild-index.bin');
     const builds = catalogue.drugs.builds;
     const size = catalogue.drugs.size;
     const added = Array.from({ length: Math.max(1100, size) }, (_, i) => ({
