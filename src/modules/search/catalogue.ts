@@ -211,23 +211,25 @@ export class Catalogue {
     }
     // A first load goes straight into a columnar store: no array of a quarter of a million records.
     const store = after < 0 ? new DrugStore() : null;
-    let changedDrugs = 0;
+    const changed: DrugRecord[] = [];
     for (let from: repo.ChangesCursor = { seq: after, id: '' }; ;) {
       const page = await repo.drugsChangedAfter(this.db, after, from, PAGE);
-      const records = page.map((row) => drugRecordFromRow(row, this.interner));
-      if (store) {
-        for (const record of records) store.add(record);
-      } else {
-        // A slice at a time, letting requests in between: 10,000 changes at once held the event loop 340 ms.
-        for (let i = 0; i < records.length; i += UPSERT_SLICE) {
-          this.drugs.upsert(records.slice(i, i + UPSERT_SLICE));
-          await new Promise((resolve) => setImmediate(resolve));
-        }
+      for (const row of page) {
+        const record = drugRecordFromRow(row, this.interner);
+        if (store) store.add(record);
+        else changed.push(record);
       }
-      changedDrugs += page.length;
       if (page.length < PAGE) break;
       const last = page[page.length - 1]!;
       from = { seq: Number(last.seq), id: last.id };
+    }
+    // In id order (the pages come by version): equally ranked updated products are laid out, and so
+    // tied, in that order, as before the pages came by version.
+    changed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // A slice at a time, letting requests in between: 10,000 changes at once held the event loop 340 ms.
+    for (let i = 0; i < changed.length; i += UPSERT_SLICE) {
+      this.drugs.upsert(changed.slice(i, i + UPSERT_SLICE));
+      await new Promise((resolve) => setImmediate(resolve));
     }
     const labs = (await repo.labsChangedAfter(this.db, after)).map(labRecordFromRow);
     const builds = this.drugs.builds;
@@ -236,7 +238,7 @@ export class Catalogue {
       this.labs.build(labs);
     } else {
       if (labs.length > 0) this.labs.upsert(labs);
-      this.logger.info({ version, drugs: changedDrugs, lab_tests: labs.length }, 'search catalogue updated');
+      this.logger.info({ version, drugs: changed.length, lab_tests: labs.length }, 'search catalogue updated');
       if (this.drugs.rebuildDue || this.labs.rebuildDue) {
         if (this.rebuildsInBuilder()) {
           this.rebuildInBuilder();
