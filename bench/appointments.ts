@@ -69,7 +69,7 @@ async function load(base: string, paths: string[], method: 'GET' | 'PATCH', toke
 }
 
 async function benchOne(label: string, env: Record<string, string>, dataDir: string, helloWorldRps: number): Promise<Figure[]> {
-  const server = await spawnServer('src/cli.ts', ['serve'], { CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', ...env });
+  const server = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', ...env });
   try {
     const { token, appointmentIds } = await seed(server.url, dataDir);
     const paths = appointmentIds.map((id) => `/dr/v1/appointment/${id}`);

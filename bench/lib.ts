@@ -34,7 +34,7 @@ const SERVICE_NODE_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.jso
 export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready'): Promise<RunningProcess> {
   const port = await freePort();
   const started = performance.now();
-  const flags = script === 'src/cli.ts' ? SERVICE_NODE_FLAGS : [];
+  const flags = script === 'bin/cps.js' ? SERVICE_NODE_FLAGS : [];
   const child = spawn(process.execPath, [...flags, path.resolve(ROOT, script), ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -29,7 +29,7 @@ if (wanted('foundation')) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-'));
   try {
     // A search rate limit no load reaches: every search still takes a token from its bucket.
-    const service = await spawnServer('src/cli.ts', ['serve'], { CPS_DATA_DIR: dataDir, CPS_SEARCH_RATE_LIMIT: '1000000', CPS_SEARCH_RATE_BURST: '1000000' });
+    const service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_SEARCH_RATE_LIMIT: '1000000', CPS_SEARCH_RATE_BURST: '1000000' });
     const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
     const health = await load(`${service.url}/health`);
     const login = await load(`${service.url}/connect-auth/v1/account/login`, {

@@ -56,7 +56,7 @@ async function post(url: string, body: unknown, token?: string): Promise<any> {
 async function scenario(env: Record<string, string>, databaseUrl: string | null, dataDir: string, processes: number) {
   const receiver = await startReceiver();
   const servers = [];
-  for (let i = 0; i < processes; i++) servers.push(await spawnServer('src/cli.ts', ['serve'], env));
+  for (let i = 0; i < processes; i++) servers.push(await spawnServer('bin/cps.js', ['serve'], env));
   const storage = openStorage({ databaseUrl, dataDir, poolSize: 2 });
   try {
     const business = await post(`${servers[0]!.url}/admin/v1/businesses`, { name: 'Bench Clinic' }, ADMIN_TOKEN);

@@ -76,13 +76,13 @@ const commands: Record<string, Command> = {
   async 'import drugs'(args, config) {
     const { positionals } = parseArgs({ args, allowPositionals: true });
     if (positionals.length !== 1) throw new UsageError('import drugs needs one FILE');
-    printJson(await withStorage(config, (storage) => runImport(storage.db, 'drugs', positionals[0]!)));
+    printJson(await withStorage(config, (storage) => runImport(storage.db, 'drugs', positionals[0]!, config)));
   },
 
   async 'import labs'(args, config) {
     const { positionals } = parseArgs({ args, allowPositionals: true });
     if (positionals.length !== 1) throw new UsageError('import labs needs one FILE');
-    printJson(await withStorage(config, (storage) => runImport(storage.db, 'labs', positionals[0]!)));
+    printJson(await withStorage(config, (storage) => runImport(storage.db, 'labs', positionals[0]!, config)));
   },
 };
 

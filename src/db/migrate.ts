@@ -16,6 +16,7 @@ import * as push from './migrations/0006_push.ts';
 import * as webhooks from './migrations/0007_webhooks.ts';
 import * as reviews from './migrations/0008_reviews.ts';
 import * as catalogueChangesIndex from './migrations/0009_catalogue_changes_index.ts';
+import * as searchSnapshots from './migrations/0010_search_snapshots.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -27,6 +28,7 @@ export const migrations: Record<string, Migration> = {
   '0007_webhooks': webhooks,
   '0008_reviews': reviews,
   '0009_catalogue_changes_index': catalogueChangesIndex,
+  '0010_search_snapshots': searchSnapshots,
 };
 
 export function isPostgres(db: Kysely<any>): boolean {

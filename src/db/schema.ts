@@ -88,6 +88,15 @@ export interface CatalogueMetaTable {
   builtin_hash: string | null;
 }
 
+/** One part of a stored search index snapshot (migration 0010). */
+export interface SearchSnapshotsTable {
+  source: string;
+  part: number;
+  version: number;
+  written_at: number;
+  data: Buffer;
+}
+
 export type WebhookSubscriptionStatus = 'active' | 'disabled';
 
 export interface WebhookSubscriptionsTable {
@@ -332,6 +341,7 @@ export interface Database {
   drugs: DrugsTable;
   lab_tests: LabTestsTable;
   catalogue_meta: CatalogueMetaTable;
+  search_snapshots: SearchSnapshotsTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   jobs: JobsTable;

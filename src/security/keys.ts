@@ -4,7 +4,7 @@
  * (mode 0600) and reuses them, so tokens survive restarts.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
 import { ConfigError, parseMasterKey, type Config } from '../config.ts';
@@ -59,13 +59,19 @@ function readOrCreate(config: Config, fileName: string, create: () => string): s
   if (existsSync(file)) return readFileSync(file, 'utf8');
   mkdirSync(config.dataDir, { recursive: true });
   const value = create();
-  // 'wx' fails if another process created the file first; then its key is the one to use.
+  // Written whole under a name of its own, then linked into place: another process starting at the
+  // same moment sees no file or the whole key, never an empty one. The link fails if another process
+  // linked its key first; then that key is the one to use.
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(temporary, value, { mode: 0o600, flag: 'wx' });
   try {
-    writeFileSync(file, value, { mode: 0o600, flag: 'wx' });
+    chmodSync(temporary, 0o600);
+    linkSync(temporary, file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(file, 'utf8');
     throw error;
+  } finally {
+    rmSync(temporary, { force: true });
   }
-  chmodSync(file, 0o600);
   return value;
 }

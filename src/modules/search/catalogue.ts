@@ -6,18 +6,19 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import module from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
-import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from './engine.ts';
+import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, rebuildDueAfter, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
 import type { IndexBuilderData } from './index-builder.ts';
 import * as repo from './repo.ts';
-import { readSnapshot, writeSnapshot } from './snapshot.ts';
+import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from './snapshot.ts';
 import { ArrayStore, DrugStore } from './store.ts';
 import { importDrugs, importLabs } from './service.ts';
 import { openDrugSource, openLabSource } from './sources.ts';
@@ -28,6 +29,12 @@ const BUILDER_SCRIPT = fileURLToPath(new URL('./index-builder.ts', import.meta.u
 const PAGE = 5000;
 /** Changed drugs applied to a serving index in one go (about 35 ms at 250,000 products). */
 const UPSERT_SLICE = 1000;
+/**
+ * Catalogues from this size up are built in a process of their own (seconds of work, and its garbage)
+ * and keep their index snapshot in the database too, so that a server without a snapshot file reads
+ * it instead of building.
+ */
+export const LARGE_CATALOGUE_DRUGS = 20_000;
 
 export function describeDrug(record: DrugRecord): IndexedFields {
   return {
@@ -90,18 +97,25 @@ export interface CatalogueOptions {
    * it writes; later rebuilds of such a catalogue (after many changes) run there as well.
    */
   builder?: { databaseUrl: string | null; dataDir: string; minDrugs: number; logLevel: string } | null;
+  /**
+   * With a snapshot file: catalogues of at least this many drugs also keep their snapshot in the
+   * database, written with the file, and read from there when the file is not usable.
+   */
+  storedSnapshotMinDrugs?: number | null;
 }
 
 /**
- * What a snapshot was made by: the code of this module (tokenising, fields, layout). A snapshot of
- * another release is ignored rather than trusted.
+ * The files whose code shapes a snapshot: rows read, records from rows, tokenising, fields, the index's and the
+ * store's layout, the file format. A snapshot made by other code in these is ignored rather than
+ * trusted; a release that changes only the rest of the module (routes, importers) keeps using it.
  */
+const SNAPSHOT_SOURCES = ['catalogue.ts', 'derive.ts', 'engine.ts', 'model.ts', 'normalize.ts', 'repo.ts', 'snapshot.ts', 'store.ts'];
 let sourceHash: string | null = null;
 function sourceHashOf(): string {
   if (sourceHash === null) {
     const dir = fileURLToPath(new URL('.', import.meta.url));
     const hash = createHash('sha256');
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) hash.update(file).update(readFileSync(path.join(dir, file)));
+    for (const file of SNAPSHOT_SOURCES) hash.update(file).update(readFileSync(path.join(dir, file)));
     sourceHash = hash.digest('hex');
   }
   return sourceHash;
@@ -127,8 +141,11 @@ export class Catalogue {
   /** Catalogue version applied to the indexes; -1 before the first load. */
   version = -1;
   loaded = false;
-  /** Where the first load came from: a snapshot file, or the database. */
-  loadedFrom: 'snapshot' | 'builder' | 'database' | null = null;
+  /**
+   * Where the first load came from: the snapshot file, the snapshot stored in the database, the
+   * builder process's snapshot, or the database's rows built here.
+   */
+  loadedFrom: 'snapshot' | 'stored snapshot' | 'builder' | 'database' | null = null;
   private readonly db: Kysely<Database>;
   private readonly logger: Logger;
   private readonly options: CatalogueOptions;
@@ -160,8 +177,8 @@ export class Catalogue {
       this.loadedFrom = 'database';
       const file = this.options.snapshotFile;
       if (file && this.options.readSnapshot !== false) {
-        await this.restoreSnapshot(file);
-        if (this.version >= 0) this.loadedFrom = 'snapshot';
+        if (await this.restoreSnapshot(file)) this.loadedFrom = 'snapshot';
+        else if (await this.restoreStoredSnapshot(file)) this.loadedFrom = 'stored snapshot';
         else if (await this.buildInBuilder(file)) this.loadedFrom = 'builder';
       }
       // Stopped while the builder ran: nothing to load for.
@@ -296,24 +313,47 @@ export class Catalogue {
    * version not newer than the database's; refresh() then applies what changed since. False when it did not.
    */
   private async restoreSnapshot(file: string): Promise<boolean> {
+    const bytes = await readSnapshotFile(file);
+    return bytes !== null && (await this.restore(bytes, file));
+  }
+
+  /**
+   * Takes the indexes from the snapshot stored in the database (see storedSnapshotMinDrugs), as
+   * restoreSnapshot does from the file, and writes it to the file for the next start.
+   */
+  private async restoreStoredSnapshot(file: string): Promise<boolean> {
+    const minDrugs = this.options.storedSnapshotMinDrugs;
+    if (minDrugs == null || (await repo.drugCount(this.db)) < minDrugs) return false;
+    const bytes = await repo.storedSnapshot(this.db, sourceHashOf());
+    if (bytes === null || !(await this.restore(bytes, 'the database'))) return false;
+    this.snapshotting ??= writeSnapshotFile(file, [bytes])
+      .catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
+      .finally(() => { this.snapshotting = null; });
+    return true;
+  }
+
+  private async restore(bytes: Buffer, from: string): Promise<boolean> {
     const started = performance.now();
     try {
-      const snapshot = await readSnapshot(file);
-      if (!snapshot) return false;
+      const snapshot = decodeSnapshot(bytes);
+      if (!snapshot) {
+        this.logger.warn({ from }, 'search index snapshot damaged; ignored');
+        return false;
+      }
       const fields = snapshot.fields as unknown as SnapshotFields;
       const current = await repo.catalogueVersion(this.db);
       if (fields.source !== sourceHashOf() || fields.version > current || !(await repo.catalogueHolds(this.db, fields.lastDrugId, fields.lastLabId))) {
-        this.logger.info({ file }, 'search index snapshot is from other code or another database; building from the database');
+        this.logger.info({ from }, 'search index snapshot is from other code or another database; ignored');
         return false;
       }
       const { drugs, drugRecords, labs, labRecords } = snapshot.sections;
       this.drugs.restore(drugs!, DrugStore.restore(drugRecords!));
       this.labs.restore(labs!, ArrayStore.restore<LabRecord>(labRecords!));
       this.version = fields.version;
-      this.logger.info({ version: fields.version, drugs: this.drugs.size, read_ms: Math.round(performance.now() - started) }, 'search index snapshot read');
+      this.logger.info({ from, version: fields.version, drugs: this.drugs.size, read_ms: Math.round(performance.now() - started) }, 'search index snapshot read');
       return true;
     } catch (error) {
-      this.logger.warn({ err: error, file }, 'search index snapshot unreadable; building from the database');
+      this.logger.warn({ err: error, from }, 'search index snapshot unreadable; ignored');
       return false;
     }
   }
@@ -332,20 +372,28 @@ export class Catalogue {
       if (!this.stopped) this.logger.warn({ err: error }, 'search index builder failed; building here');
       return false;
     }
-    if (this.stopped) return false;
-    await this.restoreSnapshot(file);
+    if (this.stopped || !(await this.restoreSnapshot(file))) return false;
     this.logger.info({ build_ms: Math.round(performance.now() - started) }, 'search index built in the builder process');
-    return this.version >= 0;
+    return true;
   }
 
   /** Runs index-builder.ts in a process of its own: it builds from the database and writes the snapshot file. */
   private async runBuilder(file: string): Promise<void> {
     const builder = this.options.builder!;
-    const data: IndexBuilderData = { databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel };
+    const data: IndexBuilderData = {
+      databaseUrl: builder.databaseUrl, dataDir: builder.dataDir, snapshotFile: file, logLevel: builder.logLevel,
+      storedSnapshotMinDrugs: this.options.storedSnapshotMinDrugs ?? null,
+    };
     try {
       await new Promise<void>((resolve, reject) => {
-        // Node's memory flags (npm start's), not a test runner's; the task (with the database URL) over IPC, not argv.
-        const child = fork(BUILDER_SCRIPT, [], { execArgv: process.execArgv.filter((flag) => flag.startsWith('--max-')), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        // Node's memory flags (npm start's), not a test runner's; the task (with the database URL) over IPC,
+        // not argv; this process's compile cache (bin/cps.js), if any, for its modules.
+        const cacheDir = module.getCompileCacheDir?.();
+        const child = fork(BUILDER_SCRIPT, [], {
+          execArgv: process.execArgv.filter((flag) => flag.startsWith('--max-')),
+          env: cacheDir ? { ...process.env, NODE_COMPILE_CACHE: cacheDir } : process.env,
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        });
         this.builder = child;
         child.once('error', reject);
         child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`index builder exited with ${signal ?? `code ${code}`}`))));
@@ -375,11 +423,42 @@ export class Catalogue {
       this.logger.warn({ err: error, file }, 'search index snapshot not taken');
       return;
     }
+    const minDrugs = this.options.storedSnapshotMinDrugs;
+    const store = minDrugs != null && this.drugs.size >= minDrugs;
     this.snapshotting = (async () => {
       const last = await repo.lastCatalogueIds(this.db);
       const fields: SnapshotFields = { source: sourceHashOf(), version, lastDrugId: last.drug, lastLabId: last.lab };
-      await writeSnapshot(file, { ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
+      const pieces = encodeSnapshot({ ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
+      await writeSnapshotFile(file, pieces);
+      if (store && (await repo.storeSnapshot(this.db, fields.source, version, Buffer.concat(pieces)))) {
+        this.logger.info({ version }, 'search index snapshot stored in the database');
+      }
     })().catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
       .finally(() => { this.snapshotting = null; });
   }
+}
+
+/**
+ * Builds the index here from the database and writes its snapshot to the file and, for a large
+ * catalogue, to the database: the builder process's task, and `cps import`'s after a large import.
+ */
+export async function buildSnapshot(db: Kysely<Database>, logger: Logger, snapshotFile: string, storedSnapshotMinDrugs: number | null): Promise<void> {
+  const catalogue = new Catalogue(db, logger, { builtin: false, snapshotFile, readSnapshot: false, storedSnapshotMinDrugs, pollIntervalMs: 3_600_000 });
+  await catalogue.start();
+  // Waits for the snapshot to be written.
+  await catalogue.stop();
+}
+
+/**
+ * After an import: when the catalogue is large and the snapshot stored in the database is missing, or
+ * so far behind that a server starting from it would rebuild, builds the index and stores a new one,
+ * so the next server to start reads it instead of building for seconds. Whether it did.
+ */
+export async function refreshStoredSnapshot(db: Kysely<Database>, logger: Logger, snapshotFile: string, minDrugs = LARGE_CATALOGUE_DRUGS): Promise<boolean> {
+  const drugs = await repo.drugCount(db);
+  if (drugs < minDrugs) return false;
+  const stored = await repo.storedSnapshotVersion(db, sourceHashOf());
+  if (stored !== null && !rebuildDueAfter(drugs, await repo.drugCount(db, stored))) return false;
+  await buildSnapshot(db, logger, snapshotFile, minDrugs);
+  return true;
 }

@@ -366,6 +366,16 @@ function byRank(a: { doc: number; score: number }, b: { doc: number; score: numb
 const NAME_SEGMENT_DOCS = 2000;
 const NAME_SEGMENT_TERMS = 1000;
 
+/** Whether an index built of `built` documents, with these tombstones, appended documents and words outside its vocabulary, is due a rebuild. */
+function rebuildDue(built: number, dead: number, appended: number, extraTerms: number): boolean {
+  return (dead > 1000 && dead > (built + appended) / 4) || appended > Math.max(20_000, built / 4) || extraTerms > 20_000;
+}
+
+/** Whether a freshly built index of `built` documents would be due a rebuild after `changes` upserts. */
+export function rebuildDueAfter(built: number, changes: number): boolean {
+  return rebuildDue(built, changes, changes, 0);
+}
+
 /** Postings segments per word: by field rank, best first (segment 0 = name, 1 = composition, 2 = form). */
 const SEGMENTS = 3;
 
@@ -487,18 +497,26 @@ export class SearchIndex<T extends { id: string }> {
       const fields = this.describe(store.get(row));
       const info = docInfo(fields);
       sortKeys[row] = (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
-      firstNames[row] = fields.names[0] ?? '';
+      firstNames[row] = (fields.names[0] ?? '').toLowerCase();
     }
     sortKeys.sort();
     const order = new Uint32Array(n);
     for (let i = 0; i < n; i++) order[i] = sortKeys[i]! % 2 ** 32;
-    // Code-unit order, not localeCompare: the order only needs to be stable, and locale comparisons cost seconds.
+    // Equally scored records by name, ignoring case, then by id (ids sort by creation: the product in the
+    // catalogue longest first), so the order is the same whatever order the records came in, on every
+    // database and after any history of updates. Code-unit order, not localeCompare: locale comparisons
+    // cost seconds.
     for (let from = 0; from < n;) {
       let to = from + 1;
       while (to < n && Math.floor(sortKeys[to]! / 2 ** 32) === Math.floor(sortKeys[from]! / 2 ** 32)) to++;
       if (to - from > 1) {
         const run = Array.from(order.subarray(from, to), (row) => ({ row, name: firstNames[row]! }));
-        run.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.row - b.row));
+        run.sort((a, b) => {
+          if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+          const idA = store.id(a.row);
+          const idB = store.id(b.row);
+          return idA < idB ? -1 : idA > idB ? 1 : a.row - b.row;
+        });
         for (let i = 0; i < run.length; i++) order[from + i] = run[i]!.row;
       }
       from = to;
@@ -697,16 +715,12 @@ export class SearchIndex<T extends { id: string }> {
    * point a rebuild is cheaper. The owner decides where to rebuild (here, or in another process).
    */
   get rebuildDue(): boolean {
-    return this.dueWith(this.deadCount, this.docCount - this.builtDocs, this.extraTerms.length);
+    return rebuildDue(this.builtDocs, this.deadCount, this.docCount - this.builtDocs, this.extraTerms.length);
   }
 
   /** Whether upserting `changes` records would make a rebuild due (counting each as a replacement). */
   wouldRebuildWith(changes: number): boolean {
-    return this.dueWith(this.deadCount + changes, this.docCount - this.builtDocs + changes, this.extraTerms.length);
-  }
-
-  private dueWith(dead: number, appended: number, extraTerms: number): boolean {
-    return (dead > 1000 && dead > (this.builtDocs + appended) / 4) || appended > Math.max(20_000, this.builtDocs / 4) || extraTerms > 20_000;
+    return rebuildDue(this.builtDocs, this.deadCount + changes, this.docCount - this.builtDocs + changes, this.extraTerms.length);
   }
 
   /**

@@ -4,7 +4,10 @@
  */
 import { SingleBar } from 'cli-progress';
 import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
+import { createLogger } from '../../logger.ts';
+import { refreshStoredSnapshot, snapshotFileFor } from './catalogue.ts';
 import { importDrugs, importLabs, type ImportOptions, type ImportSummary } from './service.ts';
 import { openDrugSource, openLabSource, type Source } from './sources.ts';
 
@@ -28,11 +31,22 @@ async function withProgress(kind: string, source: Source<unknown>, work: (option
   }
 }
 
-export async function runImport(db: Kysely<Database>, kind: 'drugs' | 'labs', file: string): Promise<ImportSummary> {
+/**
+ * Imports the file, then, for a large catalogue that changed enough, builds the index and stores its
+ * snapshot (see refreshStoredSnapshot), so that a server started after the import reads it instead of
+ * building. The summary says whether it did.
+ */
+export async function runImport(db: Kysely<Database>, kind: 'drugs' | 'labs', file: string, config: Pick<Config, 'dataDir' | 'databaseUrl' | 'logLevel'>): Promise<ImportSummary & { index_snapshot_stored: boolean }> {
+  let summary: ImportSummary;
   if (kind === 'drugs') {
     const source = await openDrugSource(file);
-    return withProgress(kind, source, (options) => importDrugs(db, source.rows, source.layout, options));
+    summary = await withProgress(kind, source, (options) => importDrugs(db, source.rows, source.layout, options));
+  } else {
+    const source = await openLabSource(file);
+    summary = await withProgress(kind, source, (options) => importLabs(db, source.rows, source.layout, options));
   }
-  const source = await openLabSource(file);
-  return withProgress(kind, source, (options) => importLabs(db, source.rows, source.layout, options));
+  // Log lines go to stderr with the progress bar: stdout holds the JSON summary alone.
+  const logger = createLogger(config.logLevel, process.stderr);
+  const stored = await refreshStoredSnapshot(db, logger, snapshotFileFor(config.dataDir, config.databaseUrl));
+  return { ...summary, index_snapshot_stored: stored };
 }

@@ -4,28 +4,27 @@
  * file. Building a quarter of a million products takes a few hundred megabytes, most of it garbage
  * at the end; in a process of its own all of it goes back to the system when the process exits (a
  * worker thread's did not: the server stayed at 370 to 440 MB resident), and the server's event loop
- * stays free meanwhile. Its task comes as one IPC message. A builder whose server went away finishes
+ * stays free meanwhile. It writes the snapshot to the database too when the server asks (a large
+ * catalogue). Its task comes as one IPC message. A builder whose server went away finishes
  * and writes the snapshot, for the next start to read; one killed while writing leaves a temporary
  * file that a later write removes.
  */
 import { openStorage } from '../../db/index.ts';
 import { createLogger } from '../../logger.ts';
-import { Catalogue } from './catalogue.ts';
+import { buildSnapshot } from './catalogue.ts';
 
 export interface IndexBuilderData {
   databaseUrl: string | null;
   dataDir: string;
   snapshotFile: string;
   logLevel: string;
+  storedSnapshotMinDrugs: number | null;
 }
 
 async function build(data: IndexBuilderData): Promise<void> {
   const storage = openStorage({ databaseUrl: data.databaseUrl, dataDir: data.dataDir, poolSize: 1 });
   try {
-    const catalogue = new Catalogue(storage.db, createLogger(data.logLevel), { builtin: false, snapshotFile: data.snapshotFile, readSnapshot: false, pollIntervalMs: 3_600_000 });
-    await catalogue.start();
-    // Waits for the snapshot to be on disk.
-    await catalogue.stop();
+    await buildSnapshot(storage.db, createLogger(data.logLevel), data.snapshotFile, data.storedSnapshotMinDrugs);
   } finally {
     await storage.destroy();
   }

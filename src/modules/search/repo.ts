@@ -101,3 +101,52 @@ export async function drugCount(db: Db, changedAfter = -1): Promise<number> {
   const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).where('seq', '>', changedAfter).executeTakeFirstOrThrow();
   return Number(row.count);
 }
+
+/**
+ * Stored snapshots are cut into parts of this size: PostgreSQL sends a bytea as hex text, twice its
+ * size, so a part at a time keeps that transient copy small.
+ */
+const SNAPSHOT_PART_BYTES = 4 * 1024 * 1024;
+/** Snapshots of other releases of the search code are kept this long (servers of both may run during a rollout). */
+const OTHER_SOURCE_SNAPSHOT_MS = 7 * 24 * 3_600_000;
+
+/** The catalogue version of the stored snapshot of this search code; null when there is none. */
+export async function storedSnapshotVersion(db: Db, source: string): Promise<number | null> {
+  const row = await db.selectFrom('search_snapshots').select('version').where('source', '=', source).where('part', '=', 0).executeTakeFirst();
+  return row ? Number(row.version) : null;
+}
+
+/**
+ * The stored snapshot of this search code, a part at a time; null when there is none, or when a
+ * writer replaced it between two parts (every part carries the time of its write).
+ */
+export async function storedSnapshot(db: Db, source: string): Promise<Buffer | null> {
+  const parts: Buffer[] = [];
+  let writtenAt: number | null = null;
+  for (;;) {
+    const row = await db.selectFrom('search_snapshots').select(['written_at', 'data']).where('source', '=', source).where('part', '=', parts.length).executeTakeFirst();
+    if (!row) break;
+    if (writtenAt !== null && Number(row.written_at) !== writtenAt) return null;
+    writtenAt = Number(row.written_at);
+    parts.push(row.data);
+  }
+  return parts.length === 0 ? null : Buffer.concat(parts);
+}
+
+/**
+ * Stores a snapshot of this search code in place of the one stored, unless that one holds a newer
+ * catalogue version; false when it did. Snapshots of other code older than a week go.
+ */
+export async function storeSnapshot(db: Db, source: string, version: number, snapshot: Buffer): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const stored = await storedSnapshotVersion(trx, source);
+    if (stored !== null && stored > version) return false;
+    const now = Date.now();
+    await trx.deleteFrom('search_snapshots').where((eb) => eb.or([eb('source', '=', source), eb('written_at', '<', now - OTHER_SOURCE_SNAPSHOT_MS)])).execute();
+    for (let part = 0, at = 0; at < snapshot.length; part++, at += SNAPSHOT_PART_BYTES) {
+      const data = snapshot.subarray(at, at + SNAPSHOT_PART_BYTES);
+      await trx.insertInto('search_snapshots').values({ source, part, version, written_at: now, data }).execute();
+    }
+    return true;
+  });
+}

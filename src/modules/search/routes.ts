@@ -6,12 +6,12 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { SearchError } from '../../http/schemas.ts';
-import { Catalogue, snapshotFileFor } from './catalogue.ts';
+import { Catalogue, LARGE_CATALOGUE_DRUGS, snapshotFileFor } from './catalogue.ts';
 import { highlightRanges, parseQuery } from './engine.ts';
 import { drugResponse, labResponse, type DrugRecord } from './model.ts';
 import { highlight } from './normalize.ts';
 import { createSearchRateLimiter, registerRateLimit } from './ratelimit.ts';
-import { ResponseCache } from './response-cache.ts';
+import { ResponseCache, type CachedResponse } from './response-cache.ts';
 import type { ParsedQuery } from './engine.ts';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -64,9 +64,6 @@ const Query = Type.Object({
 
 const catalogues = new WeakMap<AppContext, Catalogue>();
 
-/** Catalogues from this size up are built in a process of their own (a few seconds of work, and its garbage). */
-const WORKER_BUILD_MIN_DRUGS = 20_000;
-
 /** The catalogue this app serves (one per app context: tests build many apps in one process). */
 export function catalogueOf(ctx: AppContext): Catalogue {
   let catalogue = catalogues.get(ctx);
@@ -74,7 +71,8 @@ export function catalogueOf(ctx: AppContext): Catalogue {
     const { dataDir, databaseUrl, logLevel } = ctx.config;
     catalogue = new Catalogue(ctx.storage.db, ctx.logger, {
       snapshotFile: snapshotFileFor(dataDir, databaseUrl),
-      builder: { databaseUrl, dataDir, minDrugs: WORKER_BUILD_MIN_DRUGS, logLevel },
+      builder: { databaseUrl, dataDir, minDrugs: LARGE_CATALOGUE_DRUGS, logLevel },
+      storedSnapshotMinDrugs: LARGE_CATALOGUE_DRUGS,
     });
     catalogues.set(ctx, catalogue);
   }
@@ -89,6 +87,11 @@ function drugHighlights(record: DrugRecord, query: ParsedQuery, namePrefix: bool
     if (ranges.length > 0) out[field] = highlight(text, ranges);
   }
   return Object.keys(out).length > 0 ? out : null;
+}
+
+/** Serialized bytes go out as they are (the schema-typed reply only knows objects). */
+function sendAnswer(reply: unknown, answer: CachedResponse): FastifyReply {
+  return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
 }
 
 export function searchRoutes(ctx: AppContext) {
@@ -124,14 +127,19 @@ export function searchRoutes(ctx: AppContext) {
         querystring: Query,
         response: { 200: SearchResponse, 404: SearchResponse, 400: SearchError, 401: SearchError, 403: SearchError, 429: SearchError, 500: SearchError },
       },
-    }, async (request, reply) => {
+    }, (request, reply) => {
       const { q: text, limit, s_type: type } = request.query;
       // The same text again is answered before it is parsed; other texts with the same words (other
       // case, spacing, punctuation) share the answer stored under the words. Keys of the two kinds
-      // differ in their separators, so a text never reads a words key.
+      // differ in their separators, so a text never reads a words key. A cached answer goes out
+      // synchronously: no promise for Fastify to wait on.
       const textKey = `${type}:${limit}:${text}`;
-      let answer = catalogue.loaded ? cache?.get(catalogue.version, textKey) : undefined;
-      if (answer === undefined) {
+      const cached = catalogue.loaded ? cache?.get(catalogue.version, textKey) : undefined;
+      if (cached !== undefined) {
+        sendAnswer(reply, cached);
+        return;
+      }
+      return (async () => {
         const q = text.trim();
         if (q.length === 0) throw new AppError(400, 'q: must not be empty');
         if ([...q].length > 200) throw new AppError(400, 'q: must be at most 200 characters');
@@ -140,7 +148,7 @@ export function searchRoutes(ctx: AppContext) {
         const query = parseQuery(q);
         // The answer depends only on the query's words, the type and the limit (and the catalogue version).
         const wordsKey = `${type} ${limit} ${query.words.map((word) => word.text).join(' ')}`;
-        answer = cache?.get(version, wordsKey);
+        let answer = cache?.get(version, wordsKey);
         if (answer === undefined) {
           const result = type === 'lab'
             ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
@@ -151,9 +159,8 @@ export function searchRoutes(ctx: AppContext) {
           cache?.set(version, wordsKey, answer);
         }
         cache?.set(version, textKey, answer);
-      }
-      // Serialized bytes go out as they are (the schema-typed reply only knows objects).
-      return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
+        return sendAnswer(reply, answer);
+      })();
     });
   };
 }

@@ -1,12 +1,13 @@
 /**
- * Index snapshot files: a built search index and its record store, written as they are in memory
- * (long strings and typed arrays), so a restarting process reads a quarter of a million products in a
- * few hundred milliseconds instead of building the index again.
+ * Index snapshots: a built search index and its record store, written as they are in memory (long
+ * strings and typed arrays), so a restarting process reads a quarter of a million products in a few
+ * hundred milliseconds instead of building the index again. The same bytes go to a file in the data
+ * directory and, for large catalogues, to the database (see catalogue.ts).
  *
  * Layout: "CPSSNAP1", the header's length (uint32 LE) and four zero bytes, the header (JSON: the
  * caller's fields and where each section's pieces are), padding to 8 bytes, then the pieces, each
  * starting on an 8-byte boundary. A file is written under a temporary name and renamed into place,
- * so readers never see half of one.
+ * so readers never see half of one; the header's total size catches bytes cut short.
  */
 import { randomBytes } from 'node:crypto';
 import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
@@ -41,7 +42,8 @@ function arrayType(array: Column): ArrayType {
   throw new Error('unsupported array type');
 }
 
-export async function writeSnapshot(file: string, fields: Record<string, unknown>, sections: Record<string, SnapshotParts>): Promise<void> {
+/** A snapshot's bytes, in pieces (the caller writes them to a file or joins them for the database). */
+export function encodeSnapshot(fields: Record<string, unknown>, sections: Record<string, SnapshotParts>): Buffer[] {
   const pieces: Buffer[] = [];
   let size = 0;
   const place = (buffer: Buffer): PieceAt => {
@@ -70,12 +72,17 @@ export async function writeSnapshot(file: string, fields: Record<string, unknown
   const start = Buffer.alloc(align(16 + json.length) - json.length);
   start.write(MAGIC, 0, 'latin1');
   start.writeUInt32LE(json.length, 8);
+  // The JSON sits between the fixed start and its padding.
+  return [start.subarray(0, 16), json, start.subarray(16), ...pieces];
+}
+
+/** Writes a snapshot's bytes under a temporary name, then renames the file into place. */
+export async function writeSnapshotFile(file: string, pieces: Buffer[]): Promise<void> {
   await removeStaleTemporaries(file);
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   const handle = await open(temporary, 'w', 0o600);
   try {
-    // The JSON sits between the fixed start and its padding.
-    await handle.writev([start.subarray(0, 16), json, start.subarray(16), ...pieces]);
+    await handle.writev(pieces);
     await handle.close();
     await rename(temporary, file);
   } catch (error) {
@@ -98,14 +105,22 @@ async function removeStaleTemporaries(file: string): Promise<void> {
   }
 }
 
-/** The caller's fields and the sections of a snapshot file; null when there is none or it is unreadable. */
-export async function readSnapshot(file: string): Promise<{ fields: Record<string, unknown>; sections: Record<string, SnapshotParts> } | null> {
-  let buffer: Buffer;
+/** A snapshot file's bytes; null when there is none. */
+export async function readSnapshotFile(file: string): Promise<Buffer | null> {
   try {
-    buffer = await readFile(file);
+    return await readFile(file);
   } catch {
     return null;
   }
+}
+
+export interface Snapshot {
+  fields: Record<string, unknown>;
+  sections: Record<string, SnapshotParts>;
+}
+
+/** The caller's fields and the sections of a snapshot; null when the bytes are not a whole snapshot. */
+export function decodeSnapshot(buffer: Buffer): Snapshot | null {
   if (buffer.length < 16 || buffer.toString('latin1', 0, 8) !== MAGIC) return null;
   const length = buffer.readUInt32LE(8);
   let header: FileHeader;
@@ -121,7 +136,7 @@ export async function readSnapshot(file: string): Promise<{ fields: Record<strin
     const parts: SnapshotParts = { meta: section.meta, texts: {}, arrays: {} };
     for (const [key, at] of Object.entries(section.texts)) parts.texts[key] = buffer.toString(at.encoding, base + at.offset, base + at.offset + at.bytes);
     for (const [key, at] of Object.entries(section.arrays)) {
-      // Copied out of the file's buffer so that the buffer (texts included) can be freed.
+      // Copied out of the buffer so that the buffer (texts included) can be freed.
       const start = buffer.byteOffset + base + at.offset;
       parts.arrays[key] = new ARRAY_TYPES[at.type]((buffer.buffer as ArrayBuffer).slice(start, start + at.bytes));
     }

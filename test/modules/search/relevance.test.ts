@@ -6,6 +6,9 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createLogger } from '../../../src/logger.ts';
+import { Catalogue } from '../../../src/modules/search/catalogue.ts';
+import { parseQuery } from '../../../src/modules/search/engine.ts';
 import { judge, QUERIES } from './queries.ts';
 import { createSearchApp, FIXTURES, HAS_SHARED_DATA, shared, type SearchApp } from './support.ts';
 
@@ -41,6 +44,22 @@ describe(`relevance: ${count} queries`, { skip: !HAS_SHARED_DATA && 'no ../share
       assert.deepEqual(failures, []);
     });
   }
+
+  it('holds for an index built afresh from the same database, whatever history the app index has', async () => {
+    // The app's index took the imports as updates (and maybe rebuilt); a new process builds from the rows.
+    const fresh = new Catalogue(t.ctx.storage.db, createLogger('silent'), { builtin: false, pollIntervalMs: 3_600_000 });
+    await fresh.start();
+    try {
+      const failures: string[] = [];
+      for (const c of Object.values(QUERIES).flat()) {
+        const hits = c.lab ? fresh.labs.search(parseQuery(c.q), 10) : fresh.drugs.search(parseQuery(c.q), 10);
+        failures.push(...judge(c, hits.map((hit) => hit.record.name), c.lab ? undefined : hits[0]?.exact === true));
+      }
+      assert.deepEqual(failures, []);
+    } finally {
+      await fresh.stop();
+    }
+  });
 
   it('ranks whole-word matches above partial ones and exact names first', async () => {
     const { body } = await t.search({ q: 'pan', limit: 20 });

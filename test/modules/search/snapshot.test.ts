@@ -8,10 +8,10 @@ import { copyFileSync, existsSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
-import { Catalogue, snapshotFileFor } from '../../../src/modules/search/catalogue.ts';
+import { Catalogue, refreshStoredSnapshot, snapshotFileFor } from '../../../src/modules/search/catalogue.ts';
 import { parseQuery } from '../../../src/modules/search/engine.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
-import { readSnapshot, writeSnapshot } from '../../../src/modules/search/snapshot.ts';
+import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/snapshot.ts';
 import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createTestApp, type TestApp } from '../../helpers.ts';
@@ -49,12 +49,16 @@ describe('search index snapshots', () => {
     await t.close();
   });
 
-  /** A process's catalogue whose builds and rebuilds run in the builder process, whatever its size. */
+  /**
+   * A process's catalogue whose builds and rebuilds run in the builder process, and whose snapshot is
+   * kept in the database too, whatever its size.
+   */
   async function loadWithBuilder(name: string): Promise<Catalogue> {
     const config = t.ctx.config;
     const catalogue = new Catalogue(t.ctx.storage.db, createLogger('silent'), {
       snapshotFile: path.join(config.dataDir, name),
       builder: { databaseUrl: config.databaseUrl, dataDir: config.dataDir, minDrugs: 0, logLevel: 'silent' },
+      storedSnapshotMinDrugs: 0,
       pollIntervalMs: 60_000,
     });
     opened.push(catalogue);
@@ -78,15 +82,58 @@ describe('search index snapshots', () => {
   });
 
   it('builds a large catalogue in a builder process and reads the snapshot it writes', async () => {
+    await t.ctx.storage.db.deleteFrom('search_snapshots').execute();
     const built = await loadWithBuilder('worker-index.bin');
     assert.equal(built.loadedFrom, 'builder');
     assert.equal(built.version, catalogueOf(t.ctx).version);
+    // The builder kept the snapshot in the database too.
+    assert.deepEqual(await storedVersions(), [built.version]);
     // The same as building the same database here (the app's own index took the fixtures as updates,
     // which can order equally ranked products differently).
     const here = await load(t, path.join(t.ctx.config.dataDir, 'here-index.bin'));
     opened.push(here);
     assert.equal(here.loadedFrom, 'database');
     assert.deepEqual(answers(built), answers(here));
+  });
+
+  async function storedVersions(): Promise<number[]> {
+    const rows = await t.ctx.storage.db.selectFrom('search_snapshots').select('version').where('part', '=', 0).execute();
+    return rows.map((row) => Number(row.version));
+  }
+
+  it('a process without a usable snapshot file reads the one kept in the database, and writes the file', async () => {
+    const db = t.ctx.storage.db;
+    const dir = t.ctx.config.dataDir;
+    const silent = createLogger('silent');
+    // What `cps import` does after a large import: stores a snapshot when there is none, not when it is current.
+    await db.deleteFrom('search_snapshots').execute();
+    assert.equal(await refreshStoredSnapshot(db, silent, path.join(dir, 'import-index.bin'), 0), true);
+    assert.deepEqual(await storedVersions(), [await catalogueVersion(db)]);
+    assert.equal(await refreshStoredSnapshot(db, silent, path.join(dir, 'import-index.bin'), 0), false);
+
+    const file = path.join(dir, 'stored-index.bin');
+    const fromDatabase = new Catalogue(db, silent, { snapshotFile: file, storedSnapshotMinDrugs: 0, pollIntervalMs: 60_000 });
+    opened.push(fromDatabase);
+    await fromDatabase.start();
+    assert.equal(fromDatabase.loadedFrom, 'stored snapshot');
+    assert.equal(fromDatabase.version, await catalogueVersion(db));
+    const here = await load(t, path.join(dir, 'here-stored-index.bin'));
+    opened.push(here);
+    assert.deepEqual(answers(fromDatabase), answers(here));
+    // The next start on this data directory reads the file.
+    await fromDatabase.snapshotWritten();
+    const fromFile = new Catalogue(db, silent, { snapshotFile: file, storedSnapshotMinDrugs: 0, pollIntervalMs: 60_000 });
+    opened.push(fromFile);
+    await fromFile.start();
+    assert.equal(fromFile.loadedFrom, 'snapshot');
+
+    // A damaged stored snapshot is ignored: the process builds.
+    await db.updateTable('search_snapshots').set({ data: Buffer.from('CPSSNAP1 and then nothing useful') }).execute();
+    const fromDamaged = new Catalogue(db, silent, { snapshotFile: path.join(dir, 'damaged-stored-index.bin'), storedSnapshotMinDrugs: 0, pollIntervalMs: 60_000 });
+    opened.push(fromDamaged);
+    await fromDamaged.start();
+    assert.equal(fromDamaged.loadedFrom, 'database');
+    assert.deepEqual(answers(fromDamaged), answers(here));
   });
 
   it('ignores the snapshot of another database and a damaged file', async () => {
@@ -142,10 +189,10 @@ describe('search index snapshots', () => {
     const hourAgo = new Date(Date.now() - 3_600_000);
     utimesSync(stale, hourAgo, hourAgo);
     writeFileSync(fresh, 'being written by another process');
-    await writeSnapshot(target, { source: 'test' }, { part: { meta: { n: 1 }, texts: { words: 'dolo' }, arrays: { ids: new Uint32Array([7, 8]) } } });
+    await writeSnapshotFile(target, encodeSnapshot({ source: 'test' }, { part: { meta: { n: 1 }, texts: { words: 'dolo' }, arrays: { ids: new Uint32Array([7, 8]) } } }));
     assert.equal(existsSync(stale), false);
     assert.equal(existsSync(fresh), true);
-    const read = await readSnapshot(target);
+    const read = decodeSnapshot((await readSnapshotFile(target))!);
     assert.deepEqual([...(read!.sections.part!.arrays.ids as Uint32Array)], [7, 8]);
   });
 });
