@@ -102,6 +102,8 @@ export interface CatalogueOptions {
    * database, written with the file, and read from there when the file is not usable.
    */
   storedSnapshotMinDrugs?: number | null;
+  /** Called once a snapshot file is written, before it is stored in the database. */
+  onSnapshotFileWritten?: () => void;
 }
 
 /**
@@ -173,14 +175,18 @@ export class Catalogue {
   start(): Promise<void> {
     this.loading ??= (async () => {
       const started = performance.now();
-      if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
       this.loadedFrom = 'database';
       const file = this.options.snapshotFile;
+      let building: Promise<boolean> | null = null;
       if (file && this.options.readSnapshot !== false) {
         if (await this.restoreSnapshot(file)) this.loadedFrom = 'snapshot';
         else if (await this.restoreStoredSnapshot(file)) this.loadedFrom = 'stored snapshot';
-        else if (await this.buildInBuilder(file)) this.loadedFrom = 'builder';
+        else building = this.buildInBuilder(file);
       }
+      // The built-in catalogue's changes, if any, are applied by the refresh below, as any change after
+      // a snapshot's version is; a build in the builder process goes on meanwhile.
+      if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
+      if (building && (await building)) this.loadedFrom = 'builder';
       // Stopped while the builder ran: nothing to load for.
       if (this.stopped) return;
       await this.refresh();
@@ -377,7 +383,10 @@ export class Catalogue {
     return true;
   }
 
-  /** Runs index-builder.ts in a process of its own: it builds from the database and writes the snapshot file. */
+  /**
+   * Runs index-builder.ts in a process of its own: it builds from the database and writes the snapshot
+   * file. Settles once the file is written: the builder may go on storing it in the database.
+   */
   private async runBuilder(file: string): Promise<void> {
     const builder = this.options.builder!;
     const data: IndexBuilderData = {
@@ -396,6 +405,7 @@ export class Catalogue {
         });
         this.builder = child;
         child.once('error', reject);
+        child.once('message', () => resolve());
         child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`index builder exited with ${signal ?? `code ${code}`}`))));
         child.send(data);
       });
@@ -430,6 +440,7 @@ export class Catalogue {
       const fields: SnapshotFields = { source: sourceHashOf(), version, lastDrugId: last.drug, lastLabId: last.lab };
       const pieces = encodeSnapshot({ ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
       await writeSnapshotFile(file, pieces);
+      this.options.onSnapshotFileWritten?.();
       if (store && (await repo.storeSnapshot(this.db, fields.source, version, Buffer.concat(pieces)))) {
         this.logger.info({ version }, 'search index snapshot stored in the database');
       }
@@ -442,8 +453,8 @@ export class Catalogue {
  * Builds the index here from the database and writes its snapshot to the file and, for a large
  * catalogue, to the database: the builder process's task, and `cps import`'s after a large import.
  */
-export async function buildSnapshot(db: Kysely<Database>, logger: Logger, snapshotFile: string, storedSnapshotMinDrugs: number | null): Promise<void> {
-  const catalogue = new Catalogue(db, logger, { builtin: false, snapshotFile, readSnapshot: false, storedSnapshotMinDrugs, pollIntervalMs: 3_600_000 });
+export async function buildSnapshot(db: Kysely<Database>, logger: Logger, snapshotFile: string, storedSnapshotMinDrugs: number | null, onSnapshotFileWritten?: () => void): Promise<void> {
+  const catalogue = new Catalogue(db, logger, { builtin: false, snapshotFile, readSnapshot: false, storedSnapshotMinDrugs, onSnapshotFileWritten, pollIntervalMs: 3_600_000 });
   await catalogue.start();
   // Waits for the snapshot to be written.
   await catalogue.stop();
