@@ -107,9 +107,10 @@ export interface CatalogueOptions {
 }
 
 /**
- * The files whose code shapes a snapshot: rows read, records from rows, tokenising, fields, the index's and the
- * store's layout, the file format. A snapshot made by other code in these is ignored rather than
- * trusted; a release that changes only the rest of the module (routes, importers) keeps using it.
+ * The files whose code shapes a snapshot: rows read, records from rows, tokenising, fields, the
+ * index's and the store's layout, the file format. A snapshot made by other code in these is ignored
+ * rather than trusted; a release that changes only the rest of the module (routes, importers) keeps
+ * using it.
  */
 const SNAPSHOT_SOURCES = ['catalogue.ts', 'derive.ts', 'engine.ts', 'model.ts', 'normalize.ts', 'repo.ts', 'snapshot.ts', 'store.ts'];
 let sourceHash: string | null = null;

@@ -366,7 +366,10 @@ function byRank(a: { doc: number; score: number }, b: { doc: number; score: numb
 const NAME_SEGMENT_DOCS = 2000;
 const NAME_SEGMENT_TERMS = 1000;
 
-/** Whether an index built of `built` documents, with these tombstones, appended documents and words outside its vocabulary, is due a rebuild. */
+/**
+ * Whether an index built of `built` documents, with these tombstones, appended documents and words
+ * outside its vocabulary, is due a rebuild.
+ */
 function rebuildDue(built: number, dead: number, appended: number, extraTerms: number): boolean {
   return (dead > 1000 && dead > (built + appended) / 4) || appended > Math.max(20_000, built / 4) || extraTerms > 20_000;
 }
