@@ -155,6 +155,7 @@ export class Catalogue {
   private readonly interner = new Interner();
   private loading: Promise<void> | null = null;
   private refreshing: Promise<void> | null = null;
+  private nextRefresh: Promise<void> | null = null;
   private snapshotting: Promise<void> | null = null;
   private builder: ChildProcess | null = null;
   /** A rebuild running in the builder process (see rebuildInBuilder). */
@@ -208,9 +209,20 @@ export class Catalogue {
     this.timer.unref();
   }
 
-  /** Applies every change since the last applied version. Concurrent calls share one run. */
+  /**
+   * Applies every change since the last applied version. A call made while a refresh runs waits for
+   * it and then for one more run, shared by every call made meanwhile: the running one may have read
+   * the version before a change the caller just committed.
+   */
   refresh(): Promise<void> {
-    this.refreshing ??= this.applyChanges().finally(() => { this.refreshing = null; });
+    if (this.refreshing) {
+      this.nextRefresh ??= this.refreshing.catch(() => {}).then(() => {
+        this.nextRefresh = null;
+        return this.stopped ? undefined : this.refresh();
+      });
+      return this.nextRefresh;
+    }
+    this.refreshing = this.applyChanges().finally(() => { this.refreshing = null; });
     return this.refreshing;
   }
 
@@ -311,7 +323,7 @@ export class Catalogue {
     this.builder?.kill();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await Promise.allSettled([this.loading, this.refreshing, this.rebuilding]);
+    await Promise.allSettled([this.loading, this.refreshing, this.nextRefresh, this.rebuilding]);
     await this.snapshotting;
   }
 
@@ -319,24 +331,28 @@ export class Catalogue {
    * Takes the indexes from the snapshot file when it was made by this code from this database, at a
    * version not newer than the database's; refresh() then applies what changed since. False when it did not.
    */
-  private async restoreSnapshot(file: string): Promise<boolean> {
+  private async restoreSnapshot(file: string, from = file): Promise<boolean> {
     const bytes = await readSnapshotFile(file);
-    return bytes !== null && (await this.restore(bytes, file));
+    return bytes !== null && (await this.restore(bytes, from));
   }
 
   /**
-   * Takes the indexes from the snapshot stored in the database (see storedSnapshotMinDrugs), as
-   * restoreSnapshot does from the file, and writes it to the file for the next start.
+   * Takes the indexes from the snapshot stored in the database (see storedSnapshotMinDrugs): copies it
+   * to the file a part at a time, then reads the file as a restart does. Holding the parts and their
+   * join as well kept a quarter of a million products' server at 356 MB resident, against 244 to 307.
    */
   private async restoreStoredSnapshot(file: string): Promise<boolean> {
     const minDrugs = this.options.storedSnapshotMinDrugs;
     if (minDrugs == null || (await repo.drugCount(this.db)) < minDrugs) return false;
-    const bytes = await repo.storedSnapshot(this.db, sourceHashOf());
-    if (bytes === null || !(await this.restore(bytes, 'the database'))) return false;
-    this.snapshotting ??= writeSnapshotFile(file, [bytes])
-      .catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
-      .finally(() => { this.snapshotting = null; });
-    return true;
+    const source = sourceHashOf();
+    if ((await repo.storedSnapshotVersion(this.db, source)) === null) return false;
+    try {
+      await writeSnapshotFile(file, repo.storedSnapshotParts(this.db, source));
+    } catch (error) {
+      this.logger.warn({ err: error, file }, 'search index snapshot stored in the database not copied; building');
+      return false;
+    }
+    return this.restoreSnapshot(file, 'the database');
   }
 
   private async restore(bytes: Buffer, from: string): Promise<boolean> {

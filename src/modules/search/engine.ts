@@ -644,7 +644,9 @@ export class SearchIndex<T extends { id: string }> {
       meta: { docCount: n, builtTerms: this.builtTerms },
       texts: { vocab: this.vocab.text, keys: this.keys.text },
       arrays: {
-        rowOf: this.rowOf.subarray(0, n), info: this.info.subarray(0, n),
+        // Copied: an upsert marks the document it replaces in place, and the caller may encode the
+        // snapshot after upserts that followed the build.
+        rowOf: this.rowOf.subarray(0, n), info: this.info.slice(0, n),
         vocabStarts: this.vocab.starts, postSeg: this.postSeg, postFlat: this.postFlat,
         fwd: this.fwd.subarray(0, this.fwdStart[n]!), fwdStart: this.fwdStart.subarray(0, n + 1),
         keyStarts: this.keys.starts, keyDocs: this.keyDocs, keyBounds: this.keyBounds,

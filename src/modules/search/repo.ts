@@ -117,20 +117,19 @@ export async function storedSnapshotVersion(db: Db, source: string): Promise<num
 }
 
 /**
- * The stored snapshot of this search code, a part at a time; null when there is none, or when a
- * writer replaced it between two parts (every part carries the time of its write).
+ * The parts of the stored snapshot of this search code, read one at a time, for the caller to write
+ * out rather than hold together; none when there is none. Fails when a writer replaced the snapshot
+ * between two parts (every part carries the time of its write).
  */
-export async function storedSnapshot(db: Db, source: string): Promise<Buffer | null> {
-  const parts: Buffer[] = [];
+export async function* storedSnapshotParts(db: Db, source: string): AsyncGenerator<Buffer> {
   let writtenAt: number | null = null;
-  for (;;) {
-    const row = await db.selectFrom('search_snapshots').select(['written_at', 'data']).where('source', '=', source).where('part', '=', parts.length).executeTakeFirst();
-    if (!row) break;
-    if (writtenAt !== null && Number(row.written_at) !== writtenAt) return null;
+  for (let part = 0; ; part++) {
+    const row = await db.selectFrom('search_snapshots').select(['written_at', 'data']).where('source', '=', source).where('part', '=', part).executeTakeFirst();
+    if (!row) return;
+    if (writtenAt !== null && Number(row.written_at) !== writtenAt) throw new Error('the stored search index snapshot was replaced while it was read');
     writtenAt = Number(row.written_at);
-    parts.push(row.data);
+    yield row.data;
   }
-  return parts.length === 0 ? null : Buffer.concat(parts);
 }
 
 /**

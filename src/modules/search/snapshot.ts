@@ -76,13 +76,18 @@ export function encodeSnapshot(fields: Record<string, unknown>, sections: Record
   return [start.subarray(0, 16), json, start.subarray(16), ...pieces];
 }
 
-/** Writes a snapshot's bytes under a temporary name, then renames the file into place. */
-export async function writeSnapshotFile(file: string, pieces: Buffer[]): Promise<void> {
+/**
+ * Writes a snapshot's bytes under a temporary name, then renames the file into place. The pieces may
+ * come one at a time (a snapshot stored in the database, a part at a time); if they fail, so does the
+ * write, and no file replaces the one in place.
+ */
+export async function writeSnapshotFile(file: string, pieces: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<void> {
   await removeStaleTemporaries(file);
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   const handle = await open(temporary, 'w', 0o600);
   try {
-    await handle.writev(pieces);
+    // writeFile, on a handle, writes each piece whole from the current position.
+    for await (const piece of pieces) await handle.writeFile(piece);
     await handle.close();
     await rename(temporary, file);
   } catch (error) {

@@ -58,7 +58,8 @@ export class ArrayStore<T extends { id: string }> implements RecordStore<T> {
   }
 
   snapshot(): SnapshotParts {
-    return { meta: { records: this.records }, texts: {}, arrays: {} };
+    // A copy: records added after the snapshot was taken are not in it.
+    return { meta: { records: this.records.slice() }, texts: {}, arrays: {} };
   }
 
   static restore<T extends { id: string }>(parts: SnapshotParts): ArrayStore<T> {
@@ -239,7 +240,7 @@ export class DrugStore implements RecordStore<DrugRecord> {
   snapshot(): SnapshotParts {
     const n = this.count;
     const parts: SnapshotParts = {
-      meta: { count: n, strings: this.strings.strings, actionClasses: this.actionClasses.map((value) => JSON.stringify(value)) },
+      meta: { count: n, strings: this.strings.strings.slice(), actionClasses: this.actionClasses.map((value) => JSON.stringify(value)) },
       texts: {},
       arrays: { actionClass: this.actionClass.subarray(0, n), otc: this.otc.subarray(0, n), flags: this.flags.subarray(0, n), parts: this.parts.subarray(0, n) },
     };

@@ -11,7 +11,7 @@ import { FIELD_GENERIC, FIELD_NAME, parseQuery, SearchIndex, type IndexedFields 
 import { drugRecordFromRow, Interner, type DrugRecord } from '../../../src/modules/search/model.ts';
 import { newDrugRow } from '../../../src/modules/search/service.ts';
 import { openDrugSource } from '../../../src/modules/search/sources.ts';
-import { DrugStore } from '../../../src/modules/search/store.ts';
+import { ArrayStore, DrugStore } from '../../../src/modules/search/store.ts';
 import { QUERIES } from './queries.ts';
 import { HAS_SHARED_DATA, shared } from './support.ts';
 
@@ -86,6 +86,29 @@ describe('search index: incremental updates', () => {
     assert.deepEqual(names(index, 'glycomet'), []);
     assert.deepEqual(names(index, 'glycomt'), []);
     assert.equal(index.search(parseQuery('metformin'), 5).length, 5);
+  });
+});
+
+describe('search index: snapshots', () => {
+  it('holds the index as built, whatever was upserted after the snapshot was taken', () => {
+    const docs = [
+      { id: 'a', name: 'Dolo 650 Tablet', generic: 'Paracetamol (650mg)' },
+      { id: 'b', name: 'Crocin Advance Tablet', generic: 'Paracetamol (500mg)' },
+    ];
+    const index = new SearchIndex<Doc>(describeDoc);
+    index.build(docs);
+    const taken = index.snapshot();
+    // The catalogue writes the snapshot in the background: upserts may come before it is encoded.
+    index.upsert([{ id: 'a', name: 'Dolo 500 Tablet', generic: 'Paracetamol (500mg)' }, { id: 'c', name: 'Calpol Tablet', generic: 'Paracetamol (500mg)' }]);
+    const restored = new SearchIndex<Doc>(describeDoc);
+    restored.restore(taken.index, ArrayStore.restore<Doc>(taken.records));
+    assert.equal(restored.size, 2);
+    assert.deepEqual(restored.all(), docs);
+    assert.deepEqual(names(restored, 'dolo'), ['Dolo 650 Tablet']);
+    // The same upserts then give the same index as the one that took them.
+    restored.upsert([{ id: 'a', name: 'Dolo 500 Tablet', generic: 'Paracetamol (500mg)' }, { id: 'c', name: 'Calpol Tablet', generic: 'Paracetamol (500mg)' }]);
+    assert.equal(restored.size, index.size);
+    assert.deepEqual(new Set(names(restored, 'paracetamol')), new Set(names(index, 'paracetamol')));
   });
 });
 
