@@ -458,8 +458,11 @@ export class Catalogue {
       const pieces = encodeSnapshot({ ...fields }, { drugs: drugs.index, drugRecords: drugs.records, labs: labs.index, labRecords: labs.records });
       await writeSnapshotFile(file, pieces);
       this.options.onSnapshotFileWritten?.();
-      if (store && (await repo.storeSnapshot(this.db, fields.source, version, Buffer.concat(pieces)))) {
-        this.logger.info({ version }, 'search index snapshot stored in the database');
+      if (!store) return;
+      try {
+        if (await repo.storeSnapshot(this.db, fields.source, version, Buffer.concat(pieces))) this.logger.info({ version }, 'search index snapshot stored in the database');
+      } catch (error) {
+        this.logger.warn({ err: error }, 'search index snapshot not stored in the database; the file is written');
       }
     })().catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
       .finally(() => { this.snapshotting = null; });

@@ -2,7 +2,7 @@
  * SQL of the reference catalogue. The catalogue is global (not per business), so these queries are
  * the one place in the service that is not scoped by business_id; the endpoint still needs a token.
  */
-import type { Db } from '../../db/index.ts';
+import { isUniqueViolation, type Db } from '../../db/index.ts';
 import type { DrugsTable, LabTestsTable } from '../../db/schema.ts';
 import { DRUG_RECORD_COLUMNS, type DrugRecordRow } from './model.ts';
 
@@ -134,7 +134,8 @@ export async function* storedSnapshotParts(db: Db, source: string): AsyncGenerat
 
 /**
  * Stores a snapshot of this search code in place of the one stored, unless that one holds a newer
- * catalogue version; false when it did. Snapshots of other code older than a week go.
+ * catalogue version; false when it did, or when another process stored one at the same moment (on
+ * PostgreSQL its parts collide with these). Snapshots of other code older than a week go.
  */
 export async function storeSnapshot(db: Db, source: string, version: number, snapshot: Buffer): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
@@ -147,5 +148,8 @@ export async function storeSnapshot(db: Db, source: string, version: number, sna
       await trx.insertInto('search_snapshots').values({ source, part, version, written_at: now, data }).execute();
     }
     return true;
+  }).catch((error: unknown) => {
+    if (isUniqueViolation(error)) return false;
+    throw error;
   });
 }

@@ -1,7 +1,8 @@
 /** Reading changed drugs a page at a time: every changed row once, in version order, and nothing older. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { catalogueVersion, drugsChangedAfter, type ChangesCursor } from '../../../src/modules/search/repo.ts';
+import { openStorage } from '../../../src/db/index.ts';
+import { catalogueVersion, drugsChangedAfter, storedSnapshotParts, storedSnapshotVersion, storeSnapshot, type ChangesCursor } from '../../../src/modules/search/repo.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
 
@@ -42,5 +43,46 @@ describe(`search repository: changed drugs by page (${DIALECT})`, () => {
     const everything = await readAll(-1, 1000);
     assert.ok(everything.length >= 8);
     assert.deepEqual(everything.map((row) => row.id), everything.map((row) => row.id).sort());
+  });
+});
+
+describe(`search repository: stored index snapshots (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(async () => t.close());
+
+  async function stored(source: string): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    for await (const part of storedSnapshotParts(t.ctx.storage.db, source)) parts.push(part);
+    return Buffer.concat(parts);
+  }
+
+  it('stores a snapshot in parts and reads it back whole; an older version never replaces a newer one', async () => {
+    const db = t.ctx.storage.db;
+    const snapshot = Buffer.alloc(9 * 1024 * 1024, 7);
+    assert.equal(await storedSnapshotVersion(db, 'release-a'), null);
+    assert.equal(await storeSnapshot(db, 'release-a', 5, snapshot), true);
+    assert.ok((await stored('release-a')).equals(snapshot));
+    assert.equal(await storeSnapshot(db, 'release-a', 4, Buffer.from('older')), false);
+    assert.equal(await storedSnapshotVersion(db, 'release-a'), 5);
+    const newer = Buffer.from('newer');
+    assert.equal(await storeSnapshot(db, 'release-a', 6, newer), true);
+    assert.ok((await stored('release-a')).equals(newer));
+  });
+
+  it('keeps one whole snapshot when two processes store theirs at the same moment', { skip: DIALECT === 'sqlite' && 'SQLite takes one writer at a time' }, async () => {
+    const other = openStorage({ databaseUrl: t.database.databaseUrl, dataDir: t.database.dataDir });
+    try {
+      const mine = Buffer.alloc(9 * 1024 * 1024, 1);
+      const theirs = Buffer.alloc(9 * 1024 * 1024, 2);
+      const results = await Promise.all([storeSnapshot(t.ctx.storage.db, 'release-b', 5, mine), storeSnapshot(other.db, 'release-b', 5, theirs)]);
+      assert.ok(results.includes(true));
+      const whole = await stored('release-b');
+      assert.ok(whole.equals(mine) || whole.equals(theirs));
+    } finally {
+      await other.destroy();
+    }
   });
 });
