@@ -181,9 +181,14 @@ export class Catalogue {
       const file = this.options.snapshotFile;
       let building: Promise<boolean> | null = null;
       if (file && this.options.readSnapshot !== false) {
-        if (await this.restoreSnapshot(file)) this.loadedFrom = 'snapshot';
-        else if (await this.restoreStoredSnapshot(file)) this.loadedFrom = 'stored snapshot';
-        else building = this.buildInBuilder(file);
+        if (await this.restoreSnapshot(file)) {
+          this.loadedFrom = 'snapshot';
+        } else {
+          // The stored snapshot and the builder process are for large catalogues.
+          const drugs = await repo.drugCount(this.db);
+          if (await this.restoreStoredSnapshot(file, drugs)) this.loadedFrom = 'stored snapshot';
+          else building = this.buildInBuilder(file, drugs);
+        }
       }
       // The built-in catalogue's changes, if any, are applied by the refresh below, as any change after
       // a snapshot's version is; a build in the builder process goes on meanwhile.
@@ -337,13 +342,14 @@ export class Catalogue {
   }
 
   /**
-   * Takes the indexes from the snapshot stored in the database (see storedSnapshotMinDrugs): copies it
-   * to the file a part at a time, then reads the file as a restart does. Holding the parts and their
-   * join as well kept a quarter of a million products' server at 356 MB resident, against 244 to 307.
+   * Takes the indexes from the snapshot stored in the database when the catalogue (`drugs`) is large
+   * enough to keep one (see storedSnapshotMinDrugs): copies it to the file a part at a time, then
+   * reads the file as a restart does. Holding the parts and their join as well kept a quarter of a
+   * million products' server at 356 MB resident, against 244 to 307.
    */
-  private async restoreStoredSnapshot(file: string): Promise<boolean> {
+  private async restoreStoredSnapshot(file: string, drugs: number): Promise<boolean> {
     const minDrugs = this.options.storedSnapshotMinDrugs;
-    if (minDrugs == null || (await repo.drugCount(this.db)) < minDrugs) return false;
+    if (minDrugs == null || drugs < minDrugs) return false;
     const source = sourceHashOf();
     if ((await repo.storedSnapshotVersion(this.db, source)) === null) return false;
     try {
@@ -382,12 +388,12 @@ export class Catalogue {
   }
 
   /**
-   * Builds the index in the builder process (see index-builder.ts) when the catalogue is large enough
-   * to be worth it, then reads the snapshot it wrote. False when it did not (the caller builds here).
+   * Builds the index in the builder process (see index-builder.ts) when the catalogue (`drugs`) is
+   * large enough to be worth it, then reads the snapshot it wrote. False when it did not (the caller builds here).
    */
-  private async buildInBuilder(file: string): Promise<boolean> {
+  private async buildInBuilder(file: string, drugs: number): Promise<boolean> {
     const builder = this.options.builder;
-    if (!builder || (await repo.drugCount(this.db)) < builder.minDrugs) return false;
+    if (!builder || drugs < builder.minDrugs) return false;
     const started = performance.now();
     try {
       await this.runBuilder(file);
