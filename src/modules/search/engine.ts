@@ -157,6 +157,17 @@ function nameKey(name: string): [string, number] {
   return [key, bounds];
 }
 
+/** nameKey of a name already split into vocabulary words (`texts` by term id). */
+function keyOfTerms(terms: number[], texts: string[]): [string, number] {
+  let key = '';
+  let bounds = 0;
+  for (const term of terms) {
+    key += texts[term]!;
+    if (key.length < 32) bounds |= 1 << key.length;
+  }
+  return [key, bounds];
+}
+
 /** Code-unit comparison of text[start, end) with `s`, without making a substring. */
 function compareAt(text: string, start: number, end: number, s: string): number {
   const n = Math.min(end - start, s.length);
@@ -490,17 +501,67 @@ export class SearchIndex<T extends { id: string }> {
     }
     (store as { seal?: () => void }).seal?.();
     const n = store.length;
-    // The layout order from a few numbers per record; the records are described again below, one at
-    // a time, so that no quarter of a million descriptions are alive at once.
+    // One pass over the records in store order, describing each once: its layout sort key, its words
+    // (provisional term ids, first seen first numbered) and its name keys. Documents are then laid
+    // out and the forward index copied into layout order.
     // A number per record that sorts like descending staticScore, with the row in the low 32 bits:
     // a plain numeric sort, then names only within runs of equal static score.
     const sortKeys = new Float64Array(n);
     const firstNames: string[] = new Array<string>(n);
+    const rowInfo = new Uint32Array(n);
+    const termIds = new Map<string, number>();
+    const termTexts: string[] = [];
+    const textWords = new Map<string, number[]>();
+    let rowFwd = new Uint32Array(Math.max(1024, n * 12));
+    const rowFwdStart = new Uint32Array(n + 1);
+    let rowFwdSize = 0;
+    const keys: string[] = [];
+    const keyRows: number[] = [];
+    const keyBounds: number[] = [];
+    const docTerms: number[] = [];
+    const docMasks: number[] = [];
     for (let row = 0; row < n; row++) {
       const fields = this.describe(store.get(row));
       const info = docInfo(fields);
+      rowInfo[row] = info;
       sortKeys[row] = (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
       firstNames[row] = (fields.names[0] ?? '').toLowerCase();
+      docTerms.length = 0;
+      docMasks.length = 0;
+      let nameText: string | null = null;
+      let nameTerms: number[] | null = null;
+      for (const [field, text] of fields.fields) {
+        let list = field === FIELD_NAME ? undefined : textWords.get(text);
+        if (list === undefined) {
+          list = [];
+          for (const word of words(text)) {
+            let term = termIds.get(word);
+            if (term === undefined) {
+              term = termTexts.push(word) - 1;
+              termIds.set(word, term);
+            }
+            list.push(term);
+          }
+          if (field !== FIELD_NAME && textWords.size < 200_000) textWords.set(text, list);
+        }
+        if (field === FIELD_NAME) {
+          nameText = text;
+          nameTerms = list;
+        }
+        collectTerms(list, field, docTerms, docMasks);
+      }
+      const count = Math.min(docTerms.length, 65535);
+      rowFwd = grow(rowFwd, rowFwdSize + count, Uint32Array);
+      for (let i = 0; i < count; i++) rowFwd[rowFwdSize++] = docTerms[i]! * 16 + docMasks[i]!;
+      rowFwdStart[row + 1] = rowFwdSize;
+      for (const name of fields.names) {
+        // The name field's words are at hand: its key is not tokenised again.
+        const [key, bounds] = name === nameText ? keyOfTerms(nameTerms!, termTexts) : nameKey(name);
+        if (!key) continue;
+        keys.push(key);
+        keyRows.push(row);
+        keyBounds.push(bounds);
+      }
     }
     sortKeys.sort();
     const order = new Uint32Array(n);
@@ -542,51 +603,19 @@ export class SearchIndex<T extends { id: string }> {
     this.typoCache.clear();
     this.typoVocabulary = -1;
 
-    // First pass: the forward index with provisional term ids (first seen, first numbered).
-    const termIds = new Map<string, number>();
-    const termTexts: string[] = [];
-    const textWords = new Map<string, number[]>();
-    let fwd = new Uint32Array(Math.max(1024, n * 12));
+    // The forward index in layout order.
+    const docOfRow = new Uint32Array(n);
+    const fwd = new Uint32Array(rowFwdSize);
     const fwdStart = new Uint32Array(n + 1);
     let fwdSize = 0;
-    const keys: string[] = [];
-    const keyDocs: number[] = [];
-    const keyBounds: number[] = [];
-    const docTerms: number[] = [];
-    const docMasks: number[] = [];
     for (let doc = 0; doc < n; doc++) {
-      const fields = this.describe(store.get(order[doc]!));
-      this.info[doc] = docInfo(fields);
-      docTerms.length = 0;
-      docMasks.length = 0;
-      for (const [field, text] of fields.fields) {
-        let list = field === FIELD_NAME ? undefined : textWords.get(text);
-        if (list === undefined) {
-          list = [];
-          for (const word of words(text)) {
-            let term = termIds.get(word);
-            if (term === undefined) {
-              term = termTexts.push(word) - 1;
-              termIds.set(word, term);
-            }
-            list.push(term);
-          }
-          if (field !== FIELD_NAME && textWords.size < 200_000) textWords.set(text, list);
-        }
-        collectTerms(list, field, docTerms, docMasks);
-      }
-      const count = Math.min(docTerms.length, 65535);
-      fwd = grow(fwd, fwdSize + count, Uint32Array);
-      for (let i = 0; i < count; i++) fwd[fwdSize++] = docTerms[i]! * 16 + docMasks[i]!;
+      const row = order[doc]!;
+      docOfRow[row] = doc;
+      this.info[doc] = rowInfo[row]!;
+      for (let k = rowFwdStart[row]!; k < rowFwdStart[row + 1]!; k++) fwd[fwdSize++] = rowFwd[k]!;
       fwdStart[doc + 1] = fwdSize;
-      for (const name of fields.names) {
-        const [key, bounds] = nameKey(name);
-        if (!key) continue;
-        keys.push(key);
-        keyDocs.push(doc);
-        keyBounds.push(bounds);
-      }
     }
+    const keyDocs = keyRows.map((row) => docOfRow[row]!);
 
     // The vocabulary sorted; term ids become ranks.
     const terms = termTexts.length;
@@ -610,7 +639,7 @@ export class SearchIndex<T extends { id: string }> {
     }
     this.postSeg = seg;
     this.postFlat = flat;
-    this.fwd = fwd.slice(0, fwdSize);
+    this.fwd = fwd;
     this.fwdStart = fwdStart;
 
     const byKey = new Uint32Array(keys.length);

