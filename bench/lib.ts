@@ -62,6 +62,20 @@ export async function spawnServer(script: string, args: string[], env: Record<st
   };
 }
 
+/** Runs `node script args` to the end (with the service's Node flags) and returns its stdout; fails on a non-zero exit. */
+export function runCommand(script: string, args: string[], env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.resolve(ROOT, script), ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${script} ${args.join(' ')} exited with ${code}`))));
+  });
+}
+
 /** An access token of the demo business a first start writes into dataDir. */
 export async function demoToken(url: string, dataDir: string): Promise<string> {
   const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { client_id: string; client_secret: string };

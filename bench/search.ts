@@ -5,7 +5,7 @@
  * - in-process query p50/p99 over the relevance query set and as-you-type prefixes (goal p99 <= 1 ms);
  * - index build time from records;
  * - a server process on SQLite holding the 250k catalogue: time from spawn to /ready 200 (goal <= 3 s)
- *   with no index snapshot anywhere, after `cps import` stored one in the database, and on a restart
+ *   with no index snapshot anywhere, after `cps migrate` stored one in the database, and on a restart
  *   (reading its snapshot file); resident memory after load (goal <= 350 MB), and HTTP search
  *   throughput against the hello-world of the same run
  *   (goal >= 50 %), the hello-world loaded in turns with each search load: one brand, one typo, and the
@@ -21,14 +21,14 @@ import path from 'node:path';
 import { openStorage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
-import { Catalogue, refreshStoredSnapshot, snapshotFileFor } from '../src/modules/search/catalogue.ts';
+import { Catalogue, snapshotFileFor } from '../src/modules/search/catalogue.ts';
 import { highlightRanges, parseQuery, type SearchIndex } from '../src/modules/search/engine.ts';
 import { drugResponse, type DrugInput, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
 import { highlight } from '../src/modules/search/normalize.ts';
 import { insertDrugs } from '../src/modules/search/repo.ts';
 import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
-import { demoToken, load, loadAgainstHello, spawnServer, type ComparedLoad } from './lib.ts';
+import { demoToken, load, loadAgainstHello, runCommand, spawnServer, type ComparedLoad } from './lib.ts';
 import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
 
 export interface BenchFigure {
@@ -199,21 +199,22 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
     // No snapshot anywhere (as after a release that changed the search code): the builder process builds
     // the index and writes its snapshot to the file and the database.
     const unsnapshotted = await startAndLoad();
-    // A first start after `cps import`, on a machine other than the importer's: the import stored a
-    // snapshot in the database (its file went elsewhere); the server reads it and writes its own file.
+    // A first start of a release whose search code cannot read the stored snapshot, deployed as the
+    // README says: `cps migrate` first, which builds and stores one (as `cps import` does after a large
+    // import); the server, on another machine (no snapshot file), reads the stored one and writes its file.
     const storage = openStorage({ databaseUrl: null, dataDir });
-    const importDir = mkdtempSync(path.join(tmpdir(), 'cps-search-import-'));
-    let importSnapshotMs: number;
     try {
       await storage.db.deleteFrom('search_snapshots').execute();
       rmSync(snapshotFileFor(dataDir, null));
-      const started = performance.now();
-      assert.equal(await refreshStoredSnapshot(storage.db, createLogger('silent'), path.join(importDir, 'index.bin')), true);
-      importSnapshotMs = performance.now() - started;
     } finally {
       await storage.destroy();
-      rmSync(importDir, { recursive: true, force: true });
     }
+    const migrateStarted = performance.now();
+    const migrate = await runCommand('bin/cps.js', ['migrate'], env);
+    const migrateMs = performance.now() - migrateStarted;
+    assert.equal((JSON.parse(migrate) as { index_snapshot_stored: boolean }).index_snapshot_stored, true);
+    // The server starts on another machine: the command's snapshot file is not there.
+    rmSync(snapshotFileFor(dataDir, null));
     const first = await startAndLoad();
     // Throughput is compared with a hello-world loaded in turns with each search load.
     const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
@@ -245,8 +246,8 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
       }
       const met = (ms: number) => (ms <= 3000 ? 'met' : 'NOT met');
       figures.push({ name: 'server start to /ready 200, restart (goal <= 3 s)', value: Math.round(server.readyMs), unit: 'ms', note: `reads its index snapshot file; ${met(server.readyMs)}` });
-      figures.push({ name: 'server start to /ready 200, first start after cps import (goal <= 3 s)', value: Math.round(first.readyMs), unit: 'ms', note: `no snapshot file: reads the snapshot the import stored in the database (the import took ${Math.round(importSnapshotMs)} ms to build and store it); ${met(first.readyMs)}` });
-      figures.push({ name: 'server start to /ready 200, no snapshot anywhere (goal <= 3 s)', value: Math.round(unsnapshotted.readyMs), unit: 'ms', note: `as after a release that changed the search code: the builder process builds the index; ${met(unsnapshotted.readyMs)}` });
+      figures.push({ name: 'server start to /ready 200, first start of a release after cps migrate, or after cps import (goal <= 3 s)', value: Math.round(first.readyMs), unit: 'ms', note: `no snapshot file: reads the snapshot that \`cps migrate\` (${Math.round(migrateMs)} ms, as a command) stored in the database; ${met(first.readyMs)}` });
+      figures.push({ name: 'server start to /ready 200, no snapshot anywhere (goal <= 3 s)', value: Math.round(unsnapshotted.readyMs), unit: 'ms', note: `as after a release that changed the search code, started without \`cps migrate\`: the builder process builds the index; ${met(unsnapshotted.readyMs)}` });
       const largest = Math.max(memory.rss, first.memory.rss, unsnapshotted.memory.rss);
       figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: largest, unit: 'MB', note: `the largest of, after a 3 s search load: the process whose index the builder process built, ${unsnapshotted.memory.rss} MB (peak ${unsnapshotted.memory.hwm}); the one that read the stored snapshot, ${first.memory.rss} MB (peak ${first.memory.hwm}); and the restarted one after the HTTP loads above, ${memory.rss} MB (${afterLoad.rss} MB before them, peak ${memory.hwm}); ${largest <= 350 ? 'met' : 'NOT met'}` });
       figures.push(throughput('GET drugs-and-labs?q=augmentin 625 (goal >= 50 % of hello-world)', brand, `; ${verdict(brand)}`));

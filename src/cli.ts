@@ -9,13 +9,15 @@ import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './http/errors.ts';
 import { createLogger } from './logger.ts';
 import { createBusiness, createClient } from './modules/businesses/service.ts';
+import { refreshStoredSnapshot, snapshotFileFor } from './modules/search/catalogue.ts';
 import { runImport } from './modules/search/import-command.ts';
 import { closeOnSignals, startServer } from './server.ts';
 
 const USAGE = `Usage: cps <command>
 
   serve                                   start the HTTP service (npm start)
-  migrate                                 apply database migrations
+  migrate                                 apply database migrations (and store the search index snapshot
+                                          of a large catalogue when this release cannot read the stored one)
   business create --name NAME             create a business and its first API client (all scopes)
   client create --business ID [--scope S ...]
                                           create another API client (all scopes unless given)
@@ -53,7 +55,11 @@ const commands: Record<string, Command> = {
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
     try {
       const applied = await migrateToLatest(storage.db);
-      printJson({ applied, database: storage.dialect });
+      // A release whose search code cannot read the stored index snapshot: building it here, before the
+      // new release's servers start, lets each of them read it instead of building for seconds.
+      const logger = createLogger(config.logLevel, process.stderr);
+      const stored = await refreshStoredSnapshot(storage.db, logger, snapshotFileFor(config.dataDir, config.databaseUrl));
+      printJson({ applied, database: storage.dialect, index_snapshot_stored: stored });
     } finally {
       await storage.destroy();
     }

@@ -10,6 +10,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
 import { claimBusiness, countBusinesses } from './modules/businesses/repo.ts';
 import { createClient } from './modules/businesses/service.ts';
+import { startCatalogue } from './modules/search/routes.ts';
 import { loadKeys } from './security/keys.ts';
 
 export const DEMO_BUSINESS_ID = 'biz_demo';
@@ -46,6 +47,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const applied = await migrateToLatest(storage.db);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     const ctx = createContext(config, storage, keys, logger);
+    // The search index takes longest to load: it starts now, and building the app goes on meanwhile.
+    void startCatalogue(ctx);
     await createDemoBusiness(ctx);
     const app = await buildApp(ctx);
     // Before listening, so the signal handlers (installed once this returns) follow closely.

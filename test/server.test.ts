@@ -21,6 +21,8 @@ describe(`cps process (${DIALECT})`, () => {
     const applied = JSON.parse(first.stdout).applied as string[];
     assert.ok(applied.includes('0001_foundation'));
     assert.equal(JSON.parse(first.stdout).database, DIALECT);
+    // A catalogue this small keeps no index snapshot in the database.
+    assert.equal(JSON.parse(first.stdout).index_snapshot_stored, false);
     const second = await runCli(['migrate'], env);
     assert.deepEqual(JSON.parse(second.stdout).applied, []);
   });

@@ -6,7 +6,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import module from 'node:module';
 import path from 'node:path';
@@ -337,6 +337,9 @@ export class Catalogue {
    * version not newer than the database's; refresh() then applies what changed since. False when it did not.
    */
   private async restoreSnapshot(file: string, from = file): Promise<boolean> {
+    // No file: decided at once, so a start that has to build forks the builder before the rest of the
+    // start (building the app) takes the event loop, instead of after it (0.4 s measured).
+    if (!existsSync(file)) return false;
     const bytes = await readSnapshotFile(file);
     return bytes !== null && (await this.restore(bytes, from));
   }

@@ -89,6 +89,23 @@ function drugHighlights(record: DrugRecord, query: ParsedQuery, namePrefix: bool
   return Object.keys(out).length > 0 ? out : null;
 }
 
+const loads = new WeakMap<AppContext, Promise<void>>();
+
+/**
+ * Begins loading the catalogue of this app context, once. The slowest part of a start (reading the
+ * index snapshot, or building the index in the builder process), so a server begins it before the
+ * app is built (server.ts), and the app is ready once it is done. A failed load is logged here;
+ * the process still starts, /ready says 503, and the next search retries it.
+ */
+export function startCatalogue(ctx: AppContext): Promise<void> {
+  let loading = loads.get(ctx);
+  if (!loading) {
+    loading = catalogueOf(ctx).start().catch((error: unknown) => ctx.logger.error({ err: error }, 'search catalogue failed to load'));
+    loads.set(ctx, loading);
+  }
+  return loading;
+}
+
 /** Serialized bytes go out as they are (the schema-typed reply only knows objects). */
 function sendAnswer(reply: unknown, answer: CachedResponse): FastifyReply {
   return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
@@ -98,10 +115,8 @@ export function searchRoutes(ctx: AppContext) {
   return async function plugin(app: App): Promise<void> {
     const catalogue = catalogueOf(ctx);
     ctx.readiness.set('search', () => catalogue.loaded);
-    // Loading starts with the app and the app is ready (listens) once the index is in, so a new process
-    // never answers from an empty index. If the load fails the process still starts, /ready says 503,
-    // and the next search retries the load.
-    const loading = catalogue.start().catch((error: unknown) => ctx.logger.error({ err: error }, 'search catalogue failed to load'));
+    // The app is ready (listens) once the index is in, so a new process never answers from an empty index.
+    const loading = startCatalogue(ctx);
     app.addHook('onReady', async () => { await loading; });
 
     const limiter = createSearchRateLimiter({ rate: ctx.config.searchRateLimit, burst: ctx.config.searchRateBurst, redisUrl: ctx.config.redisUrl, logger: ctx.logger });
