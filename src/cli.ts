@@ -9,8 +9,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './http/errors.ts';
 import { createLogger } from './logger.ts';
 import { createBusiness, createClient } from './modules/businesses/service.ts';
-import { refreshStoredSnapshot, snapshotFileFor } from './modules/search/catalogue.ts';
-import { runImport } from './modules/search/import-command.ts';
+import { refreshIndexSnapshot, runImport } from './modules/search/import-command.ts';
 import { closeOnSignals, startServer } from './server.ts';
 
 const USAGE = `Usage: cps <command>
@@ -57,9 +56,7 @@ const commands: Record<string, Command> = {
       const applied = await migrateToLatest(storage.db);
       // A release whose search code cannot read the stored index snapshot: building it here, before the
       // new release's servers start, lets each of them read it instead of building for seconds.
-      const logger = createLogger(config.logLevel, process.stderr);
-      const stored = await refreshStoredSnapshot(storage.db, logger, snapshotFileFor(config.dataDir, config.databaseUrl));
-      printJson({ applied, database: storage.dialect, index_snapshot_stored: stored });
+      printJson({ applied, database: storage.dialect, index_snapshot_stored: await refreshIndexSnapshot(storage.db, config) });
     } finally {
       await storage.destroy();
     }

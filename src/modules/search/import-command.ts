@@ -45,8 +45,14 @@ export async function runImport(db: Kysely<Database>, kind: 'drugs' | 'labs', fi
     const source = await openLabSource(file);
     summary = await withProgress(kind, source, (options) => importLabs(db, source.rows, source.layout, options));
   }
-  // Log lines go to stderr with the progress bar: stdout holds the JSON summary alone.
-  const logger = createLogger(config.logLevel, process.stderr);
-  const stored = await refreshStoredSnapshot(db, logger, snapshotFileFor(config.dataDir, config.databaseUrl));
-  return { ...summary, index_snapshot_stored: stored };
+  return { ...summary, index_snapshot_stored: await refreshIndexSnapshot(db, config) };
+}
+
+/**
+ * A command's last step after changing the catalogue (`cps import`) or the code that reads its
+ * snapshot (`cps migrate`, on a release): refreshStoredSnapshot, for this configuration's database and
+ * data directory. Log lines go to stderr: stdout holds the command's JSON alone.
+ */
+export function refreshIndexSnapshot(db: Kysely<Database>, config: Pick<Config, 'dataDir' | 'databaseUrl' | 'logLevel'>): Promise<boolean> {
+  return refreshStoredSnapshot(db, createLogger(config.logLevel, process.stderr), snapshotFileFor(config.dataDir, config.databaseUrl));
 }

@@ -41,12 +41,12 @@ export function words(text: string): string[] {
     // Any non-ASCII character (tested in the text as given: the Kelvin sign lowers to "k") takes the general path.
     if (text.charCodeAt(i) >= 0x80) return wordsOfUnicode(text);
     const c = lower.charCodeAt(i);
-    if (c >= 0x61 && c <= 0x7a) {
+    if (isAsciiLetter(c)) {
       const start = i;
       while (++i < n && isAsciiLetter(lower.charCodeAt(i)));
       if (i < n && text.charCodeAt(i) >= 0x80) return wordsOfUnicode(text);
       out.push(lower.slice(start, i));
-    } else if (c >= 0x30 && c <= 0x39) {
+    } else if (isDigit(c)) {
       const start = i;
       while (++i < n && isDigit(lower.charCodeAt(i)));
       if (i + 1 < n && lower.charCodeAt(i) === 0x2e && isDigit(lower.charCodeAt(i + 1))) {
