@@ -21,6 +21,7 @@ import { JobQueue } from './jobs/worker.ts';
 import { AccessTokens } from './modules/auth/tokens.ts';
 import { modules } from './modules/index.ts';
 import type { Keys } from './security/keys.ts';
+import { OutboundClient } from './security/outbound-client.ts';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -37,6 +38,7 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
     metrics,
     jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),
+    outbound: new OutboundClient({ publicOnly: config.env === 'production' }),
   };
 }
 
@@ -88,8 +90,11 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   });
 
   // Workers stop before the database closes; stop() is idempotent, so the server's own call with
-  // the shutdown grace period wins when it came first.
-  app.addHook('onClose', () => ctx.jobs.stop(jobsGraceMs(ctx.config)));
+  // the shutdown grace period wins when it came first. Then the outbound keep-alive sockets go.
+  app.addHook('onClose', async () => {
+    await ctx.jobs.stop(jobsGraceMs(ctx.config));
+    ctx.outbound.close();
+  });
 
   await registerOpenApi(app, ctx.config.publicUrl);
   for (const plugin of modules(ctx)) await app.register(plugin);

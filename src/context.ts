@@ -9,6 +9,7 @@ import type { Storage } from './db/index.ts';
 import type { JobQueue } from './jobs/worker.ts';
 import type { AccessTokens } from './modules/auth/tokens.ts';
 import type { Keys } from './security/keys.ts';
+import type { OutboundClient } from './security/outbound-client.ts';
 
 export interface AppContext {
   config: Config;
@@ -21,4 +22,6 @@ export interface AppContext {
   jobs: JobQueue;
   /** Named checks that must pass for /ready (the database check is built in). */
   readiness: Map<string, () => boolean | Promise<boolean>>;
+  /** Every connection made on a client's word or a stored value goes through it (tests may replace it before buildApp). */
+  outbound: OutboundClient;
 }

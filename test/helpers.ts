@@ -82,13 +82,22 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** `setup` may add routes (e.g. probes of each error family) before the app is ready. */
-export async function createTestApp(options: { env?: Record<string, string>; keys?: Keys; setup?: (app: App) => void | Promise<void> } = {}): Promise<TestApp> {
+/**
+ * `context` may replace parts of the context (e.g. the outbound client with a stubbed resolver)
+ * before the app is built; `setup` may add routes (e.g. probes of each error family) before it is ready.
+ */
+export async function createTestApp(options: {
+  env?: Record<string, string>;
+  keys?: Keys;
+  context?: (ctx: AppContext) => void;
+  setup?: (app: App) => void | Promise<void>;
+} = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = testConfig(database, options.env);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
   const ctx = createContext(config, storage, options.keys ?? (await testKeys()), createLogger('silent'));
+  options.context?.(ctx);
   const app = await buildApp(ctx);
   await options.setup?.(app);
   await app.ready();

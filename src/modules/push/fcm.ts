@@ -1,11 +1,14 @@
 /**
  * FCM HTTP v1 client: the OAuth2 JWT-bearer grant (RFC 7523) with the business's service account,
- * an access-token cache per business, and `messages:send`. Outcomes are classified by pure
- * functions (below) so the delivery rules are tested without servers.
+ * an access-token cache per business, and `messages:send`. Both requests go through the outbound
+ * client, so the token_uri and CPS_FCM_URL pass the outbound address policy at connect time.
+ * Outcomes are classified by pure functions (below) so the delivery rules are tested without servers.
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
 import pLimit, { type LimitFunction } from 'p-limit';
+import type { Logger } from 'pino';
+import { failureClass, failureDetail, type OutboundClient, type OutboundResponse } from '../../security/outbound-client.ts';
 
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
@@ -13,7 +16,6 @@ const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 export const TOKEN_MARGIN_MS = 60_000;
 /** A Retry-After longer than this is capped: a misbehaving server must not park deliveries for days. */
 export const MAX_RETRY_AFTER_SECONDS = 3600;
-const REQUEST_TIMEOUT_MS = 15_000;
 
 /** What delivery needs of a service-account key (sa_key). */
 export interface ServiceAccount {
@@ -121,7 +123,8 @@ export function classifyToken(status: number, body: unknown, retryAfter: string 
     const expires = typeof b.expires_in === 'number' ? b.expires_in : Number(b.expires_in);
     return { kind: 'token', accessToken: b.access_token, expiresInSeconds: Number.isFinite(expires) && expires > 0 ? expires : 3600 };
   }
-  const code = typeof b.error === 'string' ? ` ${b.error.slice(0, 100)}` : '';
+  // Only an RFC 6749 error code is repeated to the client, not free text from the endpoint.
+  const code = typeof b.error === 'string' && /^[a-z_]{1,64}$/i.test(b.error) ? ` ${b.error}` : '';
   if (status === 429 || status >= 500) return { kind: 'retry', error: `OAuth token endpoint ${status}${code}`, retryAfterSeconds: parseRetryAfter(retryAfter, now) };
   return { kind: 'fail', error: `OAuth token endpoint refused the service account: ${status}${code}` };
 }
@@ -142,6 +145,10 @@ interface CachedToken {
 
 export interface FcmClientOptions {
   fcmUrl: string;
+  /** The outbound client (address policy, time limit, bounded bodies). */
+  http: OutboundClient;
+  /** Network details of failed requests go here (the stored delivery error names only the class). */
+  logger?: Logger;
   /** Requests (token and send) in flight at once from this process. */
   maxInFlight?: number;
   now?: () => number;
@@ -154,6 +161,8 @@ export function credentialsVersion(account: ServiceAccount, updatedAt: number): 
 
 export class FcmClient {
   private readonly fcmUrl: string;
+  private readonly http: OutboundClient;
+  private readonly logger: Logger | undefined;
   private readonly now: () => number;
   private readonly limit: LimitFunction;
   private readonly tokens = new Map<string, CachedToken>();
@@ -162,6 +171,8 @@ export class FcmClient {
 
   constructor(options: FcmClientOptions) {
     this.fcmUrl = options.fcmUrl.replace(/\/+$/, '');
+    this.http = options.http;
+    this.logger = options.logger;
     this.now = options.now ?? Date.now;
     this.limit = pLimit(options.maxInFlight ?? 16);
   }
@@ -210,20 +221,19 @@ export class FcmClient {
   private async requestToken(account: ServiceAccount, signal?: AbortSignal): Promise<TokenOutcome> {
     const assertion = await this.assertion(account);
     const form = new URLSearchParams({ grant_type: JWT_BEARER, assertion });
-    return this.limit(async () => {
-      let response: Response;
+    return this.limit(async (): Promise<TokenOutcome> => {
+      let response: OutboundResponse;
       try {
-        response = await fetch(account.token_uri, {
+        response = await this.http.request(account.token_uri, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
           body: form.toString(),
-          signal: timeoutSignal(signal),
-          redirect: 'error',
+          signal,
         });
       } catch (error) {
-        return { kind: 'retry', error: `OAuth token endpoint unreachable: ${networkReason(error)}`, retryAfterSeconds: null } as const;
+        return this.networkFailure('OAuth token endpoint', error);
       }
-      return classifyToken(response.status, await readJson(response), response.headers.get('retry-after'), this.now());
+      return classifyToken(response.status, readJson(response), retryAfterOf(response), this.now());
     });
   }
 
@@ -241,41 +251,47 @@ export class FcmClient {
       },
     };
     const outcome = await this.limit(async (): Promise<SendOutcome> => {
-      let response: Response;
+      let response: OutboundResponse;
       try {
-        response = await fetch(url, {
+        response = await this.http.request(url, {
           method: 'POST',
           headers: { authorization: `Bearer ${token.accessToken}`, 'content-type': 'application/json; charset=utf-8' },
           body: JSON.stringify(payload),
-          signal: timeoutSignal(signal),
-          redirect: 'error',
+          signal,
         });
       } catch (error) {
-        return { kind: 'retry', error: `FCM unreachable: ${networkReason(error)}`, retryAfterSeconds: null };
+        return this.networkFailure('FCM', error);
       }
-      return classifySend(response.status, await readJson(response), response.headers.get('retry-after'), this.now());
+      return classifySend(response.status, readJson(response), retryAfterOf(response), this.now());
     });
     if (outcome.kind === 'retry' && outcome.invalidateToken) this.forget(businessId);
     return outcome;
   }
+
+  /**
+   * A request without a response: the stored error names the step and the failure class only. A
+   * refused address fails at once (retrying cannot help); anything else is retried.
+   */
+  private networkFailure(step: 'OAuth token endpoint' | 'FCM', error: unknown): { kind: 'fail'; error: string } | { kind: 'retry'; error: string; retryAfterSeconds: null } {
+    const failure = failureClass(error);
+    if (failure === 'address not allowed') {
+      this.logger?.warn({ step, ...failureDetail(error) }, 'push request refused by the outbound address policy');
+      return { kind: 'fail', error: `${step}: ${failure}` };
+    }
+    this.logger?.debug({ step, ...failureDetail(error) }, 'push request failed');
+    return { kind: 'retry', error: `${step}: ${failure}`, retryAfterSeconds: null };
+  }
 }
 
-function timeoutSignal(signal?: AbortSignal): AbortSignal {
-  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-  return signal ? AbortSignal.any([signal, timeout]) : timeout;
-}
-
-async function readJson(response: Response): Promise<unknown> {
+function readJson(response: OutboundResponse): unknown {
   try {
-    return JSON.parse(await response.text());
+    return JSON.parse(response.body);
   } catch {
     return null;
   }
 }
 
-/** A short reason without URLs' query strings or bodies. */
-function networkReason(error: unknown): string {
-  const e = error as { name?: string; cause?: { code?: string }; message?: string };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timed out or aborted';
-  return e?.cause?.code ?? e?.name ?? 'network error';
+function retryAfterOf(response: OutboundResponse): string | null {
+  const value = response.headers['retry-after'];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
 }

@@ -5,6 +5,7 @@ import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { NotificationError } from '../../http/schemas.ts';
+import { ConfigError } from '../../config.ts';
 import { FcmClient } from './fcm.ts';
 import {
   SA_KEY_MEMBERS, addDevice, credentialsInfo, notificationReport, removeCredentials, removeDevice, saveCredentials,
@@ -39,9 +40,20 @@ const DevicePayload = Type.Object({
 
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('dropped')]);
 
+/** CPS_FCM_URL passes the outbound policy's static rules at start (its address is checked on every connection). */
+function checkFcmUrl(ctx: AppContext): void {
+  try {
+    ctx.outbound.policy.assertStatic(new URL(ctx.config.fcmUrl));
+  } catch {
+    throw new ConfigError('CPS_FCM_URL', 'must be https to a public host in production');
+  }
+}
+
 export function pushRoutes(ctx: AppContext) {
   return async function plugin(app: App): Promise<void> {
-    const fcm = new FcmClient({ fcmUrl: ctx.config.fcmUrl });
+    checkFcmUrl(ctx);
+    const logger = ctx.logger.child({ module: 'push' });
+    const fcm = new FcmClient({ fcmUrl: ctx.config.fcmUrl, http: ctx.outbound, logger });
     const outcomes = new Counter({
       name: 'cps_push_deliveries_total',
       help: 'Push delivery attempts by outcome (sent, dropped, failed, retried)',
@@ -52,8 +64,9 @@ export function pushRoutes(ctx: AppContext) {
       storage: ctx.storage,
       masterKey: ctx.keys.masterKey,
       env: ctx.config.env,
+      outbound: ctx.outbound.policy,
       fcm,
-      logger: ctx.logger.child({ module: 'push' }),
+      logger,
       outcomes,
       enqueueDeliveries,
     };

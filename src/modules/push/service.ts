@@ -11,6 +11,7 @@ import { newId } from '../../db/ids.ts';
 import type { PushDeliveryStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
+import { classifyLiteral, type OutboundPolicy } from '../../security/outbound.ts';
 import { credentialsVersion, type FcmClient, type ServiceAccount } from './fcm.ts';
 import * as repo from './repo.ts';
 
@@ -18,6 +19,8 @@ export interface PushDeps {
   storage: Storage;
   masterKey: Buffer;
   env: Environment;
+  /** Checks token_uri when credentials are saved (connections are checked again by the FCM client). */
+  outbound: OutboundPolicy;
   fcm: FcmClient;
   logger: Logger;
   outcomes: Counter<'outcome'>;
@@ -37,10 +40,8 @@ export type SaKey = Record<(typeof SA_KEY_MEMBERS)[number], string>;
 /** Input as the schema let it through: the members are strings when present. */
 export type SaKeyInput = Partial<Record<(typeof SA_KEY_MEMBERS)[number] | 'universe_domain', string>>;
 
-const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
-
 function isLoopback(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+  return hostname === 'localhost' || classifyLiteral(hostname) === 'loopback';
 }
 
 /** The PEM as parsed key, or null. Google's files have real newlines; a pasted `\n` is accepted too. */
@@ -98,8 +99,12 @@ function nonEmpty(value: unknown): value is string {
   return typeof value === 'string' && value.trim() !== '';
 }
 
-export async function saveCredentials(deps: Pick<PushDeps, 'storage' | 'masterKey' | 'env' | 'fcm'>, businessId: string, input: SaKeyInput): Promise<void> {
+export async function saveCredentials(deps: Pick<PushDeps, 'storage' | 'masterKey' | 'env' | 'outbound' | 'fcm'>, businessId: string, input: SaKeyInput): Promise<void> {
   const key = validateSaKey(input, deps.env);
+  // The service will POST to token_uri: in production it must be, and resolve to, a public address.
+  if (await deps.outbound.check(new URL(key.token_uri))) {
+    throw AppError.badRequest('Invalid sa_key', { 'sa_key.token_uri': ['must not be or resolve to a loopback, private, link-local, metadata or other non-public address'] });
+  }
   const now = Date.now();
   await repo.upsertCredentials(deps.storage.db, {
     business_id: businessId,

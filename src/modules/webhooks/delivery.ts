@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Db, Storage } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import { decrypt } from '../../security/encryption.ts';
+import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
 import type { DeliveryQueue } from './service.ts';
 import { keyAssociatedData } from './service.ts';
@@ -86,12 +87,6 @@ export interface AttemptDeps {
   outcomes?: Counter<'outcome'>;
 }
 
-function describe(error: unknown): string {
-  const e = error as { message?: string; code?: string };
-  const message = e?.message ?? String(error);
-  return e?.code && !message.includes(e.code) ? `${e.code}: ${message}` : message;
-}
-
 export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptOutcome> {
   const db = deps.storage.db;
   const row = await repo.loadAttempt(db, input.businessId, input.deliveryId);
@@ -123,16 +118,20 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
 
   let statusCode: number | null = null;
   let retryAfterSeconds: number | null = null;
+  // What the partner sees is the class of failure ("HTTP 503", "could not connect", ...); the
+  // network details go to the log only.
   let error: string;
+  let detail: ReturnType<typeof failureDetail> | undefined;
   try {
     const result = await deps.sender.send(row.endpoint, headers, row.payload, input.signal);
     statusCode = result.statusCode;
     retryAfterSeconds = result.retryAfterSeconds;
-    error = `the endpoint answered HTTP ${statusCode}`;
+    error = `HTTP ${statusCode}`;
   } catch (caught) {
     // Interrupted by shutdown or a lost lease: nothing to record; the job runs again after its lease.
     if (input.signal?.aborted) throw caught;
-    error = describe(caught);
+    detail = failureDetail(caught);
+    error = detail.failure;
   }
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
@@ -143,7 +142,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   }
   if (statusCode === 410) {
     // The receiver says the endpoint is gone for good: stop sending to it until re-enabled.
-    error = 'the endpoint answered HTTP 410 Gone; the subscription was disabled';
+    error = 'HTTP 410 (the subscription was disabled)';
     await repo.updateSubscription(db, input.businessId, row.subscription_id, { status: 'disabled', disabled_reason: 'endpoint answered 410 Gone', updated_at: Date.now() });
     await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: 410, lastError: error, nextAttemptAt: null });
     deps.outcomes?.inc({ outcome: 'disabled' });
@@ -153,13 +152,13 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   if (last) {
     await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: statusCode, lastError: error, nextAttemptAt: null });
     deps.outcomes?.inc({ outcome: 'failed' });
-    deps.logger.warn({ ...log, status_code: statusCode, error }, 'webhook delivery failed; no attempts left');
+    deps.logger.warn({ ...log, status_code: statusCode, error, ...detail }, 'webhook delivery failed; no attempts left');
     return { kind: 'failed', error };
   }
   const delay = input.retrySchedule[Math.min(input.attempt - 1, input.retrySchedule.length - 1)] ?? 0;
   const nextAttemptAt = Date.now() + Math.max(delay, retryAfterSeconds ?? 0) * 1000;
   await repo.recordAttempt(db, input.businessId, row.id, { status: 'pending', lastStatusCode: statusCode, lastError: error, nextAttemptAt });
   deps.outcomes?.inc({ outcome: 'retried' });
-  deps.logger.info({ ...log, status_code: statusCode, error }, 'webhook attempt failed; will retry');
+  deps.logger.info({ ...log, status_code: statusCode, error, ...detail }, 'webhook attempt failed; will retry');
   return { kind: 'retry', error, retryAfterSeconds };
 }

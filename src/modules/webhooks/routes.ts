@@ -1,7 +1,7 @@
 /** Webhook subscriptions and deliveries (contract 8), Bearer with scope webhook:admin. */
 import type { FastifyContextConfig } from 'fastify';
 import { Type } from 'typebox';
-import { jobsGraceMs, type App } from '../../app.ts';
+import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
@@ -40,13 +40,8 @@ const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 const Errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 
 export function webhookRoutes(ctx: AppContext) {
-  const { queue, options, sender } = wireDeliveries(ctx);
+  const { queue } = wireDeliveries(ctx);
   return async function plugin(app: App): Promise<void> {
-    // Idle keep-alive sockets go once the workers have stopped (stop() is idempotent).
-    app.addHook('onClose', async () => {
-      await ctx.jobs.stop(jobsGraceMs(ctx.config));
-      sender.close();
-    });
     const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
     const tags = ['webhooks'];
 
@@ -64,7 +59,7 @@ export function webhookRoutes(ctx: AppContext) {
         response: { 201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String() }), ...Errors },
       },
     }, async (request, reply) => {
-      const created = await service.createSubscription(ctx, options, principalOf(request).businessId, request.body);
+      const created = await service.createSubscription(ctx, principalOf(request).businessId, request.body);
       return reply.code(201).send({ id: created.id, status: 'success', signing_key: created.signing_key });
     });
 
@@ -92,7 +87,7 @@ export function webhookRoutes(ctx: AppContext) {
         }), Type.Null()]),
         response: { 200: Subscription, ...Errors },
       },
-    }, async (request) => service.updateSubscription(ctx, options, principalOf(request).businessId, request.params.id, request.body ?? {}));
+    }, async (request) => service.updateSubscription(ctx, principalOf(request).businessId, request.params.id, request.body ?? {}));
 
     app.delete(`${BASE}/:id`, {
       config,

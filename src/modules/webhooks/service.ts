@@ -7,7 +7,6 @@ import { AppError } from '../../http/errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { deliveryKey } from './delivery.ts';
 import * as repo from './repo.ts';
-import { checkHost, type Resolver } from './sender.ts';
 import { generateSigningKey, keyBytes } from './signer.ts';
 
 /** The events this service emits; a subscription to any other name is refused. */
@@ -48,11 +47,6 @@ export interface DeliveryQueue {
   retry(db: Db, businessId: string, deliveryId: string, jobId: string | null, key: string): Promise<string>;
 }
 
-export interface WebhookServiceOptions {
-  /** DNS for the production registration check; the system resolver unless a test replaces it. */
-  resolve?: Resolver;
-}
-
 const INVALID = 'INVALID_REQUEST' as const;
 
 function invalid(message: string): AppError {
@@ -91,9 +85,9 @@ function checkSigningKey(key: string): string {
 
 /**
  * The endpoint as stored: an absolute http(s) URL (a bare host/path takes `protocol`'s scheme),
- * matching `protocol` when given; in production https to a public host only.
+ * matching `protocol` when given; in production https to a public host only (the outbound policy).
  */
-async function normaliseEndpoint(ctx: AppContext, options: WebhookServiceOptions, endpoint: string, protocol: 'https' | 'http' | undefined): Promise<{ endpoint: string; protocol: 'https' | 'http' }> {
+async function normaliseEndpoint(ctx: AppContext, endpoint: string, protocol: 'https' | 'http' | undefined): Promise<{ endpoint: string; protocol: 'https' | 'http' }> {
   const raw = endpoint.trim();
   let url: URL;
   try {
@@ -105,11 +99,10 @@ async function normaliseEndpoint(ctx: AppContext, options: WebhookServiceOptions
   const scheme = url.protocol === 'https:' ? 'https' : 'http';
   if (protocol !== undefined && protocol !== scheme) throw invalid(`protocol: "${protocol}" does not match the endpoint's scheme "${scheme}"`);
   if (url.hash) url.hash = '';
-  if (ctx.config.env === 'production') {
-    if (scheme !== 'https') throw invalid('endpoint: must use https');
-    if (!(await checkHost(url, options.resolve))) {
-      throw invalid('endpoint: must not resolve to a loopback, private, link-local or metadata address');
-    }
+  const refused = await ctx.outbound.policy.check(url);
+  if (refused) {
+    throw invalid(refused.addressClass === 'not https' ? 'endpoint: must use https'
+      : 'endpoint: must not be or resolve to a loopback, private, link-local, metadata or other non-public address');
   }
   return { endpoint: url.toString(), protocol: scheme };
 }
@@ -126,10 +119,10 @@ export interface CreateInput {
   protocol?: 'https' | 'http';
 }
 
-export async function createSubscription(ctx: AppContext, options: WebhookServiceOptions, businessId: string, input: CreateInput): Promise<{ id: string; signing_key: string }> {
+export async function createSubscription(ctx: AppContext, businessId: string, input: CreateInput): Promise<{ id: string; signing_key: string }> {
   const eventNames = checkEventNames(input.event_names ?? DEFAULT_EVENT_NAMES);
   const signingKey = input.signing_key === undefined ? generateSigningKey() : checkSigningKey(input.signing_key);
-  const { endpoint, protocol } = await normaliseEndpoint(ctx, options, input.endpoint, input.protocol);
+  const { endpoint, protocol } = await normaliseEndpoint(ctx, input.endpoint, input.protocol);
   const id = newId('whs');
   const now = Date.now();
   await repo.insertSubscription(ctx.storage.db, {
@@ -167,14 +160,14 @@ export interface UpdateInput {
   protocol?: 'https' | 'http';
 }
 
-export async function updateSubscription(ctx: AppContext, options: WebhookServiceOptions, businessId: string, id: string, input: UpdateInput): Promise<SubscriptionView> {
+export async function updateSubscription(ctx: AppContext, businessId: string, id: string, input: UpdateInput): Promise<SubscriptionView> {
   const eventNames = input.event_names === undefined ? undefined : checkEventNames(input.event_names);
   const signingKey = input.signing_key === undefined ? undefined : checkSigningKey(input.signing_key);
   const current = await existing(ctx.storage.db, businessId, id);
   const now = Date.now();
   const patch: Parameters<typeof repo.updateSubscription>[3] = { updated_at: now };
   if (input.endpoint !== undefined || input.protocol !== undefined) {
-    const target = await normaliseEndpoint(ctx, options, input.endpoint ?? current.endpoint, input.protocol);
+    const target = await normaliseEndpoint(ctx, input.endpoint ?? current.endpoint, input.protocol);
     patch.endpoint = target.endpoint;
     patch.protocol = target.protocol;
   }

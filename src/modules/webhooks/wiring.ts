@@ -8,7 +8,7 @@ import type { AppContext } from '../../context.ts';
 import { enqueue, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
 import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps } from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
-import { EVENT_NAMES, type DeliveryQueue, type WebhookServiceOptions } from './service.ts';
+import { EVENT_NAMES, type DeliveryQueue } from './service.ts';
 
 /**
  * A claim lasts this long without renewal (the worker renews it every third while the attempt
@@ -18,13 +18,12 @@ const LEASE_MS = 10_000;
 
 export interface WebhookWiring {
   queue: DeliveryQueue;
-  options: WebhookServiceOptions;
   sender: Sender;
 }
 
 export function wireDeliveries(ctx: AppContext): WebhookWiring {
   const schedule = ctx.config.webhookRetrySchedule;
-  const sender = createSender({ publicOnly: ctx.config.env === 'production' });
+  const sender = createSender(ctx.outbound);
   const deps: AttemptDeps = {
     storage: ctx.storage,
     masterKey: ctx.keys.masterKey,
@@ -62,5 +61,5 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
 
   for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, event) => { await fanOut(trx, queue, event); });
 
-  return { queue, options: {}, sender };
+  return { queue, sender };
 }

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   FCM_SCOPE, FcmClient, MAX_RETRY_AFTER_SECONDS, classifySend, classifyToken, parseRetryAfter, tokenUsable, type ServiceAccount,
 } from '../../../src/modules/push/fcm.ts';
+import { OutboundClient } from '../../../src/security/outbound-client.ts';
 import { FakeFcm, FakeOAuth, INVALID_TOKEN, UNREGISTERED, rsaKey, unavailable, type RsaKey } from './fakes.ts';
 
 describe('FCM decisions (pure)', () => {
@@ -44,6 +45,7 @@ describe('FCM client against local OAuth and FCM servers', () => {
   let oauth: FakeOAuth;
   let fcm: FakeFcm;
   let account: ServiceAccount;
+  const http = new OutboundClient({ publicOnly: false });
   const email = 'sender@demo.iam.gserviceaccount.com';
   const kid = 'kid-42';
 
@@ -54,12 +56,13 @@ describe('FCM client against local OAuth and FCM servers', () => {
     account = { project_id: 'demo-project', private_key_id: kid, client_email: email, token_uri: oauth.tokenUri, privateKey: createPrivateKey(key.pem) };
   });
   after(async () => {
+    http.close();
     await oauth.stop();
     await fcm.stop();
   });
 
   it('signs an RS256 assertion the token endpoint verifies with the public key', async () => {
-    const client = new FcmClient({ fcmUrl: fcm.url });
+    const client = new FcmClient({ http, fcmUrl: fcm.url });
     const outcome = await client.send('b1', account, 'v1', { token: 'tok-a', title: 'Hi', body: 'There', data: { k: 'v' } });
     assert.equal(outcome.kind, 'sent');
     const verified = oauth.verified.at(-1)!;
@@ -77,7 +80,7 @@ describe('FCM client against local OAuth and FCM servers', () => {
 
   it('reuses the access token until a minute before it expires', async () => {
     let now = Date.now();
-    const client = new FcmClient({ fcmUrl: fcm.url, now: () => now });
+    const client = new FcmClient({ http, fcmUrl: fcm.url, now: () => now });
     const before = oauth.verified.length;
     await client.send('b2', account, 'v1', { token: 't1', title: 'a', body: 'b' });
     await client.send('b2', account, 'v1', { token: 't2', title: 'a', body: 'b' });
@@ -99,7 +102,7 @@ describe('FCM client against local OAuth and FCM servers', () => {
   });
 
   it('a refused access token is forgotten, and a refused assertion fails without retry', async () => {
-    const client = new FcmClient({ fcmUrl: fcm.url });
+    const client = new FcmClient({ http, fcmUrl: fcm.url });
     await client.send('b3', account, 'v1', { token: 'ok', title: 'a', body: 'b' });
     fcm.byToken.set('auth-fail', [{ status: 401, body: { error: { code: 401, status: 'UNAUTHENTICATED' } } }]);
     const before = oauth.verified.length;
@@ -108,17 +111,17 @@ describe('FCM client against local OAuth and FCM servers', () => {
     assert.equal(oauth.verified.length, before + 1, 'a fresh token after the 401');
 
     const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-    const outcome = await new FcmClient({ fcmUrl: fcm.url }).send('b4', { ...account, privateKey: other }, 'v1', { token: 'x', title: 'a', body: 'b' });
+    const outcome = await new FcmClient({ http, fcmUrl: fcm.url }).send('b4', { ...account, privateKey: other }, 'v1', { token: 'x', title: 'a', body: 'b' });
     assert.equal(outcome.kind, 'fail');
     assert.match(outcome.kind === 'fail' ? outcome.error : '', /400 invalid_grant/);
 
     oauth.script.push(unavailable('4'));
-    const transient = await new FcmClient({ fcmUrl: fcm.url }).send('b5', account, 'v1', { token: 'x', title: 'a', body: 'b' });
+    const transient = await new FcmClient({ http, fcmUrl: fcm.url }).send('b5', account, 'v1', { token: 'x', title: 'a', body: 'b' });
     assert.deepEqual(transient, { kind: 'retry', error: 'OAuth token endpoint 503', retryAfterSeconds: 4 });
   });
 
   it('keeps a bounded number of requests in flight', async () => {
-    const client = new FcmClient({ fcmUrl: fcm.url, maxInFlight: 2 });
+    const client = new FcmClient({ http, fcmUrl: fcm.url, maxInFlight: 2 });
     await client.send('b6', account, 'v1', { token: 'warm', title: 'a', body: 'b' });
     let release!: () => void;
     fcm.gate = new Promise((resolve) => { release = resolve; });
@@ -134,8 +137,8 @@ describe('FCM client against local OAuth and FCM servers', () => {
   });
 
   it('network failures are retried, not thrown', async () => {
-    const outcome = await new FcmClient({ fcmUrl: 'http://127.0.0.1:9' }).send('b7', account, 'v1', { token: 'x', title: 'a', body: 'b' });
-    // The token comes from the fake; FCM itself is unreachable.
-    assert.equal(outcome.kind, 'retry');
+    const outcome = await new FcmClient({ http, fcmUrl: 'http://127.0.0.1:9' }).send('b7', account, 'v1', { token: 'x', title: 'a', body: 'b' });
+    // The token comes from the fake; FCM itself is unreachable, and only the class is told.
+    assert.deepEqual(outcome, { kind: 'retry', error: 'FCM: could not connect', retryAfterSeconds: null });
   });
 });

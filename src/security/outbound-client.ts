@@ -1,0 +1,150 @@
+/**
+ * The one HTTP client for connections made on a client's word or a stored value (webhooks, the push
+ * token endpoint, FCM). Every request passes the outbound policy (outbound.ts): the static rules up
+ * front and the address rules in the socket's DNS lookup. No redirect is followed, a request gets
+ * a time limit, and a response body is read up to a bound.
+ *
+ * What a client may see of a failure is its class (failureClass); the details are for the log.
+ */
+import http, { type IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
+import { AddressNotAllowedError, OutboundPolicy, type PolicyOptions } from './outbound.ts';
+
+/** A request without a complete answer by then fails as 'timed out'. */
+export const OUTBOUND_TIMEOUT_MS = 15_000;
+/** Response bodies are read up to this size; the rest is discarded. */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+/** Connections kept per destination (host and port) and per scheme. */
+const MAX_SOCKETS = 50;
+
+export interface OutboundRequest {
+  method?: 'POST' | 'GET';
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** false: resolve when the status arrives and discard the body (webhooks need only the status). */
+  readBody?: boolean;
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** Up to MAX_RESPONSE_BYTES of the body as UTF-8; '' when readBody is false. */
+  body: string;
+}
+
+/** What a client is shown of a failed attempt without a response; HTTP statuses are shown as "HTTP <status>". */
+export type FailureClass = 'address not allowed' | 'could not connect' | 'timed out' | 'interrupted';
+
+export class OutboundTimeoutError extends Error {
+  readonly code = 'ERR_OUTBOUND_TIMEOUT';
+  constructor(timeoutMs: number) {
+    super(`no complete response within ${timeoutMs / 1000} s`);
+    this.name = 'TimeoutError';
+  }
+}
+
+/**
+ * The class of an outbound failure. Refused addresses, DNS failures, refused connections, resets
+ * and TLS errors must not be told apart beyond these classes: a client could map networks with them.
+ */
+export function failureClass(error: unknown): FailureClass {
+  if (error instanceof AddressNotAllowedError) return 'address not allowed';
+  if (error instanceof OutboundTimeoutError) return 'timed out';
+  if ((error as { name?: string } | null)?.name === 'AbortError') return 'interrupted';
+  return 'could not connect';
+}
+
+/** The full failure for the server log (never shown to a client): class, code and message. */
+export function failureDetail(error: unknown): { failure: FailureClass; code?: string; detail: string } {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return {
+    failure: failureClass(error),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    detail: typeof e?.message === 'string' ? e.message : String(error),
+  };
+}
+
+export interface OutboundClientOptions extends PolicyOptions {
+  timeoutMs?: number;
+}
+
+export class OutboundClient {
+  readonly policy: OutboundPolicy;
+  private readonly timeoutMs: number;
+  // Keep-alive reuses a socket only for the destination whose lookup approved it.
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+
+  constructor(options: OutboundClientOptions) {
+    this.policy = new OutboundPolicy(options);
+    this.timeoutMs = options.timeoutMs ?? OUTBOUND_TIMEOUT_MS;
+    const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS, lookup: this.policy.lookup };
+    this.httpAgent = new http.Agent(agentOptions);
+    this.httpsAgent = new https.Agent(agentOptions);
+  }
+
+  /** Resolves with any HTTP status; rejects on refused addresses, network errors and timeouts. */
+  request(target: string | URL, init: OutboundRequest): Promise<OutboundResponse> {
+    let url: URL;
+    try {
+      url = new URL(target);
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AddressNotAllowedError(url.hostname, 'unsupported scheme');
+      this.policy.assertStatic(url);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const timeoutMs = init.timeoutMs ?? this.timeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    const body = init.body ?? '';
+    const secure = url.protocol === 'https:';
+
+    return new Promise<OutboundResponse>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        reject(timeout.aborted ? new OutboundTimeoutError(timeoutMs) : error);
+      };
+      const request = (secure ? https : http).request(url, {
+        method: init.method ?? 'POST',
+        agent: secure ? this.httpsAgent : this.httpAgent,
+        lookup: this.policy.lookup,
+        headers: { ...init.headers, 'content-length': Buffer.byteLength(body) },
+        signal,
+      }, (response) => {
+        const status = response.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          if (init.readBody !== false && size < MAX_RESPONSE_BYTES) chunks.push(chunk.subarray(0, MAX_RESPONSE_BYTES - size));
+          size += chunk.length;
+          // A receiver that sends without end loses its connection rather than holding ours.
+          if (size > MAX_RESPONSE_BYTES) response.destroy();
+        });
+        response.on('error', fail);
+        const settle = () => {
+          if (settled) return;
+          settled = true;
+          resolve({ status, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') });
+        };
+        if (init.readBody === false) return settle();
+        response.on('end', settle);
+        response.on('close', () => {
+          if (size > MAX_RESPONSE_BYTES || response.complete) settle();
+          else fail(Object.assign(new Error('the response ended early'), { code: 'ECONNRESET' }));
+        });
+      });
+      request.on('error', fail);
+      request.end(body);
+    });
+  }
+
+  /** Closes idle keep-alive sockets (after the jobs that use them have stopped). */
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+}
