@@ -4,6 +4,8 @@ import { buildApp, createContext } from '../../../src/app.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
+import { OutboundClient } from '../../../src/security/outbound-client.ts';
+import type { Resolver } from '../../../src/security/outbound.ts';
 import { bearer, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp, type TestClient } from '../../helpers.ts';
 import { FakeFcm, FakeOAuth, rsaKey, saKey, type RsaKey } from './fakes.ts';
 
@@ -23,7 +25,8 @@ export interface PushTest extends TestApp {
   deliver(): Promise<void>;
 }
 
-export async function createPushTest(env: Record<string, string> = {}): Promise<PushTest> {
+/** `resolve` stubs the DNS answers the outbound client sees (the app's environment decides its policy). */
+export async function createPushTest(env: Record<string, string> = {}, options: { resolve?: Resolver } = {}): Promise<PushTest> {
   const key = rsaKey();
   const base = saKey(key, 'http://placeholder/token');
   const oauth = await new FakeOAuth(key.publicKey, { iss: String(base.client_email), kid: String(base.private_key_id) }).start();
@@ -36,6 +39,7 @@ export async function createPushTest(env: Record<string, string> = {}): Promise<
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
   const ctx = createContext(config, storage, await testKeys(), createLogger('debug', sink));
+  if (options.resolve) ctx.outbound = new OutboundClient({ publicOnly: config.env === 'production', resolve: options.resolve });
   const app = await buildApp(ctx);
   await app.ready();
   const client = await createTestClient(ctx);
