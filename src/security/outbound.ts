@@ -17,7 +17,7 @@ export type AddressClass =
   | 'public' | 'loopback' | 'private' | 'link-local' | 'carrier-grade NAT' | 'multicast' | 'broadcast'
   | 'this network' | 'reserved' | 'unique-local' | 'site-local' | 'metadata' | 'not an address';
 
-/** Cloud instance-metadata addresses outside the link-local and private ranges, or worth naming. */
+/** Cloud instance-metadata addresses, named as such (some lie outside the private and link-local ranges). */
 const METADATA_ADDRESSES = new Set([
   '169.254.169.254', // AWS, GCP, Azure, OpenStack, ...
   '169.254.170.2', // AWS ECS task metadata

@@ -8,7 +8,7 @@ import { createHash, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
-import { failureClass, failureDetail, type OutboundClient, type OutboundResponse } from '../../security/outbound-client.ts';
+import { failureDetail, type OutboundClient, type OutboundResponse } from '../../security/outbound-client.ts';
 
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
@@ -269,17 +269,14 @@ export class FcmClient {
   }
 
   /**
-   * A request without a response: the stored error names the step and the failure class only. A
-   * refused address fails at once (retrying cannot help); anything else is retried.
+   * A request without a response: the stored error names the step and the failure class only, and
+   * the attempt is retried (a refused name may resolve elsewhere later; no connection is made meanwhile).
    */
-  private networkFailure(step: 'OAuth token endpoint' | 'FCM', error: unknown): { kind: 'fail'; error: string } | { kind: 'retry'; error: string; retryAfterSeconds: null } {
-    const failure = failureClass(error);
-    if (failure === 'address not allowed') {
-      this.logger?.warn({ step, ...failureDetail(error) }, 'push request refused by the outbound address policy');
-      return { kind: 'fail', error: `${step}: ${failure}` };
-    }
-    this.logger?.debug({ step, ...failureDetail(error) }, 'push request failed');
-    return { kind: 'retry', error: `${step}: ${failure}`, retryAfterSeconds: null };
+  private networkFailure(step: 'OAuth token endpoint' | 'FCM', error: unknown): { kind: 'retry'; error: string; retryAfterSeconds: null } {
+    const detail = failureDetail(error);
+    if (detail.failure === 'address not allowed') this.logger?.warn({ step, ...detail }, 'push request refused by the outbound address policy');
+    else this.logger?.debug({ step, ...detail }, 'push request failed');
+    return { kind: 'retry', error: `${step}: ${detail.failure}`, retryAfterSeconds: null };
   }
 }
 

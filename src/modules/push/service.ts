@@ -11,7 +11,7 @@ import { newId } from '../../db/ids.ts';
 import type { PushDeliveryStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
-import { classifyLiteral, type OutboundPolicy } from '../../security/outbound.ts';
+import { canonicalHost, classifyLiteral, type OutboundPolicy } from '../../security/outbound.ts';
 import { credentialsVersion, type FcmClient, type ServiceAccount } from './fcm.ts';
 import * as repo from './repo.ts';
 
@@ -41,7 +41,7 @@ export type SaKey = Record<(typeof SA_KEY_MEMBERS)[number], string>;
 export type SaKeyInput = Partial<Record<(typeof SA_KEY_MEMBERS)[number] | 'universe_domain', string>>;
 
 function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || classifyLiteral(hostname) === 'loopback';
+  return canonicalHost(hostname) === 'localhost' || classifyLiteral(hostname) === 'loopback';
 }
 
 /** The PEM as parsed key, or null. Google's files have real newlines; a pasted `\n` is accepted too. */
