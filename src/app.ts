@@ -13,7 +13,7 @@ import type { Storage } from './db/index.ts';
 import { AccessLogController, registerAccessLog } from './http/access-log.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
-import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.ts';
+import { clientErrorHandler, frameworkErrorHandler, refuseConnect } from './http/framework-errors.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { MAX_ID_LENGTH } from './http/schemas.ts';
@@ -80,6 +80,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  refuseConnect(app.server, nextRequestId);
   registerValidation(app);
   registerErrorHandling(app);
   registerAuth(app, ctx.tokens, ctx.config.adminToken);

@@ -3,12 +3,14 @@
  * Cache-Control: no-store like every other response. Fastify's router errors (bad percent-encoding,
  * over-long path parameters) come through `frameworkErrors`; what Node's HTTP parser refuses (request
  * heads over the header size limit, unknown methods, bad Content-Length or chunking, head timeouts)
- * comes through `clientErrorHandler`, which writes to the socket itself since no request exists yet.
+ * comes through `clientErrorHandler`, which writes to the socket itself since no request exists yet;
+ * CONNECT, which Node hands to its own event, is refused the same way.
  */
 import http from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { familyForPath, renderProblem, type Problem } from './errors.ts';
+import { familyForPath, renderProblem, type ErrorFamily, type Problem } from './errors.ts';
 import { sendProblem } from './errors-plugin.ts';
 
 /** The router's errors; anything else it may raise (an async constraint failing) is a 500 like any other. */
@@ -68,7 +70,27 @@ export function pathOfRawRequest(raw: unknown): string {
   return target;
 }
 
-/** Fastify's clientErrorHandler: the family body, x-request-id and Cache-Control, then the socket is closed. */
+/** A whole response written to a socket that has no request object, and the socket closed. */
+function answerOnSocket(socket: Duplex, family: ErrorFamily, problem: Problem, requestId: string, error?: Error): void {
+  // A response already under way on this connection cannot be followed by another one.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    const body = JSON.stringify(renderProblem(family, problem));
+    socket.write(`HTTP/1.1 ${problem.status} ${http.STATUS_CODES[problem.status] ?? 'Error'}\r\n`
+      + 'Content-Type: application/json; charset=utf-8\r\n'
+      + `Content-Length: ${Buffer.byteLength(body)}\r\n`
+      + `x-request-id: ${requestId}\r\n`
+      + 'Cache-Control: no-store\r\n'
+      + 'Connection: close\r\n\r\n'
+      + body);
+  }
+  socket.destroy(error);
+}
+
+/**
+ * Fastify's clientErrorHandler. The family comes from the request line in the data the parser failed
+ * on; when that line came in an earlier packet (a head split across reads), the standard family.
+ */
 export function clientErrorHandler(nextRequestId: () => string) {
   // Fastify calls it with the instance as `this`.
   return function onClientError(this: { log: FastifyBaseLogger }, error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
@@ -76,18 +98,14 @@ export function clientErrorHandler(nextRequestId: () => string) {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     const problem = clientErrorProblem(error.code);
     const requestId = nextRequestId();
-    const family = familyForPath(pathOfRawRequest(error.rawPacket));
     this.log.debug({ err: error, reqId: requestId, status: problem.status }, 'client error before routing');
-    if (socket.writable) {
-      const body = JSON.stringify(renderProblem(family, problem));
-      socket.write(`HTTP/1.1 ${problem.status} ${http.STATUS_CODES[problem.status] ?? 'Error'}\r\n`
-        + 'Content-Type: application/json; charset=utf-8\r\n'
-        + `Content-Length: ${Buffer.byteLength(body)}\r\n`
-        + `x-request-id: ${requestId}\r\n`
-        + 'Cache-Control: no-store\r\n'
-        + 'Connection: close\r\n\r\n'
-        + body);
-    }
-    socket.destroy(error);
+    answerOnSocket(socket, familyForPath(pathOfRawRequest(error.rawPacket)), problem, requestId, error);
   };
+}
+
+/** CONNECT never reaches Fastify (Node emits 'connect'); without a listener Node would drop the socket unanswered. */
+export function refuseConnect(server: http.Server, nextRequestId: () => string): void {
+  server.on('connect', (request: http.IncomingMessage, socket: Duplex) => {
+    answerOnSocket(socket, familyForPath(request.url ?? '/'), { status: 405, message: 'The CONNECT method is not supported.' }, nextRequestId());
+  });
 }
