@@ -2,13 +2,13 @@
  * Request validation as the contract wants it: bodies are never type-coerced and every error is
  * reported (allErrors); query strings and headers are coerced where their schema says integer.
  * `x-message` on a schema replaces Ajv's wording for that value (e.g. the clinic contact rule).
- * Whatever a schema says, no part (body, params, query, headers) passes with a U+0000 in a string or
- * key, and free-form objects carry `x-max-depth`, `x-max-keys` and `x-max-bytes` (see schemas.ts).
+ * Whatever a schema says, no part (body, params, query, headers) passes with a U+0000 or an unpaired
+ * surrogate in a string or key, and free-form objects carry `x-max-depth`, `x-max-keys` and `x-max-bytes` (see schemas.ts).
  */
 import { Ajv, type ErrorObject, type Options, type SchemaValidateFunction as DataValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaValidationError, preValidationHookHandler } from 'fastify';
-import { depthOf, encodedBytes, keyCountOf, nulErrors } from './hostile-input.ts';
+import { depthOf, encodedBytes, keyCountOf, unstorableStringErrors } from './hostile-input.ts';
 import { addRouteHook } from './route-hooks.ts';
 
 // ajv-formats is CommonJS with a default export.
@@ -48,16 +48,16 @@ interface CompiledValidator {
   schemaEnv?: unknown;
 }
 
-/** Ajv's validator followed by the NUL check, whose errors join Ajv's. */
-function withNulCheck(validate: CompiledValidator): CompiledValidator {
+/** Ajv's validator followed by the string check (NUL, unpaired surrogates), whose errors join Ajv's. */
+function withStringCheck(validate: CompiledValidator): CompiledValidator {
   const checked: CompiledValidator = (data, context) => {
     const valid = validate(data, context);
-    const nul = nulErrors(data);
-    if (nul.length === 0) {
+    const problems = unstorableStringErrors(data);
+    if (problems.length === 0) {
       checked.errors = validate.errors;
       return valid;
     }
-    checked.errors = [...(valid ? [] : (validate.errors ?? [])), ...nul];
+    checked.errors = [...(valid ? [] : (validate.errors ?? [])), ...problems];
     return false;
   };
   // Fastify passes the parent object only to validators that have schemaEnv (Ajv's), so Ajv can coerce a root value.
@@ -66,8 +66,8 @@ function withNulCheck(validate: CompiledValidator): CompiledValidator {
 }
 
 /** A 400 for request parts that have no schema, in the shape of a validation failure. */
-function nulFailure(part: 'params' | 'querystring', data: unknown): Error | null {
-  const errors = nulErrors(data);
+function stringFailure(part: 'params' | 'querystring', data: unknown): Error | null {
+  const errors = unstorableStringErrors(data);
   if (errors.length === 0) return null;
   return Object.assign(new Error(`${part} ${errors[0]!.message}`), {
     statusCode: 400, validation: errors as unknown as FastifySchemaValidationError[], validationContext: part,
@@ -75,17 +75,17 @@ function nulFailure(part: 'params' | 'querystring', data: unknown): Error | null
 }
 
 const checkUnvalidatedParams: preValidationHookHandler = (request, _reply, done) => {
-  done(nulFailure('params', request.params) ?? undefined);
+  done(stringFailure('params', request.params) ?? undefined);
 };
 const checkUnvalidatedQuery: preValidationHookHandler = (request, _reply, done) => {
-  done(nulFailure('querystring', request.query) ?? undefined);
+  done(stringFailure('querystring', request.query) ?? undefined);
 };
 
 export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
   const paramAjv = makeAjv({ coerceTypes: 'array' });
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    withNulCheck((httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object) as CompiledValidator) as never);
+    withStringCheck((httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object) as CompiledValidator) as never);
 
   // JSON bodies: an empty body is "no body" (operations without one accept it with the JSON
   // content type); everything else goes through Fastify's safe parser (no __proto__ pollution).
@@ -109,7 +109,7 @@ export function registerValidation(app: FastifyInstance): void {
   };
   app.addHook('onRoute', (route) => {
     if (route.schema?.body !== undefined) addRouteHook(route, 'preValidation', bodyOrNull);
-    // Parts with a schema get the NUL check from their validator; the others from these hooks.
+    // Parts with a schema get the string check from their validator; the others from these hooks.
     if (route.schema?.params === undefined && /[:*]/.test(route.url)) addRouteHook(route, 'preValidation', checkUnvalidatedParams);
     if (route.schema?.querystring === undefined) addRouteHook(route, 'preValidation', checkUnvalidatedQuery);
   });

@@ -46,7 +46,7 @@ describe(`hostile input (${DIALECT})`, () => {
   const appointmentPost = (body: string) =>
     t.app.inject({ method: 'POST', url: '/dr/v1/appointment', headers: { auth: practice.client.token, 'content-type': 'application/json' }, payload: body });
 
-  describe('U+0000', () => {
+  describe('strings the database cannot store (U+0000, unpaired surrogates)', () => {
     it('is refused in the unauthenticated login body, naming the field', async () => {
       const response = await t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', payload: { client_id: 'a\u0000b', client_secret: 'x\u0000' } });
       assert.equal(response.statusCode, 400);
@@ -105,6 +105,25 @@ describe(`hostile input (${DIALECT})`, () => {
       const device = await t.app.inject({ method: 'DELETE', url: '/notification/delete-device', headers: { ...bearer(client.token), 'device-id': 'd\u0000' } });
       assert.equal(device.statusCode, 400);
       assert.deepEqual(device.json(), { message: `device-id: ${NUL_MESSAGE}`, error_code: 400 });
+    });
+
+    it('comes with the unpaired surrogate (not encodable as UTF-8) refused the same way', async () => {
+      const login = await t.app.inject({
+        method: 'POST', url: '/connect-auth/v1/account/login', headers: { 'content-type': 'application/json' }, payload: '{"client_id":"\\ud800","client_secret":"x"}',
+      });
+      assert.equal(login.statusCode, 400);
+      assert.deepEqual(login.json(), { code: 400, error: 'client_id: must be well-formed Unicode (no unpaired surrogate)' });
+      const before = await count('cases');
+      const created = await t.app.inject({
+        method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'pt-sur', 'content-type': 'application/json' },
+        payload: '{"id":"\\udc00x","display_name":"ok \\ud83d\\ude00","occurred_at":1700000000,"partner_meta":{"\\ud800":1}}',
+      });
+      assert.equal(created.statusCode, 400);
+      assert.deepEqual(created.json(), {
+        error: 'id: must be well-formed Unicode (no unpaired surrogate); partner_meta: has a key that is not well-formed Unicode (an unpaired surrogate)',
+        code: 'INVALID_REQUEST',
+      });
+      assert.equal(await count('cases'), before);
     });
 
     it('is refused in a review comment, with the form shown again', async () => {
