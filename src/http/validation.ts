@@ -3,7 +3,8 @@
  * reported (allErrors); query strings and headers are coerced where their schema says integer.
  * `x-message` on a schema replaces Ajv's wording for that value (e.g. the clinic contact rule).
  * Whatever a schema says, no part (body, params, query, headers) passes with a U+0000 or an unpaired
- * surrogate in a string or key, and free-form objects carry `x-max-depth`, `x-max-keys` and `x-max-bytes` (see schemas.ts).
+ * surrogate in a string or key; free-form objects carry `x-max-depth`, `x-max-keys` and `x-max-bytes`
+ * (see schemas.ts).
  */
 import { Ajv, type ErrorObject, type Options, type SchemaValidateFunction as DataValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';

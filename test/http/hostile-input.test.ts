@@ -280,6 +280,28 @@ describe(`hostile input (${DIALECT})`, () => {
   describe('numbers outside what the columns store', () => {
     const hostile: Array<[string, unknown]> = [['1e308', 1e308], ['-1', -1], ['2^63', 2 ** 63], ['1.5', 1.5], ['-2^63', -(2 ** 63)]];
 
+    it('have a stated minimum and maximum, within what a BIGINT column and a JS number hold exactly, in every request schema', async () => {
+      const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+      const numeric: string[] = [];
+      const walk = (node: any, where: string) => {
+        if (!node || typeof node !== 'object') return;
+        if (Array.isArray(node)) return node.forEach((child, i) => walk(child, `${where}[${i}]`));
+        const types = [node.type].flat();
+        if (types.includes('integer') || types.includes('number')) {
+          numeric.push(where);
+          assert.ok(Number.isSafeInteger(node.minimum) && Number.isSafeInteger(node.maximum), `${where} has minimum and maximum: ${JSON.stringify(node)}`);
+        }
+        for (const [key, child] of Object.entries(node)) if (key !== 'examples' && key !== 'default') walk(child, `${where}.${key}`);
+      };
+      for (const [path, operations] of Object.entries<Record<string, any>>(doc.paths)) {
+        for (const [method, operation] of Object.entries<any>(operations)) {
+          for (const parameter of operation.parameters ?? []) walk(parameter.schema, `${method} ${path} ${parameter.in} ${parameter.name}`);
+          walk(operation.requestBody?.content, `${method} ${path} body`);
+        }
+      }
+      assert.ok(numeric.length >= 10, `numeric request fields found: ${numeric.join(', ')}`);
+    });
+
     it('are refused in bodies: epoch seconds and queue tokens', async () => {
       const before = await count('appointments');
       for (const [label, value] of hostile) {
