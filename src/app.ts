@@ -13,8 +13,10 @@ import type { Storage } from './db/index.ts';
 import { AccessLogController, registerAccessLog } from './http/access-log.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
+import { clientErrorHandler, frameworkErrorHandler, refuseConnect } from './http/framework-errors.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { MAX_ID_LENGTH } from './http/schemas.ts';
 import { requestLogger } from './http/request-logger.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/worker.ts';
@@ -26,6 +28,13 @@ import { OutboundClient } from './security/outbound-client.ts';
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 export const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The router's limit on one path parameter, in UTF-16 code units after percent-decoding: the longest
+ * id a schema accepts (MAX_ID_LENGTH code points) is up to twice that when made of astral characters.
+ * Raised to fit the schemas rather than the schemas lowered, since ids of up to 200 characters exist.
+ */
+export const MAX_PARAM_LENGTH = 2 * MAX_ID_LENGTH;
 
 export function createContext(config: Config, storage: Storage, keys: Keys, logger: Logger): AppContext {
   const metrics = createRegistry();
@@ -52,6 +61,7 @@ const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{8,64}$/;
 /** Request ids: a random prefix per process and a counter, unique without a random draw per request. */
 const REQUEST_ID_PREFIX = `req_${randomBytes(6).toString('base64url')}`;
 let requestCounter = 0;
+const nextRequestId = () => `${REQUEST_ID_PREFIX}${(requestCounter++).toString(36)}`;
 
 export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
@@ -60,15 +70,19 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     // One line per request, written by registerAccessLog, instead of Fastify's.
     logController: new AccessLogController(),
     bodyLimit: BODY_LIMIT,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     requestIdHeader: false,
+    // Errors before routing, in the family body like the rest (framework-errors.ts).
+    frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
+    clientErrorHandler: clientErrorHandler(nextRequestId),
     // A caller's well-formed x-request-id is kept so that traces join up; anything else is replaced.
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : `${REQUEST_ID_PREFIX}${(requestCounter++).toString(36)}`;
+      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  refuseConnect(app.server, nextRequestId);
   registerValidation(app);
   registerErrorHandling(app);
   registerAuth(app, ctx.tokens, ctx.config.adminToken);

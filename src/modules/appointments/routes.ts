@@ -7,17 +7,15 @@ import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
-import { StandardError } from '../../http/schemas.ts';
+import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { AppointmentService } from './service.ts';
 
 interface RouteConfig { family: ErrorFamily; auth: RouteAuth }
 
 const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
-const FreeForm = Type.Record(Type.String(), Type.Unknown());
-const DisplayMeta = Type.Record(Type.String(), Type.Unknown(), {
-  description: 'Shown on the appointment card: keys up to 30 characters; values a string (up to 50 characters), an integer or a float',
-});
-const Id = Type.String({ minLength: 1, maxLength: 200 });
+const FreeForm = freeFormObject();
+const DisplayMeta = freeFormObject('Shown on the appointment card: keys up to 30 characters; values a string (up to 50 characters), an integer or a float');
+const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
 
 const CustomAttributes = Type.Object({
   label: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
@@ -68,7 +66,7 @@ const BookBody = Type.Object({
 
 const UpdateBody = Type.Object({
   custom_attributes: Type.Optional(CustomAttributes),
-  partner_meta: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Replaces the stored object' })),
+  partner_meta: Type.Optional(freeFormObject('Replaces the stored object')),
   patient_details: Type.Optional(PatientDetails),
   token: Type.Optional(Token),
   video_connect: Type.Optional(VideoConnect),
@@ -102,7 +100,7 @@ const Record_ = Type.Object({
   updated_at: Type.Integer(),
 });
 
-const Params = Type.Object({ appointment_id: Type.String({ maxLength: 200 }) });
+const Params = Type.Object({ appointment_id: Type.String({ maxLength: MAX_ID_LENGTH }) });
 const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: '1: appointment_id is the partner\'s id' })) });
 const ListQuery = Type.Object({
   clinic_id: Type.Optional(Id),

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { SCOPES } from '../../http/scopes.ts';
-import { StandardError } from '../../http/schemas.ts';
+import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { createBusiness, createClient } from './service.ts';
 
 export function businessRoutes(ctx: AppContext) {
@@ -28,7 +28,7 @@ export function businessRoutes(ctx: AppContext) {
       schema: {
         tags: ['admin'],
         summary: 'Create an API client for a business (all scopes unless listed)',
-        params: Type.Object({ business_id: Type.String() }),
+        params: Type.Object({ business_id: Type.String({ maxLength: MAX_ID_LENGTH }) }),
         body: Type.Union([Type.Object({ scopes: Type.Optional(Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { maxItems: 20 })) }), Type.Null()]),
         response: {
           201: Type.Object({ business_id: Type.String(), client_id: Type.String(), client_secret: Type.String(), scopes: Type.Array(Type.String()) }),

@@ -7,10 +7,10 @@ import type { Db } from '../../db/index.ts';
 import { canonicalPatientRef } from '../patients/repo.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { AppError, type ErrorFamily } from '../../http/errors.ts';
-import { CasesError } from '../../http/schemas.ts';
+import { CasesError, FREE_FORM_DESCRIPTION, FREE_FORM_LIMITS, MAX_ID_LENGTH } from '../../http/schemas.ts';
 import { CasesService, HI_TYPES, type CaseChanges, type HiType, type NewCase, type PatientScope } from './service.ts';
 
-const MAX_PATIENT_REF = 200;
+const MAX_PATIENT_REF = MAX_ID_LENGTH;
 
 interface RouteConfig {
   family: ErrorFamily;
@@ -19,9 +19,9 @@ interface RouteConfig {
 
 // Declared for the documentation; the preParsing hook below has already answered a missing one.
 const PatientHeader = Type.Object({
-  'x-pt-id': Type.String({ description: "The patient's id within the business (the service's or the partner's)." }),
+  'x-pt-id': Type.String({ maxLength: MAX_ID_LENGTH, description: "The patient's id within the business (the service's or the partner's)." }),
 });
-const CaseId = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
+const CaseId = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, 'x-message': `must be a string of 1 to ${MAX_ID_LENGTH} characters` });
 const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'epoch seconds', 'x-message': 'must be an integer epoch in seconds' });
 const DisplayName = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
 const HI_TYPE_MESSAGE = `must be one of ${HI_TYPES.join(', ')}`;
@@ -29,7 +29,7 @@ const HiTypeSchema = Type.Unsafe<HiType>({ type: 'string', enum: [...HI_TYPES], 
 const NullableHiType = Type.Unsafe<HiType | null>({ type: ['string', 'null'], enum: [...HI_TYPES, null], 'x-message': `${HI_TYPE_MESSAGE}, or null` });
 const CaseType = Type.String({ maxLength: 100, 'x-message': 'must be a string of at most 100 characters' });
 const NullableCaseType = Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 100, 'x-message': 'must be a string of at most 100 characters, or null' });
-const PartnerMeta = Type.Object({}, { additionalProperties: true, description: 'free-form object' });
+const PartnerMeta = Type.Object({}, { additionalProperties: true, ...FREE_FORM_LIMITS, description: `free-form object. ${FREE_FORM_DESCRIPTION}` });
 
 const CaseItem = Type.Object({
   display_name: Type.String(),
@@ -65,7 +65,7 @@ const UpdateBody = Type.Object({
   hi_type: Type.Optional(NullableHiType),
   partner_meta: Type.Optional(PartnerMeta),
 });
-const IdParams = Type.Object({ id: Type.String() });
+const IdParams = Type.Object({ id: Type.String({ maxLength: MAX_ID_LENGTH }) });
 
 const errors = { 400: CasesError, 401: CasesError, 403: CasesError };
 

@@ -4,7 +4,7 @@ import { Counter } from 'prom-client';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
-import { NotificationError } from '../../http/schemas.ts';
+import { MAX_ID_LENGTH, NotificationError } from '../../http/schemas.ts';
 import { ConfigError } from '../../config.ts';
 import { FcmClient } from './fcm.ts';
 import {
@@ -163,7 +163,7 @@ export function pushRoutes(ctx: AppContext) {
       schema: {
         tags,
         summary: "A notification's outcome on each device",
-        params: Type.Object({ notification_id: Type.String() }),
+        params: Type.Object({ notification_id: Type.String({ maxLength: MAX_ID_LENGTH }) }),
         response: {
           200: Type.Object({
             notification_id: Type.String(),

@@ -96,6 +96,8 @@ export function validateForm(body: unknown): { input: FormInput; errors: FormErr
   } else {
     const length = characterCount(input.comment);
     if (length > COMMENT_MAX) errors.comment = `Your comment has ${length} characters; please shorten it to ${COMMENT_MAX} or fewer.`;
+    // The form's page validates here, not in the validation layer (attachValidation), so the NUL rule is repeated.
+    else if (input.comment.includes('\u0000')) errors.comment = 'Your comment contains a NUL character (U+0000); please remove it.';
   }
   return { input, errors, rating, comment: input.comment === '' ? null : input.comment };
 }
