@@ -10,6 +10,7 @@ import { AppError } from '../../http/errors.ts';
 import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../security/secrets.ts';
 import { findActiveClient } from '../businesses/repo.ts';
 import * as repo from './repo.ts';
+import type { LoginGuard } from './throttle.ts';
 import type { AccessTokens } from './tokens.ts';
 
 export interface TokenPair {
@@ -23,18 +24,27 @@ export class AuthService {
   readonly #db: Kysely<Database>;
   readonly #tokens: AccessTokens;
   readonly #refreshTtlSeconds: number;
+  readonly #guard: LoginGuard;
 
-  constructor(db: Kysely<Database>, tokens: AccessTokens, refreshTtlSeconds: number) {
+  constructor(db: Kysely<Database>, tokens: AccessTokens, refreshTtlSeconds: number, guard: LoginGuard) {
     this.#db = db;
     this.#tokens = tokens;
     this.#refreshTtlSeconds = refreshTtlSeconds;
+    this.#guard = guard;
   }
 
-  async login(clientId: string, clientSecret: string): Promise<TokenPair> {
+  /** `address` is the caller's source address, for its failure budget (throttle.ts). */
+  async login(clientId: string, clientSecret: string, address: string): Promise<TokenPair> {
+    // Before the database and the hash: a throttled attempt costs neither.
+    const admission = await this.#guard.admit(clientId, address);
     const client = await findActiveClient(this.#db, clientId);
     // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
-    const valid = await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH);
-    if (!client || !valid) throw new AppError(401, 'Invalid client credentials');
+    const valid = await this.#guard.verify(admission, () => verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH));
+    if (!client || !valid) {
+      this.#guard.failed();
+      throw new AppError(401, 'Invalid client credentials');
+    }
+    await this.#guard.succeeded(admission);
     return this.#issue(this.#db, client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
   }
 

@@ -10,9 +10,10 @@
  * refusing or letting everything through.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { addRouteHook } from '../../http/route-hooks.ts';
+import { connectRedis } from '../../security/buckets.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -105,15 +106,8 @@ export function createSearchRateLimiter(options: { rate: number; burst: number; 
   if (!options.redisUrl) {
     return { take: (key) => memory.take(key), close: async () => {} };
   }
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 }) as RedisWithBucket;
+  const redis = connectRedis(options.redisUrl, options.logger, 'search rate limit') as RedisWithBucket;
   redis.defineCommand('cpsTokenBucket', { numberOfKeys: 1, lua: TOKEN_BUCKET_LUA });
-  let lastWarning = 0;
-  redis.on('error', (error: Error) => {
-    if (Date.now() - lastWarning > 60_000) {
-      lastWarning = Date.now();
-      options.logger.warn({ err: { message: error.message } }, 'search rate limit: Redis unavailable, using the in-process bucket');
-    }
-  });
   return {
     async take(key) {
       try {
