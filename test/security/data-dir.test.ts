@@ -1,0 +1,93 @@
+/** Files in CPS_DATA_DIR: created 0600 in a 0700 directory whatever the umask; wider ones are warned about. */
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { openSqlite } from '../../src/db/index.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/logger.ts';
+import { writeSnapshotFile } from '../../src/modules/search/snapshot.ts';
+import { warnAboutWideModes } from '../../src/security/data-dir.ts';
+import { loadKeys } from '../../src/security/keys.ts';
+import { DIALECT } from '../helpers.ts';
+
+const modeOf = (file: string) => statSync(file).mode & 0o777;
+
+describe(`data directory modes (${DIALECT})`, () => {
+  let root: string;
+  let umask: number;
+  before(() => {
+    root = mkdtempSync(path.join(tmpdir(), 'cps-modes-'));
+    // A umask that narrows nothing: the modes below come from the service, not from the umask.
+    umask = process.umask(0);
+  });
+  after(() => {
+    process.umask(umask);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('creates the SQLite database, its WAL and shared-memory files 0600 in a 0700 directory', async () => {
+    const dataDir = path.join(root, 'sqlite', 'data');
+    const storage = openSqlite(path.join(dataDir, 'cps.sqlite'));
+    try {
+      await migrateToLatest(storage.db);
+      await storage.db.insertInto('businesses').values({ id: 'biz_modes', name: 'Modes', created_at: Date.now() }).execute();
+      const names = readdirSync(dataDir).sort();
+      assert.deepEqual(names, ['cps.sqlite', 'cps.sqlite-shm', 'cps.sqlite-wal']);
+      for (const name of names) assert.equal(modeOf(path.join(dataDir, name)), 0o600, name);
+      assert.equal(modeOf(dataDir), 0o700);
+    } finally {
+      await storage.destroy();
+    }
+  });
+
+  it('creates the development keys 0600 in a 0700 directory', async () => {
+    const dataDir = path.join(root, 'keys');
+    await loadKeys(loadConfig({ CPS_DATA_DIR: dataDir }));
+    assert.equal(modeOf(dataDir), 0o700);
+    assert.equal(modeOf(path.join(dataDir, 'jwt-signing-key.pem')), 0o600);
+    assert.equal(modeOf(path.join(dataDir, 'master.key')), 0o600);
+  });
+
+  it('writes search index snapshots 0600', async () => {
+    const dataDir = path.join(root, 'snapshots');
+    mkdirSync(dataDir, { mode: 0o700 });
+    const file = path.join(dataDir, 'search-index-0123456789abcdef.bin');
+    await writeSnapshotFile(file, [Buffer.from('CPSSNAP1')]);
+    assert.equal(modeOf(file), 0o600);
+  });
+
+  it('warns, naming the path and its mode, about a wide directory and wide service files, changing nothing', () => {
+    const dataDir = path.join(root, 'wide');
+    mkdirSync(dataDir);
+    chmodSync(dataDir, 0o755);
+    for (const [name, mode] of [['cps.sqlite', 0o644], ['cps.sqlite-wal', 0o640], ['master.key', 0o600], ['search-index-00ff.bin', 0o604], ['notes.txt', 0o644]] as const) {
+      writeFileSync(path.join(dataDir, name), '');
+      chmodSync(path.join(dataDir, name), mode);
+    }
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger('info', new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } }));
+    warnAboutWideModes(dataDir, logger);
+    const warned = lines.filter((line) => line.level === 40).map((line) => [line.path, line.mode, line.expected]).sort();
+    assert.deepEqual(warned, [
+      [dataDir, '0755', '0700'],
+      [path.join(dataDir, 'cps.sqlite'), '0644', '0600'],
+      [path.join(dataDir, 'cps.sqlite-wal'), '0640', '0600'],
+      [path.join(dataDir, 'search-index-00ff.bin'), '0604', '0600'],
+    ].sort());
+    assert.match(String(lines[0]!.msg), /has mode 0\d{3}: other users on this machine can reach it; expected 0\d{3}/);
+    assert.equal(modeOf(path.join(dataDir, 'cps.sqlite')), 0o644, 'the operator\'s modes are left alone');
+    assert.equal(modeOf(dataDir), 0o755);
+  });
+
+  it('says nothing about a private data directory, or one that does not exist yet', () => {
+    const lines: string[] = [];
+    const logger = createLogger('info', new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } }));
+    warnAboutWideModes(path.join(root, 'keys'), logger);
+    warnAboutWideModes(path.join(root, 'absent'), logger);
+    assert.deepEqual(lines, []);
+  });
+});
