@@ -12,7 +12,8 @@ import { createLogger } from '../../src/logger.ts';
 import { writeSnapshotFile } from '../../src/modules/search/snapshot.ts';
 import { warnAboutWideModes } from '../../src/security/data-dir.ts';
 import { loadKeys } from '../../src/security/keys.ts';
-import { DIALECT } from '../helpers.ts';
+import { createTestDatabase, DIALECT } from '../helpers.ts';
+import { startServerProcess } from '../process.ts';
 
 const modeOf = (file: string) => statSync(file).mode & 0o777;
 
@@ -89,5 +90,33 @@ describe(`data directory modes (${DIALECT})`, () => {
     warnAboutWideModes(path.join(root, 'keys'), logger);
     warnAboutWideModes(path.join(root, 'absent'), logger);
     assert.deepEqual(lines, []);
+  });
+
+  it('a real start (umask 000) creates its directory 0700 and every file 0600, and the next start warns about wider ones', async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const dataDir = path.join(fresh.dataDir, 'data');
+      const env = { CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', ...(fresh.databaseUrl ? { DATABASE_URL: fresh.databaseUrl } : {}) };
+      const first = await startServerProcess(env);
+      first.child.kill('SIGTERM');
+      assert.equal(await first.exited, 0);
+      const names = readdirSync(dataDir);
+      assert.ok(names.includes('master.key') && names.includes('jwt-signing-key.pem') && names.includes('demo-credentials.json'), names.join(', '));
+      if (DIALECT === 'sqlite') assert.ok(names.includes('cps.sqlite'));
+      for (const name of names) assert.equal(modeOf(path.join(dataDir, name)), 0o600, name);
+      assert.equal(modeOf(dataDir), 0o700);
+      assert.doesNotMatch(first.output(), /has mode/);
+
+      chmodSync(dataDir, 0o750);
+      chmodSync(path.join(dataDir, 'master.key'), 0o644);
+      const second = await startServerProcess(env);
+      second.child.kill('SIGTERM');
+      assert.equal(await second.exited, 0);
+      const warnings = second.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+        .filter((line) => line.level === 40 && /has mode/.test(line.msg)).map((line) => [line.path, line.mode]).sort();
+      assert.deepEqual(warnings, [[dataDir, '0750'], [path.join(dataDir, 'master.key'), '0644']].sort());
+    } finally {
+      await fresh.drop();
+    }
   });
 });
