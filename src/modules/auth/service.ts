@@ -5,7 +5,7 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
-import type { Database } from '../../db/schema.ts';
+import type { ApiClientsTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../security/secrets.ts';
 import { findActiveClient } from '../businesses/repo.ts';
@@ -37,9 +37,17 @@ export class AuthService {
   async login(clientId: string, clientSecret: string, address: string): Promise<TokenPair> {
     // Before the database and the hash: a throttled attempt costs neither.
     const admission = await this.#guard.admit(clientId, address);
-    const client = await findActiveClient(this.#db, clientId);
-    // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
-    const valid = await this.#guard.verify(admission, () => verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH));
+    let client: ApiClientsTable | undefined;
+    let valid: boolean;
+    try {
+      client = await findActiveClient(this.#db, clientId);
+      // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
+      valid = await this.#guard.verify(() => verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH));
+    } catch (error) {
+      // The secret was never tried (no verification slot, or the database failed): no failure to count.
+      await this.#guard.giveBack(admission);
+      throw error;
+    }
     if (!client || !valid) {
       this.#guard.failed();
       throw new AppError(401, 'Invalid client credentials');

@@ -87,6 +87,11 @@ export class LoginGuard {
   /** A successful login costs no budget. */
   async succeeded(admission: Admission): Promise<void> {
     this.#attempts.inc({ outcome: 'succeeded' });
+    await this.giveBack(admission);
+  }
+
+  /** Returns an admitted attempt's budget: it succeeded, or its secret was never tried. */
+  async giveBack(admission: Admission): Promise<void> {
     if (admission.length > 0) await this.#buckets.refund(admission);
   }
 
@@ -94,11 +99,8 @@ export class LoginGuard {
     this.#attempts.inc({ outcome: 'failed' });
   }
 
-  /**
-   * Runs a secret verification in a free slot, or after the ones queued; refuses with 503 when the
-   * queue is full. A refused attempt gives its budget back: its secret was never tried.
-   */
-  async verify(admission: Admission, work: () => Promise<boolean>): Promise<boolean> {
+  /** Runs a secret verification in a free slot, or after the ones queued; refuses with 503 when the queue is full. */
+  async verify(work: () => Promise<boolean>): Promise<boolean> {
     const counted = () => {
       this.#verifications.inc();
       return work();
@@ -106,7 +108,6 @@ export class LoginGuard {
     if (!this.#limit) return counted();
     if (this.#limit.activeCount + this.#limit.pendingCount >= this.#options.hashConcurrency + this.#options.hashQueue) {
       this.#attempts.inc({ outcome: 'busy' });
-      if (admission.length > 0) await this.#buckets.refund(admission);
       throw new AppError(503, 'Too many logins in progress; retry in 1 s', { headers: { 'retry-after': '1' } });
     }
     return this.#limit(counted);

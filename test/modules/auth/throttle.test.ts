@@ -152,7 +152,7 @@ describe(`login throttling (${DIALECT})`, () => {
       // Verifications held open: one runs, one waits, so the queue is full.
       let release!: (valid: boolean) => void;
       const gate = new Promise<boolean>((resolve) => { release = resolve; });
-      const held = [guard.verify([], () => gate), guard.verify([], () => gate)];
+      const held = [guard.verify(() => gate), guard.verify(() => gate)];
       const busy = [];
       for (let i = 0; i < 4; i++) busy.push(await login(t.app, 'cl_flood', 'cs_wrong'));
       assert.deepEqual(busy.map((r) => r.statusCode), [503, 503, 503, 503]);
