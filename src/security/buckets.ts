@@ -140,6 +140,8 @@ export interface Buckets {
   /** The in-process buckets answer at once; Redis with a promise. */
   take(limits: readonly BucketLimit[]): BucketsTake | Promise<BucketsTake>;
   refund(limits: readonly BucketLimit[]): void | Promise<void>;
+  /** Resolves once Redis is connected (at once without Redis), or after `timeoutMs`; until then takes use the in-process buckets. */
+  connected(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -148,7 +150,7 @@ export function createBuckets(options: { redisUrl: string | null; logger: Logger
   const now = options.now ?? Date.now;
   const memory = new MemoryBuckets();
   if (!options.redisUrl) {
-    return { take: (limits) => memory.take(limits, now()), refund: (limits) => memory.refund(limits, now()), close: async () => {} };
+    return { take: (limits) => memory.take(limits, now()), refund: (limits) => memory.refund(limits, now()), connected: async () => {}, close: async () => {} };
   }
   const redis = connectRedis(options.redisUrl, options.logger, options.what) as RedisWithBuckets;
   redis.defineCommand('cpsBuckets', { lua: BUCKETS_LUA });
@@ -169,6 +171,18 @@ export function createBuckets(options: { redisUrl: string | null; logger: Logger
       } catch {
         memory.refund(limits, now());
       }
+    },
+    connected(timeoutMs) {
+      if (redis.status === 'ready') return Promise.resolve();
+      return new Promise((resolve) => {
+        const timer = setTimeout(done, timeoutMs);
+        function done() {
+          clearTimeout(timer);
+          redis.off('ready', done);
+          resolve();
+        }
+        redis.once('ready', done);
+      });
     },
     async close() {
       redis.disconnect();

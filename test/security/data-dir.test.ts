@@ -16,6 +16,8 @@ import { createTestDatabase, DIALECT } from '../helpers.ts';
 import { startServerProcess } from '../process.ts';
 
 const modeOf = (file: string) => statSync(file).mode & 0o777;
+/** Starting loads the built-in catalogue: on a loaded 2-core machine, more than the helper's default 30 s. */
+const START_TIMEOUT_MS = 90_000;
 
 describe(`data directory modes (${DIALECT})`, () => {
   let root: string;
@@ -97,7 +99,7 @@ describe(`data directory modes (${DIALECT})`, () => {
     try {
       const dataDir = path.join(fresh.dataDir, 'data');
       const env = { CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', ...(fresh.databaseUrl ? { DATABASE_URL: fresh.databaseUrl } : {}) };
-      const first = await startServerProcess(env);
+      const first = await startServerProcess(env, START_TIMEOUT_MS);
       first.child.kill('SIGTERM');
       assert.equal(await first.exited, 0);
       const names = readdirSync(dataDir);
@@ -109,7 +111,7 @@ describe(`data directory modes (${DIALECT})`, () => {
 
       chmodSync(dataDir, 0o750);
       chmodSync(path.join(dataDir, 'master.key'), 0o644);
-      const second = await startServerProcess(env);
+      const second = await startServerProcess(env, START_TIMEOUT_MS);
       second.child.kill('SIGTERM');
       assert.equal(await second.exited, 0);
       const warnings = second.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))

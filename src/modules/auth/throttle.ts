@@ -113,6 +113,11 @@ export class LoginGuard {
     return this.#limit(counted);
   }
 
+  /** Resolves once the shared budgets' Redis is connected (see Buckets.connected). */
+  connected(timeoutMs = 10_000): Promise<void> {
+    return this.#buckets.connected(timeoutMs);
+  }
+
   close(): Promise<void> {
     return this.#buckets.close();
   }

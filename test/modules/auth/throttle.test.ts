@@ -198,7 +198,8 @@ describe(`login throttling (${DIALECT})`, () => {
       try {
         const client = await createTestClient(one.ctx);
         const address = `127.${randomBytes(3).join('.')}`;
-        await new Promise((resolve) => setTimeout(resolve, 100)); // Redis connects
+        // Until Redis connects, each app uses budgets of its own.
+        await Promise.all([loginGuardOf(one.ctx).connected(), loginGuardOf(twoCtx).connected()]);
         const statuses = [];
         for (const app of [one.app, two, one.app, two]) statuses.push((await login(app, client.clientId, 'cs_wrong', address)).statusCode);
         assert.deepEqual(statuses, [401, 401, 429, 429]);
