@@ -38,6 +38,20 @@ export function connectRedis(url: string, logger: Logger, what: string): Redis {
   return redis;
 }
 
+/** Resolves once `redis` is connected, or after `timeoutMs` (a limiter uses its in-process bucket until then). */
+export function whenConnected(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, timeoutMs);
+    function done() {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    }
+    redis.once('ready', done);
+  });
+}
+
 /** Buckets idle long enough to be full again are forgotten once there are this many. */
 const SWEEP_ABOVE = 10_000;
 
@@ -172,18 +186,7 @@ export function createBuckets(options: { redisUrl: string | null; logger: Logger
         memory.refund(limits, now());
       }
     },
-    connected(timeoutMs) {
-      if (redis.status === 'ready') return Promise.resolve();
-      return new Promise((resolve) => {
-        const timer = setTimeout(done, timeoutMs);
-        function done() {
-          clearTimeout(timer);
-          redis.off('ready', done);
-          resolve();
-        }
-        redis.once('ready', done);
-      });
-    },
+    connected: (timeoutMs) => whenConnected(redis, timeoutMs),
     async close() {
       redis.disconnect();
     },

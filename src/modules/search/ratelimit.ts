@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { addRouteHook } from '../../http/route-hooks.ts';
-import { connectRedis } from '../../security/buckets.ts';
+import { connectRedis, whenConnected } from '../../security/buckets.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -98,13 +98,15 @@ type RedisWithBucket = Redis & { cpsTokenBucket(key: string, rate: number, burst
 export interface SearchRateLimiter {
   /** The in-process bucket answers at once; Redis with a promise. */
   take(key: string): TakeResult | Promise<TakeResult>;
+  /** Resolves once Redis is connected (at once without Redis), or after `timeoutMs`. */
+  connected(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export function createSearchRateLimiter(options: { rate: number; burst: number; redisUrl: string | null; logger: Logger }): SearchRateLimiter {
   const memory = new MemoryTokenBucket(options.rate, options.burst);
   if (!options.redisUrl) {
-    return { take: (key) => memory.take(key), close: async () => {} };
+    return { take: (key) => memory.take(key), connected: async () => {}, close: async () => {} };
   }
   const redis = connectRedis(options.redisUrl, options.logger, 'search rate limit') as RedisWithBucket;
   redis.defineCommand('cpsTokenBucket', { numberOfKeys: 1, lua: TOKEN_BUCKET_LUA });
@@ -117,6 +119,7 @@ export function createSearchRateLimiter(options: { rate: number; burst: number; 
         return memory.take(key);
       }
     },
+    connected: (timeoutMs = 10_000) => whenConnected(redis, timeoutMs),
     async close() {
       redis.disconnect();
     },
