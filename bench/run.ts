@@ -63,6 +63,7 @@ const modules: Array<{ section: string; file: string; fn: string; title: string 
   { section: 'appointments', file: './appointments.ts', fn: 'runAppointmentsBench', title: 'Appointments' },
   { section: 'cases', file: './cases.ts', fn: 'runCasesBench', title: 'Cases sync' },
   { section: 'webhooks', file: './webhooks.ts', fn: 'runWebhooksBench', title: 'Webhooks' },
+  { section: 'login', file: './login.ts', fn: 'runLoginBench', title: 'Login under a flood of wrong secrets' },
 ];
 for (const module of modules) {
   if (!wanted(module.section) || !existsSync(path.join(import.meta.dirname, module.file))) continue;

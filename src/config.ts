@@ -36,6 +36,16 @@ export interface Config {
   /** Bytes of serialized search responses kept per process (0: no cache). */
   searchCacheBytes: number;
   redisUrl: string | null;
+  /** Failed logins a client id may have per window before 429 (CPS_LOGIN_CLIENT_FAILURES; 0: no such budget). */
+  loginClientFailures: number;
+  /** Failed logins one source address may have per window before 429 (CPS_LOGIN_ADDRESS_FAILURES; 0: none). */
+  loginAddressFailures: number;
+  /** The window over which a failure budget refills completely, in seconds. */
+  loginFailureWindowSeconds: number;
+  /** Secret verifications (scrypt) running at once in this process (0: unbounded). */
+  loginHashConcurrency: number;
+  /** Logins waiting for a verification slot before more are refused with 503. */
+  loginHashQueue: number;
   casesPageSize: number;
   fcmUrl: string;
   webhookRetrySchedule: number[];
@@ -169,6 +179,11 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     searchRateBurst: int(env, 'CPS_SEARCH_RATE_BURST', 100, 1, 1_000_000),
     searchCacheBytes: int(env, 'CPS_SEARCH_CACHE_MB', 32, 0, 4096) * 1024 * 1024,
     redisUrl: url(env, 'CPS_REDIS_URL', ['redis:', 'rediss:']) ?? null,
+    loginClientFailures: int(env, 'CPS_LOGIN_CLIENT_FAILURES', 10, 0, 1_000_000),
+    loginAddressFailures: int(env, 'CPS_LOGIN_ADDRESS_FAILURES', 100, 0, 1_000_000),
+    loginFailureWindowSeconds: int(env, 'CPS_LOGIN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),
+    loginHashConcurrency: int(env, 'CPS_LOGIN_HASH_CONCURRENCY', 4, 0, 1024),
+    loginHashQueue: int(env, 'CPS_LOGIN_HASH_QUEUE', 64, 0, 100_000),
     casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
     webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),

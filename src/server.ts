@@ -11,6 +11,7 @@ import { createLogger } from './logger.ts';
 import { claimBusiness, countBusinesses } from './modules/businesses/repo.ts';
 import { createClient } from './modules/businesses/service.ts';
 import { startCatalogue } from './modules/search/routes.ts';
+import { warnAboutWideModes } from './security/data-dir.ts';
 import { loadKeys } from './security/keys.ts';
 
 export const DEMO_BUSINESS_ID = 'biz_demo';
@@ -41,6 +42,8 @@ async function createDemoBusiness(ctx: AppContext): Promise<void> {
 
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const started = performance.now();
+  // Before anything is created, so the warnings are about what an operator or an older version left.
+  warnAboutWideModes(config.dataDir, logger);
   const keys = await loadKeys(config);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {

@@ -43,6 +43,11 @@ describe('config', () => {
     assert.equal(config.fcmUrl, 'https://fcm.googleapis.com');
     assert.deepEqual(config.webhookRetrySchedule, [5, 300, 1800, 7200, 18000, 36000, 36000]);
     assert.equal(config.adminToken, null);
+    assert.equal(config.loginClientFailures, 10);
+    assert.equal(config.loginAddressFailures, 100);
+    assert.equal(config.loginFailureWindowSeconds, 60);
+    assert.equal(config.loginHashConcurrency, 4);
+    assert.equal(config.loginHashQueue, 64);
   });
 
   it('parses every variable', () => {
@@ -51,7 +56,14 @@ describe('config', () => {
       CPS_TIMEZONE: 'UTC', CPS_ACCESS_TOKEN_TTL: '600', CPS_REFRESH_TOKEN_TTL: '86400', CPS_SEARCH_RATE_LIMIT: '5',
       CPS_SEARCH_RATE_BURST: '10', CPS_REDIS_URL: 'redis://127.0.0.1:6379', CPS_CASES_PAGE_SIZE: '20',
       CPS_FCM_URL: 'http://127.0.0.1:9999/', CPS_WEBHOOK_RETRY_SCHEDULE: '1, 2,3', CPS_MASTER_KEY: 'ab'.repeat(32),
+      CPS_LOGIN_CLIENT_FAILURES: '0', CPS_LOGIN_ADDRESS_FAILURES: '500', CPS_LOGIN_FAILURE_WINDOW_SECONDS: '300',
+      CPS_LOGIN_HASH_CONCURRENCY: '0', CPS_LOGIN_HASH_QUEUE: '8',
     });
+    assert.equal(config.loginClientFailures, 0);
+    assert.equal(config.loginAddressFailures, 500);
+    assert.equal(config.loginFailureWindowSeconds, 300);
+    assert.equal(config.loginHashConcurrency, 0);
+    assert.equal(config.loginHashQueue, 8);
     assert.equal(config.port, 9000);
     assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/cps');
     assert.equal(config.masterKey?.length, 32);
@@ -73,6 +85,11 @@ describe('config', () => {
     failsNaming({ CPS_SEARCH_RATE_LIMIT: '0' }, 'CPS_SEARCH_RATE_LIMIT');
     failsNaming({ CPS_PUBLIC_URL: 'ftp://x' }, 'CPS_PUBLIC_URL');
     failsNaming({ CPS_ADMIN_TOKEN: 'short' }, 'CPS_ADMIN_TOKEN');
+    failsNaming({ CPS_LOGIN_CLIENT_FAILURES: '-1' }, 'CPS_LOGIN_CLIENT_FAILURES');
+    failsNaming({ CPS_LOGIN_ADDRESS_FAILURES: 'many' }, 'CPS_LOGIN_ADDRESS_FAILURES');
+    failsNaming({ CPS_LOGIN_FAILURE_WINDOW_SECONDS: '0' }, 'CPS_LOGIN_FAILURE_WINDOW_SECONDS');
+    failsNaming({ CPS_LOGIN_HASH_CONCURRENCY: '1.5' }, 'CPS_LOGIN_HASH_CONCURRENCY');
+    failsNaming({ CPS_LOGIN_HASH_QUEUE: '100001' }, 'CPS_LOGIN_HASH_QUEUE');
   });
 
   it('refuses production without keys, admin token or public URL', () => {

@@ -3,12 +3,12 @@
  * DATABASE_URL. Column conventions that hold on both dialects: times are epoch milliseconds in
  * BIGINT columns, booleans are INTEGER 0/1, JSON is TEXT.
  */
-import { mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type Transaction } from 'kysely';
 import pg from 'pg';
+import { createPrivateFile, makePrivateDir } from '../security/data-dir.ts';
 import type { Database } from './schema.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -40,7 +40,12 @@ export function openStorage(options: StorageOptions): Storage {
 }
 
 export function openSqlite(file: string): Storage {
-  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  // A 0700 directory and a 0600 file before SQLite opens it: SQLite gives the -wal, -shm and
+  // -journal files it creates later the database file's mode.
+  if (file !== ':memory:') {
+    makePrivateDir(path.dirname(file));
+    createPrivateFile(file);
+  }
   const database = new SQLite(file);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');

@@ -4,10 +4,11 @@
  * (mode 0600) and reuses them, so tokens survive restarts.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
 import { ConfigError, parseMasterKey, type Config } from '../config.ts';
+import { makePrivateDir } from './data-dir.ts';
 
 export interface SigningKey {
   kid: string;
@@ -57,7 +58,7 @@ function readOrCreate(config: Config, fileName: string, create: () => string): s
   }
   const file = path.join(config.dataDir, fileName);
   if (existsSync(file)) return readFileSync(file, 'utf8');
-  mkdirSync(config.dataDir, { recursive: true });
+  makePrivateDir(config.dataDir);
   const value = create();
   // Written whole under a name of its own, then linked into place: another process starting at the
   // same moment sees no file or the whole key, never an empty one. The link fails if another process

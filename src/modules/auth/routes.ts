@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import type { App } from '../../app.ts';
 import { AuthService } from './service.ts';
+import { LoginGuard } from './throttle.ts';
 
 const TokenPair = Type.Object({
   access_token: Type.String(),
@@ -13,21 +14,46 @@ const TokenPair = Type.Object({
 
 const AuthError = Type.Object({ code: Type.Integer(), error: Type.String() });
 
+const guards = new WeakMap<AppContext, LoginGuard>();
+
+/** The app's login throttling (one per app, so tests reach its clock). */
+export function loginGuardOf(ctx: AppContext): LoginGuard {
+  let guard = guards.get(ctx);
+  if (!guard) {
+    const { config } = ctx;
+    guard = new LoginGuard({
+      clientFailures: config.loginClientFailures,
+      addressFailures: config.loginAddressFailures,
+      windowSeconds: config.loginFailureWindowSeconds,
+      hashConcurrency: config.loginHashConcurrency,
+      hashQueue: config.loginHashQueue,
+      redisUrl: config.redisUrl,
+      logger: ctx.logger,
+      metrics: ctx.metrics,
+    });
+    guards.set(ctx, guard);
+  }
+  return guard;
+}
+
 export function authRoutes(ctx: AppContext) {
   const tokens = ctx.tokens;
-  const service = new AuthService(ctx.storage.db, tokens, ctx.config.refreshTokenTtl);
+  const guard = loginGuardOf(ctx);
+  const service = new AuthService(ctx.storage.db, tokens, ctx.config.refreshTokenTtl, guard);
   return async function plugin(app: App): Promise<void> {
     const config = { family: 'auth', auth: 'public' } as const;
+    app.addHook('onClose', () => guard.close());
 
     app.post('/connect-auth/v1/account/login', {
       config,
       schema: {
         tags: ['auth'],
         summary: 'Log in with client credentials',
+        description: 'Failed logins spend a budget per client id and per source address (CPS_LOGIN_CLIENT_FAILURES, CPS_LOGIN_ADDRESS_FAILURES per CPS_LOGIN_FAILURE_WINDOW_SECONDS); once one is spent, attempts answer 429 with Retry-After before the secret is checked. A successful login spends nothing. 503 with Retry-After when too many secret checks are already in progress.',
         body: Type.Object({ client_id: Type.String({ minLength: 1, maxLength: 200 }), client_secret: Type.String({ minLength: 1, maxLength: 500 }) }),
-        response: { 200: TokenPair, 400: AuthError, 401: AuthError },
+        response: { 200: TokenPair, 400: AuthError, 401: AuthError, 429: AuthError, 503: AuthError },
       },
-    }, async (request) => service.login(request.body.client_id, request.body.client_secret));
+    }, async (request) => service.login(request.body.client_id, request.body.client_secret, request.ip));
 
     const refreshSchema = {
       tags: ['auth'],

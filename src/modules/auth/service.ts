@@ -5,11 +5,12 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
-import type { Database } from '../../db/schema.ts';
+import type { ApiClientsTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../security/secrets.ts';
 import { findActiveClient } from '../businesses/repo.ts';
 import * as repo from './repo.ts';
+import type { LoginGuard } from './throttle.ts';
 import type { AccessTokens } from './tokens.ts';
 
 export interface TokenPair {
@@ -23,18 +24,35 @@ export class AuthService {
   readonly #db: Kysely<Database>;
   readonly #tokens: AccessTokens;
   readonly #refreshTtlSeconds: number;
+  readonly #guard: LoginGuard;
 
-  constructor(db: Kysely<Database>, tokens: AccessTokens, refreshTtlSeconds: number) {
+  constructor(db: Kysely<Database>, tokens: AccessTokens, refreshTtlSeconds: number, guard: LoginGuard) {
     this.#db = db;
     this.#tokens = tokens;
     this.#refreshTtlSeconds = refreshTtlSeconds;
+    this.#guard = guard;
   }
 
-  async login(clientId: string, clientSecret: string): Promise<TokenPair> {
-    const client = await findActiveClient(this.#db, clientId);
-    // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
-    const valid = await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH);
-    if (!client || !valid) throw new AppError(401, 'Invalid client credentials');
+  /** `address` is the caller's source address, for its failure budget (throttle.ts). */
+  async login(clientId: string, clientSecret: string, address: string): Promise<TokenPair> {
+    // Before the database and the hash: a throttled attempt costs neither.
+    const admission = await this.#guard.admit(clientId, address);
+    let client: ApiClientsTable | undefined;
+    let valid: boolean;
+    try {
+      client = await findActiveClient(this.#db, clientId);
+      // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
+      valid = await this.#guard.verify(() => verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH));
+    } catch (error) {
+      // The secret was never tried (no verification slot, or the database failed): no failure to count.
+      await this.#guard.giveBack(admission);
+      throw error;
+    }
+    if (!client || !valid) {
+      this.#guard.failed();
+      throw new AppError(401, 'Invalid client credentials');
+    }
+    await this.#guard.succeeded(admission);
     return this.#issue(this.#db, client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
   }
 

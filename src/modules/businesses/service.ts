@@ -15,8 +15,14 @@ export interface CreatedClient {
   scopes: Scope[];
 }
 
+/** No list grants every scope; an empty list is refused, since it would otherwise grant everything. */
 export function normaliseScopes(scopes: readonly string[] | undefined): Scope[] {
-  if (!scopes || scopes.length === 0) return [...SCOPES];
+  if (scopes === undefined) return [...SCOPES];
+  if (scopes.length === 0) {
+    throw AppError.badRequest('scopes: must list at least one scope, or be left out for every scope', {
+      scopes: ['must list at least one scope, or be left out for every scope'],
+    });
+  }
   const unknown = scopes.filter((scope) => !isScope(scope));
   if (unknown.length > 0) {
     throw AppError.badRequest(`Unknown scope: ${unknown.join(', ')}. Known scopes: ${SCOPES.join(', ')}.`, {

@@ -10,9 +10,10 @@
  * refusing or letting everything through.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { addRouteHook } from '../../http/route-hooks.ts';
+import { connectRedis, whenConnected } from '../../security/buckets.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -97,23 +98,18 @@ type RedisWithBucket = Redis & { cpsTokenBucket(key: string, rate: number, burst
 export interface SearchRateLimiter {
   /** The in-process bucket answers at once; Redis with a promise. */
   take(key: string): TakeResult | Promise<TakeResult>;
+  /** Resolves once Redis is connected (at once without Redis), or after `timeoutMs`. */
+  connected(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export function createSearchRateLimiter(options: { rate: number; burst: number; redisUrl: string | null; logger: Logger }): SearchRateLimiter {
   const memory = new MemoryTokenBucket(options.rate, options.burst);
   if (!options.redisUrl) {
-    return { take: (key) => memory.take(key), close: async () => {} };
+    return { take: (key) => memory.take(key), connected: async () => {}, close: async () => {} };
   }
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 }) as RedisWithBucket;
+  const redis = connectRedis(options.redisUrl, options.logger, 'search rate limit') as RedisWithBucket;
   redis.defineCommand('cpsTokenBucket', { numberOfKeys: 1, lua: TOKEN_BUCKET_LUA });
-  let lastWarning = 0;
-  redis.on('error', (error: Error) => {
-    if (Date.now() - lastWarning > 60_000) {
-      lastWarning = Date.now();
-      options.logger.warn({ err: { message: error.message } }, 'search rate limit: Redis unavailable, using the in-process bucket');
-    }
-  });
   return {
     async take(key) {
       try {
@@ -123,6 +119,7 @@ export function createSearchRateLimiter(options: { rate: number; burst: number; 
         return memory.take(key);
       }
     },
+    connected: (timeoutMs = 10_000) => whenConnected(redis, timeoutMs),
     async close() {
       redis.disconnect();
     },

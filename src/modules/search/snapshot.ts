@@ -86,6 +86,8 @@ export async function writeSnapshotFile(file: string, pieces: Iterable<Buffer> |
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   const handle = await open(temporary, 'w', 0o600);
   try {
+    // Whatever the process umask made of the mode given to open.
+    await handle.chmod(0o600);
     // writeFile, on a handle, writes each piece whole from the current position.
     for await (const piece of pieces) await handle.writeFile(piece);
     await handle.close();

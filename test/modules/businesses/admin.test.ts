@@ -55,6 +55,19 @@ describe(`admin API (${DIALECT})`, () => {
       assert.match(badScope.json().error.message, /scopes/);
     });
 
+    it('400 for an explicit empty scope list, storing no client; no list still grants every scope', async () => {
+      const business = (await t.app.inject({ method: 'POST', url: '/admin/v1/businesses', headers: admin, payload: { name: 'Empty scopes' } })).json();
+      const clientsBefore = await t.ctx.storage.db.selectFrom('api_clients').select('id').where('business_id', '=', business.business_id).execute();
+      const empty = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: { scopes: [] } });
+      assert.equal(empty.statusCode, 400);
+      assert.deepEqual(empty.json(), { error: { code: 'INVALID_REQUEST', message: 'scopes: must list at least one scope, or be left out for every scope' } });
+      const clientsAfter = await t.ctx.storage.db.selectFrom('api_clients').select('id').where('business_id', '=', business.business_id).execute();
+      assert.equal(clientsAfter.length, clientsBefore.length, 'nothing stored');
+      const noList = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: {} });
+      assert.equal(noList.statusCode, 201);
+      assert.equal(noList.json().scopes.length, 8);
+    });
+
     it('404 for an unknown business', async () => {
       const response = await t.app.inject({ method: 'POST', url: '/admin/v1/businesses/biz_nope/clients', headers: admin, payload: {} });
       assert.equal(response.statusCode, 404);

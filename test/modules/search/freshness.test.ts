@@ -93,7 +93,7 @@ describe('rate limit buckets', () => {
     const a = createSearchRateLimiter({ rate: 1, burst: 3, redisUrl: 'redis://127.0.0.1:6379', logger });
     const b = createSearchRateLimiter({ rate: 1, burst: 3, redisUrl: 'redis://127.0.0.1:6379', logger });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 100)); // connect
+      await Promise.all([a.connected(), b.connected()]);
       const results = [await a.take(key), await b.take(key), await a.take(key), await b.take(key)];
       assert.deepEqual(results.map((r) => r.current > 3), [false, false, false, true]);
       assert.ok(results[3]!.ttl > 0 && results[3]!.ttl <= 1000);
