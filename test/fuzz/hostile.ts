@@ -121,6 +121,15 @@ export const nastyString: fc.Arbitrary<unknown> = fc.oneof(
     .map(([unit, count]) => new Big(unit, count)),
 );
 
+/** Strings the storage layers treat differently: NUL (PostgreSQL text refuses it) and lone surrogates. */
+export const controlString: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom('\u0000', 'a\u0000b', '\ud800', 'x\udfff', '\udc00\ud800'),
+  fc.tuple(fc.string({ maxLength: 20 }), fc.constantFrom('\u0000', '\ud800', '\udfff'), fc.string({ maxLength: 20 })).map(([a, c, b]) => `${a}${c}${b}`),
+);
+
+/** The same in a URL: percent-encoded NUL and lone surrogates. */
+export const controlUrlText: fc.Arbitrary<string> = fc.constantFrom('%00', 'a%00b', '%00%00', '%ED%A0%80', 'x%ED%BF%BF');
+
 export const nastyNumber: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(1e308, -1e308, 2 ** 53, 2 ** 53 + 2, 2 ** 63, 2 ** 64, -(2 ** 63), 2 ** 31, 2 ** 31 - 1, -(2 ** 31) - 1, 253402300800, 9999999999, 10000000000, -1, 0.5, -0.5, 1e-7, 5e-324),
   fc.double(),
@@ -137,7 +146,9 @@ export const prototypeObject: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 export const nesting: fc.Arbitrary<unknown> = fc.oneof(
-  fc.tuple(fc.integer({ min: 5, max: 3000 }), fc.constantFrom('object' as const, 'array' as const)).map(([depth, container]) => new Deep(depth, container)),
+  // Moderate depths (what a store may accept) and extreme ones (past JSON parsers' and serialisers' stacks).
+  fc.tuple(fc.oneof(fc.integer({ min: 5, max: 1500 }), fc.integer({ min: 1500, max: 20_000 })), fc.constantFrom('object' as const, 'array' as const))
+    .map(([depth, container]) => new Deep(depth, container)),
   fc.tuple(fc.integer({ min: 100, max: 50_000 }), fc.constantFrom('object' as const, 'array' as const)).map(([count, container]) => new Wide(count, container)),
 );
 

@@ -15,10 +15,10 @@ import { appendFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { createTestApp, type TestApp } from '../helpers.ts';
-import { Big, encodeAny, Entries, hostileHeaderText, hostileUrlText, hostileValue, malformedBody, METHODS, nesting, otherContentType, PROTOTYPE_KEYS, prototypeObject, toJsonText, toText } from './hostile.ts';
+import { Big, controlString, controlUrlText, encodeAny, Entries, hostileHeaderText, hostileUrlText, hostileValue, malformedBody, METHODS, nesting, otherContentType, PROTOTYPE_KEYS, prototypeObject, toJsonText, toText } from './hostile.ts';
 import { checkResponse, describeExchange, type Exchange } from './oracle.ts';
 import { ADMIN_BEARER, changedTables, createFixtures, FRESH_REFRESH_TOKEN, mintRefreshToken, NOWHERE, StoredState, type Fixtures } from './stored.ts';
-import { businessRules, freeFormPaths, propertyPaths, valueFor, type JsonSchema, type Pools } from './valid.ts';
+import { businessRules, freeFormPaths, propertyPaths, stringPaths, valueFor, type JsonSchema, type Pools } from './valid.ts';
 
 const LONG = process.env.FUZZ_LONG === '1';
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : LONG ? Math.floor(Math.random() * 2 ** 31) : 20261125;
@@ -186,10 +186,20 @@ function mutationOf(op: Operation): fc.Arbitrary<Mutation> {
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('header' as const), name: fc.constantFrom(...headerNames), value: hostileHeaderText }) },
     { weight: 1, arbitrary: fc.constantFrom(...METHODS.filter((m) => m !== op.method)).map((value) => ({ kind: 'method' as const, value })) },
   ];
+  const strings = stringPaths(op.body?.schema);
+  if (strings.length > 0) {
+    choices.push({ weight: 3, arbitrary: fc.record({ kind: fc.constant('field' as const), path: fc.constantFrom(...strings), value: controlString }) });
+  }
+  if (op.queryParams.length > 0) {
+    choices.push({ weight: 1, arbitrary: fc.record({ kind: fc.constant('query' as const), name: fc.constantFrom(...op.queryParams.map((p) => p.name)), value: controlUrlText, append: fc.constant(false) }) });
+  }
+  if (op.pathParams.length > 0) {
+    choices.push({ weight: 2, arbitrary: fc.record({ kind: fc.constant('param' as const), name: fc.constantFrom(...op.pathParams.map((p) => p.name)), value: controlUrlText }) });
+  }
   const freeForm = freeFormPaths(op.body?.schema);
   if (freeForm.length > 0) {
     // Free-form objects take any JSON: their depth, width and keys are what the service must bound.
-    const inside = fc.oneof(nesting, prototypeObject, hostileValue);
+    const inside = fc.oneof({ weight: 2, arbitrary: nesting }, { weight: 1, arbitrary: prototypeObject }, { weight: 1, arbitrary: hostileValue });
     choices.push({ weight: 4, arbitrary: fc.record({ kind: fc.constant('field' as const), path: fc.constantFrom(...freeForm).chain((path) => fc.constantFrom(path, [...path, 'nested'])), value: inside }) });
   }
   if (op.pathParams.length > 0) {
@@ -405,6 +415,15 @@ describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTI
       ctx.diagnostic(`valid ${summary(tallies.valid)} | hostile ${summary(tallies.hostile)}`);
       if (errors.length > 0) throw errors.length === 1 ? errors[0] : new AggregateError(errors, errors.map((e) => (e as Error).message).join('\n\n'));
       if (collected > collectedBefore) throw new Error(`${collected - collectedBefore} failing exchanges written to ${COLLECT} (seed ${SEED})`);
+    });
+  }
+
+  // What the writes above stored must stay readable: one client's accepted input must not break reads.
+  for (const op of operations.filter((o) => o.method === 'GET')) {
+    it(`${op.method} ${op.path} after the writes`, async () => {
+      await fc.assert(fc.asyncProperty(validPlan(op, fixtures), async (plan: Plan) => {
+        await exchange(plan);
+      }), { seed: SEED + 1, numRuns: VALID_RUNS });
     });
   }
 });

@@ -158,3 +158,17 @@ export function freeFormPaths(schema: JsonSchema | undefined, prefix: string[] =
   }
   return paths;
 }
+
+/** Paths of the string properties a schema names (where NUL and lone surrogates go). */
+export function stringPaths(schema: JsonSchema | undefined, prefix: string[] = []): string[][] {
+  if (!schema) return [];
+  const branches: JsonSchema[] = [schema, ...((schema.anyOf ?? schema.oneOf ?? []) as JsonSchema[])];
+  const paths: string[][] = [];
+  for (const branch of branches) {
+    for (const [key, property] of Object.entries<JsonSchema>(branch.properties ?? {})) {
+      if (hasType(property, 'string') || (property.type === undefined && Array.isArray(property.enum))) paths.push([...prefix, key]);
+      paths.push(...stringPaths(property, [...prefix, key]));
+    }
+  }
+  return paths;
+}
