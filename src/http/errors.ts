@@ -144,7 +144,8 @@ function unionMessage(error: AjvError & { schema?: unknown }): string | null {
 
 /** Fastify's validation error as field problems; the part (body, querystring, headers) is dropped. */
 export function validationProblem(error: FastifyError): Problem {
-  const fields: Record<string, string[]> = {};
+  // Field names come from the request ("constructor", "__proto__"): no prototype to collide with.
+  const fields: Record<string, string[]> = Object.create(null);
   const seen = new Set<string>();
   const all = (error.validation ?? []) as Array<AjvError & { schema?: unknown }>;
   // Paths whose union produced one summary message: the per-branch complaints there are dropped.

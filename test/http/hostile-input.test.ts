@@ -55,6 +55,14 @@ describe(`hostile input (${DIALECT})`, () => {
       assert.match(String(response.headers['x-request-id']), /^req_/);
     });
 
+    it('names a field called like an Object.prototype member (constructor, __proto__) without breaking the error body', async () => {
+      for (const key of ['constructor', '__proto__', 'toString']) {
+        const response = await t.app.inject({ method: 'POST', url: `/connect-auth/v1/account/login?${key}=%00`, payload: { client_id: 'a', client_secret: 'b' } });
+        assert.equal(response.statusCode, 400, key);
+        assert.deepEqual(response.json(), { code: 400, error: `${key}: ${NUL_MESSAGE}` });
+      }
+    });
+
     it('is refused in nested body strings and in keys of free-form objects, and nothing is stored', async () => {
       const before = await count('appointments');
       const nested = await request(t, practice.client.token, 'POST', '/dr/v1/appointment',

@@ -18,7 +18,7 @@ export type FieldProblems = Record<string, string[]>;
 class Problems {
   readonly fields: FieldProblems;
   constructor(initial: FieldProblems = {}) {
-    this.fields = Object.fromEntries(Object.entries(initial).map(([k, v]) => [k, [...v]]));
+    this.fields = Object.assign(Object.create(null) as FieldProblems, Object.fromEntries(Object.entries(initial).map(([k, v]) => [k, [...v]])));
   }
   add(field: string, message: string): void {
     (this.fields[field] ??= []).push(message);

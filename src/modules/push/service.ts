@@ -59,7 +59,7 @@ export function parseRsaPrivateKey(pem: string): KeyObject | null {
  * `universe_domain` when only that was sent. Every problem is reported at once (400).
  */
 export function validateSaKey(input: SaKeyInput, env: Environment): SaKey {
-  const fields: Record<string, string[]> = {};
+  const fields: Record<string, string[]> = Object.create(null);
   const problem = (member: string, message: string) => (fields[`sa_key.${member}`] ??= []).push(message);
   const domain = nonEmpty(input.universal_domain) ? input.universal_domain : input.universe_domain;
   // Only the members a service account key has are kept: nothing else a client sends is stored.
