@@ -63,6 +63,14 @@ describe(`hostile input (${DIALECT})`, () => {
       }
     });
 
+    it('is refused in the path of clinic and doctor writes, which collect body problems themselves', async () => {
+      for (const url of ['/cdr/v1/clinic/%00', '/cdr/v1/doctor/%00', '/cdr/v1/doctor/a%00b?partner_id=1']) {
+        const response = await t.app.inject({ method: 'PATCH', url, headers: { auth: practice.client.token }, payload: { name: 'x' } });
+        assert.equal(response.statusCode, 400, url);
+        assert.deepEqual(response.json(), { id: [NUL_MESSAGE] });
+      }
+    });
+
     it('is refused in nested body strings and in keys of free-form objects, and nothing is stored', async () => {
       const before = await count('appointments');
       const nested = await request(t, practice.client.token, 'POST', '/dr/v1/appointment',

@@ -100,7 +100,10 @@ const errors = { 400: ClinicsError, 401: ClinicsError, 403: ClinicsError };
  */
 function schemaProblems(request: FastifyRequest): FieldProblems {
   const error = request.validationError as FastifyError | undefined;
-  return error ? validationProblem(error).fields ?? {} : {};
+  if (!error) return {};
+  // A bad path or query stops here: the service would otherwise look the record up with it.
+  if (error.validationContext !== 'body') throw error;
+  return validationProblem(error).fields ?? {};
 }
 
 export function clinicRoutes(ctx: AppContext) {
