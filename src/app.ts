@@ -72,6 +72,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     requestIdHeader: false,
+    // request.ip is the client's address behind the proxies named in CPS_TRUST_PROXY (login budgets).
+    trustProxy: ctx.config.trustProxy,
     // Errors before routing, in the family body like the rest (framework-errors.ts).
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     clientErrorHandler: clientErrorHandler(nextRequestId),

@@ -3,6 +3,7 @@
  * which the entry points print before exiting.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 export class ConfigError extends Error {
@@ -36,6 +37,11 @@ export interface Config {
   /** Bytes of serialized search responses kept per process (0: no cache). */
   searchCacheBytes: number;
   redisUrl: string | null;
+  /**
+   * Proxies whose X-Forwarded-For is believed (CPS_TRUST_PROXY): addresses and CIDR ranges, or false.
+   * The login budget per source address needs the client's address, not the proxy's.
+   */
+  trustProxy: string[] | false;
   /** Failed logins a client id may have per window before 429 (CPS_LOGIN_CLIENT_FAILURES; 0: no such budget). */
   loginClientFailures: number;
   /** Failed logins one source address may have per window before 429 (CPS_LOGIN_ADDRESS_FAILURES; 0: none). */
@@ -179,6 +185,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     searchRateBurst: int(env, 'CPS_SEARCH_RATE_BURST', 100, 1, 1_000_000),
     searchCacheBytes: int(env, 'CPS_SEARCH_CACHE_MB', 32, 0, 4096) * 1024 * 1024,
     redisUrl: url(env, 'CPS_REDIS_URL', ['redis:', 'rediss:']) ?? null,
+    trustProxy: trustedProxies(env),
     loginClientFailures: int(env, 'CPS_LOGIN_CLIENT_FAILURES', 10, 0, 1_000_000),
     loginAddressFailures: int(env, 'CPS_LOGIN_ADDRESS_FAILURES', 100, 0, 1_000_000),
     loginFailureWindowSeconds: int(env, 'CPS_LOGIN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),
@@ -192,6 +199,21 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     workers: workersRaw === '1',
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
   };
+}
+
+function trustedProxies(env: Env): string[] | false {
+  const raw = str(env, 'CPS_TRUST_PROXY');
+  if (raw === undefined) return false;
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const [address = '', prefix] = entry.split('/');
+    const family = isIP(address);
+    const maxPrefix = family === 4 ? 32 : 128;
+    if (family === 0 || (prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > maxPrefix))) {
+      throw new ConfigError('CPS_TRUST_PROXY', `must be a comma-separated list of proxy addresses or CIDR ranges, got "${entry}"`);
+    }
+  }
+  return entries.length > 0 ? entries : false;
 }
 
 function defaultReadFile(file: string): string {

@@ -92,6 +92,12 @@ describe('config', () => {
     failsNaming({ CPS_LOGIN_HASH_QUEUE: '100001' }, 'CPS_LOGIN_HASH_QUEUE');
   });
 
+  it('reads CPS_TRUST_PROXY as proxy addresses and ranges, and refuses anything else', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.deepEqual(loadConfig({ CPS_TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1' }).trustProxy, ['10.0.0.1', '10.1.0.0/16', '::1']);
+    for (const bad of ['true', 'proxy.local', '10.0.0.0/33', '::/129', '10.0.0.0/x']) failsNaming({ CPS_TRUST_PROXY: bad }, 'CPS_TRUST_PROXY');
+  });
+
   it('refuses production without keys, admin token or public URL', () => {
     for (const variable of ['CPS_JWT_PRIVATE_KEY', 'CPS_MASTER_KEY', 'CPS_ADMIN_TOKEN', 'CPS_PUBLIC_URL']) {
       const env: Record<string, string> = { ...production };

@@ -236,4 +236,22 @@ describe(`login throttling (${DIALECT})`, () => {
       assert.deepEqual(buckets.take([a], 1000), { waitMs: 0, refusedBy: -1 });
     });
   });
+
+  describe('behind a trusted proxy (CPS_TRUST_PROXY)', () => {
+    let t: TestApp;
+    before(async () => {
+      t = await createTestApp({ env: { CPS_LOGIN_CLIENT_FAILURES: '100', CPS_LOGIN_ADDRESS_FAILURES: '2', CPS_TRUST_PROXY: '127.0.0.1' } });
+    });
+    after(() => t.close());
+
+    const viaProxy = (forwardedFor: string) => t.app.inject({
+      method: 'POST', url: LOGIN, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwardedFor },
+      payload: { client_id: 'cl_nobody', client_secret: 'cs_wrong' },
+    });
+
+    it('budgets by the forwarded client address, not the proxy\'s', async () => {
+      assert.deepEqual([(await viaProxy('203.0.113.7')).statusCode, (await viaProxy('203.0.113.7')).statusCode, (await viaProxy('203.0.113.7')).statusCode], [401, 401, 429]);
+      assert.equal((await viaProxy('198.51.100.9')).statusCode, 401, 'another client behind the same proxy has its own budget');
+    });
+  });
 });
