@@ -114,6 +114,8 @@ export class JobQueue {
   private pollFailures = 0;
   /** PostgreSQL: the LISTEN connection was lost and is not back yet. */
   private notificationsLost = false;
+  /** PostgreSQL: LISTEN is in effect on a live connection. */
+  private listening = false;
   private lockTimer: NodeJS.Timeout | null = null;
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
@@ -205,6 +207,11 @@ export class JobQueue {
     return this.state === 'running';
   }
 
+  /** PostgreSQL: true while notifications wake the workers (false while the LISTEN connection is down). */
+  get notificationsConnected(): boolean {
+    return this.listening;
+  }
+
   /**
    * Stops claiming, waits up to `graceMs` for running attempts, then aborts their signals and
    * returns; attempts still running then are claimed again elsewhere when their leases run out.
@@ -217,6 +224,7 @@ export class JobQueue {
       localWake.off('job', this.onLocalWake);
       const listener = this.listener;
       this.listener = null;
+      this.listening = false;
       await listener?.end().catch(() => {});
       // A claim under way when stop was called starts its jobs; wait for it so they are waited for too.
       await Promise.allSettled(this.claims);
@@ -491,6 +499,7 @@ export class JobQueue {
     const retry = (error?: unknown) => {
       if (this.listener !== client) return;
       this.listener = null;
+      this.listening = false;
       client.end().catch(() => {});
       if (this.state !== 'running') return;
       if (!this.notificationsLost) {
@@ -510,7 +519,9 @@ export class JobQueue {
       retry(error);
       return;
     }
-    if (this.listener !== client || !this.notificationsLost) return;
+    if (this.listener !== client) return;
+    this.listening = true;
+    if (!this.notificationsLost) return;
     // Notifications sent while the connection was down are gone: a poll finds their jobs now
     // rather than at the next (backed-off) poll.
     this.notificationsLost = false;

@@ -15,7 +15,8 @@ import { recordEvent } from '../../src/jobs/outbox.ts';
 import { importDrugs } from '../../src/modules/search/service.ts';
 import { ADMIN_TOKEN, createTestDatabase, PG_URL, type TestDatabase } from '../helpers.ts';
 import { startServerProcess, type ServerProcess } from '../process.ts';
-import { reviewEvent, startReceiver, until, type Receiver } from '../modules/webhooks/support.ts';
+import { reviewEvent, startReceiver, type Receiver } from '../modules/webhooks/support.ts';
+import { waitFor } from './support.ts';
 import { startTcpProxy, type TcpProxy } from './proxy.ts';
 
 const MESSAGE = 'The service is temporarily unavailable; retry shortly.';
@@ -145,7 +146,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
           if (booked.status === 201) answers.push(await send(() => readAppointment(server.url, practice, booked.body.appointment_id)));
         }
       });
-      const answered = (count: number) => until(() => answers.length >= count || !alive(server));
+      const answered = (count: number) => waitFor(() => answers.length >= count || !alive(server), `${count} answers`, 20);
       await answered(40);
       const admin = new pg.Client({ connectionString: database.databaseUrl! });
       await admin.connect();
@@ -179,7 +180,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       }
       const appointmentId = ok(await book(server.url, practice), 'booking for the review').appointment_id as string;
       const { event_id: eventId } = ok(await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }), 'review request');
-      await until(() => delivered(eventId), 50);
+      await waitFor(() => delivered(eventId), 'the delivery queued after the faults');
 
       const lines = logLines(server);
       assert.deepEqual(lines.filter((line) => line.level >= 50), [], 'nothing logged at level error');
@@ -233,34 +234,34 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
           recordEvent(trx, { businessId: practice.businessId, type: 'external_review.request', payload: reviewEvent(practice.businessId, 901) }));
         // The background loops have met the outage (the catalogue polls every 2 s).
         const seen = (message: string) => logLines(server).slice(since).some((line) => line.msg === message);
-        await until(() => seen('job notifications lost; polling until they reconnect') && seen('polling for jobs failed; retrying with backoff')
-          && seen('catalogue refresh failed; will retry'), 50);
+        await waitFor(() => seen('job notifications lost; polling until they reconnect') && seen('polling for jobs failed; retrying with backoff')
+          && seen('catalogue refresh failed; will retry'), 'the background loops meet the outage');
         assert.ok(alive(server), 'the server is still running');
       } finally {
         await proxy.restore();
       }
 
-      await until(async () => (await call(`${server.url}/ready`, 'GET')).status === 200, 100);
+      await waitFor(async () => (await call(`${server.url}/ready`, 'GET')).status === 200, '/ready 200 after the outage', 100);
       // The write acknowledged before the outage is there, unchanged.
       assert.deepEqual(ok(await readAppointment(server.url, practice, kept.id), 'read after'), kept.body);
       ok(await book(server.url, practice), 'booking after');
       // The job queued during the outage runs.
-      await until(() => delivered(duringEventId), 50);
+      await waitFor(() => delivered(duringEventId), 'the delivery queued during the outage');
 
       // LISTEN is back: the server's listener connection is in PostgreSQL again, and says so.
-      await until(() => logLines(server).slice(since).some((line) => line.msg === 'job notifications reconnected'), 50);
+      await waitFor(() => logLines(server).slice(since).some((line) => line.msg === 'job notifications reconnected'), 'LISTEN reconnected');
       const listening = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'LISTEN cps_jobs'`.execute(storage.db);
       assert.equal(listening.rows[0]!.n, 1, 'one LISTEN connection, the server\'s');
       const appointmentId = ok(await book(server.url, practice), 'booking for the review').appointment_id as string;
       const { event_id: afterEventId } = ok(await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }), 'review request');
-      await until(() => delivered(afterEventId), 50);
+      await waitFor(() => delivered(afterEventId), 'the delivery queued after the outage');
 
       // The catalogue poll follows again: a drug imported now becomes searchable.
       await importDrugs(storage.db, [{ name: 'Outagezole 10 Tablet', manufacturer_name: 'Outage Labs', composition: [{ salt: 'Outagezole', strength: '10mg' }], discontinued: false }], 'test');
-      await until(async () => {
+      await waitFor(async () => {
         const found = await call(`${server.url}/medical-db/v1/drugs-and-labs?q=outagezole`, 'GET', { authorization: `Bearer ${practice.token}` });
         return found.status === 200 && found.body.drugs?.[0]?.name === 'Outagezole 10 Tablet';
-      }, 200);
+      }, 'the drug imported after the outage is searchable', 200);
 
       const lines = logLines(server).slice(since);
       assert.deepEqual(lines.filter((line) => line.level >= 50), [], 'nothing logged at level error');
