@@ -185,7 +185,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       const lines = logLines(server);
       assert.deepEqual(lines.filter((line) => line.level >= 50), [], 'nothing logged at level error');
       for (const line of lines.filter((l) => l.msg === 'database unavailable; answered 503')) assert.equal(line.err, undefined, 'no stack');
-      assert.equal(await stopGracefully(server), 0, 'shuts down cleanly afterwards');
+      assert.equal(await stopGracefully(server), 0, `shuts down cleanly afterwards:\n${server.output().slice(-3000)}`);
     } finally {
       if (alive(server)) server.child.kill('SIGKILL');
     }
@@ -219,6 +219,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       const since = logLines(server).length;
       await proxy.cut();
       let duringEventId: string;
+      let restoredAt = 0;
       try {
         const auth = { auth: practice.token };
         assertUnavailable(await readAppointment(server.url, practice, kept.id), { error: { code: 'SERVICE_UNAVAILABLE', message: MESSAGE } }, 'appointments');
@@ -238,6 +239,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
           && seen('catalogue refresh failed; will retry'), 'the background loops meet the outage');
         assert.ok(alive(server), 'the server is still running');
       } finally {
+        restoredAt = Date.now();
         await proxy.restore();
       }
 
@@ -250,8 +252,9 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
 
       // LISTEN is back: the server's listener connection is in PostgreSQL again, and says so.
       await waitFor(() => logLines(server).slice(since).some((line) => line.msg === 'job notifications reconnected'), 'LISTEN reconnected');
-      const listening = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'LISTEN cps_jobs'`.execute(storage.db);
-      assert.equal(listening.rows[0]!.n, 1, 'one LISTEN connection, the server\'s');
+      const listening = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and query = 'LISTEN cps_jobs' and backend_start >= to_timestamp(${restoredAt / 1000})`.execute(storage.db);
+      assert.equal(listening.rows[0]!.n, 1, 'one LISTEN connection opened since the outage, the server\'s');
       const appointmentId = ok(await book(server.url, practice), 'booking for the review').appointment_id as string;
       const { event_id: afterEventId } = ok(await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }), 'review request');
       await waitFor(() => delivered(afterEventId), 'the delivery queued after the outage');
@@ -272,10 +275,10 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
         assert.equal(warning.err, undefined, 'no stack');
       }
       for (const message of ['catalogue refresh works again', 'polling for jobs works again']) {
-        assert.ok(lines.some((line) => line.msg === message), message);
+        assert.ok(lines.some((line) => line.msg === message), `${message}:\n${lines.filter((line) => line.level >= 40).map((line) => JSON.stringify(line)).join('\n')}`);
       }
       assert.ok(!server.output().includes(PASSWORD), 'the database password is never logged');
-      assert.equal(await stopGracefully(server), 0, 'shuts down cleanly afterwards');
+      assert.equal(await stopGracefully(server), 0, `shuts down cleanly afterwards:\n${server.output().slice(-3000)}`);
     });
   });
 });
