@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { buildApp, createContext, jobsGraceMs, type App } from './app.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { inTransaction, openStorage } from './db/index.ts';
+import { inTransaction, openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
 import { claimBusiness, countBusinesses } from './modules/businesses/repo.ts';
@@ -40,14 +40,25 @@ async function createDemoBusiness(ctx: AppContext): Promise<void> {
   ctx.logger.info({ file }, 'created the "Demo Clinic" business; its API client credentials are in this file');
 }
 
+/** Migrations may run long statements (an index over the catalogue): on PostgreSQL, without the statement timeout. */
+async function migrate(config: Config, storage: Storage): Promise<string[]> {
+  if (storage.dialect !== 'postgres') return migrateToLatest(storage.db);
+  const untimed = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+  try {
+    return await migrateToLatest(untimed.db);
+  } finally {
+    await untimed.destroy();
+  }
+}
+
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const started = performance.now();
   // Before anything is created, so the warnings are about what an operator or an older version left.
   warnAboutWideModes(config.dataDir, logger);
   const keys = await loadKeys(config);
-  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS });
   try {
-    const applied = await migrateToLatest(storage.db);
+    const applied = await migrate(config, storage);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     const ctx = createContext(config, storage, keys, logger);
     // The search index takes longest to load: it starts now, and building the app goes on meanwhile.

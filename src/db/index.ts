@@ -30,13 +30,18 @@ export interface StorageOptions {
   dataDir: string;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /**
+   * PostgreSQL: the server cancels a statement that runs longer (absent or 0: no limit). The server
+   * sets it; maintenance commands (migrate, import) run without.
+   */
+  statementTimeoutMs?: number;
 }
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
 
 export function openStorage(options: StorageOptions): Storage {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(path.join(options.dataDir, 'cps.sqlite'));
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0) : openSqlite(path.join(options.dataDir, 'cps.sqlite'));
 }
 
 export function openSqlite(file: string): Storage {
@@ -80,12 +85,46 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
   };
 }
 
-export function openPostgres(databaseUrl: string, poolSize: number): Storage {
+/** PostgreSQL: the server process's statement timeout (see StorageOptions.statementTimeoutMs). */
+export const SERVER_STATEMENT_TIMEOUT_MS = 30_000;
+
+/** PostgreSQL: the longest wait for a connection, opening a new one or waiting for a free one in the pool. */
+export const PG_CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * Added to the statement timeout to give the client's own read timeout: a server that stopped
+ * answering without closing the connection (a failover can leave the socket open) is given up.
+ */
+const PG_READ_TIMEOUT_MARGIN_MS = 5000;
+
+/**
+ * A pool client that closes its connection when a query's read timeout fires: the server may still
+ * be running that query, and the next one would wait behind it. The pool discards a closed client.
+ */
+class PoolClient extends pg.Client {
+  override query(...args: any[]): any {
+    const result = (super.query as (...a: any[]) => any)(...args);
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if ((error as Error)?.message === 'Query read timeout') this.end().catch(() => {});
+      });
+    }
+    return result;
+  }
+}
+
+export function openPostgres(databaseUrl: string, poolSize: number, statementTimeoutMs = 0): Storage {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     // libpq's default when the URL names no user; pg would read $USER, which services often lack.
     ...(new URL(databaseUrl).username ? {} : { user: userInfo().username }),
     max: poolSize,
+    Client: PoolClient,
+    // Without a bound, a request waits forever for an unreachable server or a pool that never frees.
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    // Parameters in DATABASE_URL (?statement_timeout=...&query_timeout=...) take precedence over these.
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + PG_READ_TIMEOUT_MARGIN_MS } : {}),
     // BIGINT (epoch milliseconds, counts) and NUMERIC (prices) arrive as strings unless parsed.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
@@ -94,8 +133,12 @@ export function openPostgres(databaseUrl: string, poolSize: number): Storage {
       }) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  // No connection loss may end the process. The pool listens on its idle clients and re-emits
+  // their errors here (it has already discarded the client); a client checked out of the pool has
+  // no listener of the pool's, so each gets one for its whole life. The error reaches whoever uses
+  // that client through its next query, which fails (see unavailable.ts).
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const url = new URL(databaseUrl);
   if (url.password) url.password = '***';

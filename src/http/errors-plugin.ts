@@ -4,14 +4,24 @@
  * A 500 shows only the request id; the cause goes to the log.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DATABASE_RETRY_AFTER_SECONDS, describeDatabaseError, isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError, familyForPath, renderProblem, validationProblem, type ErrorFamily, type Problem } from './errors.ts';
 
 function familyOf(request: FastifyRequest): ErrorFamily {
   return request.routeOptions.config?.family ?? familyForPath(request.url);
 }
 
+/** The database is unreachable, failing over, full or locked: the client may retry. */
+const DATABASE_UNAVAILABLE: Problem = {
+  status: 503,
+  code: 'SERVICE_UNAVAILABLE',
+  message: 'The service is temporarily unavailable; retry shortly.',
+  headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+};
+
 export function problemFromError(error: unknown, request: FastifyRequest): Problem {
   if (error instanceof AppError) return error.problem;
+  if (isDatabaseUnavailable(error)) return DATABASE_UNAVAILABLE;
   const e = error as FastifyError;
   if (e.validation) return validationProblem(e);
   switch (e.code) {
@@ -42,7 +52,9 @@ export function sendProblem(reply: FastifyReply, family: ErrorFamily, problem: P
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const problem = problemFromError(error, request);
-    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    // An outage is the operator's to see once per request, not a defect with a stack.
+    if (problem === DATABASE_UNAVAILABLE) request.log.warn({ database_error: describeDatabaseError(error) }, 'database unavailable; answered 503');
+    else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, familyOf(request), problem);
   });
 

@@ -32,6 +32,7 @@ import type { Logger } from 'pino';
 import pg from 'pg';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { inTransaction, type Storage } from '../db/index.ts';
+import { errorLogFields, isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
@@ -85,6 +86,10 @@ interface Kind {
 
 const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
 const LOCK_NAME = 'workers';
+/** While the database fails, polls back off (doubling from pollMs) up to this interval. */
+const MAX_POLL_BACKOFF_MS = 5000;
+/** PostgreSQL: a lost LISTEN connection is reopened this long after it failed. */
+const LISTEN_RETRY_MS = 1000;
 
 export class JobQueue {
   readonly workerId: string;
@@ -102,6 +107,15 @@ export class JobQueue {
   };
   private state: 'idle' | 'waiting-for-lock' | 'running' | 'stopped' = 'idle';
   private pollTimer: NodeJS.Timeout | null = null;
+  private polling = false;
+  /** Asked to poll while a poll ran: the next one follows at once. */
+  private pollAgain = false;
+  /** Polls in a row that failed (the database is away): the interval backs off. */
+  private pollFailures = 0;
+  /** PostgreSQL: the LISTEN connection was lost and is not back yet. */
+  private notificationsLost = false;
+  /** PostgreSQL: LISTEN is in effect on a live connection. */
+  private listening = false;
   private lockTimer: NodeJS.Timeout | null = null;
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
@@ -193,6 +207,11 @@ export class JobQueue {
     return this.state === 'running';
   }
 
+  /** PostgreSQL: true while notifications wake the workers (false while the LISTEN connection is down). */
+  get notificationsConnected(): boolean {
+    return this.listening;
+  }
+
   /**
    * Stops claiming, waits up to `graceMs` for running attempts, then aborts their signals and
    * returns; attempts still running then are claimed again elsewhere when their leases run out.
@@ -205,6 +224,7 @@ export class JobQueue {
       localWake.off('job', this.onLocalWake);
       const listener = this.listener;
       this.listener = null;
+      this.listening = false;
       await listener?.end().catch(() => {});
       // A claim under way when stop was called starts its jobs; wait for it so they are waited for too.
       await Promise.allSettled(this.claims);
@@ -254,7 +274,7 @@ export class JobQueue {
     this.logger.info({ worker_id: this.workerId, kinds: [...this.kinds.keys()], database: this.storage.dialect }, 'job workers started');
     if (this.storage.dialect === 'postgres') await this.listen();
     else localWake.on('job', this.onLocalWake);
-    void this.poll();
+    this.pollNow();
   }
 
   private wake(kindName?: string): void {
@@ -272,6 +292,8 @@ export class JobQueue {
    */
   private async poll(): Promise<void> {
     if (this.state !== 'running') return;
+    this.pollTimer = null;
+    this.polling = true;
     try {
       if (this.polls++ % 5 === 0) {
         for (const job of await releaseExpired(this.storage.db)) {
@@ -280,10 +302,29 @@ export class JobQueue {
         }
       }
       for (const kind of await dueKinds(this.storage.db)) this.wake(kind);
+      if (this.pollFailures > 0) this.logger.info({ failed_polls: this.pollFailures }, 'polling for jobs works again');
+      this.pollFailures = 0;
     } catch (error) {
-      this.logger.error({ err: error }, 'polling for jobs failed');
+      // Logged once per outage; the poll goes on, backing off, until the database answers.
+      if (this.pollFailures++ === 0) this.logger.warn(errorLogFields(error), 'polling for jobs failed; retrying with backoff');
+    } finally {
+      this.polling = false;
     }
-    if (this.state === 'running') this.pollTimer = setTimeout(() => void this.poll(), this.pollMs);
+    if (this.state !== 'running') return;
+    const delay = this.pollAgain ? 0 : Math.min(this.pollMs * 2 ** this.pollFailures, Math.max(this.pollMs, MAX_POLL_BACKOFF_MS));
+    this.pollAgain = false;
+    this.pollTimer = setTimeout(() => void this.poll(), delay);
+  }
+
+  /** Polls now, or right after the poll under way; one chain of polls runs at a time. */
+  private pollNow(): void {
+    if (this.state !== 'running') return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    void this.poll();
   }
 
   /** Claims as many jobs of `kind` as it has free slots, and starts them. */
@@ -306,7 +347,7 @@ export class JobQueue {
         await claim.finally(() => this.claims.delete(claim));
       } while (kind.again);
     } catch (error) {
-      this.logger.error({ err: error, kind: kind.name }, 'claiming jobs failed; retrying at the next poll');
+      this.logLevel(error)({ ...errorLogFields(error), kind: kind.name }, 'claiming jobs failed; retrying at the next poll');
     } finally {
       kind.claiming = false;
     }
@@ -380,10 +421,15 @@ export class JobQueue {
       }
     } catch (error) {
       // The database failed while settling: the lease runs out and the job runs again.
-      this.logger.error({ ...log, err: error }, 'recording a job outcome failed');
+      this.logLevel(error)({ ...log, ...errorLogFields(error) }, 'recording a job outcome failed; the job runs again when its lease runs out');
     } finally {
       kind.running--;
     }
+  }
+
+  /** An unavailable database is expected now and then (warn); anything else is a defect (error). */
+  private logLevel(error: unknown): Logger['warn'] {
+    return isDatabaseUnavailable(error) ? this.logger.warn.bind(this.logger) : this.logger.error.bind(this.logger);
   }
 
   private afterFailure(kind: Kind, job: Job, maxAttempts: number, error: unknown): Settlement {
@@ -450,25 +496,37 @@ export class JobQueue {
     const pool = this.storage.pgPool!;
     // A client of its own, outside the pool: LISTEN holds its connection for as long as it lives.
     const client = new pg.Client(pool.options);
-    const retry = () => {
+    const retry = (error?: unknown) => {
       if (this.listener !== client) return;
       this.listener = null;
+      this.listening = false;
       client.end().catch(() => {});
       if (this.state !== 'running') return;
-      this.logger.warn('job notifications lost; polling until they reconnect');
-      setTimeout(() => { if (this.state === 'running') void this.listen(); }, 2000).unref();
+      if (!this.notificationsLost) {
+        this.notificationsLost = true;
+        this.logger.warn(error ? errorLogFields(error) : {}, 'job notifications lost; polling until they reconnect');
+      }
+      setTimeout(() => { if (this.state === 'running') void this.listen(); }, LISTEN_RETRY_MS).unref();
     };
     this.listener = client;
     client.on('notification', (message) => this.wake(message.payload));
     client.on('error', retry);
-    client.on('end', retry);
+    client.on('end', () => retry());
     try {
       await client.connect();
       await client.query('LISTEN cps_jobs');
     } catch (error) {
-      this.logger.warn({ err: error }, 'LISTEN for jobs failed');
-      retry();
+      retry(error);
+      return;
     }
+    if (this.listener !== client) return;
+    this.listening = true;
+    if (!this.notificationsLost) return;
+    // Notifications sent while the connection was down are gone: a poll finds their jobs now
+    // rather than at the next (backed-off) poll.
+    this.notificationsLost = false;
+    this.logger.info('job notifications reconnected');
+    this.pollNow();
   }
 
   // ---- SQLite: the worker lock -----------------------------------------------------------------
@@ -488,7 +546,7 @@ export class JobQueue {
         .executeTakeFirst();
       held = row !== undefined;
     } catch (error) {
-      this.logger.error({ err: error }, 'taking the job worker lock failed');
+      this.logLevel(error)(errorLogFields(error), 'taking the job worker lock failed');
     }
     if (held && this.state === 'waiting-for-lock') {
       if (!first) this.logger.info('took over the job workers for this SQLite database');
@@ -497,6 +555,7 @@ export class JobQueue {
       this.logger.error('lost the job worker lock to another process; pausing the workers');
       this.state = 'waiting-for-lock';
       if (this.pollTimer) clearTimeout(this.pollTimer);
+      this.pollTimer = null;
       localWake.off('job', this.onLocalWake);
     } else if (!held && first) {
       this.logger.warn({ database: this.storage.location },

@@ -3,6 +3,20 @@ import { sql } from 'kysely';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 
+/** Each readiness check gets this long: /ready answers within it even when the database does not. */
+export const READY_CHECK_TIMEOUT_MS = 2000;
+
+/** False when `check` fails, or has not answered within the timeout. */
+async function passes(check: () => boolean | Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), READY_CHECK_TIMEOUT_MS); });
+  try {
+    return await Promise.race([Promise.resolve().then(check).catch(() => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function opsRoutes(ctx: AppContext) {
   return async function plugin(app: App): Promise<void> {
     const config = { auth: 'public' } as const;
@@ -10,20 +24,12 @@ export function opsRoutes(ctx: AppContext) {
     app.get('/health', { config, schema: { tags: ['operations'], summary: 'Liveness' } }, async () => ({ status: 'ok' }));
 
     app.get('/ready', { config, schema: { tags: ['operations'], summary: 'Readiness: the database answers and every module is loaded' } }, async (_request, reply) => {
-      const checks: Record<string, boolean> = {};
-      try {
-        await sql`select 1`.execute(ctx.storage.db);
-        checks.database = true;
-      } catch {
-        checks.database = false;
-      }
-      for (const [name, check] of ctx.readiness) {
-        try {
-          checks[name] = await check();
-        } catch {
-          checks[name] = false;
-        }
-      }
+      const names = ['database', ...ctx.readiness.keys()];
+      const results = await Promise.all([
+        passes(async () => (await sql`select 1`.execute(ctx.storage.db), true)),
+        ...[...ctx.readiness.values()].map(passes),
+      ]);
+      const checks: Record<string, boolean> = Object.fromEntries(names.map((name, i) => [name, results[i]!]));
       const ready = Object.values(checks).every(Boolean);
       return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
     });

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
+import { errorLogFields } from '../../db/unavailable.ts';
 import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, rebuildDueAfter, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
 import type { IndexBuilderData } from './index-builder.ts';
@@ -165,6 +166,8 @@ export class Catalogue {
   /** A rebuild in the builder failed: later rebuilds run here. */
   private builderFailed = false;
   private timer: NodeJS.Timeout | null = null;
+  /** The last poll's refresh failed (the database is away): its recovery is logged. */
+  private refreshFailing = false;
   private stopped = false;
 
   constructor(db: Kysely<Database>, logger: Logger, options: CatalogueOptions = {}) {
@@ -208,8 +211,14 @@ export class Catalogue {
 
   private schedule(): void {
     this.timer = setTimeout(() => {
-      this.refresh().catch((error: unknown) => this.logger.warn({ err: error }, 'catalogue refresh failed; will retry'))
-        .finally(() => { if (!this.stopped) this.schedule(); });
+      this.refresh().then(() => {
+        if (this.refreshFailing) this.logger.info('catalogue refresh works again');
+        this.refreshFailing = false;
+      }, (error: unknown) => {
+        // Once per outage: the poll goes on at its interval until the database answers.
+        if (!this.refreshFailing) this.logger.warn(errorLogFields(error), 'catalogue refresh failed; will retry');
+        this.refreshFailing = true;
+      }).finally(() => { if (!this.stopped) this.schedule(); });
     }, this.options.pollIntervalMs ?? POLL_INTERVAL_MS);
     this.timer.unref();
   }
