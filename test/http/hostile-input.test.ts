@@ -55,6 +55,15 @@ describe(`hostile input (${DIALECT})`, () => {
       assert.match(String(response.headers['x-request-id']), /^req_/);
     });
 
+    it('refuses a JSON body with a key that would reach the prototype', async () => {
+      for (const raw of ['{"client_id":"a","client_secret":"b","__proto__":{"x":1}}', '{"client_id":"a","client_secret":"b","constructor":{"prototype":{"x":1}}}']) {
+        const response = await t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', headers: { 'content-type': 'application/json' }, payload: raw });
+        assert.equal(response.statusCode, 400);
+        assert.deepEqual(response.json(), { code: 400, error: 'The request body is not valid JSON.' });
+        assert.equal(({} as Record<string, unknown>).x, undefined);
+      }
+    });
+
     it('names a field called like an Object.prototype member (constructor, __proto__) without breaking the error body', async () => {
       for (const key of ['constructor', '__proto__', 'toString']) {
         const response = await t.app.inject({ method: 'POST', url: `/connect-auth/v1/account/login?${key}=%00`, payload: { client_id: 'a', client_secret: 'b' } });
