@@ -3,14 +3,14 @@
  * configuration, storage, keys and metrics; buildApp adds the HTTP layer and every module.
  */
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Storage } from './db/index.ts';
 import { AccessLogController, registerAccessLog } from './http/access-log.ts';
+import type { App } from './http/app-type.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
 import { clientErrorHandler, frameworkErrorHandler, refuseConnect } from './http/framework-errors.ts';
@@ -24,8 +24,6 @@ import { AccessTokens } from './modules/auth/tokens.ts';
 import { modules } from './modules/index.ts';
 import type { Keys } from './security/keys.ts';
 import { OutboundClient } from './security/outbound-client.ts';
-
-export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 export const BODY_LIMIT = 1024 * 1024;
 

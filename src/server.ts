@@ -2,7 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { buildApp, createContext, jobsGraceMs, type App } from './app.ts';
+import { buildApp, createContext, jobsGraceMs } from './app.ts';
+import type { App } from './http/app-type.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { inTransaction, openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';

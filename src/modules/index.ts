@@ -1,5 +1,5 @@
 /** Every module's routes, in one list: a new module adds one line. */
-import type { App } from '../app.ts';
+import type { App } from '../http/app-type.ts';
 import type { AppContext } from '../context.ts';
 import { appointmentRoutes } from './appointments/routes.ts';
 import { authRoutes } from './auth/routes.ts';

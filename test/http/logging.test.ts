@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { buildApp, createContext, type App } from '../../src/app.ts';
+import { buildApp, createContext } from '../../src/app.ts';
+import type { App } from '../../src/http/app-type.ts';
 import { openStorage, type Storage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';

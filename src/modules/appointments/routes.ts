@@ -3,7 +3,7 @@
  * `{appointment_id}` the partner's id.
  */
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';

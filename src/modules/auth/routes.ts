@@ -1,7 +1,7 @@
 /** Login, refresh (both paths) and the public keys: contract section 2. */
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import { AuthService } from './service.ts';
 import { LoginGuard } from './throttle.ts';
 

@@ -1,6 +1,6 @@
 /** The admin API of contract 2: businesses and their API clients, behind CPS_ADMIN_TOKEN. */
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { SCOPES } from '../../http/scopes.ts';
 import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';

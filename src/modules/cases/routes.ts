@@ -1,7 +1,7 @@
 /** Cases `/mr/api/v1/cases` (contract 6): list with paging and incremental sync, create, read, update, delete. */
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { canonicalPatientRef } from '../patients/repo.ts';

@@ -1,7 +1,7 @@
 /** Clinics and doctors `/cdr/v1` (contract section 5): DRF-style error bodies, header `auth`. */
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { validationProblem, type ErrorFamily } from '../../http/errors.ts';

@@ -1,6 +1,6 @@
 /** Liveness, readiness and Prometheus metrics (contract section 9). */
 import { sql } from 'kysely';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 
 /** Each readiness check gets this long: /ready answers within it even when the database does not. */

@@ -1,7 +1,7 @@
 /** Push notifications, contract 7: credentials, devices, send and its per-device report. */
 import { Type } from 'typebox';
 import { Counter } from 'prom-client';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { MAX_ID_LENGTH, NotificationError } from '../../http/schemas.ts';

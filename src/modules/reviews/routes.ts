@@ -5,7 +5,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { problemFromError } from '../../http/errors-plugin.ts';
 import { principalOf } from '../../http/auth.ts';

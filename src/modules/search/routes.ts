@@ -1,7 +1,7 @@
 /** `GET /medical-db/v1/drugs-and-labs`: drug and lab-test search (interface 4.1, contract section 3). */
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';

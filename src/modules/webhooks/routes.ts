@@ -1,7 +1,7 @@
 /** Webhook subscriptions and deliveries (contract 8), Bearer with scope webhook:admin. */
 import type { FastifyContextConfig } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
+import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { buildApp, createContext, type App } from '../../../src/app.ts';
+import { buildApp, createContext } from '../../../src/app.ts';
+import type { App } from '../../../src/http/app-type.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { loginGuardOf } from '../../../src/modules/auth/routes.ts';

@@ -1,6 +1,6 @@
 /** Helpers shared by the cases tests. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { App } from '../../../src/app.ts';
+import type { App } from '../../../src/http/app-type.ts';
 import { bearer } from '../../helpers.ts';
 
 export const BASE = '/mr/api/v1/cases';
