@@ -1,12 +1,13 @@
 /**
  * Versioned migrations for both dialects, run at start and by `cps migrate`. Kysely's migrator takes
  * a lock (a row lock on PostgreSQL), so several processes starting together migrate once.
- * A migration that needs dialect-specific SQL asks `isPostgres(db)`.
+ * A migration that needs dialect-specific SQL asks `isPostgres(db)` (db/dialect.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
+import { isPostgres } from './dialect.ts';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as jobs from './migrations/0002_jobs.ts';
 import * as clinicsAppointments from './migrations/0004_clinics_appointments.ts';
@@ -30,10 +31,6 @@ export const migrations: Record<string, Migration> = {
   '0009_catalogue_changes_index': catalogueChangesIndex,
   '0010_search_snapshots': searchSnapshots,
 };
-
-export function isPostgres(db: Kysely<any>): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
 
 /**
  * Kysely's migration lock is a row lock on PostgreSQL but nothing on SQLite, where several processes

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
-import { isPostgres } from '../db/migrate.ts';
+import { isPostgres } from '../db/dialect.ts';
 import type { JobStatus, JobsTable } from '../db/schema.ts';
 
 export type { JobStatus };

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { isPostgres } from '../migrate.ts';
+import { isPostgres } from '../dialect.ts';
 
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createTable('events')

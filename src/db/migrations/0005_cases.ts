@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { isPostgres } from '../migrate.ts';
+import { isPostgres } from '../dialect.ts';
 
 /**
  * Patient case records (contract 6). `cases` is keyed by (business, patient_ref, id); listing walks

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { isPostgres } from '../migrate.ts';
+import { isPostgres } from '../dialect.ts';
 
 /**
  * Search index snapshots kept in the database, in parts of a few megabytes (see
