@@ -17,7 +17,6 @@ import type { Database } from '../../db/schema.ts';
 import { errorLogFields } from '../../db/unavailable.ts';
 import { FIELD_ALT, FIELD_FORM, FIELD_GENERIC, FIELD_NAME, rebuildDueAfter, SearchIndex, type IndexedFields } from './engine.ts';
 import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from './model.ts';
-import type { IndexBuilderData } from './index-builder.ts';
 import * as repo from './repo.ts';
 import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from './snapshot.ts';
 import { ArrayStore, DrugStore } from './store.ts';
@@ -27,6 +26,15 @@ import { openDrugSource, openLabSource } from './sources.ts';
 export const BUILTIN_DIR = fileURLToPath(new URL('../../../catalogue/', import.meta.url));
 export const POLL_INTERVAL_MS = 2000;
 const BUILDER_SCRIPT = fileURLToPath(new URL('./index-builder.ts', import.meta.url));
+
+/** The task the catalogue sends to the builder process (index-builder.ts), as its one IPC message. */
+export interface IndexBuilderData {
+  databaseUrl: string | null;
+  dataDir: string;
+  snapshotFile: string;
+  logLevel: string;
+  storedSnapshotMinDrugs: number | null;
+}
 const PAGE = 5000;
 /** Changed drugs applied to a serving index in one go (about 35 ms at 250,000 products). */
 const UPSERT_SLICE = 1000;

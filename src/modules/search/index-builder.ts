@@ -11,15 +11,7 @@
  */
 import { openStorage } from '../../db/index.ts';
 import { createLogger } from '../../logger.ts';
-import { buildSnapshot } from './catalogue.ts';
-
-export interface IndexBuilderData {
-  databaseUrl: string | null;
-  dataDir: string;
-  snapshotFile: string;
-  logLevel: string;
-  storedSnapshotMinDrugs: number | null;
-}
+import { buildSnapshot, type IndexBuilderData } from './catalogue.ts';
 
 async function build(data: IndexBuilderData): Promise<void> {
   const storage = openStorage({ databaseUrl: data.databaseUrl, dataDir: data.dataDir, poolSize: 1 });
