@@ -11,12 +11,21 @@ import { newId } from '../../db/ids.ts';
 import { decrypt } from '../../security/encryption.ts';
 import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
-import type { DeliveryQueue } from './service.ts';
-import { keyAssociatedData } from './service.ts';
 import type { Sender } from './sender.ts';
 import { signatureHeader } from './signer.ts';
 
 export const DELIVERY_JOB = 'webhook.delivery';
+
+/** How deliveries become jobs: provided by the delivery wiring (wiring.ts). */
+export interface DeliveryQueue {
+  /**
+   * Adds the job that sends delivery `deliveryId`, in `db` (a transaction), and returns its id; a
+   * job with the same `key` already queued is returned instead.
+   */
+  enqueue(db: Db, businessId: string, deliveryId: string, key: string): Promise<string>;
+  /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
+  retry(db: Db, businessId: string, deliveryId: string, jobId: string | null, key: string): Promise<string>;
+}
 
 /** One delivery per (event, subscription): the key of its job. */
 export function deliveryKey(eventId: string, subscriptionId: string): string {
@@ -101,7 +110,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
     return { kind: 'failed', error };
   }
 
-  const ad = keyAssociatedData(row.subscription_id);
+  const ad = repo.keyAssociatedData(row.subscription_id);
   const now = Date.now();
   const keys = [decrypt(deps.masterKey, row.signing_key, ad)];
   if (row.previous_signing_key && row.previous_key_expires_at !== null && row.previous_key_expires_at > now) {

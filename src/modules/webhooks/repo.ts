@@ -6,6 +6,11 @@ import type { WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscription
 export type SubscriptionRow = Selectable<WebhookSubscriptionsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
+/** The associated data a subscription's signing keys are encrypted under: a key moved to another row fails to decrypt. */
+export function keyAssociatedData(subscriptionId: string): string {
+  return `webhook:${subscriptionId}`;
+}
+
 export async function insertSubscription(db: Db, row: Insertable<WebhookSubscriptionsTable>): Promise<void> {
   await db.insertInto('webhook_subscriptions').values(row).execute();
 }

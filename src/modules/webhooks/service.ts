@@ -5,7 +5,7 @@ import { newId } from '../../db/ids.ts';
 import type { WebhookSubscriptionStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
-import { deliveryKey } from './delivery.ts';
+import { deliveryKey, type DeliveryQueue } from './delivery.ts';
 import * as repo from './repo.ts';
 import { generateSigningKey, keyBytes } from './signer.ts';
 
@@ -36,25 +36,10 @@ export interface DeliveryView {
   next_attempt_at: number | null;
 }
 
-/** How deliveries become jobs: provided by the delivery wiring (delivery.ts). */
-export interface DeliveryQueue {
-  /**
-   * Adds the job that sends delivery `deliveryId`, in `db` (a transaction), and returns its id; a
-   * job with the same `key` already queued is returned instead.
-   */
-  enqueue(db: Db, businessId: string, deliveryId: string, key: string): Promise<string>;
-  /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
-  retry(db: Db, businessId: string, deliveryId: string, jobId: string | null, key: string): Promise<string>;
-}
-
 const INVALID = 'INVALID_REQUEST' as const;
 
 function invalid(message: string): AppError {
   return new AppError(400, message, { code: INVALID });
-}
-
-export function keyAssociatedData(subscriptionId: string): string {
-  return `webhook:${subscriptionId}`;
 }
 
 function toView(row: repo.SubscriptionRow): SubscriptionView {
@@ -132,7 +117,7 @@ export async function createSubscription(ctx: AppContext, businessId: string, in
     protocol,
     event_names: JSON.stringify(eventNames),
     status: 'active',
-    signing_key: encrypt(ctx.keys.masterKey, signingKey, keyAssociatedData(id)),
+    signing_key: encrypt(ctx.keys.masterKey, signingKey, repo.keyAssociatedData(id)),
     previous_signing_key: null,
     previous_key_expires_at: null,
     disabled_reason: null,
@@ -177,7 +162,7 @@ export async function updateSubscription(ctx: AppContext, businessId: string, id
     patch.disabled_reason = input.status === 'disabled' ? 'disabled by the partner' : null;
   }
   if (signingKey !== undefined) {
-    const ad = keyAssociatedData(id);
+    const ad = repo.keyAssociatedData(id);
     const oldKey = decrypt(ctx.keys.masterKey, current.signing_key, ad);
     if (oldKey !== signingKey) {
       // The old key keeps signing beside the new one for a day, so receivers can switch over.

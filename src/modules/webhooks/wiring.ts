@@ -6,9 +6,9 @@
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
 import { enqueue, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
-import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps } from './delivery.ts';
+import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
-import { EVENT_NAMES, type DeliveryQueue } from './service.ts';
+import { EVENT_NAMES } from './service.ts';
 
 /**
  * A claim lasts this long without renewal (the worker renews it every third while the attempt
