@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { AppError } from './http/errors.ts';
+import { AppError } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { createBusiness, createClient } from './modules/businesses/service.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/import-command.ts';

@@ -7,7 +7,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccessClaims, AccessTokens } from '../modules/auth/tokens.ts';
 import { constantTimeEqual } from '../security/secrets.ts';
-import { AppError, type ErrorCode, type ErrorFamily } from './errors.ts';
+import { AppError, type ErrorCode } from '../errors.ts';
+import type { ErrorFamily } from './errors.ts';
 import { prependRouteHook } from './route-hooks.ts';
 import type { Scope } from './scopes.ts';
 

@@ -5,7 +5,8 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DATABASE_RETRY_AFTER_SECONDS, describeDatabaseError, isDatabaseUnavailable } from '../db/unavailable.ts';
-import { AppError, familyForPath, renderProblem, validationProblem, type ErrorFamily, type Problem } from './errors.ts';
+import { AppError, type Problem } from '../errors.ts';
+import { familyForPath, renderProblem, validationProblem, type ErrorFamily } from './errors.ts';
 
 function familyOf(request: FastifyRequest): ErrorFamily {
   return request.routeOptions.config?.family ?? familyForPath(request.url);

@@ -1,50 +1,14 @@
 /**
- * Error families (contract section 0). Handlers throw AppError (or let validation and parsing fail);
- * the error handler renders it in the body of the family the route declares. Each family's codes are
- * a closed list, derived from the status unless the thrower names one.
+ * Error families (contract section 0). Handlers and services throw AppError (src/errors.ts), or let
+ * validation and parsing fail; the error handler renders the problem in the body of the family the route
+ * declares. Each family's codes are a closed list, derived from the status unless the thrower names one.
  */
 import type { FastifyError } from 'fastify';
+import type { ErrorCode, Problem } from '../errors.ts';
 
 export type ErrorFamily = 'search' | 'appointments' | 'clinics' | 'cases' | 'notifications' | 'standard' | 'auth';
 
 export const ERROR_FAMILIES: readonly ErrorFamily[] = ['search', 'appointments', 'clinics', 'cases', 'notifications', 'standard', 'auth'];
-
-/** Family-specific string codes that a thrower may pick instead of the status default. */
-export type ErrorCode =
-  | 'INVALID_REQUEST' | 'UNAUTHORIZED' | 'ACCESS_DENIED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT'
-  | 'RATE_LIMITED' | 'SERVER_ERROR' | 'SERVICE_UNAVAILABLE'
-  | 'APPOINTMENT_NOT_FOUND' | 'APPOINTMENT_EXISTS' | 'COMPLETE_NOT_ALLOWED';
-
-export interface Problem {
-  status: number;
-  message: string;
-  code?: ErrorCode;
-  /** Per-field messages: rendered as keys by the clinics family, joined into the message elsewhere. */
-  fields?: Record<string, string[]>;
-  /** Extra headers, e.g. Retry-After. */
-  headers?: Record<string, string>;
-  /** Clinics family: a not-found renders as {status: 'error', message}. */
-}
-
-export class AppError extends Error {
-  readonly problem: Problem;
-  constructor(status: number, message: string, options: Omit<Problem, 'status' | 'message'> = {}) {
-    super(message);
-    this.problem = { status, message, ...options };
-  }
-
-  static badRequest(message: string, fields?: Record<string, string[]>): AppError {
-    return new AppError(400, message, fields ? { fields } : {});
-  }
-
-  static notFound(message: string, code?: ErrorCode): AppError {
-    return new AppError(404, message, code ? { code } : {});
-  }
-
-  static conflict(message: string, code?: ErrorCode): AppError {
-    return new AppError(409, message, code ? { code } : {});
-  }
-}
 
 const STRING_CODES: Record<'appointments' | 'cases' | 'standard', Record<number, ErrorCode>> = {
   appointments: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 404: 'APPOINTMENT_NOT_FOUND', 409: 'APPOINTMENT_EXISTS', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },

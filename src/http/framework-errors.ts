@@ -10,7 +10,8 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { familyForPath, renderProblem, type ErrorFamily, type Problem } from './errors.ts';
+import type { Problem } from '../errors.ts';
+import { familyForPath, renderProblem, type ErrorFamily } from './errors.ts';
 import { sendProblem } from './errors-plugin.ts';
 
 /** The router's errors; anything else it may raise (an async constraint failing) is a 500 like any other. */

@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { ApiClientsTable, Database } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../security/secrets.ts';
 import { findActiveClient } from '../businesses/repo.ts';
 import * as repo from './repo.ts';

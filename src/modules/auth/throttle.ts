@@ -14,7 +14,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { createBuckets, type BucketLimit, type Buckets } from '../../security/buckets.ts';
 
 export interface LoginGuardOptions {

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { SCOPES, isScope, type Scope } from '../../http/scopes.ts';
 import { hashSecret, randomToken } from '../../security/secrets.ts';
 import * as repo from './repo.ts';

@@ -6,7 +6,8 @@ import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { canonicalPatientRef } from '../patients/repo.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
-import { AppError, type ErrorFamily } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
+import type { ErrorFamily } from '../../http/errors.ts';
 import { CasesError, FREE_FORM_DESCRIPTION, FREE_FORM_LIMITS, MAX_ID_LENGTH } from '../../http/schemas.ts';
 import { CasesService, HI_TYPES, type CaseChanges, type HiType, type NewCase, type PatientScope } from './service.ts';
 

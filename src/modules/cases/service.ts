@@ -36,7 +36,7 @@
 import type { AppContext } from '../../context.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import type { CasesTable } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { CursorCodec } from './cursor.ts';
 import * as repo from './repo.ts';
 

@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import * as repo from './repo.ts';
 
 export const PAGE_SIZE = 50;

@@ -9,7 +9,7 @@ import type { Environment } from '../../config.ts';
 import { inTransaction, type Db, type Storage } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { PushDeliveryStatus } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { canonicalHost, classifyLiteral, type OutboundPolicy } from '../../security/outbound.ts';
 import { credentialsVersion, type FcmClient, type ServiceAccount } from './fcm.ts';

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { SearchError } from '../../http/schemas.ts';
 import { Catalogue, LARGE_CATALOGUE_DRUGS, snapshotFileFor } from './catalogue.ts';
 import { highlightRanges, parseQuery } from './engine.ts';

@@ -14,7 +14,7 @@ import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parse as parseSync } from 'csv-parse/sync';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { labCategoryFromLoinc, parseComposition, type Ingredient } from './derive.ts';
 import type { DrugInput, LabInput } from './model.ts';
 import { clean } from './normalize.ts';

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { WebhookSubscriptionStatus } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { deliveryKey, type DeliveryQueue } from './delivery.ts';
 import * as repo from './repo.ts';
