@@ -4,10 +4,10 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import type { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Storage } from './db/index.ts';
 import type { JobQueue } from './jobs/worker.ts';
-import type { AccessTokens } from './modules/auth/tokens.ts';
 import type { Keys } from './security/keys.ts';
 import type { OutboundClient } from './security/outbound-client.ts';
 

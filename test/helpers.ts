@@ -128,7 +128,7 @@ export async function createTestClient(ctx: AppContext, options: { scopes?: stri
     : options.scopes
       ? await createClient(ctx.storage.db, (await createBusiness(ctx.storage.db, 'Test Business')).business_id, options.scopes)
       : await createBusiness(ctx.storage.db, 'Test Business');
-  const scopes = options.scopes && options.scopes.length > 0 ? options.scopes : (await import('../src/http/scopes.ts')).SCOPES;
+  const scopes = options.scopes && options.scopes.length > 0 ? options.scopes : (await import('../src/auth/scopes.ts')).SCOPES;
   return {
     businessId: created.business_id,
     clientId: created.client_id,

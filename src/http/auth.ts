@@ -5,18 +5,13 @@
  * come before 400.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AccessClaims, AccessTokens } from '../modules/auth/tokens.ts';
-import { constantTimeEqual } from '../security/secrets.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Scope } from '../auth/scopes.ts';
+import type { AccessClaims, AccessTokens } from '../auth/tokens.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
+import { constantTimeEqual } from '../security/secrets.ts';
 import type { ErrorFamily } from './errors.ts';
 import { prependRouteHook } from './route-hooks.ts';
-import type { Scope } from './scopes.ts';
-
-export interface Principal {
-  readonly businessId: string;
-  readonly clientId: string;
-  readonly scopes: ReadonlySet<string>;
-}
 
 export type RouteAuth = 'public' | 'admin' | { anyOf: Scope[]; forbiddenCode?: ErrorCode };
 

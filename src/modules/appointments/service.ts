@@ -6,11 +6,11 @@
  * transaction (the outbox delivers it).
  */
 import type { Kysely, Transaction } from 'kysely';
+import type { Principal } from '../../auth/principal.ts';
 import type { AppContext } from '../../context.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
-import type { Principal } from '../../http/auth.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { randomToken } from '../../security/secrets.ts';

@@ -3,6 +3,7 @@
  * each works once; presenting a spent one revokes every token of its login's family.
  */
 import type { Kysely } from 'kysely';
+import type { AccessTokens } from '../../auth/tokens.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { ApiClientsTable, Database } from '../../db/schema.ts';
@@ -11,7 +12,6 @@ import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../secu
 import { findActiveClient } from '../businesses/repo.ts';
 import * as repo from './repo.ts';
 import type { LoginGuard } from './throttle.ts';
-import type { AccessTokens } from './tokens.ts';
 
 export interface TokenPair {
   access_token: string;

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
-import { SCOPES } from '../../http/scopes.ts';
+import { SCOPES } from '../../auth/scopes.ts';
 import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { createBusiness, createClient } from './service.ts';
 

@@ -1,10 +1,10 @@
 /** Businesses and their API clients, for the admin API and the CLI alike. */
 import type { Kysely } from 'kysely';
+import { SCOPES, isScope, type Scope } from '../../auth/scopes.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
-import { SCOPES, isScope, type Scope } from '../../http/scopes.ts';
 import { hashSecret, randomToken } from '../../security/secrets.ts';
 import * as repo from './repo.ts';
 

@@ -2,11 +2,11 @@
  * Review rules: one review per appointment, a rating from 1 to 5 and an optional comment of at most
  * 1000 characters. The page outcomes are values, not errors, because every one of them is a page.
  */
+import type { Principal } from '../../auth/principal.ts';
 import type { AppContext } from '../../context.ts';
 import { isUniqueViolation } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { ReviewsTable } from '../../db/schema.ts';
-import type { Principal } from '../../http/auth.ts';
 import * as repo from './repo.ts';
 
 export const COMMENT_MAX = 1000;

@@ -4,7 +4,7 @@
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify, type JWTHeaderParameters } from 'jose';
-import type { SigningKey } from '../../security/keys.ts';
+import type { SigningKey } from '../security/keys.ts';
 
 export interface AccessClaims {
   clientId: string;

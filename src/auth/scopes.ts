@@ -1,3 +1,4 @@
+/** The scopes an access token can grant; a route asks for any one of a list. */
 export const SCOPES = [
   'search',
   'appointment:write',
