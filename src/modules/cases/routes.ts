@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { canonicalPatientRef } from '../patients/repo.ts';
+import { canonicalPatientRef } from '../patients/service.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { AppError } from '../../errors.ts';
 import type { ErrorFamily } from '../../http/errors.ts';

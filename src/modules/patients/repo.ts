@@ -1,6 +1,6 @@
 /**
- * Patients, kept per business and matched by the partner's `partner_patient_id`. Other modules
- * (cases, push devices) find a patient by either the service's id or the partner's.
+ * SQL of patients, kept per business and matched by the partner's `partner_patient_id`. Other modules
+ * reach patients through service.ts.
  */
 import type { Db, DialectName } from '../../db/index.ts';
 import type { PatientsTable } from '../../db/schema.ts';
@@ -29,16 +29,6 @@ export async function findPatientByAnyId(db: Db, businessId: string, id: string)
     .limit(2)
     .execute();
   return rows.find((row) => row.id === id) ?? rows[0];
-}
-
-/**
- * The one key under which records that name a patient by either id (cases' X-Pt-Id, push devices)
- * are kept: a known patient's partner id, or its service id when it has none; an id the business does
- * not know is kept as given, so records can arrive before the patient's first appointment.
- */
-export async function canonicalPatientRef(db: Db, businessId: string, id: string): Promise<string> {
-  const patient = await findPatientByAnyId(db, businessId, id);
-  return patient ? (patient.partner_patient_id ?? patient.id) : id;
 }
 
 /** Locks the row on PostgreSQL (inside a transaction); SQLite serializes transactions anyway. */

@@ -12,7 +12,7 @@ import {
   sendNotification, type PushDeps,
 } from './service.ts';
 import { registerDeliveryJobs, enqueueDeliveries } from './jobs.ts';
-import { canonicalPatientRef } from '../patients/repo.ts';
+import { canonicalPatientRef } from '../patients/service.ts';
 
 const config: { family: 'notifications'; auth: RouteAuth } = { family: 'notifications', auth: { anyOf: ['notification:admin'] } };
 const tags = ['notifications'];
