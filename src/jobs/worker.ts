@@ -1,5 +1,5 @@
 /**
- * Durable background jobs: webhook deliveries, push notifications, catalogue refreshes.
+ * Durable background jobs: webhook deliveries, push notifications and the event dispatch that fans events out.
  *
  * - A job is a row in `jobs`, added by `enqueue(trx, ...)` in the transaction of the change that
  *   causes it, so it exists exactly when that change does.

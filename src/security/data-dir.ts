@@ -4,7 +4,7 @@
  * whatever the process umask. Existing modes are left as the operator set them; a start that finds
  * one of them wider says so in a warning.
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 
@@ -46,7 +46,7 @@ const octal = (mode: number) => `0${(mode & 0o777).toString(8)}`;
 
 /** The data directory and the service's files in it that group or others may read, write or enter. */
 export function findWideModes(dataDir: string): WideMode[] {
-  let dirStat;
+  let dirStat: Stats;
   try {
     dirStat = statSync(dataDir);
   } catch {

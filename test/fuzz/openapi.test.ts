@@ -389,10 +389,6 @@ describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTI
     return response.statusCode;
   }
 
-  function tally(map: Map<number, number>, status: number) {
-    map.set(status, (map.get(status) ?? 0) + 1);
-  }
-
   for (const op of operations) {
     it(`${op.method} ${op.path}`, async (ctx) => {
       const tallies = { valid: new Map<number, number>(), hostile: new Map<number, number>() };

@@ -17,7 +17,7 @@ const DEPTH = FREE_FORM_LIMITS['x-max-depth'];
 
 /** `depth` levels of objects: `{"a": {"a": ... 1}}`, as JSON text (JSON.stringify overflows on deep ones). */
 function nestedJson(depth: number): string {
-  return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+  return `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 }
 
 /** A JSON body with `placeholder` (a string value) replaced by raw JSON text. */
@@ -310,7 +310,10 @@ describe(`hostile input (${DIALECT})`, () => {
       const numeric: string[] = [];
       const walk = (node: any, where: string) => {
         if (!node || typeof node !== 'object') return;
-        if (Array.isArray(node)) return node.forEach((child, i) => walk(child, `${where}[${i}]`));
+        if (Array.isArray(node)) {
+          for (const [i, child] of node.entries()) walk(child, `${where}[${i}]`);
+          return;
+        }
         const types = [node.type].flat();
         if (types.includes('integer') || types.includes('number')) {
           numeric.push(where);

@@ -26,7 +26,10 @@ export function opsRoutes(ctx: AppContext) {
     app.get('/ready', { config, schema: { tags: ['operations'], summary: 'Readiness: the database answers and every module is loaded' } }, async (_request, reply) => {
       const names = ['database', ...ctx.readiness.keys()];
       const results = await Promise.all([
-        passes(async () => (await sql`select 1`.execute(ctx.storage.db), true)),
+        passes(async () => {
+          await sql`select 1`.execute(ctx.storage.db);
+          return true;
+        }),
         ...[...ctx.readiness.values()].map(passes),
       ]);
       const checks: Record<string, boolean> = Object.fromEntries(names.map((name, i) => [name, results[i]!]));

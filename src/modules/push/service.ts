@@ -304,7 +304,7 @@ export async function deliver(deps: PushDeps, businessId: string, job: DeliveryJ
   };
 
   const delivery = await repo.getDelivery(db, businessId, notificationId, did);
-  if (!delivery || delivery.status !== 'pending') return { kind: 'done', status: 'skipped' };
+  if (delivery?.status !== 'pending') return { kind: 'done', status: 'skipped' };
   const notification = await repo.getNotification(db, businessId, notificationId);
   if (!notification) return { kind: 'done', status: 'skipped' };
   const device = await repo.getDevice(db, businessId, did);

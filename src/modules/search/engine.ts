@@ -1089,16 +1089,16 @@ export class SearchIndex<T extends { id: string }> {
       });
     }
 
-    expansions.forEach((e, slot) => this.fillKinds(slot, e));
+    for (const [slot, e] of expansions.entries()) this.fillKinds(slot, e);
     let hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
     // outranks an active exact or prefix match.
     if (hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit && query.words.some((w) => w.fuzzy > 0)) {
       for (const e of expansions) this.expandFuzzy(e);
-      expansions.forEach((e, slot) => this.fillKinds(slot, e));
+      for (const [slot, e] of expansions.entries()) this.fillKinds(slot, e);
       hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     }
-    expansions.forEach((e, slot) => this.clearKinds(slot, e));
+    for (const [slot, e] of expansions.entries()) this.clearKinds(slot, e);
     return hits.map((h) => ({ record: this.store.get(this.rowOf[h.doc]!), exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen }));
   }
 

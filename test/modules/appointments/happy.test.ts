@@ -292,7 +292,7 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.deepEqual(await list('?start_date=2030-03-17'), [early, other]);
     assert.deepEqual(await list('?end_date=2030-03-16'), [late]);
     assert.deepEqual(await list('?start_date=2030-03-16&end_date=2030-03-16'), [late]);
-    assert.deepEqual(await list('?start_date=2030-03-17&end_date=2030-03-17&doctor_id=' + second.doctorId), [other]);
+    assert.deepEqual(await list(`?start_date=2030-03-17&end_date=2030-03-17&doctor_id=${second.doctorId}`), [other]);
     const full = (await request(t, practice.client.token, 'GET', '/dr/v1/appointment')).json().appointments[0];
     assert.deepEqual(full, await (await request(t, practice.client.token, 'GET', `/dr/v1/appointment/${late}`)).json());
 

@@ -3,7 +3,6 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decrypt } from '../../../src/security/encryption.ts';
 import { validateSaKey } from '../../../src/modules/push/service.ts';
-import { AppError } from '../../../src/errors.ts';
 import { bearer, createTestClient, DIALECT } from '../../helpers.ts';
 import { createPushTest, type PushTest } from './setup.ts';
 

@@ -8,7 +8,7 @@ import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { createTestApp, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp } from '../../helpers.ts';
 import { createPractice } from '../appointments/fixtures.ts';
-import { bookOne, listReviews, postForm, textOf } from './fixtures.ts';
+import { bookOne, listReviews, postForm } from './fixtures.ts';
 
 function hashOf(text: string): string {
   return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;

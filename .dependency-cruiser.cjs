@@ -1,0 +1,50 @@
+// Dependency rules of the code base (issue 17). `npm run lint:deps` fails on any violation that is not in
+// .dependency-cruiser-known-violations.json; `npm run lint:deps:baseline` rewrites that file.
+// Modules are the folders of src/modules; a module's public face is its service.ts (or index.ts).
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import cycle makes load order matter and couples the files in it into one.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-http-below-routes',
+      severity: 'error',
+      comment: 'Services, repositories, jobs and the database know nothing of HTTP: only routes files, the list of them (modules/index.ts) and the app import src/http/.',
+      from: { path: '^src/(modules|jobs|db|security)/', pathNot: '^src/modules/([^/]+/routes|index)\\.ts$' },
+      to: { path: '^src/http/' },
+    },
+    {
+      name: 'no-modules-from-http',
+      severity: 'error',
+      comment: 'src/http/ is the framework layer under the modules; it must not depend on them.',
+      from: { path: '^src/http/' },
+      to: { path: '^src/modules/' },
+    },
+    {
+      name: 'no-database-in-search-index',
+      severity: 'error',
+      comment: 'The search index is pure (built, queried, snapshotted in memory): it runs without a database.',
+      from: { path: '^src/modules/search/(engine|normalize|derive|model|store|snapshot|response-cache)\\.ts$' },
+      to: { path: ['^src/db/', '^node_modules/(kysely|pg|better-sqlite3)/'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'no-module-internals',
+      severity: 'error',
+      comment: "A module uses another module through its service (or index) only, never its repo or other internals.",
+      from: { path: '^src/modules/([^/]+)/' },
+      to: { path: '^src/modules/[^/]+/', pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/(service|index)\\.ts$'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // swc parses the sources: dependency-cruiser cannot use TypeScript 7, which has no compiler API yet.
+    parser: 'swc',
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+  },
+};
