@@ -73,7 +73,8 @@ async function resolveLinks(db: Db, businessId: string, body: Body, problems: Pr
     return { ids: [] };
   }
   const field = given[0];
-  if (!field) return { ids: [] };
+  // A list the schema refused (too long, not strings) is reported as such and never looked up.
+  if (!field || problems.has(field)) return { ids: [] };
   const wanted = stringList(body[field]);
   if (!wanted) return { ids: [] };
   const byPartner = field === partnerField;

@@ -113,6 +113,18 @@ describe(`clinics and doctors (${DIALECT})`, () => {
   });
 
   describe('errors', () => {
+    it('refuses an id list longer than 500 without looking the ids up (SQLite allows 32,766 parameters)', async () => {
+      const ids = Array.from({ length: 32_767 }, (_, i) => `d${i}`);
+      for (const [url, body] of [
+        ['/cdr/v1/clinic/', { name: 'Big', address: '1 MG Road', partner_doctor_ids: ids }],
+        ['/cdr/v1/doctor/', { firstname: 'Asha', lastname: 'Rao', clinic_ids: ids }],
+      ] as const) {
+        const response = await call('POST', url, body);
+        assert.equal(response.statusCode, 400, url);
+        assert.deepEqual(Object.values(response.json()), [['must NOT have more than 500 items']], url);
+      }
+    });
+
     it('reports required fields and the contact rule together, DRF style', async () => {
       const response = await call('POST', '/cdr/v1/clinic/', { contact: '12345' });
       assert.equal(response.statusCode, 400);
