@@ -14,8 +14,8 @@ module.exports = {
     {
       name: 'no-http-below-routes',
       severity: 'error',
-      comment: 'Services, repositories, jobs and the database know nothing of HTTP: only routes files, the list of them (modules/index.ts) and the app import src/http/.',
-      from: { path: '^src/(modules|jobs|db|security)/', pathNot: '^src/modules/([^/]+/routes|index)\\.ts$' },
+      comment: 'Services, repositories, jobs and the database know nothing of HTTP: only routes files, the front doors (index.ts, module.ts) and the app import src/http/.',
+      from: { path: '^src/(modules|jobs|db|security)/', pathNot: ['^src/modules/[^/]+/(routes|index)\\.ts$', '^src/modules/(index|module)\\.ts$'] },
       to: { path: '^src/http/' },
     },
     {
@@ -31,6 +31,13 @@ module.exports = {
       comment: 'The search index is pure (built, queried, snapshotted in memory): it runs without a database.',
       from: { path: '^src/modules/search/(engine|normalize|derive|model|store|snapshot|response-cache)\\.ts$' },
       to: { path: ['^src/db/', '^node_modules/(kysely|pg|better-sqlite3)/'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'modules-through-front-doors',
+      severity: 'error',
+      comment: 'The application (app.ts, server.ts, cli.ts and the list of modules) knows a module by its index.ts only.',
+      from: { path: ['^src/[^/]+\\.ts$', '^src/modules/index\\.ts$'] },
+      to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
     },
     {
       name: 'no-module-internals',

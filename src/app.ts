@@ -1,6 +1,7 @@
 /**
  * Builds the Fastify app (no listen), so tests drive it with app.inject(). createContext wires
- * configuration, storage, keys and metrics; buildApp adds the HTTP layer and every module.
+ * configuration, storage, keys and metrics; buildApp adds the HTTP layer and every module
+ * (modules/index.ts creates them).
  */
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
@@ -21,7 +22,7 @@ import { MAX_ID_LENGTH } from './http/schemas.ts';
 import { requestLogger } from './http/request-logger.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/worker.ts';
-import { modules } from './modules/index.ts';
+import { createModules, type Modules } from './modules/index.ts';
 import type { Keys } from './security/keys.ts';
 import { OutboundClient } from './security/outbound-client.ts';
 
@@ -61,7 +62,7 @@ const REQUEST_ID_PREFIX = `req_${randomBytes(6).toString('base64url')}`;
 let requestCounter = 0;
 const nextRequestId = () => `${REQUEST_ID_PREFIX}${(requestCounter++).toString(36)}`;
 
-export async function buildApp(ctx: AppContext): Promise<App> {
+export async function buildApp(ctx: AppContext, modules: Modules = createModules(ctx)): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     childLoggerFactory: requestLogger,
@@ -90,10 +91,14 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   registerAccessLog(app, ctx.logger);
 
   // During shutdown, responses to requests in flight close their connection, so keep-alive
-  // sockets do not hold the process open for Fastify's 72 s keep-alive timeout.
+  // sockets do not hold the process open for Fastify's 72 s keep-alive timeout. Running jobs get
+  // the grace period alongside the requests in flight; the modules stop once both are done, and
+  // the outbound keep-alive sockets go last. ctx.jobs.stop is idempotent.
   let closing = false;
+  let jobsStopping: Promise<void> | null = null;
   app.addHook('preClose', async () => {
     closing = true;
+    jobsStopping = ctx.jobs.stop(jobsGraceMs(ctx.config));
   });
   // Callback style: an async hook would cost every response a promise and a turn of the microtask queue.
   app.addHook('onSend', (request, reply, payload, done) => {
@@ -103,14 +108,19 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     done(null, payload);
   });
 
-  // Workers stop before the database closes; stop() is idempotent, so the server's own call with
-  // the shutdown grace period wins when it came first. Then the outbound keep-alive sockets go.
+  const list = Object.values(modules);
+  for (const module of list) if (module.ready) ctx.readiness.set(module.name, module.ready);
+  // The app is ready (listens) once every module has started: a new process never answers from an empty search index.
+  app.addHook('onReady', async () => {
+    await Promise.all(list.map((module) => module.start?.()));
+  });
   app.addHook('onClose', async () => {
-    await ctx.jobs.stop(jobsGraceMs(ctx.config));
+    await (jobsStopping ?? ctx.jobs.stop(jobsGraceMs(ctx.config)));
+    for (const module of list) await module.stop?.();
     ctx.outbound.close();
   });
 
   await registerOpenApi(app, ctx.config.publicUrl);
-  for (const plugin of modules(ctx)) await app.register(plugin);
+  for (const module of list) await app.register(module.routes);
   return app;
 }

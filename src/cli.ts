@@ -8,8 +8,8 @@ import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
 import { createLogger } from './logger.ts';
-import { createBusiness, createClient } from './modules/businesses/service.ts';
-import { refreshIndexSnapshot, runImport } from './modules/search/import-command.ts';
+import { createBusiness, createClient } from './modules/businesses/index.ts';
+import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { closeOnSignals, startServer } from './server.ts';
 
 const USAGE = `Usage: cps <command>

@@ -1,44 +1,22 @@
 /** Config, storage, migrations, app, listen, and a graceful shutdown on SIGTERM and SIGINT. */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import type { Logger } from 'pino';
-import { buildApp, createContext, jobsGraceMs } from './app.ts';
+import { buildApp, createContext } from './app.ts';
 import type { App } from './http/app-type.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { inTransaction, openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
+import { openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
-import { claimBusiness, countBusinesses } from './modules/businesses/repo.ts';
-import { createClient } from './modules/businesses/service.ts';
-import { startCatalogue } from './modules/search/routes.ts';
+import { createDemoBusiness } from './modules/businesses/index.ts';
+import { createModules } from './modules/index.ts';
 import { warnAboutWideModes } from './security/data-dir.ts';
 import { loadKeys } from './security/keys.ts';
-
-export const DEMO_BUSINESS_ID = 'biz_demo';
 
 export interface RunningServer {
   app: App;
   ctx: AppContext;
   url: string;
   close(): Promise<void>;
-}
-
-/**
- * Development only: an empty database gets a demo business whose credentials go to a 0600 file.
- * Its fixed id makes the insert a claim, so of several processes starting together one creates it.
- */
-async function createDemoBusiness(ctx: AppContext): Promise<void> {
-  if (ctx.config.env !== 'development' || (await countBusinesses(ctx.storage.db)) > 0) return;
-  const created = await inTransaction(ctx.storage.db, async (trx) => {
-    if (!(await claimBusiness(trx, { id: DEMO_BUSINESS_ID, name: 'Demo Clinic', created_at: Date.now() }))) return null;
-    const { scopes: _all, ...client } = await createClient(trx, DEMO_BUSINESS_ID);
-    return client;
-  });
-  if (!created) return;
-  const file = path.join(ctx.config.dataDir, 'demo-credentials.json');
-  writeFileSync(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
-  ctx.logger.info({ file }, 'created the "Demo Clinic" business; its API client credentials are in this file');
 }
 
 /** Migrations may run long statements (an index over the catalogue): on PostgreSQL, without the statement timeout. */
@@ -62,22 +40,24 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const applied = await migrate(config, storage);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     const ctx = createContext(config, storage, keys, logger);
-    // The search index takes longest to load: it starts now, and building the app goes on meanwhile.
-    void startCatalogue(ctx);
+    const modules = createModules(ctx);
+    // The search index takes longest to load: it starts now, and building the app goes on meanwhile
+    // (the app's onReady awaits the same promise).
+    for (const module of Object.values(modules)) void module.start?.();
     await createDemoBusiness(ctx);
-    const app = await buildApp(ctx);
+    const app = await buildApp(ctx, modules);
     // Before listening, so the signal handlers (installed once this returns) follow closely.
     if (config.workers) await ctx.jobs.start();
     const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
-      await ctx.jobs.stop(0);
+      await app.close();
       throw error;
     });
     logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
     let closing: Promise<void> | null = null;
     const close = () => (closing ??= (async () => {
       // app.close stops accepting and lets requests in flight finish while running jobs finish
-      // alongside (both within the grace period); then the database closes.
-      await Promise.all([app.close(), ctx.jobs.stop(jobsGraceMs(config))]);
+      // alongside (both within the grace period, app.ts); then the database closes.
+      await app.close();
       await storage.destroy();
     })());
     return { app, ctx, url, close };

@@ -15,7 +15,8 @@ import type { AppContext } from '../src/context.ts';
 import { openStorage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
-import { createBusiness, createClient } from '../src/modules/businesses/service.ts';
+import { createBusiness, createClient } from '../src/modules/businesses/index.ts';
+import { createModules, type Modules } from '../src/modules/index.ts';
 import { signingKeyFromPem, type Keys } from '../src/security/keys.ts';
 
 export const PG_URL = process.env.CPS_TEST_DATABASE_URL ?? null;
@@ -79,6 +80,7 @@ export function testConfig(database: TestDatabase, env: Record<string, string> =
 export interface TestApp {
   app: App;
   ctx: AppContext;
+  modules: Modules;
   database: TestDatabase;
   close(): Promise<void>;
 }
@@ -99,12 +101,14 @@ export async function createTestApp(options: {
   await migrateToLatest(storage.db);
   const ctx = createContext(config, storage, options.keys ?? (await testKeys()), createLogger('silent'));
   options.context?.(ctx);
-  const app = await buildApp(ctx);
+  const modules = createModules(ctx);
+  const app = await buildApp(ctx, modules);
   await options.setup?.(app);
   await app.ready();
   return {
     app,
     ctx,
+    modules,
     database,
     close: async () => {
       await app.close();

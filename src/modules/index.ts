@@ -1,28 +1,32 @@
-/** Every module's routes, in one list: a new module adds one line. */
-import type { App } from '../http/app-type.ts';
+/** Every module, in one list: a new module adds one line. app.ts and server.ts iterate over it. */
 import type { AppContext } from '../context.ts';
-import { appointmentRoutes } from './appointments/routes.ts';
-import { authRoutes } from './auth/routes.ts';
-import { businessRoutes } from './businesses/routes.ts';
-import { clinicRoutes } from './clinics/routes.ts';
-import { casesRoutes } from './cases/routes.ts';
-import { opsRoutes } from './ops/routes.ts';
-import { searchRoutes } from './search/routes.ts';
-import { webhookRoutes } from './webhooks/routes.ts';
-import { reviewRoutes } from './reviews/routes.ts';
-import { pushRoutes } from './push/routes.ts';
+import { appointmentsModule } from './appointments/index.ts';
+import { authModule } from './auth/index.ts';
+import { businessesModule } from './businesses/index.ts';
+import { casesModule } from './cases/index.ts';
+import { clinicsModule } from './clinics/index.ts';
+import { opsModule } from './ops/index.ts';
+import { pushModule } from './push/index.ts';
+import { reviewsModule } from './reviews/index.ts';
+import { searchModule } from './search/index.ts';
+import { webhooksModule } from './webhooks/index.ts';
 
-export function modules(ctx: AppContext): Array<(app: App) => Promise<void>> {
-  return [
-    opsRoutes(ctx),
-    authRoutes(ctx),
-    businessRoutes(ctx),
-    clinicRoutes(ctx),
-    appointmentRoutes(ctx),
-    searchRoutes(ctx),
-    webhookRoutes(ctx),
-    casesRoutes(ctx),
-    reviewRoutes(ctx),
-    pushRoutes(ctx),
-  ];
+export type { Module } from './module.ts';
+
+/** The modules of one app (tests build many apps in one process, so nothing here is a singleton). */
+export function createModules(ctx: AppContext) {
+  return {
+    ops: opsModule(ctx),
+    auth: authModule(ctx),
+    businesses: businessesModule(ctx),
+    clinics: clinicsModule(ctx),
+    appointments: appointmentsModule(ctx),
+    search: searchModule(ctx),
+    webhooks: webhooksModule(ctx),
+    cases: casesModule(ctx),
+    reviews: reviewsModule(ctx),
+    push: pushModule(ctx),
+  };
 }
+
+export type Modules = ReturnType<typeof createModules>;

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import type { App } from '../../http/app-type.ts';
 import { AuthService } from './service.ts';
-import { LoginGuard } from './throttle.ts';
+import type { LoginGuard } from './throttle.ts';
 
 const TokenPair = Type.Object({
   access_token: Type.String(),
@@ -14,35 +14,11 @@ const TokenPair = Type.Object({
 
 const AuthError = Type.Object({ code: Type.Integer(), error: Type.String() });
 
-const guards = new WeakMap<AppContext, LoginGuard>();
-
-/** The app's login throttling (one per app, so tests reach its clock). */
-export function loginGuardOf(ctx: AppContext): LoginGuard {
-  let guard = guards.get(ctx);
-  if (!guard) {
-    const { config } = ctx;
-    guard = new LoginGuard({
-      clientFailures: config.loginClientFailures,
-      addressFailures: config.loginAddressFailures,
-      windowSeconds: config.loginFailureWindowSeconds,
-      hashConcurrency: config.loginHashConcurrency,
-      hashQueue: config.loginHashQueue,
-      redisUrl: config.redisUrl,
-      logger: ctx.logger,
-      metrics: ctx.metrics,
-    });
-    guards.set(ctx, guard);
-  }
-  return guard;
-}
-
-export function authRoutes(ctx: AppContext) {
+export function authRoutes(ctx: AppContext, guard: LoginGuard) {
   const tokens = ctx.tokens;
-  const guard = loginGuardOf(ctx);
   const service = new AuthService(ctx.storage.db, tokens, ctx.config.refreshTokenTtl, guard);
   return async function plugin(app: App): Promise<void> {
     const config = { family: 'auth', auth: 'public' } as const;
-    app.addHook('onClose', () => guard.close());
 
     app.post('/connect-auth/v1/account/login', {
       config,

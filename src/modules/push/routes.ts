@@ -1,17 +1,13 @@
 /** Push notifications, contract 7: credentials, devices, send and its per-device report. */
 import { Type } from 'typebox';
-import { Counter } from 'prom-client';
 import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { MAX_ID_LENGTH, NotificationError } from '../../http/schemas.ts';
-import { ConfigError } from '../../config.ts';
-import { FcmClient } from './fcm.ts';
 import {
   SA_KEY_MEMBERS, addDevice, credentialsInfo, notificationReport, removeCredentials, removeDevice, saveCredentials,
   sendNotification, type PushDeps,
 } from './service.ts';
-import { registerDeliveryJobs, enqueueDeliveries } from './jobs.ts';
 import { canonicalPatientRef } from '../patients/service.ts';
 
 const config: { family: 'notifications'; auth: RouteAuth } = { family: 'notifications', auth: { anyOf: ['notification:admin'] } };
@@ -40,37 +36,8 @@ const DevicePayload = Type.Object({
 
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('dropped')]);
 
-/** CPS_FCM_URL passes the outbound policy's static rules at start (its address is checked on every connection). */
-function checkFcmUrl(ctx: AppContext): void {
-  try {
-    ctx.outbound.policy.assertStatic(new URL(ctx.config.fcmUrl));
-  } catch {
-    throw new ConfigError('CPS_FCM_URL', 'must be https to a public host in production');
-  }
-}
-
-export function pushRoutes(ctx: AppContext) {
+export function pushRoutes(ctx: AppContext, deps: PushDeps) {
   return async function plugin(app: App): Promise<void> {
-    checkFcmUrl(ctx);
-    const logger = ctx.logger.child({ module: 'push' });
-    const fcm = new FcmClient({ fcmUrl: ctx.config.fcmUrl, http: ctx.outbound, logger });
-    const outcomes = new Counter({
-      name: 'cps_push_deliveries_total',
-      help: 'Push delivery attempts by outcome (sent, dropped, failed, retried)',
-      labelNames: ['outcome'] as const,
-      registers: [ctx.metrics],
-    });
-    const deps: PushDeps = {
-      storage: ctx.storage,
-      masterKey: ctx.keys.masterKey,
-      env: ctx.config.env,
-      outbound: ctx.outbound.policy,
-      fcm,
-      logger,
-      outcomes,
-      enqueueDeliveries,
-    };
-    registerDeliveryJobs(ctx, deps);
 
     app.post('/notification/push-creds', {
       config,

@@ -6,11 +6,11 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { AppError } from '../../errors.ts';
 import { SearchError } from '../../http/schemas.ts';
-import { Catalogue, LARGE_CATALOGUE_DRUGS, snapshotFileFor } from './catalogue.ts';
+import type { Catalogue } from './catalogue.ts';
 import { highlightRanges, parseQuery } from './engine.ts';
 import { drugResponse, labResponse, type DrugRecord } from './model.ts';
 import { highlight } from './normalize.ts';
-import { createSearchRateLimiter, registerRateLimit } from './ratelimit.ts';
+import { registerRateLimit, type SearchRateLimiter } from './ratelimit.ts';
 import { ResponseCache, type CachedResponse } from './response-cache.ts';
 import type { ParsedQuery } from './engine.ts';
 
@@ -62,23 +62,6 @@ const Query = Type.Object({
   s_type: Type.Union([Type.Literal('drug'), Type.Literal('lab')], { default: 'drug', 'x-message': 'must be "drug" or "lab"' }),
 });
 
-const catalogues = new WeakMap<AppContext, Catalogue>();
-
-/** The catalogue this app serves (one per app context: tests build many apps in one process). */
-export function catalogueOf(ctx: AppContext): Catalogue {
-  let catalogue = catalogues.get(ctx);
-  if (!catalogue) {
-    const { dataDir, databaseUrl, logLevel } = ctx.config;
-    catalogue = new Catalogue(ctx.storage.db, ctx.logger, {
-      snapshotFile: snapshotFileFor(dataDir, databaseUrl),
-      builder: { databaseUrl, dataDir, minDrugs: LARGE_CATALOGUE_DRUGS, logLevel },
-      storedSnapshotMinDrugs: LARGE_CATALOGUE_DRUGS,
-    });
-    catalogues.set(ctx, catalogue);
-  }
-  return catalogue;
-}
-
 function drugHighlights(record: DrugRecord, query: ParsedQuery, namePrefix: boolean): Record<string, string> | null {
   const out: Record<string, string> = {};
   const fields: Array<[string, string, boolean]> = [['name', record.name, namePrefix], ['generic_name', record.generic_name, false], ['common_name', record.common_name, false]];
@@ -89,37 +72,13 @@ function drugHighlights(record: DrugRecord, query: ParsedQuery, namePrefix: bool
   return Object.keys(out).length > 0 ? out : null;
 }
 
-const loads = new WeakMap<AppContext, Promise<void>>();
-
-/**
- * Begins loading the catalogue of this app context, once. The slowest part of a start (reading the
- * index snapshot, or building the index in the builder process), so a server begins it before the
- * app is built (server.ts), and the app is ready once it is done. A failed load is logged here;
- * the process still starts, /ready says 503, and the next search retries it.
- */
-export function startCatalogue(ctx: AppContext): Promise<void> {
-  let loading = loads.get(ctx);
-  if (!loading) {
-    loading = catalogueOf(ctx).start().catch((error: unknown) => ctx.logger.error({ err: error }, 'search catalogue failed to load'));
-    loads.set(ctx, loading);
-  }
-  return loading;
-}
-
 /** Serialized bytes go out as they are (the schema-typed reply only knows objects). */
 function sendAnswer(reply: unknown, answer: CachedResponse): FastifyReply {
   return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
 }
 
-export function searchRoutes(ctx: AppContext) {
+export function searchRoutes(ctx: AppContext, catalogue: Catalogue, limiter: SearchRateLimiter) {
   return async function plugin(app: App): Promise<void> {
-    const catalogue = catalogueOf(ctx);
-    ctx.readiness.set('search', () => catalogue.loaded);
-    // The app is ready (listens) once the index is in, so a new process never answers from an empty index.
-    const loading = startCatalogue(ctx);
-    app.addHook('onReady', async () => { await loading; });
-
-    const limiter = createSearchRateLimiter({ rate: ctx.config.searchRateLimit, burst: ctx.config.searchRateBurst, redisUrl: ctx.config.redisUrl, logger: ctx.logger });
     registerRateLimit(app, {
       limiter,
       burst: ctx.config.searchRateBurst,
@@ -127,10 +86,6 @@ export function searchRoutes(ctx: AppContext) {
       refused: (seconds) => new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } }),
     });
     const cache = ctx.config.searchCacheBytes > 0 ? new ResponseCache(ctx.config.searchCacheBytes) : null;
-    app.addHook('onClose', async () => {
-      await catalogue.stop();
-      await limiter.close();
-    });
 
     app.get('/medical-db/v1/drugs-and-labs', {
       config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: true },

@@ -6,7 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
 import * as service from './service.ts';
-import { wireDeliveries } from './wiring.ts';
+import type { DeliveryQueue } from './delivery.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
 
@@ -39,8 +39,7 @@ const Delivery = Type.Object({
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 const Errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 
-export function webhookRoutes(ctx: AppContext) {
-  const { queue } = wireDeliveries(ctx);
+export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
   return async function plugin(app: App): Promise<void> {
     const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
     const tags = ['webhooks'];

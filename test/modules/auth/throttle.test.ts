@@ -6,7 +6,7 @@ import { buildApp, createContext } from '../../../src/app.ts';
 import type { App } from '../../../src/http/app-type.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { createLogger } from '../../../src/logger.ts';
-import { loginGuardOf } from '../../../src/modules/auth/routes.ts';
+import { createModules } from '../../../src/modules/index.ts';
 import { addressKey } from '../../../src/modules/auth/throttle.ts';
 import { MemoryBuckets } from '../../../src/security/buckets.ts';
 import { createTestApp, createTestClient, DIALECT, testConfig, testKeys, type TestApp, type TestClient } from '../../helpers.ts';
@@ -32,7 +32,7 @@ describe(`login throttling (${DIALECT})`, () => {
     let clock = 1_000_000;
     before(async () => {
       t = await createTestApp({ env: { CPS_LOGIN_CLIENT_FAILURES: '3', CPS_LOGIN_ADDRESS_FAILURES: '100', CPS_LOGIN_FAILURE_WINDOW_SECONDS: '60' } });
-      loginGuardOf(t.ctx).now = () => clock;
+      t.modules.auth.guard.now = () => clock;
       victim = await createTestClient(t.ctx);
       other = await createTestClient(t.ctx);
     });
@@ -101,7 +101,7 @@ describe(`login throttling (${DIALECT})`, () => {
     let clock = 5_000_000;
     before(async () => {
       t = await createTestApp({ env: { CPS_LOGIN_CLIENT_FAILURES: '10', CPS_LOGIN_ADDRESS_FAILURES: '4', CPS_LOGIN_FAILURE_WINDOW_SECONDS: '60' } });
-      loginGuardOf(t.ctx).now = () => clock;
+      t.modules.auth.guard.now = () => clock;
       client = await createTestClient(t.ctx);
     });
     after(() => t.close());
@@ -149,7 +149,7 @@ describe(`login throttling (${DIALECT})`, () => {
 
     it('answers 503 with Retry-After at once when the verification queue is full, giving the budget back', async () => {
       const client = await createTestClient(t.ctx);
-      const guard = loginGuardOf(t.ctx);
+      const guard = t.modules.auth.guard;
       // Verifications held open: one runs, one waits, so the queue is full.
       let release!: (valid: boolean) => void;
       const gate = new Promise<boolean>((resolve) => { release = resolve; });
@@ -194,13 +194,14 @@ describe(`login throttling (${DIALECT})`, () => {
       const config = testConfig(one.database, env);
       const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
       const twoCtx = createContext(config, storage, await testKeys(), createLogger('silent'));
-      const two = await buildApp(twoCtx);
+      const twoModules = createModules(twoCtx);
+      const two = await buildApp(twoCtx, twoModules);
       await two.ready();
       try {
         const client = await createTestClient(one.ctx);
         const address = `127.${randomBytes(3).join('.')}`;
         // Until Redis connects, each app uses budgets of its own.
-        await Promise.all([loginGuardOf(one.ctx).connected(), loginGuardOf(twoCtx).connected()]);
+        await Promise.all([one.modules.auth.guard.connected(), twoModules.auth.guard.connected()]);
         const statuses = [];
         for (const app of [one.app, two, one.app, two]) statuses.push((await login(app, client.clientId, 'cs_wrong', address)).statusCode);
         assert.deepEqual(statuses, [401, 401, 429, 429]);

@@ -1,6 +1,7 @@
 /** A test app wired to local OAuth and FCM fakes, with its logs captured. */
 import { Writable } from 'node:stream';
 import { buildApp, createContext } from '../../../src/app.ts';
+import { createModules } from '../../../src/modules/index.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
@@ -40,12 +41,13 @@ export async function createPushTest(env: Record<string, string> = {}, options: 
   await migrateToLatest(storage.db);
   const ctx = createContext(config, storage, await testKeys(), createLogger('debug', sink));
   if (options.resolve) ctx.outbound = new OutboundClient({ publicOnly: config.env === 'production', resolve: options.resolve });
-  const app = await buildApp(ctx);
+  const modules = createModules(ctx);
+  const app = await buildApp(ctx, modules);
   await app.ready();
   const client = await createTestClient(ctx);
 
   return {
-    app, ctx, database, key, oauth, fcm, logs, client,
+    app, ctx, modules, database, key, oauth, fcm, logs, client,
     saKey: (overrides = {}) => saKey(key, oauth.tokenUri, overrides),
     post: (url, body, token = client.token, headers = {}) =>
       app.inject({ method: 'POST', url, headers: { ...bearer(token), ...headers }, payload: body as object }),

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { buildApp, createContext } from '../../../src/app.ts';
+import { createModules } from '../../../src/modules/index.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
@@ -112,9 +113,10 @@ describe('review page: the token stays out of the logs', () => {
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
     await migrateToLatest(storage.db);
     const ctx = createContext(config, storage, await testKeys(), createLogger('info', sink));
-    const app = await buildApp(ctx);
+    const modules = createModules(ctx);
+    const app = await buildApp(ctx, modules);
     await app.ready();
-    const t: TestApp = { app, ctx, database, close: async () => {} };
+    const t: TestApp = { app, ctx, modules, database, close: async () => {} };
     try {
       const { token } = await bookOne(t);
       await app.inject({ url: `/reviews/${token}` });

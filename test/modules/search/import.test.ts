@@ -6,7 +6,6 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, type TestApp } from '../../helpers.ts';
 import { parseComposition, packKey, genericId, detectForm } from '../../../src/modules/search/derive.ts';
-import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { FIXTURES, HAS_SHARED_DATA, importFile, shared } from './support.ts';
 
@@ -55,7 +54,7 @@ describe('imports', () => {
   let t: TestApp;
   before(async () => {
     t = await createTestApp();
-    await catalogueOf(t.ctx).start(); // the built-in catalogue is in; versions below are ours
+    await t.modules.search.catalogue.start(); // the built-in catalogue is in; versions below are ours
   });
   after(() => t.close());
 

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createTestClient } from '../../helpers.ts';
-import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
@@ -129,7 +128,7 @@ describe('search: happy path', () => {
       assert.deepEqual(again.body, dolo.body);
     }
     await importDrugs(t.ctx.storage.db, [{ name: 'Cachezole 5 Tablet', manufacturer_name: 'Cache Labs', composition: [{ salt: 'Cachezole', strength: '5mg' }] }], 'test');
-    await catalogueOf(t.ctx).refresh();
+    await t.modules.search.catalogue.refresh();
     const after = await t.search({ q: 'cachezole' });
     assert.equal(after.status, 200);
     assert.deepEqual(after.body.drugs.map((d: { name: string }) => d.name), ['Cachezole 5 Tablet']);

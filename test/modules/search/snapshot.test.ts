@@ -12,7 +12,6 @@ import { Catalogue, refreshStoredSnapshot, snapshotFileFor } from '../../../src/
 import { parseQuery } from '../../../src/modules/search/engine.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
 import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/snapshot.ts';
-import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createTestApp, type TestApp } from '../../helpers.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
@@ -41,7 +40,7 @@ describe('search index snapshots', () => {
     // The app's first load builds from the database and writes the snapshot; the fixture files are
     // imported after it, so a process reading it must apply them on top.
     t = await createSearchApp();
-    await catalogueOf(t.ctx).snapshotWritten();
+    await t.modules.search.catalogue.snapshotWritten();
     file = snapshotFileFor(t.ctx.config.dataDir, t.ctx.config.databaseUrl);
   });
   after(async () => {
@@ -67,7 +66,7 @@ describe('search index snapshots', () => {
   }
 
   it('a new process reads the snapshot, applies later changes and answers like the process that built it', async () => {
-    const app = catalogueOf(t.ctx);
+    const app = t.modules.search.catalogue;
     assert.equal(app.loadedFrom, 'database');
     await importDrugs(t.ctx.storage.db, [{ name: 'Snapshotazole 10 Tablet', manufacturer_name: 'Later Labs', composition: [{ salt: 'Snapshotazole', strength: '10mg' }] }], 'test');
     await app.refresh();
@@ -85,7 +84,7 @@ describe('search index snapshots', () => {
     await t.ctx.storage.db.deleteFrom('search_snapshots').execute();
     const built = await loadWithBuilder('worker-index.bin');
     assert.equal(built.loadedFrom, 'builder');
-    assert.equal(built.version, catalogueOf(t.ctx).version);
+    assert.equal(built.version, t.modules.search.catalogue.version);
     // The builder stores the snapshot in the database too, after writing the file this process read.
     for (let i = 0; i < 200 && (await storedVersions()).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     assert.deepEqual(await storedVersions(), [built.version]);

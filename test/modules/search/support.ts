@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestApp, createTestClient, type TestApp, type TestClient } from '../../helpers.ts';
-import { catalogueOf } from '../../../src/modules/search/routes.ts';
 import { importDrugs, importLabs } from '../../../src/modules/search/service.ts';
 import { openDrugSource, openLabSource } from '../../../src/modules/search/sources.ts';
 
@@ -32,9 +31,9 @@ export interface SearchApp extends TestApp {
 export async function createSearchApp(options: { env?: Record<string, string>; files?: Array<['drugs' | 'labs', string]> } = {}): Promise<SearchApp> {
   const t = await createTestApp({ env: options.env });
   const files = options.files ?? [['labs', path.join(FIXTURES, 'labs.ndjson')], ['drugs', path.join(FIXTURES, 'drugs.ndjson')]];
-  await catalogueOf(t.ctx).start();
+  await t.modules.search.catalogue.start();
   for (const [kind, file] of files) await importFile(t, kind, file);
-  await catalogueOf(t.ctx).refresh();
+  await t.modules.search.catalogue.refresh();
   const client = await createTestClient(t.ctx, { scopes: ['search'] });
   return {
     ...t,

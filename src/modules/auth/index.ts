@@ -1,0 +1,25 @@
+/** The auth module's front door: login, refresh and the public keys, with login throttling. */
+import type { AppContext } from '../../context.ts';
+import type { Module } from '../module.ts';
+import { authRoutes } from './routes.ts';
+import { LoginGuard } from './throttle.ts';
+
+export interface AuthModule extends Module {
+  /** The app's login throttling (tests reach its clock). */
+  readonly guard: LoginGuard;
+}
+
+export function authModule(ctx: AppContext): AuthModule {
+  const { config } = ctx;
+  const guard = new LoginGuard({
+    clientFailures: config.loginClientFailures,
+    addressFailures: config.loginAddressFailures,
+    windowSeconds: config.loginFailureWindowSeconds,
+    hashConcurrency: config.loginHashConcurrency,
+    hashQueue: config.loginHashQueue,
+    redisUrl: config.redisUrl,
+    logger: ctx.logger,
+    metrics: ctx.metrics,
+  });
+  return { name: 'auth', routes: authRoutes(ctx, guard), guard, stop: () => guard.close() };
+}

@@ -1,0 +1,11 @@
+/** The businesses module's front door: the admin API, the demo business, and what the cps command creates. */
+import type { AppContext } from '../../context.ts';
+import type { Module } from '../module.ts';
+import { businessRoutes } from './routes.ts';
+
+export { createDemoBusiness } from './demo.ts';
+export { createBusiness, createClient } from './service.ts';
+
+export function businessesModule(ctx: AppContext): Module {
+  return { name: 'businesses', routes: businessRoutes(ctx) };
+}

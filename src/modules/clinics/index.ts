@@ -1,0 +1,8 @@
+/** The clinics module's front door. */
+import type { AppContext } from '../../context.ts';
+import type { Module } from '../module.ts';
+import { clinicRoutes } from './routes.ts';
+
+export function clinicsModule(ctx: AppContext): Module {
+  return { name: 'clinics', routes: clinicRoutes(ctx) };
+}

@@ -1,0 +1,10 @@
+/** The webhooks module's front door: subscriptions, and the delivery jobs fed by every event. */
+import type { AppContext } from '../../context.ts';
+import type { Module } from '../module.ts';
+import { webhookRoutes } from './routes.ts';
+import { wireDeliveries } from './wiring.ts';
+
+export function webhooksModule(ctx: AppContext): Module {
+  const { queue } = wireDeliveries(ctx);
+  return { name: 'webhooks', routes: webhookRoutes(ctx, queue) };
+}
