@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTestDatabase, DIALECT, type TestDatabase } from './helpers.ts';
+import { createTestDatabase, DIALECT, type TestDatabase } from './support.ts';
 import { runCli, startServerProcess } from './process.ts';
 
 describe(`cps process (${DIALECT})`, () => {

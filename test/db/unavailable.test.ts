@@ -19,7 +19,7 @@ import { openStorage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { describeDatabaseError, isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { createLogger } from '../../src/logger.ts';
-import { ADMIN_TOKEN, bearer, createTestClient, createTestDatabase, DIALECT, PG_URL, testConfig, testKeys, type TestClient, type TestDatabase } from '../helpers.ts';
+import { ADMIN_TOKEN, bearer, createTestClient, createTestDatabase, DIALECT, PG_URL, testConfig, testKeys, type TestClient, type TestDatabase } from '../support.ts';
 import { startTcpProxy, type TcpProxy } from './proxy.ts';
 
 const errorWith = (message: string, fields: Record<string, unknown> = {}) => Object.assign(new Error(message), fields);

@@ -14,7 +14,7 @@
 import { appendFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { createTestApp, type TestApp } from '../helpers.ts';
+import { createTestApp, type TestApp } from '../support.ts';
 import { Big, controlString, controlUrlText, encodeAny, Entries, hostileHeaderText, hostileUrlText, hostileValue, malformedBody, METHODS, nesting, otherContentType, PROTOTYPE_KEYS, prototypeObject, toJsonText, toText } from './hostile.ts';
 import { checkResponse, describeExchange, type Exchange } from './oracle.ts';
 import { ADMIN_BEARER, changedTables, createFixtures, FRESH_REFRESH_TOKEN, mintRefreshToken, NOWHERE, StoredState, type Fixtures } from './stored.ts';

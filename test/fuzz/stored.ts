@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { newId } from '../../src/db/ids.ts';
 import { sha256 } from '../../src/security/secrets.ts';
-import { ADMIN_TOKEN, createTestClient, type TestApp, type TestClient } from '../helpers.ts';
+import { ADMIN_TOKEN, createTestClient, type TestApp, type TestClient } from '../support.ts';
 
 /**
  * Where every outbound address of the fixtures points: a loopback port nothing listens on, so the

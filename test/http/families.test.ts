@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Type } from 'typebox';
 import { ERROR_FAMILIES, type ErrorFamily } from '../../src/http/errors.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../helpers.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
 
 const EXPECTED: Record<ErrorFamily, (status: number) => (body: any) => void> = {
   search: (status) => (body) => {

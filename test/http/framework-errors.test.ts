@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { MAX_PARAM_LENGTH } from '../../src/app.ts';
-import { createTestApp, DIALECT, type TestApp } from '../helpers.ts';
+import { createTestApp, DIALECT, type TestApp } from '../support.ts';
 
 interface RawResponse {
   status: number;

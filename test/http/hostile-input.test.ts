@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_PARAM_LENGTH } from '../../src/app.ts';
 import { FREE_FORM_LIMITS, MAX_ID_LENGTH } from '../../src/http/schemas.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../helpers.ts';
-import { book, bookingBody, createPractice, request, type Practice } from '../modules/appointments/fixtures.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../support.ts';
+import { book, bookingBody, createPractice, request, type Practice } from '../modules/appointments/support.ts';
 import { casesApi, untilSecondIsOver } from '../modules/cases/support.ts';
-import { postForm, reviewToken } from '../modules/reviews/fixtures.ts';
+import { postForm, reviewToken } from '../modules/reviews/support.ts';
 
 const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
 const DEPTH = FREE_FORM_LIMITS['x-max-depth'];

@@ -10,7 +10,7 @@ import type { App } from '../../src/http/app-type.ts';
 import { openStorage, type Storage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
-import { bearer, createTestClient, createTestDatabase, DIALECT, testConfig, testKeys, type TestDatabase } from '../helpers.ts';
+import { bearer, createTestClient, createTestDatabase, DIALECT, testConfig, testKeys, type TestDatabase } from '../support.ts';
 
 interface LoggedApp {
   app: App;

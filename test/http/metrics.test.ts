@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Histogram, Registry, type Metric } from 'prom-client';
 import { RequestDurations } from '../../src/http/metrics.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../helpers.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
 
 function count(metrics: string, labels: string): number {
   const line = metrics.split('\n').find((l) => l.startsWith(`http_request_duration_seconds_count{${labels}}`));

@@ -1,7 +1,7 @@
 /** A response to a request in flight when shutdown begins closes its connection. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createTestApp, DIALECT } from '../helpers.ts';
+import { createTestApp, DIALECT } from '../support.ts';
 
 describe(`shutdown (${DIALECT})`, () => {
   it('answers requests in flight with connection: close once closing', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Type } from 'typebox';
-import { bearer, createTestApp, createTestClient, type TestApp } from '../helpers.ts';
+import { bearer, createTestApp, createTestClient, type TestApp } from '../support.ts';
 
 describe('validation messages', () => {
   let t: TestApp;

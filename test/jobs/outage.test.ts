@@ -13,7 +13,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { enqueue, getJob } from '../../src/jobs/queue.ts';
 import { JobQueue, type JobQueueOptions } from '../../src/jobs/worker.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createTestDatabase, PG_URL, type TestDatabase } from '../helpers.ts';
+import { createTestDatabase, PG_URL, type TestDatabase } from '../support.ts';
 import { startTcpProxy, type TcpProxy } from '../db/proxy.ts';
 import { waitFor } from '../db/support.ts';
 import { gate } from './support.ts';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { inTransaction } from '../../src/db/index.ts';
 import { enqueue, getJob, listJobs } from '../../src/jobs/queue.ts';
-import { DIALECT } from '../helpers.ts';
+import { DIALECT } from '../support.ts';
 import { createJobsFixture, until, type JobsFixture } from './support.ts';
 
 const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));

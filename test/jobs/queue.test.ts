@@ -6,7 +6,7 @@ import {
   PermanentError, RetryableError, claimJobs, enqueue, getJob, listJobs, releaseExpired, retryJob,
 } from '../../src/jobs/queue.ts';
 import { createBusiness } from '../../src/modules/businesses/service.ts';
-import { createTestApp, DIALECT } from '../helpers.ts';
+import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
 
 describe(`jobs (${DIALECT})`, () => {

@@ -1,7 +1,7 @@
 /** The workers in real `cps serve` processes: started by CPS_WORKERS, one process per SQLite file, stopped by SIGTERM. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTestDatabase, DIALECT, type TestDatabase } from '../helpers.ts';
+import { createTestDatabase, DIALECT, type TestDatabase } from '../support.ts';
 import { startServerProcess } from '../process.ts';
 import { until } from './support.ts';
 

@@ -5,7 +5,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
 import { JobQueue, type JobQueueOptions } from '../../src/jobs/worker.ts';
 import { createBusiness } from '../../src/modules/businesses/service.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers.ts';
+import { createTestDatabase, type TestDatabase } from '../support.ts';
 
 export interface JobsFixture {
   database: TestDatabase;

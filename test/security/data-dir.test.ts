@@ -12,7 +12,7 @@ import { createLogger } from '../../src/logger.ts';
 import { writeSnapshotFile } from '../../src/modules/search/snapshot.ts';
 import { warnAboutWideModes } from '../../src/security/data-dir.ts';
 import { loadKeys } from '../../src/security/keys.ts';
-import { createTestDatabase, DIALECT } from '../helpers.ts';
+import { createTestDatabase, DIALECT } from '../support.ts';
 import { startServerProcess } from '../process.ts';
 
 const modeOf = (file: string) => statSync(file).mode & 0o777;

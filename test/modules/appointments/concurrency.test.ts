@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
-import { book, bookingBody, createPractice, events, request, START, type Practice } from './fixtures.ts';
+import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
+import { book, bookingBody, createPractice, events, request, START, type Practice } from './support.ts';
 
 /**
  * Requests on one appointment run in parallel (on PostgreSQL truly concurrently, over a pool of

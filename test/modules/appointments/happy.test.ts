@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { findByReviewToken } from '../../../src/modules/appointments/repo.ts';
 import { findPatientByAnyId } from '../../../src/modules/patients/repo.ts';
-import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../helpers.ts';
-import { book, createPractice, events, request, START, type Practice } from './fixtures.ts';
+import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
+import { book, createPractice, events, request, START, type Practice } from './support.ts';
 
 describe(`appointments: happy paths (${DIALECT})`, () => {
   let t: TestApp;

@@ -5,8 +5,8 @@ import { createLogger } from '../../../src/logger.ts';
 import { buildApp, createContext } from '../../../src/app.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
-import { createTestApp, createTestClient, createTestDatabase, DIALECT, testConfig, testKeys, type TestApp } from '../../helpers.ts';
-import { book, bookingBody, createPractice, events, request, type Practice } from './fixtures.ts';
+import { createTestApp, createTestClient, createTestDatabase, DIALECT, testConfig, testKeys, type TestApp } from '../../support.ts';
+import { book, bookingBody, createPractice, events, request, type Practice } from './support.ts';
 
 describe(`appointments: security (${DIALECT})`, () => {
   let t: TestApp;

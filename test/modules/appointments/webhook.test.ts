@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { bearer, createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
+import { bearer, createTestApp, DIALECT, type TestApp } from '../../support.ts';
 import { startReceiver } from '../webhooks/support.ts';
-import { book, createPractice, events, request } from './fixtures.ts';
+import { book, createPractice, events, request } from './support.ts';
 
 /** From an appointment's completion and a manual review request to the partner's webhook endpoint. */
 describe(`appointments: review requests reach webhooks (${DIALECT})`, () => {

@@ -9,7 +9,7 @@ import { createLogger } from '../../../src/logger.ts';
 import { createModules } from '../../../src/modules/index.ts';
 import { addressKey } from '../../../src/modules/auth/throttle.ts';
 import { MemoryBuckets } from '../../../src/security/buckets.ts';
-import { createTestApp, createTestClient, DIALECT, testConfig, testKeys, type TestApp, type TestClient } from '../../helpers.ts';
+import { createTestApp, createTestClient, DIALECT, testConfig, testKeys, type TestApp, type TestClient } from '../../support.ts';
 
 const LOGIN = '/connect-auth/v1/account/login';
 

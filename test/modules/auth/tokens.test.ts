@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it, mock } from 'node:test';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
 import { signingKeyFromPem } from '../../../src/security/keys.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 
 describe(`auth tokens (${DIALECT})`, () => {
   let t: TestApp;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ADMIN_TOKEN, bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../../helpers.ts';
+import { ADMIN_TOKEN, bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`admin API (${DIALECT})`, () => {
   let t: TestApp;

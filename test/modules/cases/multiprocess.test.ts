@@ -13,7 +13,7 @@ import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createBusiness } from '../../../src/modules/businesses/service.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
-import { createTestDatabase, DIALECT, type TestDatabase } from '../../helpers.ts';
+import { createTestDatabase, DIALECT, type TestDatabase } from '../../support.ts';
 import { startServerProcess } from '../../process.ts';
 import { newCase, untilSecondIsOver, type CaseJson, type PageJson } from './support.ts';
 

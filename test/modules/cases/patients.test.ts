@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { findOrCreateByPartnerId } from '../../../src/modules/patients/repo.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 
 describe(`cases: a patient by either id (${DIALECT})`, () => {
   let t: TestApp;

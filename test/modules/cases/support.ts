@@ -1,7 +1,7 @@
 /** Helpers shared by the cases tests. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { App } from '../../../src/http/app-type.ts';
-import { bearer } from '../../helpers.ts';
+import { bearer } from '../../support.ts';
 
 export const BASE = '/mr/api/v1/cases';
 

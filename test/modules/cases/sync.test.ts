@@ -6,7 +6,7 @@ import { inTransaction, type Db } from '../../../src/db/index.ts';
 import type { CasesTable } from '../../../src/db/schema.ts';
 import * as repo from '../../../src/modules/cases/repo.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
-import { createTestApp, createTestClient, DIALECT, testKeys, type TestApp, type TestClient } from '../../helpers.ts';
+import { createTestApp, createTestClient, DIALECT, testKeys, type TestApp, type TestClient } from '../../support.ts';
 import { casesApi, isKeysetOrdered, newCase, untilSecondIsOver, type CaseJson, type PageJson } from './support.ts';
 
 /** Cases written straight to the table, in seconds long past, so paging needs no waiting. */

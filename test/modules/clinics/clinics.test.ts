@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
+import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 
 describe(`clinics and doctors (${DIALECT})`, () => {
   let t: TestApp;

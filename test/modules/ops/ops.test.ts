@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
-import { createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
+import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`operations (${DIALECT})`, () => {
   let t: TestApp;

@@ -3,8 +3,8 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decrypt } from '../../../src/security/encryption.ts';
 import { validateSaKey } from '../../../src/modules/push/service.ts';
-import { bearer, createTestClient, DIALECT } from '../../helpers.ts';
-import { createPushTest, type PushTest } from './setup.ts';
+import { bearer, createTestClient, DIALECT } from '../../support.ts';
+import { createPushTest, type PushTest } from './support.ts';
 
 /** Lines of the PEM body: no part of any of them may appear anywhere. */
 function keyFragments(pem: string): string[] {

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { encrypt } from '../../../src/security/encryption.ts';
-import { bearer, DIALECT } from '../../helpers.ts';
+import { bearer, DIALECT } from '../../support.ts';
 import { INVALID_TOKEN, UNREGISTERED, unavailable } from './fakes.ts';
-import { createPushTest, type PushTest } from './setup.ts';
+import { createPushTest, type PushTest } from './support.ts';
 
 describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
   let t: PushTest;

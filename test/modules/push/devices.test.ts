@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { bearer, createTestClient, DIALECT } from '../../helpers.ts';
-import { createPushTest, type PushTest } from './setup.ts';
+import { bearer, createTestClient, DIALECT } from '../../support.ts';
+import { createPushTest, type PushTest } from './support.ts';
 
 function device(did: string, token = `fcm-token-${did}-0123456789abcdefghijklmnopqrstuvwxyz`, extra: Record<string, string> = {}) {
   return { devicePayload: { did, 'fcm-id': token, 'app-version': '1.2.3', 'app-platform': 'android', lang: 'en', ...extra } };

@@ -11,9 +11,9 @@ import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { freePort } from '../../net.ts';
-import { bearer, createTestDatabase, DIALECT, testConfig, testKeys } from '../../helpers.ts';
+import { bearer, createTestDatabase, DIALECT, testConfig, testKeys } from '../../support.ts';
 import { countingListener, productionEnv, stubResolver, type StubResolver } from '../../security/support.ts';
-import { createPushTest, type PushTest } from './setup.ts';
+import { createPushTest, type PushTest } from './support.ts';
 
 const REFUSED = 'sa_key.token_uri: must not be or resolve to a loopback, private, link-local, metadata or other non-public address';
 

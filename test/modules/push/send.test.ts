@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { overallStatus } from '../../../src/modules/push/service.ts';
-import { createTestClient, DIALECT } from '../../helpers.ts';
-import { createPushTest, type PushTest } from './setup.ts';
+import { createTestClient, DIALECT } from '../../support.ts';
+import { createPushTest, type PushTest } from './support.ts';
 
 describe(`push send bookkeeping (${DIALECT})`, () => {
   let t: PushTest;

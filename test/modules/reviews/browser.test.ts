@@ -8,8 +8,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
-import { createTestApp, type TestApp } from '../../helpers.ts';
-import { bookOne, listReviews } from './fixtures.ts';
+import { createTestApp, type TestApp } from '../../support.ts';
+import { bookOne, listReviews } from './support.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../../../test-output/reviews');

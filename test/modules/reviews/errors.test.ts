@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { bearer, createTestApp, createTestClient, type TestApp } from '../../helpers.ts';
-import { bookOne, listReviews, postForm, textOf } from './fixtures.ts';
+import { bearer, createTestApp, createTestClient, type TestApp } from '../../support.ts';
+import { bookOne, listReviews, postForm, textOf } from './support.ts';
 
 describe('review page: errors', () => {
   let t: TestApp;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../../helpers.ts';
-import { book, createPractice } from '../appointments/fixtures.ts';
-import { bookOne, listReviews, postForm, reviewToken, textOf } from './fixtures.ts';
+import { createTestApp, type TestApp } from '../../support.ts';
+import { book, createPractice } from '../appointments/support.ts';
+import { bookOne, listReviews, postForm, reviewToken, textOf } from './support.ts';
 
 describe('review page: happy path', () => {
   let t: TestApp;

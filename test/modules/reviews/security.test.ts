@@ -7,9 +7,9 @@ import { createModules } from '../../../src/modules/index.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
-import { createTestApp, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp } from '../../helpers.ts';
-import { createPractice } from '../appointments/fixtures.ts';
-import { bookOne, listReviews, postForm } from './fixtures.ts';
+import { createTestApp, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp } from '../../support.ts';
+import { createPractice } from '../appointments/support.ts';
+import { bookOne, listReviews, postForm } from './support.ts';
 
 function hashOf(text: string): string {
   return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;

@@ -15,7 +15,7 @@ import type { App } from '../../../src/http/app-type.ts';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { MemoryTokenBucket, createSearchRateLimiter } from '../../../src/modules/search/ratelimit.ts';
-import { bearer, createTestApp, createTestClient, testConfig, testKeys, type TestApp } from '../../helpers.ts';
+import { bearer, createTestApp, createTestClient, testConfig, testKeys, type TestApp } from '../../support.ts';
 
 const CLI = new URL('../../../src/cli.ts', import.meta.url).pathname;
 const run = promisify(execFile);

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTestApp, type TestApp } from '../../helpers.ts';
+import { createTestApp, type TestApp } from '../../support.ts';
 import { parseComposition, packKey, genericId, detectForm } from '../../../src/modules/search/derive.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { FIXTURES, HAS_SHARED_DATA, importFile, shared } from './support.ts';

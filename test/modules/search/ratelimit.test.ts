@@ -1,7 +1,7 @@
 /** The search rate limit as clients see it: headers on every answer, its place among the checks. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DIALECT } from '../../helpers.ts';
+import { DIALECT } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
 describe(`search rate limit headers (${DIALECT})`, () => {

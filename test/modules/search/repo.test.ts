@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { openStorage } from '../../../src/db/index.ts';
 import { catalogueVersion, drugsChangedAfter, storedSnapshotParts, storedSnapshotVersion, storeSnapshot, type ChangesCursor } from '../../../src/modules/search/repo.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
-import { createTestApp, DIALECT, type TestApp } from '../../helpers.ts';
+import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`search repository: changed drugs by page (${DIALECT})`, () => {
   let t: TestApp;

@@ -1,7 +1,7 @@
 /** GET /medical-db/v1/drugs-and-labs: fields, ranking rules, errors and security (contract section 3). */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { bearer, createTestClient } from '../../helpers.ts';
+import { bearer, createTestClient } from '../../support.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 

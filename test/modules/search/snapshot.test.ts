@@ -13,7 +13,7 @@ import { parseQuery } from '../../../src/modules/search/engine.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
 import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/snapshot.ts';
 import { importDrugs } from '../../../src/modules/search/service.ts';
-import { createTestApp, type TestApp } from '../../helpers.ts';
+import { createTestApp, type TestApp } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
 const DRUG_QUERIES = ['dolo', 'paracetamol', 'pan 40', 'azithral', 'zerodol sp', 'amoxycillin clavulanic', 'montair lc', 'paracitamol', 'glycomet gp 2'];

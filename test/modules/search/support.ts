@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestApp, createTestClient, type TestApp, type TestClient } from '../../helpers.ts';
+import { createTestApp, createTestClient, type TestApp, type TestClient } from '../../support.ts';
 import { importDrugs, importLabs } from '../../../src/modules/search/service.ts';
 import { openDrugSource, openLabSource } from '../../../src/modules/search/sources.ts';
 

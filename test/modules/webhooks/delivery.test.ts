@@ -3,7 +3,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { retryJob } from '../../../src/jobs/queue.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { recordReviewEvent, startReceiver, type Answer, type Receiver } from './support.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';

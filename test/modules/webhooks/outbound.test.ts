@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { OutboundClient } from '../../../src/security/outbound-client.ts';
 import { freePort } from '../../net.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../helpers.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { countingListener, productionEnv, stubResolver, type StubResolver } from '../../security/support.ts';
 import { recordReviewEvent, startReceiver } from './support.ts';
 

@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { inTransaction, openStorage, type Storage } from '../../../src/db/index.ts';
 import { recordEvent } from '../../../src/jobs/outbox.ts';
-import { ADMIN_TOKEN, createTestDatabase, DIALECT, PG_URL, type TestDatabase } from '../../helpers.ts';
+import { ADMIN_TOKEN, createTestDatabase, DIALECT, PG_URL, type TestDatabase } from '../../support.ts';
 import { startServerProcess, type ServerProcess } from '../../process.ts';
 import { reviewEvent, startReceiver, until, type Answer } from './support.ts';
 

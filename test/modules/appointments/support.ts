@@ -1,6 +1,6 @@
 /** Shared set-up for appointment tests: a business with a clinic, a doctor assigned to it, and booking. */
 import assert from 'node:assert/strict';
-import { createTestClient, type TestApp, type TestClient } from '../../helpers.ts';
+import { createTestClient, type TestApp, type TestClient } from '../../support.ts';
 
 export interface Practice {
   client: TestClient;

@@ -7,7 +7,7 @@ import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { OutboundClient } from '../../../src/security/outbound-client.ts';
 import type { Resolver } from '../../../src/security/outbound.ts';
-import { bearer, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp, type TestClient } from '../../helpers.ts';
+import { bearer, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp, type TestClient } from '../../support.ts';
 import { FakeFcm, FakeOAuth, rsaKey, saKey, type RsaKey } from './fakes.ts';
 
 type InjectResponse = Awaited<ReturnType<TestApp['app']['inject']>>;

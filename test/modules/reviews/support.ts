@@ -1,6 +1,6 @@
 /** Shared set-up for review tests: a booked appointment and its review link, and the form post. */
-import type { TestApp } from '../../helpers.ts';
-import { book, createPractice, type Practice } from '../appointments/fixtures.ts';
+import type { TestApp } from '../../support.ts';
+import { book, createPractice, type Practice } from '../appointments/support.ts';
 
 export interface Booked {
   practice: Practice;
