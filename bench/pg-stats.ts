@@ -44,7 +44,7 @@ export class StatementCounter {
     if (!this.available) return [];
     const result = await this.client.query<{ query: string; calls: string; total: number; mean: number }>(
       `select query, calls, total_exec_time as total, mean_exec_time as mean from pg_stat_statements
-       where dbid = (select oid from pg_database where datname = $1) order by calls desc`, [this.dbName]);
+       where dbid = (select oid from pg_database where datname = $1) and query not like '%pg_stat_statements%' order by calls desc`, [this.dbName]);
     return result.rows.map((row) => ({ query: row.query.replace(/\s+/g, ' '), calls: Number(row.calls), totalMs: row.total, meanMs: row.mean }));
   }
 }
