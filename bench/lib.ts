@@ -30,11 +30,14 @@ const SERVICE_NODE_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.jso
   .scripts.start.split(/\s+/).filter((word) => word.startsWith('--'));
 
 
-/** Spawns `node script args` with PORT set, and waits until readyPath answers 200. */
-export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready'): Promise<RunningProcess> {
+/**
+ * Spawns `node script args` with PORT set, and waits until readyPath answers 200. `nodeFlags` go
+ * after the service's own (a profiler, a preloaded probe).
+ */
+export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready', nodeFlags: string[] = []): Promise<RunningProcess> {
   const port = await freePort();
   const started = performance.now();
-  const flags = script === 'bin/cps.js' ? SERVICE_NODE_FLAGS : [];
+  const flags = [...(script === 'bin/cps.js' ? SERVICE_NODE_FLAGS : []), ...nodeFlags];
   const child = spawn(process.execPath, [...flags, path.resolve(ROOT, script), ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
