@@ -22,6 +22,8 @@ export interface Config {
   port: number;
   /** `postgres://...`, or null for the embedded SQLite database in dataDir. */
   databaseUrl: string | null;
+  /** PostgreSQL connections this process may hold (CPS_DB_POOL_SIZE). */
+  dbPoolSize: number;
   dataDir: string;
   /** PKCS#8 PEM; null means "generate or reuse the development key in dataDir". */
   jwtPrivateKey: string | null;
@@ -70,6 +72,9 @@ function str(env: Env, name: string): string | undefined {
   const value = env[name];
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
+
+/** PostgreSQL connections per process: the HTTP load and the job workers' concurrency (16 + 8) share them. */
+export const DEFAULT_DB_POOL_SIZE = 20;
 
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = str(env, name);
@@ -173,6 +178,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     host,
     port,
     databaseUrl,
+    dbPoolSize: int(env, 'CPS_DB_POOL_SIZE', DEFAULT_DB_POOL_SIZE, 1, 1000),
     dataDir,
     jwtPrivateKey,
     masterKey,

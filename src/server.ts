@@ -35,7 +35,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // Before anything is created, so the warnings are about what an operator or an older version left.
   warnAboutWideModes(config.dataDir, logger);
   const keys = await loadKeys(config);
-  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS });
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS });
   try {
     const applied = await migrate(config, storage);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');

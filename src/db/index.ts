@@ -3,6 +3,7 @@
  * DATABASE_URL. Column conventions that hold on both dialects: times are epoch milliseconds in
  * BIGINT columns, booleans are INTEGER 0/1, JSON is TEXT.
  */
+import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -10,6 +11,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type Trans
 import pg from 'pg';
 import { createPrivateFile, makePrivateDir } from '../security/data-dir.ts';
 import type { Database } from './schema.ts';
+import { isStalePlan } from './unavailable.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -97,16 +99,47 @@ export const PG_CONNECT_TIMEOUT_MS = 5000;
  */
 const PG_READ_TIMEOUT_MARGIN_MS = 5000;
 
+/** Distinct statements a PostgreSQL connection keeps prepared; others run unnamed (parsed each time). */
+const PREPARED_PER_CONNECTION = 200;
+
+const statementNames = new Map<string, string>();
+
+/** A name per statement text, the same in every connection (texts are few: Kysely builds them from code). */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `cps_${createHash('sha1').update(text).digest('base64url')}`;
+    if (statementNames.size >= 10 * PREPARED_PER_CONNECTION) statementNames.clear();
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
 /**
- * A pool client that closes its connection when a query's read timeout fires: the server may still
- * be running that query, and the next one would wait behind it. The pool discards a closed client.
+ * A pool client that prepares the statements it runs with parameters, once per connection, so
+ * PostgreSQL parses and plans each once instead of on every execution (named statements of the
+ * extended protocol). It closes its connection when a query's read timeout fires (the server may
+ * still be running that query, and the next one would wait behind it) or when a prepared statement
+ * outlived a schema change: the pool discards a closed client, and its successor prepares afresh.
  */
 class PoolClient extends pg.Client {
+  readonly #prepared = new Set<string>();
+
   override query(...args: any[]): any {
+    const [text, values] = args;
+    let named = false;
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+      const name = statementName(text);
+      if (this.#prepared.has(name) || this.#prepared.size < PREPARED_PER_CONNECTION) {
+        this.#prepared.add(name);
+        args = [{ name, text, values }];
+        named = true;
+      }
+    }
     const result = (super.query as (...a: any[]) => any)(...args);
     if (result instanceof Promise) {
       result.catch((error: unknown) => {
-        if ((error as Error)?.message === 'Query read timeout') this.end().catch(() => {});
+        if ((error as Error)?.message === 'Query read timeout' || (named && isStalePlan(error))) this.end().catch(() => {});
       });
     }
     return result;

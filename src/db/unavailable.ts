@@ -44,6 +44,16 @@ const MESSAGES = [
   /^The database connection is not open$/, // better-sqlite3 after close (shutting down)
 ];
 
+/**
+ * PostgreSQL refuses a prepared statement whose result columns a migration changed while this
+ * process ran. The connection that prepared it is closed (db/index.ts), so the request's retry
+ * prepares it afresh: for the caller it is a moment of unavailability, not a fault.
+ */
+export function isStalePlan(error: unknown): boolean {
+  const e = (error ?? {}) as ErrorLike;
+  return e.code === '0A000' && typeof e.message === 'string' && e.message.startsWith('cached plan must not change result type');
+}
+
 /** True when `error` (or its cause, or one of an AggregateError's errors) means the database is unavailable. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return someError(error, (e) => {
@@ -51,6 +61,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (NETWORK_CODES.has(code)) return true;
     if (/^[0-9A-Z]{5}$/.test(code) && (PG_STATES.has(code) || PG_STATE_CLASSES.includes(code.slice(0, 2)))) return true;
     if (SQLITE_PREFIXES.some((prefix) => code === prefix || code.startsWith(`${prefix}_`))) return true;
+    if (isStalePlan(e)) return true;
     return typeof e.message === 'string' && MESSAGES.some((pattern) => pattern.test(e.message as string));
   });
 }
