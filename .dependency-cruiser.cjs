@@ -28,9 +28,16 @@ module.exports = {
     {
       name: 'no-database-in-search-index',
       severity: 'error',
-      comment: 'The search index is pure (built, queried, snapshotted in memory): it runs without a database.',
-      from: { path: '^src/modules/search/(engine|normalize|derive|model|store|snapshot|response-cache)\\.ts$' },
+      comment: 'The search index (src/modules/search/index/) is pure (built, queried, snapshotted in memory): it runs without a database.',
+      from: { path: '^src/modules/search/index/' },
       to: { path: ['^src/db/', '^node_modules/(kysely|pg|better-sqlite3)/'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'search-index-stands-alone',
+      severity: 'error',
+      comment: 'The pure search index knows nothing of the catalogue that loads it or the importers that feed it: it imports only its own folder within the module.',
+      from: { path: '^src/modules/search/index/' },
+      to: { path: '^src/modules/search/', pathNot: '^src/modules/search/index/' },
     },
     {
       name: 'modules-through-front-doors',

@@ -6,9 +6,9 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { makerKey, nameKey } from '../src/modules/search/derive.ts';
-import type { DrugInput, LabInput } from '../src/modules/search/model.ts';
-import { openDrugSource, openLabSource } from '../src/modules/search/sources.ts';
+import { makerKey, nameKey } from '../src/modules/search/index/derive.ts';
+import type { DrugInput, LabInput } from '../src/modules/search/index/model.ts';
+import { openDrugSource, openLabSource } from '../src/modules/search/ingest/sources.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 export const SHARED_DATA = path.resolve(ROOT, '../shared/data');

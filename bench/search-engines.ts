@@ -1,6 +1,6 @@
 /**
  * Engine comparison for drug and lab search, written to bench/SEARCH-ENGINES.md:
- * the tiered index the service uses (src/modules/search/engine.ts: a sorted vocabulary, a columnar store),
+ * the tiered index the service uses (src/modules/search/index/engine.ts: a sorted vocabulary, a columnar store),
  * MiniSearch as a whole engine, SQLite FTS5 and PostgreSQL pg_trgm, on the real catalogues (built-in
  * plus ../shared/data) and on a 250,000-product corpus made from them (search-corpus.ts).
  * Every engine gets the same normalised text (letters and digits split, lower case) and the same
@@ -14,13 +14,14 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import MiniSearch from 'minisearch';
-import { DrugStore } from '../src/modules/search/store.ts';
+import { DrugStore } from '../src/modules/search/index/store.ts';
 import pg from 'pg';
-import { describeDrug, describeLab } from '../src/modules/search/catalogue.ts';
-import { parseQuery, SearchIndex } from '../src/modules/search/engine.ts';
-import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
-import { normalizedName, words } from '../src/modules/search/normalize.ts';
-import { newDrugRow } from '../src/modules/search/service.ts';
+import { describeDrug, describeLab } from '../src/modules/search/index/fields.ts';
+import { parseQuery } from '../src/modules/search/index/query.ts';
+import { SearchIndex } from '../src/modules/search/index/engine.ts';
+import { drugRecordFromRow, Interner, labRecordFromRow, type DrugRecord, type LabRecord } from '../src/modules/search/index/model.ts';
+import { normalizedName, words } from '../src/modules/search/index/normalize.ts';
+import { newDrugRow } from '../src/modules/search/ingest/importer.ts';
 import { judge, QUERIES } from '../test/modules/search/queries.ts';
 import { machine } from './lib.ts';
 import { benchQueries } from './search.ts';

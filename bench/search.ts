@@ -21,12 +21,14 @@ import path from 'node:path';
 import { openStorage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
-import { Catalogue, snapshotFileFor } from '../src/modules/search/catalogue.ts';
-import { highlightRanges, parseQuery, type SearchIndex } from '../src/modules/search/engine.ts';
-import { drugResponse, type DrugInput, type DrugRecord, type LabRecord } from '../src/modules/search/model.ts';
-import { highlight } from '../src/modules/search/normalize.ts';
+import { Catalogue } from '../src/modules/search/catalogue/catalogue.ts';
+import { snapshotFileFor } from '../src/modules/search/catalogue/snapshots.ts';
+import type { SearchIndex } from '../src/modules/search/index/engine.ts';
+import { highlight, highlightRanges } from '../src/modules/search/index/highlight.ts';
+import { drugResponse, type DrugInput, type DrugRecord, type LabRecord } from '../src/modules/search/index/model.ts';
+import { parseQuery } from '../src/modules/search/index/query.ts';
 import { insertDrugs } from '../src/modules/search/repo.ts';
-import { importLabs, newDrugRow } from '../src/modules/search/service.ts';
+import { importLabs, newDrugRow } from '../src/modules/search/ingest/importer.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
 import { demoToken, load, loadAgainstHello, runCommand, spawnServer, type ComparedLoad } from './lib.ts';
 import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
@@ -67,7 +69,7 @@ function searchOnce(drugs: SearchIndex<DrugRecord>, labs: SearchIndex<LabRecord>
   return drugs.search(query, 10).map((hit) => {
     const highlighted: Record<string, string> = {};
     for (const [field, text] of [['name', hit.record.name], ['generic_name', hit.record.generic_name]] as const) {
-      const ranges = highlightRanges(text, query, field === 'name' && hit.namePrefix);
+      const ranges = highlightRanges(text, query, hit.typoMatches, field === 'name' && hit.namePrefix);
       if (ranges.length > 0) highlighted[field] = highlight(text, ranges);
     }
     return drugResponse(hit.record, hit.exact, highlighted);

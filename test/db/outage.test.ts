@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { inTransaction, openStorage, type Storage } from '../../src/db/index.ts';
 import { recordEvent } from '../../src/jobs/outbox.ts';
-import { importDrugs } from '../../src/modules/search/service.ts';
+import { importDrugs } from '../../src/modules/search/ingest/importer.ts';
 import { ADMIN_TOKEN, createTestDatabase, PG_URL, type TestDatabase } from '../support.ts';
 import { startServerProcess, type ServerProcess } from '../process.ts';
 import { reviewEvent, startReceiver, type Receiver } from '../modules/webhooks/support.ts';

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import { openSqlite } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
-import { writeSnapshotFile } from '../../src/modules/search/snapshot.ts';
+import { writeSnapshotFile } from '../../src/modules/search/index/snapshot.ts';
 import { warnAboutWideModes } from '../../src/security/data-dir.ts';
 import { loadKeys } from '../../src/security/keys.ts';
 import { createTestDatabase, DIALECT } from '../support.ts';

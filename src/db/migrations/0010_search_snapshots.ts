@@ -3,7 +3,7 @@ import { isPostgres } from '../dialect.ts';
 
 /**
  * Search index snapshots kept in the database, in parts of a few megabytes (see
- * modules/search/catalogue.ts): a server with no snapshot file of its own (a new machine, a new data
+ * modules/search/catalogue/snapshots.ts): a server with no snapshot file of its own (a new machine, a new data
  * directory) reads the one a builder or `cps import` stored instead of building the index. One per
  * release of the search code (`source`); `version` is the catalogue version it holds.
  */

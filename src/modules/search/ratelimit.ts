@@ -1,26 +1,15 @@
 /**
  * Search rate limit (contract section 3): a token bucket per API client, refilled at
- * CPS_SEARCH_RATE_LIMIT tokens/s up to CPS_SEARCH_RATE_BURST. Routes whose config says
- * `rateLimit: true` take a token in an onRequest hook of their own (registerRateLimit), after
- * authentication, and answer with the x-ratelimit-limit, -remaining and -reset headers; a refused
- * request fails with a 429 and Retry-After (the wait for the next token).
+ * CPS_SEARCH_RATE_LIMIT tokens/s up to CPS_SEARCH_RATE_BURST. The route takes a token through the
+ * HTTP layer's rate-limit hook (src/http/rate-limit.ts), which answers with the headers and the 429.
  *
  * With CPS_REDIS_URL the bucket lives in Redis and one Lua script refills and takes atomically, so
  * every process shares it. If Redis fails the process falls back to its own bucket rather than
  * refusing or letting everything through.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { addRouteHook } from '../../http/route-hooks.ts';
 import { connectRedis, whenConnected } from '../../security/buckets.ts';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Take a token from the caller's bucket before the handler runs (registerRateLimit). */
-    rateLimit?: boolean;
-  }
-}
 
 export interface TakeResult {
   /** Burst used after this request; burst + 1 when refused. */
@@ -124,42 +113,4 @@ export function createSearchRateLimiter(options: { rate: number; burst: number; 
       redis.disconnect();
     },
   };
-}
-
-export interface RateLimitOptions {
-  limiter: SearchRateLimiter;
-  /** The bucket size, sent as x-ratelimit-limit. */
-  burst: number;
-  /** Whose bucket the request takes from (authentication has run). */
-  key(request: FastifyRequest): string;
-  /** The error of a refused request, given the seconds until the next token (sent as Retry-After). */
-  refused(retryAfterSeconds: number): Error;
-}
-
-/**
- * Adds the rate-limit hook to each route registered after it whose config has `rateLimit: true`.
- * A route hook rather than an instance hook, so it runs after the app's authentication hook; and a
- * callback-style one, so a request answered by the in-process bucket costs no promise.
- */
-export function registerRateLimit(app: FastifyInstance, options: RateLimitOptions): void {
-  const { limiter, burst } = options;
-
-  function answer(reply: FastifyReply, { current, ttl }: TakeResult): Error | undefined {
-    const seconds = Math.ceil(ttl / 1000);
-    reply.header('x-ratelimit-limit', burst);
-    reply.header('x-ratelimit-remaining', Math.max(0, burst - current));
-    reply.header('x-ratelimit-reset', seconds);
-    // `current` is how much of the burst is used: more than all of it means no token was left.
-    return current > burst ? options.refused(Math.max(1, seconds)) : undefined;
-  }
-
-  const hook: onRequestHookHandler = (request, reply, done) => {
-    const taken = limiter.take(options.key(request));
-    if (taken instanceof Promise) taken.then((result) => done(answer(reply, result)), done);
-    else done(answer(reply, taken));
-  };
-
-  app.addHook('onRoute', (route) => {
-    if (route.config?.rateLimit) addRouteHook(route, 'onRequest', hook);
-  });
 }

@@ -4,7 +4,7 @@
  */
 import { isUniqueViolation, type Db } from '../../db/index.ts';
 import type { DrugsTable, LabTestsTable } from '../../db/schema.ts';
-import { DRUG_RECORD_COLUMNS, type DrugRecordRow } from './model.ts';
+import { DRUG_RECORD_COLUMNS, type DrugRecordRow } from './index/model.ts';
 
 export async function catalogueVersion(db: Db): Promise<number> {
   const row = await db.selectFrom('catalogue_meta').select('version').where('id', '=', 1).executeTakeFirst();

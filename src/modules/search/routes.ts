@@ -5,14 +5,11 @@ import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { AppError } from '../../errors.ts';
+import { registerRateLimit } from '../../http/rate-limit.ts';
 import { SearchError } from '../../http/schemas.ts';
-import type { Catalogue } from './catalogue.ts';
-import { highlightRanges, parseQuery } from './engine.ts';
-import { drugResponse, labResponse, type DrugRecord } from './model.ts';
-import { highlight } from './normalize.ts';
-import { registerRateLimit, type SearchRateLimiter } from './ratelimit.ts';
-import { ResponseCache, type CachedResponse } from './response-cache.ts';
-import type { ParsedQuery } from './engine.ts';
+import type { SearchRateLimiter } from './ratelimit.ts';
+import type { CachedResponse } from './response-cache.ts';
+import type { SearchService } from './search.ts';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -62,22 +59,12 @@ const Query = Type.Object({
   s_type: Type.Union([Type.Literal('drug'), Type.Literal('lab')], { default: 'drug', 'x-message': 'must be "drug" or "lab"' }),
 });
 
-function drugHighlights(record: DrugRecord, query: ParsedQuery, namePrefix: boolean): Record<string, string> | null {
-  const out: Record<string, string> = {};
-  const fields: Array<[string, string, boolean]> = [['name', record.name, namePrefix], ['generic_name', record.generic_name, false], ['common_name', record.common_name, false]];
-  for (const [field, text, prefix] of fields) {
-    const ranges = highlightRanges(text, query, prefix);
-    if (ranges.length > 0) out[field] = highlight(text, ranges);
-  }
-  return Object.keys(out).length > 0 ? out : null;
-}
-
 /** Serialized bytes go out as they are (the schema-typed reply only knows objects). */
 function sendAnswer(reply: unknown, answer: CachedResponse): FastifyReply {
   return (reply as FastifyReply).code(answer.status).type('application/json; charset=utf-8').send(answer.body);
 }
 
-export function searchRoutes(ctx: AppContext, catalogue: Catalogue, limiter: SearchRateLimiter) {
+export function searchRoutes(ctx: AppContext, search: SearchService, limiter: SearchRateLimiter) {
   return async function plugin(app: App): Promise<void> {
     registerRateLimit(app, {
       limiter,
@@ -85,7 +72,6 @@ export function searchRoutes(ctx: AppContext, catalogue: Catalogue, limiter: Sea
       key: (request) => principalOf(request).clientId,
       refused: (seconds) => new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } }),
     });
-    const cache = ctx.config.searchCacheBytes > 0 ? new ResponseCache(ctx.config.searchCacheBytes) : null;
 
     app.get('/medical-db/v1/drugs-and-labs', {
       config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: true },
@@ -98,39 +84,10 @@ export function searchRoutes(ctx: AppContext, catalogue: Catalogue, limiter: Sea
         response: { 200: SearchResponse, 404: SearchResponse, 400: SearchError, 401: SearchError, 403: SearchError, 429: SearchError, 500: SearchError },
       },
     }, (request, reply) => {
-      const { q: text, limit, s_type: type } = request.query;
-      // The same text again is answered before it is parsed; other texts with the same words (other
-      // case, spacing, punctuation) share the answer stored under the words. Keys of the two kinds
-      // differ in their separators, so a text never reads a words key. A cached answer goes out
-      // synchronously: no promise for Fastify to wait on.
-      const textKey = `${type}:${limit}:${text}`;
-      const cached = catalogue.loaded ? cache?.get(catalogue.version, textKey) : undefined;
-      if (cached !== undefined) {
-        sendAnswer(reply, cached);
-        return;
-      }
-      return (async () => {
-        const q = text.trim();
-        if (q.length === 0) throw new AppError(400, 'q: must not be empty');
-        if ([...q].length > 200) throw new AppError(400, 'q: must be at most 200 characters');
-        if (!catalogue.loaded) await catalogue.start();
-        const version = catalogue.version;
-        const query = parseQuery(q);
-        // The answer depends only on the query's words, the type and the limit (and the catalogue version).
-        const wordsKey = `${type} ${limit} ${query.words.map((word) => word.text).join(' ')}`;
-        let answer = cache?.get(version, wordsKey);
-        if (answer === undefined) {
-          const result = type === 'lab'
-            ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
-            : { drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit.record, query, hit.namePrefix))), lab_tests: [] };
-          const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;
-          // Serialized by the route's own response schema, as an uncached answer would be.
-          answer = { status, body: Buffer.from(reply.code(status).serialize(result) as string) };
-          cache?.set(version, wordsKey, answer);
-        }
-        cache?.set(version, textKey, answer);
-        return sendAnswer(reply, answer);
-      })();
+      // Serialized by the route's own response schema; a cached answer goes out synchronously.
+      const answer = search.answer(request.query, (status, result) => reply.code(status).serialize(result) as string);
+      if (answer instanceof Promise) return (async () => sendAnswer(reply, await answer))();
+      sendAnswer(reply, answer);
     });
   };
 }

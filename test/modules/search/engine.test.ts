@@ -6,12 +6,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import path from 'node:path';
-import { BUILTIN_DIR, describeDrug } from '../../../src/modules/search/catalogue.ts';
-import { FIELD_GENERIC, FIELD_NAME, parseQuery, SearchIndex, type IndexedFields } from '../../../src/modules/search/engine.ts';
-import { drugRecordFromRow, Interner, type DrugRecord } from '../../../src/modules/search/model.ts';
-import { newDrugRow } from '../../../src/modules/search/service.ts';
-import { openDrugSource } from '../../../src/modules/search/sources.ts';
-import { ArrayStore, DrugStore } from '../../../src/modules/search/store.ts';
+import { BUILTIN_DIR } from '../../../src/modules/search/ingest/builtin.ts';
+import { describeDrug } from '../../../src/modules/search/index/fields.ts';
+import { FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from '../../../src/modules/search/index/engine.ts';
+import { highlight, highlightRanges } from '../../../src/modules/search/index/highlight.ts';
+import { parseQuery } from '../../../src/modules/search/index/query.ts';
+import { drugRecordFromRow, Interner, type DrugRecord } from '../../../src/modules/search/index/model.ts';
+import { newDrugRow } from '../../../src/modules/search/ingest/importer.ts';
+import { openDrugSource } from '../../../src/modules/search/ingest/sources.ts';
+import { ArrayStore, DrugStore } from '../../../src/modules/search/index/store.ts';
 import { QUERIES } from './queries.ts';
 import { HAS_SHARED_DATA, shared } from './support.ts';
 
@@ -86,6 +89,23 @@ describe('search index: incremental updates', () => {
     assert.deepEqual(names(index, 'glycomet'), []);
     assert.deepEqual(names(index, 'glycomt'), []);
     assert.equal(index.search(parseQuery('metformin'), 5).length, 5);
+  });
+});
+
+describe('search index: what matched', () => {
+  it('returns the words a typo matched with the hits, leaving the parsed query as it was, and highlighting reads them', () => {
+    const index = new SearchIndex<Doc>(describeDoc);
+    index.build([{ id: 'a', name: 'Dolo 650 Tablet', generic: 'Paracetamol (650mg)' }, { id: 'b', name: 'Pan 40 Tablet', generic: 'Pantoprazole (40mg)' }]);
+    const query = parseQuery('paracetmol 650');
+    const parsed = structuredClone(query);
+    const hits = index.search(query, 10);
+    assert.deepEqual(hits.map((hit) => hit.record.name), ['Dolo 650 Tablet']);
+    assert.deepEqual(hits[0]!.typoMatches.map((words) => [...words]), [['paracetamol'], []]);
+    assert.deepEqual(query, parsed, 'the search writes nothing into its input');
+    const generic = hits[0]!.record.generic;
+    assert.equal(highlight(generic, highlightRanges(generic, query, hits[0]!.typoMatches, false)), '<em>Paracetamol</em> (<em>650</em>mg)');
+    // Without what the search matched, the typo is not highlighted.
+    assert.equal(highlight(generic, highlightRanges(generic, query, [], false)), 'Paracetamol (<em>650</em>mg)');
   });
 });
 

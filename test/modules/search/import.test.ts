@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, type TestApp } from '../../support.ts';
-import { parseComposition, packKey, genericId, detectForm } from '../../../src/modules/search/derive.ts';
-import { importDrugs } from '../../../src/modules/search/service.ts';
+import { parseComposition, packKey, genericId, detectForm } from '../../../src/modules/search/index/derive.ts';
+import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
 import { FIXTURES, HAS_SHARED_DATA, importFile, shared } from './support.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'cps-import-'));

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { BUILTIN_DIR } from '../../../src/modules/search/catalogue.ts';
-import { fold, words } from '../../../src/modules/search/normalize.ts';
+import { BUILTIN_DIR } from '../../../src/modules/search/ingest/builtin.ts';
+import { fold, words } from '../../../src/modules/search/index/normalize.ts';
 import { HAS_SHARED_DATA, shared } from './support.ts';
 
 const WORD = /\p{L}+|\d+(?:\.\d+)?/gu;

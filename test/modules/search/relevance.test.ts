@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
-import { Catalogue } from '../../../src/modules/search/catalogue.ts';
-import { parseQuery } from '../../../src/modules/search/engine.ts';
+import { Catalogue } from '../../../src/modules/search/catalogue/catalogue.ts';
+import { parseQuery } from '../../../src/modules/search/index/query.ts';
 import { judge, QUERIES } from './queries.ts';
 import { createSearchApp, FIXTURES, HAS_SHARED_DATA, shared, type SearchApp } from './support.ts';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openStorage } from '../../../src/db/index.ts';
 import { catalogueVersion, drugsChangedAfter, storedSnapshotParts, storedSnapshotVersion, storeSnapshot, type ChangesCursor } from '../../../src/modules/search/repo.ts';
-import { importDrugs } from '../../../src/modules/search/service.ts';
+import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`search repository: changed drugs by page (${DIALECT})`, () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createTestClient } from '../../support.ts';
-import { importDrugs } from '../../../src/modules/search/service.ts';
+import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
 const URL_ = '/medical-db/v1/drugs-and-labs';

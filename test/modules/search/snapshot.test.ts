@@ -8,11 +8,13 @@ import { copyFileSync, existsSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
-import { Catalogue, refreshStoredSnapshot, snapshotFileFor } from '../../../src/modules/search/catalogue.ts';
-import { parseQuery } from '../../../src/modules/search/engine.ts';
+import { Catalogue } from '../../../src/modules/search/catalogue/catalogue.ts';
+import { refreshStoredSnapshot } from '../../../src/modules/search/catalogue/build-snapshot.ts';
+import { snapshotFileFor } from '../../../src/modules/search/catalogue/snapshots.ts';
+import { parseQuery } from '../../../src/modules/search/index/query.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
-import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/snapshot.ts';
-import { importDrugs } from '../../../src/modules/search/service.ts';
+import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/index/snapshot.ts';
+import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, type TestApp } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 

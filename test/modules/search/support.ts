@@ -3,8 +3,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestApp, createTestClient, type TestApp, type TestClient } from '../../support.ts';
-import { importDrugs, importLabs } from '../../../src/modules/search/service.ts';
-import { openDrugSource, openLabSource } from '../../../src/modules/search/sources.ts';
+import { importDrugs, importLabs } from '../../../src/modules/search/ingest/importer.ts';
+import { openDrugSource, openLabSource } from '../../../src/modules/search/ingest/sources.ts';
 
 export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -22,7 +22,8 @@
  * without a restart. Everything is strings and typed arrays, so an index goes to a snapshot file and
  * back without per-record work (snapshot.ts), and records live in a columnar store (store.ts).
  */
-import { FILLER_WORDS, formOfWord, SHORTHAND, spans, UNIT_WORDS, words } from './normalize.ts';
+import { words } from './normalize.ts';
+import type { ParsedQuery, QueryWord } from './query.ts';
 import { ArrayStore, grow, type RecordStore, type SnapshotParts } from './store.ts';
 
 export const FIELD_NAME = 1;
@@ -49,8 +50,6 @@ const KIND_EXACT = 4;
 const KIND_PREFIX = 3;
 const KIND_FUZZY1 = 2;
 const KIND_FUZZY2 = 1;
-/** Query words beyond this many are folded into the last slot's neighbours: prescriptions are short. */
-const MAX_SLOTS = 8;
 /** Prefix expansion of one- or two-letter words stops after this many vocabulary words. */
 const MAX_SHORT_PREFIX_TERMS = 300;
 /** Query words whose typo lookups are kept (a few hundred bytes each). */
@@ -58,59 +57,17 @@ const TYPO_CACHE_WORDS = 20_000;
 /** Names scanned for a one- or two-letter query. */
 const PREFIX_SCAN_CAP = 1500;
 
-export interface QueryWord {
-  text: string;
-  required: boolean;
-  /** Vocabulary words that count as an exact match (the word itself, its form or shorthand expansion). */
-  exact: string[];
-  prefix: boolean;
-  /** Maximum edit distance for typo tolerance (0: none). */
-  fuzzy: number;
-  /** Filled during search: vocabulary words matched by typo tolerance. */
-  fuzzyMatched: Set<string>;
-}
-
-export interface ParsedQuery {
-  raw: string;
-  /** The query without spaces and hyphens: equal to an exact name, or a prefix of a name. */
-  compact: string;
-  /** The same without unit and filler words ("pan 40mg" -> "pan40"), also tried as a name prefix. */
-  compactCore: string;
-  words: QueryWord[];
-}
-
-export function parseQuery(raw: string): ParsedQuery {
-  const list = words(raw).slice(0, MAX_SLOTS);
-  const parsed: QueryWord[] = list.map((text) => {
-    const form = formOfWord(text);
-    if (form) return { text, required: false, exact: [...new Set([text, form])], prefix: false, fuzzy: 0, fuzzyMatched: new Set() };
-    if (UNIT_WORDS.has(text) || FILLER_WORDS.has(text)) {
-      return { text, required: false, exact: [text], prefix: false, fuzzy: 0, fuzzyMatched: new Set() };
-    }
-    const numeric = /^\d/.test(text);
-    const alias = SHORTHAND.get(text);
-    return {
-      text,
-      required: true,
-      exact: alias ? [text, alias] : [text],
-      prefix: numeric || text.length >= 2 || list.length === 1,
-      // One edit from 4 letters, two from 8 (contract section 3); never for numbers.
-      fuzzy: numeric ? 0 : text.length >= 8 ? 2 : text.length >= 4 ? 1 : 0,
-      fuzzyMatched: new Set(),
-    };
-  });
-  // A query of only form/unit words ("tablet") still has to match them.
-  if (parsed.length > 0 && parsed.every((w) => !w.required)) for (const w of parsed) w.required = true;
-  const core = list.filter((w) => !UNIT_WORDS.has(w) && !FILLER_WORDS.has(w)).join('');
-  return { raw, compact: list.join(''), compactCore: core, words: parsed };
-}
-
 export interface Hit<T> {
   record: T;
   /** The normalised name equals the normalised query. */
   exact: boolean;
   /** The match came through the name starting with the query (used for highlighting). */
   namePrefix: boolean;
+  /**
+   * Per query word, in query order: the vocabulary words it matched by typo tolerance in this search
+   * (shared by the hits of one search; empty when no typo lookup ran).
+   */
+  typoMatches: ReadonlyArray<ReadonlySet<string>>;
 }
 
 /** State of one ranking pass over the candidates (see SearchIndex.rank). */
@@ -889,15 +846,18 @@ export class SearchIndex<T extends { id: string }> {
     return { word, exact, lo, hi, prefix, fuzzy: null, size };
   }
 
-  /** Typo lookups of a query word: one or two edits, and adjacent transpositions as one edit. */
-  private expandFuzzy(expansion: Expansion): void {
+  /**
+   * Typo lookups of a query word: one or two edits, and adjacent transpositions as one edit. The
+   * vocabulary words matched go into `matched`.
+   */
+  private expandFuzzy(expansion: Expansion, matched: Set<string>): void {
     const word = expansion.word;
     const fuzzy = new Map<number, number>();
     if (word.fuzzy > 0) {
       for (const [text, term, kind] of this.typoMatches(word)) {
         if (word.exact.includes(text)) continue;
         fuzzy.set(term, kind);
-        word.fuzzyMatched.add(text);
+        matched.add(text);
       }
     }
     expansion.fuzzy = fuzzy;
@@ -1059,6 +1019,7 @@ export class SearchIndex<T extends { id: string }> {
     if (query.words.length === 0 && query.compact === '') return [];
     const gen = this.nextGen();
     const expansions = query.words.map((word) => this.expand(word));
+    const typoMatches = query.words.map(() => new Set<string>());
 
     // Names equal to or starting with the query, ignoring spaces and hyphens (and units: "pan 40mg"
     // starts "Pan 40 Tablet").
@@ -1094,12 +1055,12 @@ export class SearchIndex<T extends { id: string }> {
     // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
     // outranks an active exact or prefix match.
     if (hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit && query.words.some((w) => w.fuzzy > 0)) {
-      for (const e of expansions) this.expandFuzzy(e);
+      for (const [slot, e] of expansions.entries()) this.expandFuzzy(e, typoMatches[slot]!);
       for (const [slot, e] of expansions.entries()) this.fillKinds(slot, e);
       hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     }
     for (const [slot, e] of expansions.entries()) this.clearKinds(slot, e);
-    return hits.map((h) => ({ record: this.store.get(this.rowOf[h.doc]!), exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen }));
+    return hits.map((h) => ({ record: this.store.get(this.rowOf[h.doc]!), exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen, typoMatches }));
   }
 
   /**
@@ -1302,37 +1263,4 @@ function collectTerms(list: number[], field: number, terms: number[], masks: num
       masks[at]! |= field;
     }
   }
-}
-
-/**
- * Highlight ranges in `text` for a parsed query: whole words that matched exactly or by typo
- * tolerance, the typed part of prefix matches, and (when the name matched by starting with the query)
- * the leading part of the name that the query covers.
- */
-export function highlightRanges(text: string, query: ParsedQuery, namePrefix: boolean): Array<[number, number]> {
-  const ranges: Array<[number, number]> = [];
-  const list = spans(text);
-  if (namePrefix && query.compact !== '') {
-    const nameCompact = list.map((span) => span.word).join('');
-    let remaining = (nameCompact.startsWith(query.compact) ? query.compact : query.compactCore).length;
-    for (const span of list) {
-      if (remaining <= 0) break;
-      const take = Math.min(span.word.length, remaining);
-      ranges.push([span.start, span.start + Math.min(take, span.end - span.start)]);
-      remaining -= span.word.length;
-    }
-  }
-  for (const span of list) {
-    for (const word of query.words) {
-      if (word.exact.includes(span.word) || word.fuzzyMatched.has(span.word)) {
-        ranges.push([span.start, span.end]);
-        break;
-      }
-      if (word.prefix && span.word.startsWith(word.text)) {
-        ranges.push([span.start, Math.min(span.end, span.start + word.text.length)]);
-        break;
-      }
-    }
-  }
-  return ranges;
 }

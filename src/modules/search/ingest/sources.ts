@@ -14,10 +14,10 @@ import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parse as parseSync } from 'csv-parse/sync';
-import { AppError } from '../../errors.ts';
-import { labCategoryFromLoinc, parseComposition, type Ingredient } from './derive.ts';
-import type { DrugInput, LabInput } from './model.ts';
-import { clean } from './normalize.ts';
+import { AppError } from '../../../errors.ts';
+import { labCategoryFromLoinc, parseComposition, type Ingredient } from '../index/derive.ts';
+import type { DrugInput, LabInput } from '../index/model.ts';
+import { clean } from '../index/normalize.ts';
 
 export interface Source<T> {
   layout: string;

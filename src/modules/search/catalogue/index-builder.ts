@@ -1,6 +1,6 @@
 /**
  * Index builder process: builds the search index from the database and writes its snapshot, for a
- * server that found no usable snapshot or has a rebuild to make (see Catalogue), which then reads the
+ * server that found no usable snapshot or has a rebuild to make (see builder.ts), which then reads the
  * file. Building a quarter of a million products takes a few hundred megabytes, most of it garbage
  * at the end; in a process of its own all of it goes back to the system when the process exits (a
  * worker thread's did not: the server stayed at 370 to 440 MB resident), and the server's event loop
@@ -9,9 +9,10 @@
  * and writes the snapshot, for the next start to read; one killed while writing leaves a temporary
  * file that a later write removes.
  */
-import { openStorage } from '../../db/index.ts';
-import { createLogger } from '../../logger.ts';
-import { buildSnapshot, type IndexBuilderData } from './catalogue.ts';
+import { openStorage } from '../../../db/index.ts';
+import { createLogger } from '../../../logger.ts';
+import { buildSnapshot } from './build-snapshot.ts';
+import type { IndexBuilderData } from './builder.ts';
 
 async function build(data: IndexBuilderData): Promise<void> {
   const storage = openStorage({ databaseUrl: data.databaseUrl, dataDir: data.dataDir, poolSize: 1 });

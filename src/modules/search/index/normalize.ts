@@ -90,31 +90,6 @@ export function clean(value: unknown): string {
   return typeof value === 'string' ? value.replace(/\s+/g, ' ').trim() : '';
 }
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
-}
-
-/** Wraps [start, end) ranges of `text` in <em>..</em>, escaping everything else. Ranges may overlap. */
-export function highlight(text: string, ranges: Array<[number, number]>): string {
-  if (ranges.length === 0) return escapeHtml(text);
-  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
-  const merged: Array<[number, number]> = [];
-  for (const range of sorted) {
-    const last = merged[merged.length - 1];
-    if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
-    else merged.push([range[0], range[1]]);
-  }
-  let out = '';
-  let at = 0;
-  for (const [start, end] of merged) {
-    out += `${escapeHtml(text.slice(at, start))}<em>${escapeHtml(text.slice(start, end))}</em>`;
-    at = end;
-  }
-  return out + escapeHtml(text.slice(at));
-}
-
 /**
  * Dosage forms: canonical name, and the words (as written on packs and prescriptions) that mean it.
  * The canonical name is the product_type; the dosage unit is what one dose is counted in.

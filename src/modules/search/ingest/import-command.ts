@@ -4,11 +4,12 @@
  */
 import { SingleBar } from 'cli-progress';
 import type { Kysely } from 'kysely';
-import type { Config } from '../../config.ts';
-import type { Database } from '../../db/schema.ts';
-import { createLogger } from '../../logger.ts';
-import { refreshStoredSnapshot, snapshotFileFor } from './catalogue.ts';
-import { importDrugs, importLabs, type ImportOptions, type ImportSummary } from './service.ts';
+import type { Config } from '../../../config.ts';
+import type { Database } from '../../../db/schema.ts';
+import { createLogger } from '../../../logger.ts';
+import { refreshStoredSnapshot } from '../catalogue/build-snapshot.ts';
+import { snapshotFileFor } from '../catalogue/snapshots.ts';
+import { importDrugs, importLabs, type ImportOptions, type ImportSummary } from './importer.ts';
 import { openDrugSource, openLabSource, type Source } from './sources.ts';
 
 async function withProgress(kind: string, source: Source<unknown>, work: (options: ImportOptions) => Promise<ImportSummary>): Promise<ImportSummary> {

@@ -7,13 +7,13 @@
  * new file has and keeps those it lacks (a discontinued mark survives a file that does not say).
  */
 import type { Kysely, Transaction } from 'kysely';
-import { inTransaction } from '../../db/index.ts';
-import { newId } from '../../db/ids.ts';
-import type { Database, DrugsTable, LabTestsTable } from '../../db/schema.ts';
-import { canonicalForm, derivedLabAbbreviations, makerKey, nameKey, packKey, type Ingredient } from './derive.ts';
-import { compositionFields, type DrugInput, type LabInput } from './model.ts';
-import { clean } from './normalize.ts';
-import * as repo from './repo.ts';
+import { inTransaction } from '../../../db/index.ts';
+import { newId } from '../../../db/ids.ts';
+import type { Database, DrugsTable, LabTestsTable } from '../../../db/schema.ts';
+import { canonicalForm, derivedLabAbbreviations, makerKey, nameKey, packKey, type Ingredient } from '../index/derive.ts';
+import { compositionFields, type DrugInput, type LabInput } from '../index/model.ts';
+import { clean } from '../index/normalize.ts';
+import * as repo from '../repo.ts';
 
 export interface ImportSummary {
   kind: 'drugs' | 'labs';

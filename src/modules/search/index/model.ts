@@ -2,7 +2,7 @@
  * Catalogue records: what importers produce (inputs), what is stored (rows), what the index holds
  * (records) and what the API sends (interface sections 2.1 to 2.3).
  */
-import type { DrugsTable, LabTestsTable } from '../../db/schema.ts';
+import type { DrugsTable, LabTestsTable } from '../../../db/schema.ts';
 import { commonName, dosageOf, genericId, genericName, type DosageInfo, type Ingredient } from './derive.ts';
 
 /** One product as a source file gives it. Undefined means "this file does not say". */

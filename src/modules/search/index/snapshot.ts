@@ -2,7 +2,7 @@
  * Index snapshots: a built search index and its record store, written as they are in memory (long
  * strings and typed arrays), so a restarting process reads a quarter of a million products in a few
  * hundred milliseconds instead of building the index again. The same bytes go to a file in the data
- * directory and, for large catalogues, to the database (see catalogue.ts).
+ * directory and, for large catalogues, to the database (see catalogue/snapshots.ts).
  *
  * Layout: "CPSSNAP1", the header's length (uint32 LE) and four zero bytes, the header (JSON: the
  * caller's fields and where each section's pieces are), padding to 8 bytes, then the pieces, each

@@ -1,0 +1,79 @@
+/**
+ * Highlighting: the parts of a hit's fields that the query matched, wrapped in <em> with the rest
+ * HTML-escaped. It reads what the search returned (the hit's name-prefix match and typo matches).
+ */
+import type { Hit } from './engine.ts';
+import type { DrugRecord } from './model.ts';
+import { spans } from './normalize.ts';
+import type { ParsedQuery } from './query.ts';
+
+/**
+ * Highlight ranges in `text` for a parsed query: whole words that matched exactly or by typo
+ * tolerance (`typoMatches`, per query word, as the search returned them), the typed part of prefix
+ * matches, and (when the name matched by starting with the query) the leading part of the name that
+ * the query covers.
+ */
+export function highlightRanges(text: string, query: ParsedQuery, typoMatches: ReadonlyArray<ReadonlySet<string>>, namePrefix: boolean): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  const list = spans(text);
+  if (namePrefix && query.compact !== '') {
+    const nameCompact = list.map((span) => span.word).join('');
+    let remaining = (nameCompact.startsWith(query.compact) ? query.compact : query.compactCore).length;
+    for (const span of list) {
+      if (remaining <= 0) break;
+      const take = Math.min(span.word.length, remaining);
+      ranges.push([span.start, span.start + Math.min(take, span.end - span.start)]);
+      remaining -= span.word.length;
+    }
+  }
+  for (const span of list) {
+    for (const [slot, word] of query.words.entries()) {
+      if (word.exact.includes(span.word) || typoMatches[slot]?.has(span.word)) {
+        ranges.push([span.start, span.end]);
+        break;
+      }
+      if (word.prefix && span.word.startsWith(word.text)) {
+        ranges.push([span.start, Math.min(span.end, span.start + word.text.length)]);
+        break;
+      }
+    }
+  }
+  return ranges;
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+/** Wraps [start, end) ranges of `text` in <em>..</em>, escaping everything else. Ranges may overlap. */
+export function highlight(text: string, ranges: Array<[number, number]>): string {
+  if (ranges.length === 0) return escapeHtml(text);
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
+  const merged: Array<[number, number]> = [];
+  for (const range of sorted) {
+    const last = merged[merged.length - 1];
+    if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
+    else merged.push([range[0], range[1]]);
+  }
+  let out = '';
+  let at = 0;
+  for (const [start, end] of merged) {
+    out += `${escapeHtml(text.slice(at, start))}<em>${escapeHtml(text.slice(start, end))}</em>`;
+    at = end;
+  }
+  return out + escapeHtml(text.slice(at));
+}
+
+/** The highlighted name and composition of a drug hit; null when nothing in them matched. */
+export function drugHighlights(hit: Hit<DrugRecord>, query: ParsedQuery): Record<string, string> | null {
+  const record = hit.record;
+  const out: Record<string, string> = {};
+  const fields: Array<[string, string, boolean]> = [['name', record.name, hit.namePrefix], ['generic_name', record.generic_name, false], ['common_name', record.common_name, false]];
+  for (const [field, text, prefix] of fields) {
+    const ranges = highlightRanges(text, query, hit.typoMatches, prefix);
+    if (ranges.length > 0) out[field] = highlight(text, ranges);
+  }
+  return Object.keys(out).length > 0 ? out : null;
+}
