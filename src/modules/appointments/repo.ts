@@ -89,18 +89,3 @@ export async function reviewLinks(db: Db, businessId: string, clinicId: string, 
   const doctor = await db.selectFrom('doctors').select('review_link').where('business_id', '=', businessId).where('id', '=', doctorId).executeTakeFirst();
   return { clinic: clinic?.review_link ?? null, doctor: doctor?.review_link ?? null };
 }
-
-/**
- * The appointment behind a review page (`/reviews/{token}`). The only lookup not scoped by business:
- * the page has no login, and the unguessable token is the credential.
- */
-export async function findByReviewToken(db: Db, reviewToken: string): Promise<AppointmentView | undefined> {
-  return db.selectFrom('appointments as a')
-    .innerJoin('clinics as c', 'c.id', 'a.clinic_id')
-    .innerJoin('doctors as d', 'd.id', 'a.doctor_id')
-    .innerJoin('patients as p', 'p.id', 'a.patient_id')
-    .selectAll('a')
-    .select(['c.partner_id as partner_clinic_id', 'd.partner_id as partner_doctor_id', 'p.partner_patient_id'])
-    .where('a.review_token', '=', reviewToken)
-    .executeTakeFirst();
-}

@@ -14,7 +14,7 @@ import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { randomToken } from '../../security/secrets.ts';
-import * as clinicRepo from '../clinics/repo.ts';
+import type { ClinicService } from '../clinics/service.ts';
 import * as patients from '../patients/repo.ts';
 import type { PatientDetails } from '../patients/repo.ts';
 import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
@@ -187,9 +187,11 @@ export function toRecord(row: repo.AppointmentView): AppointmentRecord {
 export class AppointmentService {
   readonly ctx: AppContext;
   readonly db: Kysely<Database>;
-  constructor(ctx: AppContext) {
+  readonly clinics: ClinicService;
+  constructor(ctx: AppContext, clinics: ClinicService) {
     this.ctx = ctx;
     this.db = ctx.storage.db;
+    this.clinics = clinics;
   }
 
   private get dialect() {
@@ -207,7 +209,7 @@ export class AppointmentService {
       await inTransaction(this.db, async (trx) => {
         const clinicId = await this.resolve(trx, businessId, 'clinic', input.clinic_id, input.partner_clinic_id);
         const doctorId = await this.resolve(trx, businessId, 'doctor', input.doctor_id, input.partner_doctor_id);
-        if (!(await clinicRepo.isAssigned(trx, businessId, clinicId, doctorId))) {
+        if (!(await this.clinics.isAssigned(trx, businessId, clinicId, doctorId))) {
           throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
         }
         if (input.partner_appointment_id !== undefined && (await repo.partnerAppointmentIdTaken(trx, businessId, input.partner_appointment_id))) {
@@ -253,10 +255,10 @@ export class AppointmentService {
 
   /** A clinic or doctor of the business by the service's id or the partner's; unknown is a 400 naming the field. */
   private async resolve(db: Db, businessId: string, kind: 'clinic' | 'doctor', id: string | undefined, partnerId: string | undefined): Promise<string> {
-    const find = kind === 'clinic' ? clinicRepo.findClinic : clinicRepo.findDoctor;
+    const find = (key: string, byPartner: boolean) => this.clinics.find(db, kind, businessId, key, byPartner);
     const [byId, byPartner] = [
-      id === undefined ? undefined : await find(db, businessId, id, false),
-      partnerId === undefined ? undefined : await find(db, businessId, partnerId, true),
+      id === undefined ? undefined : await find(id, false),
+      partnerId === undefined ? undefined : await find(partnerId, true),
     ];
     if (id === undefined && partnerId === undefined) throw invalid(`${kind}_id`, `send ${kind}_id or partner_${kind}_id`);
     if (id !== undefined && !byId) throw invalid(`${kind}_id`, `unknown ${kind}`);

@@ -2,7 +2,8 @@
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { clinicRoutes } from './routes.ts';
+import { ClinicService } from './service.ts';
 
 export function clinicsModule(ctx: AppContext): Module {
-  return { name: 'clinics', routes: clinicRoutes(ctx) };
+  return { name: 'clinics', routes: clinicRoutes(new ClinicService({ db: ctx.storage.db })) };
 }

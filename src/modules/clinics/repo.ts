@@ -1,9 +1,13 @@
-/** SQL for clinics, doctors and their assignments; every query is scoped by business. */
+/**
+ * SQL for clinics, doctors and their assignments; every query is scoped by business. Clinics and
+ * doctors are queried alike, so the queries take the table.
+ */
 import type { Db } from '../../db/index.ts';
-import type { ClinicsTable, DoctorsTable } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
 
-export type ClinicRow = ClinicsTable;
-export type DoctorRow = DoctorsTable;
+export type Table = 'clinics' | 'doctors';
+export type ClinicRow = Database['clinics'];
+export type DoctorRow = Database['doctors'];
 
 export interface DoctorSummaryRow {
   clinic_id: string;
@@ -13,37 +17,39 @@ export interface DoctorSummaryRow {
   partner_id: string | null;
 }
 
-export async function insertClinic(db: Db, clinic: ClinicRow): Promise<void> {
-  await db.insertInto('clinics').values(clinic).execute();
+export interface Assignment { clinic_id: string; doctor_id: string }
+
+export async function insert<T extends Table>(db: Db, table: T, row: Database[T]): Promise<void> {
+  await db.insertInto(table as Table).values(row).execute();
 }
 
-export async function updateClinic(db: Db, businessId: string, id: string, changes: Partial<ClinicRow>): Promise<void> {
-  await db.updateTable('clinics').set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
+export async function update<T extends Table>(db: Db, table: T, businessId: string, id: string, changes: Partial<Database[T]>): Promise<void> {
+  await db.updateTable(table as Table).set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
 }
 
 /** By the service's id, or by the partner's id when `byPartner`. */
-export async function findClinic(db: Db, businessId: string, id: string, byPartner = false): Promise<ClinicRow | undefined> {
-  return db.selectFrom('clinics').selectAll()
+export async function find<T extends Table>(db: Db, table: T, businessId: string, id: string, byPartner: boolean): Promise<Database[T] | undefined> {
+  return (await db.selectFrom(table as Table).selectAll()
     .where('business_id', '=', businessId)
     .where(byPartner ? 'partner_id' : 'id', '=', id)
-    .executeTakeFirst();
+    .executeTakeFirst()) as Database[T] | undefined;
 }
 
-export async function listClinics(db: Db, businessId: string, limit: number, offset: number): Promise<ClinicRow[]> {
-  return db.selectFrom('clinics').selectAll().where('business_id', '=', businessId)
-    .orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute();
+export async function list<T extends Table>(db: Db, table: T, businessId: string, limit: number, offset: number): Promise<Array<Database[T]>> {
+  return (await db.selectFrom(table as Table).selectAll().where('business_id', '=', businessId)
+    .orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute()) as Array<Database[T]>;
 }
 
-export async function clinicsByIds(db: Db, businessId: string, ids: readonly string[], byPartner: boolean): Promise<Array<{ id: string; partner_id: string | null }>> {
+export async function byIds(db: Db, table: Table, businessId: string, ids: readonly string[], byPartner: boolean): Promise<Array<{ id: string; partner_id: string | null }>> {
   if (ids.length === 0) return [];
-  return db.selectFrom('clinics').select(['id', 'partner_id'])
+  return db.selectFrom(table).select(['id', 'partner_id'])
     .where('business_id', '=', businessId)
     .where(byPartner ? 'partner_id' : 'id', 'in', [...ids])
     .execute();
 }
 
-export async function clinicPartnerIdTaken(db: Db, businessId: string, partnerId: string, exceptId?: string): Promise<boolean> {
-  let query = db.selectFrom('clinics').select('id').where('business_id', '=', businessId).where('partner_id', '=', partnerId);
+export async function partnerIdTaken(db: Db, table: Table, businessId: string, partnerId: string, exceptId?: string): Promise<boolean> {
+  let query = db.selectFrom(table).select('id').where('business_id', '=', businessId).where('partner_id', '=', partnerId);
   if (exceptId) query = query.where('id', '<>', exceptId);
   return (await query.executeTakeFirst()) !== undefined;
 }
@@ -59,41 +65,7 @@ export async function doctorsOfClinics(db: Db, businessId: string, clinicIds: re
     .execute();
 }
 
-export async function insertDoctor(db: Db, doctor: DoctorRow): Promise<void> {
-  await db.insertInto('doctors').values(doctor).execute();
-}
-
-export async function updateDoctor(db: Db, businessId: string, id: string, changes: Partial<DoctorRow>): Promise<void> {
-  await db.updateTable('doctors').set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
-}
-
-export async function findDoctor(db: Db, businessId: string, id: string, byPartner = false): Promise<DoctorRow | undefined> {
-  return db.selectFrom('doctors').selectAll()
-    .where('business_id', '=', businessId)
-    .where(byPartner ? 'partner_id' : 'id', '=', id)
-    .executeTakeFirst();
-}
-
-export async function listDoctors(db: Db, businessId: string, limit: number, offset: number): Promise<DoctorRow[]> {
-  return db.selectFrom('doctors').selectAll().where('business_id', '=', businessId)
-    .orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute();
-}
-
-export async function doctorsByIds(db: Db, businessId: string, ids: readonly string[], byPartner: boolean): Promise<Array<{ id: string; partner_id: string | null }>> {
-  if (ids.length === 0) return [];
-  return db.selectFrom('doctors').select(['id', 'partner_id'])
-    .where('business_id', '=', businessId)
-    .where(byPartner ? 'partner_id' : 'id', 'in', [...ids])
-    .execute();
-}
-
-export async function doctorPartnerIdTaken(db: Db, businessId: string, partnerId: string, exceptId?: string): Promise<boolean> {
-  let query = db.selectFrom('doctors').select('id').where('business_id', '=', businessId).where('partner_id', '=', partnerId);
-  if (exceptId) query = query.where('id', '<>', exceptId);
-  return (await query.executeTakeFirst()) !== undefined;
-}
-
-export async function clinicIdsOfDoctors(db: Db, businessId: string, doctorIds: readonly string[]): Promise<Array<{ doctor_id: string; clinic_id: string }>> {
+export async function clinicIdsOfDoctors(db: Db, businessId: string, doctorIds: readonly string[]): Promise<Assignment[]> {
   if (doctorIds.length === 0) return [];
   return db.selectFrom('clinic_doctors').select(['doctor_id', 'clinic_id'])
     .where('business_id', '=', businessId)
@@ -103,7 +75,7 @@ export async function clinicIdsOfDoctors(db: Db, businessId: string, doctorIds: 
 }
 
 /** Adds assignments; ones that already exist are kept as they are. */
-export async function assign(db: Db, businessId: string, pairs: ReadonlyArray<{ clinic_id: string; doctor_id: string }>): Promise<void> {
+export async function assign(db: Db, businessId: string, pairs: readonly Assignment[]): Promise<void> {
   if (pairs.length === 0) return;
   const now = Date.now();
   await db.insertInto('clinic_doctors')

@@ -1,12 +1,14 @@
-/** Clinics and doctors `/cdr/v1` (contract section 5): DRF-style error bodies, header `auth`. */
+/**
+ * Clinics and doctors `/cdr/v1` (contract section 5): DRF-style error bodies, header `auth`. `?partner_id=1`
+ * makes the path's `{id}` the partner's id.
+ */
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
 import { ClinicsError, ClinicsNotFound } from '../../http/schemas.ts';
-import { ClinicService, type FieldProblems } from './service.ts';
+import type { ClinicService, FieldProblems } from './service.ts';
 
 interface RouteConfig { family: ErrorFamily; auth: RouteAuth }
 
@@ -57,7 +59,14 @@ const doctorFields = {
 const DoctorCreate = Type.Object({
   firstname: doctorFields.firstname,
   lastname: doctorFields.lastname,
-  ...Object.fromEntries(Object.entries(doctorFields).filter(([k]) => k !== 'firstname' && k !== 'lastname').map(([k, v]) => [k, Type.Optional(v)])),
+  gender: Type.Optional(doctorFields.gender),
+  mobile: Type.Optional(doctorFields.mobile),
+  email: Type.Optional(doctorFields.email),
+  specialisations: Type.Optional(doctorFields.specialisations),
+  partner_id: Type.Optional(doctorFields.partner_id),
+  review_link: Type.Optional(HttpsUrl),
+  clinic_ids: Type.Optional(Ids),
+  partner_clinic_ids: Type.Optional(Ids),
 });
 const DoctorUpdate = Type.Partial(Type.Object(doctorFields));
 
@@ -92,109 +101,75 @@ const IdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: '1: the path holds the partner\'s id' })) });
 const Page = Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })) });
 
+const ClinicRead = Type.Object({ status: Type.Literal('success'), clinic: Clinic });
+const DoctorRead = Type.Object({ status: Type.Literal('success'), doctor: Doctor });
+
 const errors = { 400: ClinicsError, 401: ClinicsError, 403: ClinicsError };
+const tags = ['clinics'];
+const read: RouteConfig = { family: 'clinics', auth: { anyOf: [] } };
+const write: RouteConfig = { family: 'clinics', auth: { anyOf: ['clinic:write'] } };
+
+/*
+ * Writes take what the schema refused as data (attachValidation), so that the service reports it
+ * together with the rules that need the database: every problem in one answer (contract 5).
+ */
+const createRoute = <B extends TSchema>(summary: string, body: B) =>
+  ({ config: write, attachValidation: true, schema: { tags, summary, body, response: { 201: Created, ...errors } } });
+
+const updateRoute = <B extends TSchema, R extends TSchema>(summary: string, body: B, record: R) => ({
+  config: write,
+  attachValidation: true,
+  schema: { tags, summary, params: IdParams, querystring: ByPartner, body, response: { 200: record, ...errors, 404: ClinicsNotFound } },
+});
+
+const listRoute = <R extends TSchema>(summary: string, records: R) =>
+  ({ config: read, schema: { tags, summary, querystring: Page, response: { 200: records, ...errors } } });
+
+const getRoute = <R extends TSchema>(summary: string, record: R) =>
+  ({ config: read, schema: { tags, summary, params: IdParams, querystring: ByPartner, response: { 200: record, ...errors, 404: ClinicsNotFound } } });
 
 /**
- * Write routes take schema failures as data (attachValidation) so that the service can report them
- * together with the rules that need the database: every problem in one answer.
+ * A write's body with what the schema refused of it (field -> messages). A refused path or query stops
+ * here: the service would otherwise look the record up with it. When the body was refused, the query
+ * was not validated: `partner_id` is read as sent, and only `'1'` means the partner's id.
  */
-function schemaProblems(request: FastifyRequest): FieldProblems {
+function submitted<T>(request: { body: T; validationError?: FastifyRequest['validationError'] }): [T, FieldProblems] {
   const error = request.validationError as FastifyError | undefined;
-  if (!error) return {};
-  // A bad path or query stops here: the service would otherwise look the record up with it.
+  if (!error) return [request.body, {}];
   if (error.validationContext !== 'body') throw error;
-  return validationProblem(error).fields ?? {};
+  const body: unknown = request.body;
+  // A body refused as a whole (not an object) has no fields left for the service's rules.
+  const fields = (body !== null && typeof body === 'object' && !Array.isArray(body) ? body : {}) as T;
+  return [fields, validationProblem(error).fields ?? {}];
 }
 
-export function clinicRoutes(ctx: AppContext) {
-  const service = new ClinicService(ctx.storage.db);
+const businessOf = (request: FastifyRequest) => principalOf(request).businessId;
+const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
+
+export function clinicRoutes(service: ClinicService) {
   return async function plugin(app: App): Promise<void> {
-    const read: RouteConfig = { family: 'clinics', auth: { anyOf: [] } };
-    const write: RouteConfig = { family: 'clinics', auth: { anyOf: ['clinic:write'] } };
+    app.post('/cdr/v1/clinic', createRoute('Create a clinic', ClinicCreate), async (request, reply) =>
+      reply.code(201).send({ status: 'success', svcid: await service.create('clinic', businessOf(request), ...submitted(request)) }));
 
-    app.post('/cdr/v1/clinic', {
-      config: write,
-      attachValidation: true,
-      schema: { tags: ['clinics'], summary: 'Create a clinic', body: ClinicCreate, response: { 201: Created, ...errors } },
-    }, async (request, reply) => {
-      const id = await service.createClinic(principalOf(request).businessId, request.body, schemaProblems(request));
-      return reply.code(201).send({ status: 'success', svcid: id });
-    });
+    app.get('/cdr/v1/clinic', listRoute('List clinics (50 a page)', Type.Object({ status: Type.Literal('success'), clinics: Type.Array(Clinic) })), async (request) =>
+      ({ status: 'success' as const, clinics: await service.list('clinic', businessOf(request), request.query.page_no ?? 0) }));
 
-    app.get('/cdr/v1/clinic', {
-      config: read,
-      schema: {
-        tags: ['clinics'], summary: 'List clinics (50 a page)', querystring: Page,
-        response: { 200: Type.Object({ status: Type.Literal('success'), clinics: Type.Array(Clinic) }), ...errors },
-      },
-    }, async (request) => ({ status: 'success' as const, clinics: await service.listClinics(principalOf(request).businessId, request.query.page_no ?? 0) }));
+    app.get('/cdr/v1/clinic/:id', getRoute('Read a clinic with its doctors', ClinicRead), async (request) =>
+      ({ status: 'success' as const, clinic: await service.get('clinic', businessOf(request), request.params.id, byPartner(request.query)) }));
 
-    app.get('/cdr/v1/clinic/:id', {
-      config: read,
-      schema: {
-        tags: ['clinics'], summary: 'Read a clinic with its doctors', params: IdParams, querystring: ByPartner,
-        response: { 200: Type.Object({ status: Type.Literal('success'), clinic: Clinic }), ...errors, 404: ClinicsNotFound },
-      },
-    }, async (request) => ({
-      status: 'success' as const,
-      clinic: await service.getClinic(principalOf(request).businessId, request.params.id, request.query.partner_id === '1'),
-    }));
+    app.patch('/cdr/v1/clinic/:id', updateRoute('Change the fields sent; doctor ids sent are added', ClinicUpdate, ClinicRead), async (request) =>
+      ({ status: 'success' as const, clinic: await service.update('clinic', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)) }));
 
-    app.patch('/cdr/v1/clinic/:id', {
-      config: write,
-      attachValidation: true,
-      schema: {
-        tags: ['clinics'], summary: 'Change the fields sent; doctor ids sent are added', params: IdParams, querystring: ByPartner, body: ClinicUpdate,
-        response: { 200: Type.Object({ status: Type.Literal('success'), clinic: Clinic }), ...errors, 404: ClinicsNotFound },
-      },
-    }, async (request) => ({
-      status: 'success' as const,
-      clinic: await service.updateClinic(principalOf(request).businessId, String(request.params.id), partnerQuery(request), request.body, schemaProblems(request)),
-    }));
+    app.post('/cdr/v1/doctor', createRoute('Create a doctor', DoctorCreate), async (request, reply) =>
+      reply.code(201).send({ status: 'success', svcid: await service.create('doctor', businessOf(request), ...submitted(request)) }));
 
-    app.post('/cdr/v1/doctor', {
-      config: write,
-      attachValidation: true,
-      schema: { tags: ['clinics'], summary: 'Create a doctor', body: DoctorCreate, response: { 201: Created, ...errors } },
-    }, async (request, reply) => {
-      const id = await service.createDoctor(principalOf(request).businessId, request.body, schemaProblems(request));
-      return reply.code(201).send({ status: 'success', svcid: id });
-    });
+    app.get('/cdr/v1/doctor', listRoute('List doctors (50 a page)', Type.Object({ status: Type.Literal('success'), doctors: Type.Array(Doctor) })), async (request) =>
+      ({ status: 'success' as const, doctors: await service.list('doctor', businessOf(request), request.query.page_no ?? 0) }));
 
-    app.get('/cdr/v1/doctor', {
-      config: read,
-      schema: {
-        tags: ['clinics'], summary: 'List doctors (50 a page)', querystring: Page,
-        response: { 200: Type.Object({ status: Type.Literal('success'), doctors: Type.Array(Doctor) }), ...errors },
-      },
-    }, async (request) => ({ status: 'success' as const, doctors: await service.listDoctors(principalOf(request).businessId, request.query.page_no ?? 0) }));
+    app.get('/cdr/v1/doctor/:id', getRoute('Read a doctor', DoctorRead), async (request) =>
+      ({ status: 'success' as const, doctor: await service.get('doctor', businessOf(request), request.params.id, byPartner(request.query)) }));
 
-    app.get('/cdr/v1/doctor/:id', {
-      config: read,
-      schema: {
-        tags: ['clinics'], summary: 'Read a doctor', params: IdParams, querystring: ByPartner,
-        response: { 200: Type.Object({ status: Type.Literal('success'), doctor: Doctor }), ...errors, 404: ClinicsNotFound },
-      },
-    }, async (request) => ({
-      status: 'success' as const,
-      doctor: await service.getDoctor(principalOf(request).businessId, request.params.id, request.query.partner_id === '1'),
-    }));
-
-    app.patch('/cdr/v1/doctor/:id', {
-      config: write,
-      attachValidation: true,
-      schema: {
-        tags: ['clinics'], summary: 'Change the fields sent; clinic ids sent are added', params: IdParams, querystring: ByPartner, body: DoctorUpdate,
-        response: { 200: Type.Object({ status: Type.Literal('success'), doctor: Doctor }), ...errors, 404: ClinicsNotFound },
-      },
-    }, async (request) => ({
-      status: 'success' as const,
-      doctor: await service.updateDoctor(principalOf(request).businessId, String(request.params.id), partnerQuery(request), request.body, schemaProblems(request)),
-    }));
+    app.patch('/cdr/v1/doctor/:id', updateRoute('Change the fields sent; clinic ids sent are added', DoctorUpdate, DoctorRead), async (request) =>
+      ({ status: 'success' as const, doctor: await service.update('doctor', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)) }));
   };
-}
-
-/** With attachValidation the query is unchecked, so read it defensively. */
-function partnerQuery(request: FastifyRequest): boolean {
-  return (request.query as { partner_id?: unknown } | undefined)?.partner_id === '1';
 }

@@ -1,8 +1,8 @@
 /**
- * Clinics and doctors (contract section 5). Validation reports every problem at once, in the
- * DRF-style body of the clinics family: the schema's findings (passed in by the route) merged with
- * the cross-field rules checked here (doctor_ids xor partner_doctor_ids, unknown ids, a partner_id
- * already used).
+ * Clinics and doctors (contract section 5): one logic over a descriptor of each kind. A write answers
+ * every problem at once, in the DRF-style body of the clinics family: what the schema refused (the
+ * route passes it in) together with the rules checked here (ids xor partner ids, unknown ids, blank
+ * names, a partner_id already used).
  */
 import type { Kysely } from 'kysely';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
@@ -13,78 +13,33 @@ import * as repo from './repo.ts';
 
 export const PAGE_SIZE = 50;
 
+/** Field -> messages, as the clinics family renders them. */
 export type FieldProblems = Record<string, string[]>;
 
-class Problems {
-  readonly fields: FieldProblems;
-  constructor(initial: FieldProblems = {}) {
-    this.fields = Object.assign(Object.create(null) as FieldProblems, Object.fromEntries(Object.entries(initial).map(([k, v]) => [k, [...v]])));
-  }
-  add(field: string, message: string): void {
-    (this.fields[field] ??= []).push(message);
-  }
-  has(field: string): boolean {
-    return (this.fields[field]?.length ?? 0) > 0;
-  }
-  throwIfAny(): void {
-    const entries = Object.entries(this.fields);
-    if (entries.length === 0) return;
-    const [field, messages] = entries[0]!;
-    throw new AppError(400, field === 'message' ? messages[0]! : `${field}: ${messages[0]}`, { fields: this.fields, code: 'INVALID_REQUEST' });
-  }
+export interface ClinicInput {
+  name: string;
+  address: string;
+  partner_id?: string;
+  pincode?: string;
+  contact?: string;
+  doctor_ids?: string[];
+  partner_doctor_ids?: string[];
+  city?: string;
+  state?: string;
+  review_link?: string;
 }
 
-type Body = Record<string, unknown>;
-
-function asBody(value: unknown): Body {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Body) : {};
-}
-
-function stringList(value: unknown): string[] | null {
-  return Array.isArray(value) && value.every((v) => typeof v === 'string') ? [...new Set(value as string[])] : null;
-}
-
-/** Required text that the schema let through as a string must not be blank (DRF's wording). */
-function checkBlank(problems: Problems, body: Body, fields: readonly string[]): void {
-  for (const field of fields) {
-    const value = body[field];
-    if (typeof value === 'string' && value.trim() === '' && !problems.has(field)) problems.add(field, 'This field may not be blank.');
-  }
-}
-
-function optionalText(body: Body, field: string): string | null | undefined {
-  const value = body[field];
-  return typeof value === 'string' ? value.trim() || null : undefined;
-}
-
-interface Link {
-  /** Service ids of the other side to assign (already checked to exist in the business). */
-  ids: string[];
-}
-
-/**
- * Resolves `idsField` xor `partnerField` to service ids of `kind`, reporting unknown ones under the
- * field that named them.
- */
-async function resolveLinks(db: Db, businessId: string, body: Body, problems: Problems, kind: 'doctor' | 'clinic', idsField: string, partnerField: string): Promise<Link> {
-  const given = [idsField, partnerField].filter((field) => body[field] !== undefined);
-  if (given.length === 2) {
-    problems.add('message', `Only one of ${idsField} or ${partnerField} should be provided, not both.`);
-    return { ids: [] };
-  }
-  const field = given[0];
-  // A list the schema refused (too long, not strings) is reported as such and never looked up.
-  if (!field || problems.has(field)) return { ids: [] };
-  const wanted = stringList(body[field]);
-  if (!wanted) return { ids: [] };
-  const byPartner = field === partnerField;
-  const lookup = kind === 'doctor' ? repo.doctorsByIds : repo.clinicsByIds;
-  const found = await lookup(db, businessId, wanted, byPartner);
-  const known = new Set(found.map((row) => (byPartner ? row.partner_id : row.id)));
-  for (const id of wanted) {
-    if (!known.has(id)) problems.add(field, `Unknown ${byPartner ? 'partner ' : ''}${kind} id: ${id}`);
-  }
-  return { ids: found.map((row) => row.id) };
+export interface DoctorInput {
+  firstname: string;
+  lastname: string;
+  gender?: string;
+  mobile?: string;
+  email?: string;
+  specialisations?: string[];
+  partner_id?: string;
+  review_link?: string;
+  clinic_ids?: string[];
+  partner_clinic_ids?: string[];
 }
 
 export interface ClinicView {
@@ -113,190 +68,242 @@ export interface DoctorView {
   clinic_ids: string[];
 }
 
-const CLINIC_TEXT = ['pincode', 'contact', 'city', 'state', 'review_link'] as const;
-const DOCTOR_TEXT = ['gender', 'mobile', 'email', 'review_link'] as const;
+interface Kinds {
+  clinic: { table: 'clinics'; input: ClinicInput; view: ClinicView };
+  doctor: { table: 'doctors'; input: DoctorInput; view: DoctorView };
+}
+export type KindName = keyof Kinds;
+type Input<K extends KindName> = Kinds[K]['input'];
+type Row<K extends KindName> = Database[Kinds[K]['table']];
+type View<K extends KindName> = Kinds[K]['view'];
+type Field<K extends KindName> = keyof Input<K> & string;
+
+/** What differs between a clinic and a doctor; the rules and the flow are shared. */
+interface Kind<K extends KindName> {
+  readonly name: K;
+  readonly table: Kinds[K]['table'];
+  readonly idPrefix: string;
+  readonly notFound: string;
+  /** Required text, never blank. */
+  readonly names: ReadonlyArray<Field<K>>;
+  /** Every text field, stored under its own name: trimmed, and null when sent blank or not at all. */
+  readonly text: ReadonlyArray<Field<K>>;
+  /** The other side of the assignments, named by service ids or by partner ids (one field of the two). */
+  readonly other: { readonly kind: KindName; readonly ids: Field<K>; readonly partnerIds: Field<K> };
+  readonly assignment: (id: string, otherId: string) => repo.Assignment;
+  /** Columns other than text, from the fields sent; `creating` fills the ones not sent. */
+  readonly columns?: (input: Partial<Input<K>>, creating: boolean) => Partial<Row<K>>;
+  readonly views: (db: Db, businessId: string, rows: Array<Row<K>>) => Promise<Array<View<K>>>;
+}
+
+const KINDS: { readonly [K in KindName]: Kind<K> } = {
+  clinic: {
+    name: 'clinic',
+    table: 'clinics',
+    idPrefix: 'cli',
+    notFound: 'Clinic not found',
+    names: ['name', 'address'],
+    text: ['name', 'address', 'partner_id', 'pincode', 'contact', 'city', 'state', 'review_link'],
+    other: { kind: 'doctor', ids: 'doctor_ids', partnerIds: 'partner_doctor_ids' },
+    assignment: (clinicId, doctorId) => ({ clinic_id: clinicId, doctor_id: doctorId }),
+    async views(db, businessId, rows) {
+      const doctors = await repo.doctorsOfClinics(db, businessId, rows.map((row) => row.id));
+      return rows.map((row) => ({
+        id: row.id,
+        name: row.name,
+        address: row.address,
+        pincode: row.pincode,
+        contact: row.contact,
+        city: row.city,
+        state: row.state,
+        partner_id: row.partner_id,
+        review_link: row.review_link,
+        doctors: doctors.filter((d) => d.clinic_id === row.id)
+          .map((d) => ({ id: d.id, firstname: d.firstname, lastname: d.lastname, partner_id: d.partner_id })),
+      }));
+    },
+  },
+  doctor: {
+    name: 'doctor',
+    table: 'doctors',
+    idPrefix: 'doc',
+    notFound: 'Doctor not found',
+    names: ['firstname', 'lastname'],
+    text: ['firstname', 'lastname', 'partner_id', 'gender', 'mobile', 'email', 'review_link'],
+    other: { kind: 'clinic', ids: 'clinic_ids', partnerIds: 'partner_clinic_ids' },
+    assignment: (doctorId, clinicId) => ({ clinic_id: clinicId, doctor_id: doctorId }),
+    columns: (input, creating) => {
+      if (input.specialisations !== undefined) return { specialisations: JSON.stringify(distinct(input.specialisations)) };
+      return creating ? { specialisations: '[]' } : {};
+    },
+    async views(db, businessId, rows) {
+      const links = await repo.clinicIdsOfDoctors(db, businessId, rows.map((row) => row.id));
+      return rows.map((row) => ({
+        id: row.id,
+        firstname: row.firstname,
+        lastname: row.lastname,
+        gender: row.gender,
+        mobile: row.mobile,
+        email: row.email,
+        specialisations: JSON.parse(row.specialisations) as string[],
+        partner_id: row.partner_id,
+        review_link: row.review_link,
+        clinic_ids: links.filter((link) => link.doctor_id === row.id).map((link) => link.clinic_id),
+      }));
+    },
+  },
+};
+
+class Problems {
+  readonly fields: FieldProblems;
+  constructor(initial: FieldProblems) {
+    this.fields = Object.assign(Object.create(null) as FieldProblems, Object.fromEntries(Object.entries(initial).map(([k, v]) => [k, [...v]])));
+  }
+  add(field: string, message: string): void {
+    (this.fields[field] ??= []).push(message);
+  }
+  has(field: string): boolean {
+    return (this.fields[field]?.length ?? 0) > 0;
+  }
+  throwIfAny(): void {
+    const entries = Object.entries(this.fields);
+    if (entries.length === 0) return;
+    const [field, messages] = entries[0]!;
+    throw new AppError(400, field === 'message' ? messages[0]! : `${field}: ${messages[0]}`, { fields: this.fields, code: 'INVALID_REQUEST' });
+  }
+}
+
+function distinct(values: readonly string[]): string[] {
+  return [...new Set(values)];
+}
+
+/** Text as stored: trimmed, and null when blank. */
+function stored(value: string): string | null {
+  return value.trim() || null;
+}
+
+/** The text and other columns of the fields sent. */
+function columnsOf<K extends KindName>(kind: Kind<K>, input: Partial<Input<K>>, creating: boolean): Partial<Row<K>> {
+  const columns: Record<string, string | null> = {};
+  for (const field of kind.text) {
+    const value = input[field] as string | undefined;
+    if (value !== undefined) columns[field] = stored(value);
+    else if (creating) columns[field] = null;
+  }
+  return { ...columns, ...kind.columns?.(input, creating) } as Partial<Row<K>>;
+}
+
+export interface ClinicServiceDeps {
+  db: Kysely<Database>;
+}
 
 export class ClinicService {
-  readonly db: Kysely<Database>;
-  constructor(db: Kysely<Database>) {
-    this.db = db;
+  readonly #deps: ClinicServiceDeps;
+  constructor(deps: ClinicServiceDeps) {
+    this.#deps = deps;
   }
 
-  async createClinic(businessId: string, rawBody: unknown, schemaProblems: FieldProblems = {}): Promise<string> {
-    const body = asBody(rawBody);
-    const id = newId('cli');
-    await this.guardPartnerId('clinic', () => inTransaction(this.db, async (trx) => {
-      const problems = new Problems(schemaProblems);
-      checkBlank(problems, body, ['name', 'address', 'partner_id']);
-      const doctors = await resolveLinks(trx, businessId, body, problems, 'doctor', 'doctor_ids', 'partner_doctor_ids');
-      const partnerId = optionalText(body, 'partner_id');
-      if (partnerId && !problems.has('partner_id') && (await repo.clinicPartnerIdTaken(trx, businessId, partnerId))) {
-        problems.add('partner_id', 'A clinic with this partner_id already exists.');
-      }
-      problems.throwIfAny();
+  /**
+   * `refused` is what the schema refused of the body (field -> messages): when there is any, the
+   * input is as sent, the rules here skip the fields refused, and the call ends in a 400 naming it all.
+   */
+  async create<K extends KindName>(name: K, businessId: string, input: Input<K>, refused: FieldProblems = {}): Promise<string> {
+    const kind: Kind<K> = KINDS[name];
+    const id = newId(kind.idPrefix);
+    await this.#guardPartnerId(name, () => inTransaction(this.#deps.db, async (trx) => {
+      const others = await this.#check(trx, kind, businessId, input, refused);
       const now = Date.now();
-      await repo.insertClinic(trx, {
-        id,
-        business_id: businessId,
-        partner_id: partnerId ?? null,
-        name: String(body.name).trim(),
-        address: String(body.address).trim(),
-        pincode: optionalText(body, 'pincode') ?? null,
-        contact: optionalText(body, 'contact') ?? null,
-        city: optionalText(body, 'city') ?? null,
-        state: optionalText(body, 'state') ?? null,
-        review_link: optionalText(body, 'review_link') ?? null,
-        created_at: now,
-        updated_at: now,
-      });
-      await repo.assign(trx, businessId, doctors.ids.map((doctorId) => ({ clinic_id: id, doctor_id: doctorId })));
+      await repo.insert(trx, kind.table, { ...columnsOf(kind, input, true), id, business_id: businessId, created_at: now, updated_at: now } as Row<K>);
+      await repo.assign(trx, businessId, others.map((otherId) => kind.assignment(id, otherId)));
     }));
     return id;
   }
 
-  async updateClinic(businessId: string, id: string, byPartner: boolean, rawBody: unknown, schemaProblems: FieldProblems = {}): Promise<ClinicView> {
-    const body = asBody(rawBody);
-    await this.guardPartnerId('clinic', () => inTransaction(this.db, async (trx) => {
-      const clinic = await repo.findClinic(trx, businessId, id, byPartner);
-      const problems = new Problems(schemaProblems);
-      checkBlank(problems, body, ['name', 'address', 'partner_id']);
-      const doctors = await resolveLinks(trx, businessId, body, problems, 'doctor', 'doctor_ids', 'partner_doctor_ids');
-      const partnerId = optionalText(body, 'partner_id');
-      if (partnerId && !problems.has('partner_id') && (await repo.clinicPartnerIdTaken(trx, businessId, partnerId, clinic?.id))) {
-        problems.add('partner_id', 'A clinic with this partner_id already exists.');
-      }
-      problems.throwIfAny();
-      if (!clinic) throw AppError.notFound('Clinic not found');
-      const changes: Partial<repo.ClinicRow> = {};
-      for (const field of ['name', 'address', 'partner_id', ...CLINIC_TEXT] as const) {
-        const value = optionalText(body, field);
-        if (value !== undefined) (changes as Record<string, unknown>)[field] = value;
-      }
-      if (Object.keys(changes).length > 0) await repo.updateClinic(trx, businessId, clinic.id, { ...changes, updated_at: Date.now() });
-      await repo.assign(trx, businessId, doctors.ids.map((doctorId) => ({ clinic_id: clinic.id, doctor_id: doctorId })));
-      id = clinic.id;
+  /** Changes the fields sent and adds the assignments sent; the input is checked before existence. */
+  async update<K extends KindName>(name: K, businessId: string, id: string, byPartner: boolean, input: Partial<Input<K>>, refused: FieldProblems = {}): Promise<View<K>> {
+    const kind: Kind<K> = KINDS[name];
+    const row = await this.#guardPartnerId(name, () => inTransaction(this.#deps.db, async (trx) => {
+      const row = await repo.find(trx, kind.table, businessId, id, byPartner);
+      const others = await this.#check(trx, kind, businessId, input, refused, row?.id);
+      if (!row) throw AppError.notFound(kind.notFound);
+      const changes = columnsOf(kind, input, false);
+      if (Object.keys(changes).length > 0) await repo.update(trx, kind.table, businessId, row.id, { ...changes, updated_at: Date.now() });
+      await repo.assign(trx, businessId, others.map((otherId) => kind.assignment(row.id, otherId)));
+      return row;
     }));
-    return (await this.getClinic(businessId, id, false));
+    return this.get(name, businessId, row.id, false);
   }
 
-  async getClinic(businessId: string, id: string, byPartner: boolean): Promise<ClinicView> {
-    const clinic = await repo.findClinic(this.db, businessId, id, byPartner);
-    if (!clinic) throw AppError.notFound('Clinic not found');
-    return (await this.clinicViews(businessId, [clinic]))[0]!;
+  async get<K extends KindName>(name: K, businessId: string, id: string, byPartner: boolean): Promise<View<K>> {
+    const kind: Kind<K> = KINDS[name];
+    const row = await repo.find(this.#deps.db, kind.table, businessId, id, byPartner);
+    if (!row) throw AppError.notFound(kind.notFound);
+    return (await kind.views(this.#deps.db, businessId, [row]))[0]!;
   }
 
-  async listClinics(businessId: string, pageNo: number): Promise<ClinicView[]> {
-    const rows = await repo.listClinics(this.db, businessId, PAGE_SIZE, pageNo * PAGE_SIZE);
-    return this.clinicViews(businessId, rows);
+  async list<K extends KindName>(name: K, businessId: string, pageNo: number): Promise<Array<View<K>>> {
+    const kind: Kind<K> = KINDS[name];
+    const rows = await repo.list(this.#deps.db, kind.table, businessId, PAGE_SIZE, pageNo * PAGE_SIZE);
+    return kind.views(this.#deps.db, businessId, rows);
   }
 
-  private async clinicViews(businessId: string, rows: repo.ClinicRow[]): Promise<ClinicView[]> {
-    const doctors = await repo.doctorsOfClinics(this.db, businessId, rows.map((row) => row.id));
-    return rows.map((row) => ({
-      id: row.id,
-      name: row.name,
-      address: row.address,
-      pincode: row.pincode,
-      contact: row.contact,
-      city: row.city,
-      state: row.state,
-      partner_id: row.partner_id,
-      review_link: row.review_link,
-      doctors: doctors.filter((d) => d.clinic_id === row.id)
-        .map((d) => ({ id: d.id, firstname: d.firstname, lastname: d.lastname, partner_id: d.partner_id })),
-    }));
+  /** The business's clinic or doctor by the service's id or (`byPartner`) the partner's, in the caller's transaction. */
+  async find(trx: Db, kind: KindName, businessId: string, id: string, byPartner: boolean): Promise<{ id: string; partner_id: string | null } | undefined> {
+    return repo.find(trx, KINDS[kind].table, businessId, id, byPartner);
   }
 
-  async createDoctor(businessId: string, rawBody: unknown, schemaProblems: FieldProblems = {}): Promise<string> {
-    const body = asBody(rawBody);
-    const id = newId('doc');
-    await this.guardPartnerId('doctor', () => inTransaction(this.db, async (trx) => {
-      const problems = new Problems(schemaProblems);
-      checkBlank(problems, body, ['firstname', 'lastname', 'partner_id']);
-      const clinics = await resolveLinks(trx, businessId, body, problems, 'clinic', 'clinic_ids', 'partner_clinic_ids');
-      const partnerId = optionalText(body, 'partner_id');
-      if (partnerId && !problems.has('partner_id') && (await repo.doctorPartnerIdTaken(trx, businessId, partnerId))) {
-        problems.add('partner_id', 'A doctor with this partner_id already exists.');
-      }
-      problems.throwIfAny();
-      const now = Date.now();
-      await repo.insertDoctor(trx, {
-        id,
-        business_id: businessId,
-        partner_id: partnerId ?? null,
-        firstname: String(body.firstname).trim(),
-        lastname: String(body.lastname).trim(),
-        gender: optionalText(body, 'gender') ?? null,
-        mobile: optionalText(body, 'mobile') ?? null,
-        email: optionalText(body, 'email') ?? null,
-        specialisations: JSON.stringify(stringList(body.specialisations) ?? []),
-        review_link: optionalText(body, 'review_link') ?? null,
-        created_at: now,
-        updated_at: now,
-      });
-      await repo.assign(trx, businessId, clinics.ids.map((clinicId) => ({ clinic_id: clinicId, doctor_id: id })));
-    }));
-    return id;
+  /** Whether the doctor is assigned to the clinic, in the caller's transaction. */
+  async isAssigned(trx: Db, businessId: string, clinicId: string, doctorId: string): Promise<boolean> {
+    return repo.isAssigned(trx, businessId, clinicId, doctorId);
   }
 
-  async updateDoctor(businessId: string, id: string, byPartner: boolean, rawBody: unknown, schemaProblems: FieldProblems = {}): Promise<DoctorView> {
-    const body = asBody(rawBody);
-    await this.guardPartnerId('doctor', () => inTransaction(this.db, async (trx) => {
-      const doctor = await repo.findDoctor(trx, businessId, id, byPartner);
-      const problems = new Problems(schemaProblems);
-      checkBlank(problems, body, ['firstname', 'lastname', 'partner_id']);
-      const clinics = await resolveLinks(trx, businessId, body, problems, 'clinic', 'clinic_ids', 'partner_clinic_ids');
-      const partnerId = optionalText(body, 'partner_id');
-      if (partnerId && !problems.has('partner_id') && (await repo.doctorPartnerIdTaken(trx, businessId, partnerId, doctor?.id))) {
-        problems.add('partner_id', 'A doctor with this partner_id already exists.');
-      }
-      problems.throwIfAny();
-      if (!doctor) throw AppError.notFound('Doctor not found');
-      const changes: Partial<repo.DoctorRow> = {};
-      for (const field of ['firstname', 'lastname', 'partner_id', ...DOCTOR_TEXT] as const) {
-        const value = optionalText(body, field);
-        if (value !== undefined) (changes as Record<string, unknown>)[field] = value;
-      }
-      const specialisations = stringList(body.specialisations);
-      if (specialisations) changes.specialisations = JSON.stringify(specialisations);
-      if (Object.keys(changes).length > 0) await repo.updateDoctor(trx, businessId, doctor.id, { ...changes, updated_at: Date.now() });
-      await repo.assign(trx, businessId, clinics.ids.map((clinicId) => ({ clinic_id: clinicId, doctor_id: doctor.id })));
-      id = doctor.id;
-    }));
-    return this.getDoctor(businessId, id, false);
+  /**
+   * The rules of a write, reported with what the schema refused; answers the service ids of the other
+   * kind to assign. `selfId` is the record being changed, which keeps its own partner_id.
+   */
+  async #check<K extends KindName>(trx: Db, kind: Kind<K>, businessId: string, input: Partial<Input<K>>, refused: FieldProblems, selfId?: string): Promise<string[]> {
+    const problems = new Problems(refused);
+    const value = (field: Field<K> | 'partner_id') => (input as Record<string, unknown>)[field];
+    for (const field of [...kind.names, 'partner_id'] as const) {
+      const text = value(field);
+      if (typeof text === 'string' && text.trim() === '' && !problems.has(field)) problems.add(field, 'This field may not be blank.');
+    }
+    const others = await this.#resolveOthers(trx, kind, businessId, input, problems);
+    const sentPartnerId = value('partner_id');
+    const partnerId = typeof sentPartnerId === 'string' ? stored(sentPartnerId) : null;
+    if (partnerId && !problems.has('partner_id') && (await repo.partnerIdTaken(trx, kind.table, businessId, partnerId, selfId))) {
+      problems.add('partner_id', `A ${kind.name} with this partner_id already exists.`);
+    }
+    problems.throwIfAny();
+    return others;
   }
 
-  async getDoctor(businessId: string, id: string, byPartner: boolean): Promise<DoctorView> {
-    const doctor = await repo.findDoctor(this.db, businessId, id, byPartner);
-    if (!doctor) throw AppError.notFound('Doctor not found');
-    return (await this.doctorViews(businessId, [doctor]))[0]!;
-  }
-
-  async listDoctors(businessId: string, pageNo: number): Promise<DoctorView[]> {
-    const rows = await repo.listDoctors(this.db, businessId, PAGE_SIZE, pageNo * PAGE_SIZE);
-    return this.doctorViews(businessId, rows);
-  }
-
-  private async doctorViews(businessId: string, rows: repo.DoctorRow[]): Promise<DoctorView[]> {
-    const links = await repo.clinicIdsOfDoctors(this.db, businessId, rows.map((row) => row.id));
-    return rows.map((row) => ({
-      id: row.id,
-      firstname: row.firstname,
-      lastname: row.lastname,
-      gender: row.gender,
-      mobile: row.mobile,
-      email: row.email,
-      specialisations: JSON.parse(row.specialisations) as string[],
-      partner_id: row.partner_id,
-      review_link: row.review_link,
-      clinic_ids: links.filter((link) => link.doctor_id === row.id).map((link) => link.clinic_id),
-    }));
+  /** The ids xor the partner ids of the other kind, as service ids; unknown ones are reported under the field that named them. */
+  async #resolveOthers<K extends KindName>(trx: Db, kind: Kind<K>, businessId: string, input: Partial<Input<K>>, problems: Problems): Promise<string[]> {
+    const { ids, partnerIds } = kind.other;
+    const sent = [ids, partnerIds].filter((field) => input[field] !== undefined);
+    if (sent.length === 2) {
+      problems.add('message', `Only one of ${ids} or ${partnerIds} should be provided, not both.`);
+      return [];
+    }
+    const field = sent[0];
+    if (!field || problems.has(field)) return [];
+    const wanted = input[field] as unknown[];
+    // A list with an item the schema refused as not a string names nothing to look up.
+    if (!wanted.every((item) => typeof item === 'string')) return [];
+    const byPartner = field === partnerIds;
+    const found = await repo.byIds(trx, KINDS[kind.other.kind].table, businessId, distinct(wanted as string[]), byPartner);
+    const known = new Set(found.map((row) => (byPartner ? row.partner_id : row.id)));
+    for (const id of distinct(wanted as string[])) {
+      if (!known.has(id)) problems.add(field, `Unknown ${byPartner ? 'partner ' : ''}${kind.other.kind} id: ${id}`);
+    }
+    return found.map((row) => row.id);
   }
 
   /** Two writers racing for one partner_id: the unique index decides, and the loser hears why. */
-  private async guardPartnerId(kind: 'clinic' | 'doctor', work: () => Promise<void>): Promise<void> {
+  async #guardPartnerId<T>(kind: KindName, work: () => Promise<T>): Promise<T> {
     try {
-      await work();
+      return await work();
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       const message = `A ${kind} with this partner_id already exists.`;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { findByReviewToken } from '../../../src/modules/appointments/repo.ts';
 import { findPatientByAnyId } from '../../../src/modules/patients/repo.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { book, createPractice, events, request, START, type Practice } from './support.ts';
@@ -227,8 +226,8 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(event.type, 'external_review.request');
     const row = await t.ctx.storage.db.selectFrom('appointments').select('review_token').where('id', '=', id).executeTakeFirstOrThrow();
     assert.ok(row.review_token.length >= 32, 'an unguessable review token');
-    assert.equal((await findByReviewToken(t.ctx.storage.db, row.review_token))?.id, id);
-    assert.equal(await findByReviewToken(t.ctx.storage.db, 'unknown-token'), undefined);
+    assert.equal((await t.app.inject({ method: 'GET', url: `/reviews/${row.review_token}` })).statusCode, 200, 'the token opens the review page');
+    assert.equal((await t.app.inject({ method: 'GET', url: '/reviews/unknown-token' })).statusCode, 404);
     assert.ok(event.payload.event_time >= before && event.payload.event_time <= before + 5);
     assert.deepEqual(event.payload, {
       event: 'external_review.request',
