@@ -1,8 +1,18 @@
 /** The appointments module's front door. */
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
+import { PatientService } from '../patients/service.ts';
 import { appointmentRoutes } from './routes.ts';
+import { AppointmentService } from './service.ts';
 
 export function appointmentsModule(ctx: AppContext): Module {
-  return { name: 'appointments', routes: appointmentRoutes(ctx) };
+  const { db, dialect } = ctx.storage;
+  const service = new AppointmentService({
+    db,
+    dialect,
+    timezone: ctx.config.timezone,
+    publicUrl: ctx.config.publicUrl,
+    patients: new PatientService({ db, dialect }),
+  });
+  return { name: 'appointments', routes: appointmentRoutes(service) };
 }

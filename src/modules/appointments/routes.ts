@@ -4,11 +4,10 @@
  */
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
-import { AppointmentService } from './service.ts';
+import type { AppointmentService } from './service.ts';
 
 interface RouteConfig { family: ErrorFamily; auth: RouteAuth }
 
@@ -113,8 +112,7 @@ const ListQuery = Type.Object({
 
 const errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError, 500: StandardError };
 
-export function appointmentRoutes(ctx: AppContext) {
-  const service = new AppointmentService(ctx);
+export function appointmentRoutes(service: AppointmentService) {
   return async function plugin(app: App): Promise<void> {
     const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
     const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
