@@ -19,7 +19,7 @@ import { loadConfig } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
-import { createBusiness } from '../src/modules/businesses/service.ts';
+import { BusinessService } from '../src/modules/businesses/index.ts';
 import { CursorCodec } from '../src/modules/cases/cursor.ts';
 import { signingKeyFromPem } from '../src/security/keys.ts';
 
@@ -97,7 +97,7 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
     const ctx = createContext(config, storage, keys, createLogger('silent'));
     const app = await buildApp(ctx);
     await app.ready();
-    const { business_id: businessId, client_id: clientId } = await createBusiness(storage.db, 'Bench');
+    const { business_id: businessId, client_id: clientId } = await new BusinessService({ db: storage.db }).createBusiness('Bench');
     const loadStarted = performance.now();
     await bulkInsert(storage, businessId);
     const loadSeconds = (performance.now() - loadStarted) / 1000;

@@ -8,7 +8,7 @@ import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
 import { createLogger } from './logger.ts';
-import { createBusiness, createClient } from './modules/businesses/index.ts';
+import { BusinessService } from './modules/businesses/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { closeOnSignals, startServer } from './server.ts';
 
@@ -66,14 +66,14 @@ const commands: Record<string, Command> = {
     const { values } = parseArgs({ args, options: { name: { type: 'string' } } });
     if (!values.name) throw new UsageError('business create needs --name NAME');
     const name = values.name;
-    printJson(await withStorage(config, (storage) => createBusiness(storage.db, name)));
+    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).createBusiness(name)));
   },
 
   async 'client create'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' }, scope: { type: 'string', multiple: true } } });
     if (!values.business) throw new UsageError('client create needs --business ID');
     const businessId = values.business;
-    printJson(await withStorage(config, (storage) => createClient(storage.db, businessId, values.scope)));
+    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).createClient(businessId, values.scope)));
   },
 
   async 'import drugs'(args, config) {

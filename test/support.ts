@@ -15,7 +15,7 @@ import type { AppContext } from '../src/context.ts';
 import { openStorage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
-import { createBusiness, createClient } from '../src/modules/businesses/index.ts';
+import { BusinessService } from '../src/modules/businesses/index.ts';
 import { createModules, type Modules } from '../src/modules/index.ts';
 import { signingKeyFromPem, type Keys } from '../src/security/keys.ts';
 
@@ -127,11 +127,12 @@ export interface TestClient {
 
 /** A business (or another client of `businessId`) with a signed access token. */
 export async function createTestClient(ctx: AppContext, options: { scopes?: string[]; businessId?: string } = {}): Promise<TestClient> {
+  const businesses = new BusinessService({ db: ctx.storage.db });
   const created = options.businessId
-    ? await createClient(ctx.storage.db, options.businessId, options.scopes)
+    ? await businesses.createClient(options.businessId, options.scopes)
     : options.scopes
-      ? await createClient(ctx.storage.db, (await createBusiness(ctx.storage.db, 'Test Business')).business_id, options.scopes)
-      : await createBusiness(ctx.storage.db, 'Test Business');
+      ? await businesses.createClient((await businesses.createBusiness('Test Business')).business_id, options.scopes)
+      : await businesses.createBusiness('Test Business');
   const scopes = options.scopes && options.scopes.length > 0 ? options.scopes : (await import('../src/auth/scopes.ts')).SCOPES;
   return {
     businessId: created.business_id,

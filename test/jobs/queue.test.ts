@@ -5,7 +5,7 @@ import { recordEvent } from '../../src/jobs/outbox.ts';
 import {
   PermanentError, RetryableError, claimJobs, enqueue, getJob, listJobs, releaseExpired, retryJob,
 } from '../../src/jobs/queue.ts';
-import { createBusiness } from '../../src/modules/businesses/service.ts';
+import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
 
@@ -223,7 +223,7 @@ describe(`jobs (${DIALECT})`, () => {
 
   describe('queries', () => {
     it('read another business\'s job exactly like an unknown one', async () => {
-      const other = (await createBusiness(f.storage.db, 'Other')).business_id;
+      const other = (await new BusinessService({ db: f.storage.db }).createBusiness('Other')).business_id;
       const id = await enqueue(f.storage.db, { kind: 'test.noop', businessId: other, payload: {} });
       assert.equal(await getJob(f.storage.db, id, { businessId: f.businessId }), null);
       assert.equal(await getJob(f.storage.db, 'job_unknown', { businessId: f.businessId }), null);

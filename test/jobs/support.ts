@@ -4,7 +4,7 @@ import { openStorage, type Storage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
 import { JobQueue, type JobQueueOptions } from '../../src/jobs/worker.ts';
-import { createBusiness } from '../../src/modules/businesses/service.ts';
+import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support.ts';
 
 export interface JobsFixture {
@@ -24,7 +24,7 @@ export async function createJobsFixture(options: JobQueueOptions = {}): Promise<
   const database = await createTestDatabase();
   const storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
-  const { business_id: businessId } = await createBusiness(storage.db, 'Jobs Test');
+  const { business_id: businessId } = await new BusinessService({ db: storage.db }).createBusiness('Jobs Test');
   const newQueue = () => {
     const registry = new Registry();
     return { registry, queue: new JobQueue(storage, createLogger('silent'), registry, { pollMs: 100, ...options }) };

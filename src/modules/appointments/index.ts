@@ -2,10 +2,19 @@
 import type { AppContext } from '../../context.ts';
 import { ClinicService } from '../clinics/service.ts';
 import type { Module } from '../module.ts';
+import { PatientService } from '../patients/service.ts';
 import { appointmentRoutes } from './routes.ts';
 import { AppointmentService } from './service.ts';
 
 export function appointmentsModule(ctx: AppContext): Module {
-  const clinics = new ClinicService({ db: ctx.storage.db });
-  return { name: 'appointments', routes: appointmentRoutes(new AppointmentService(ctx, clinics)) };
+  const { db, dialect } = ctx.storage;
+  const service = new AppointmentService({
+    db,
+    dialect,
+    timezone: ctx.config.timezone,
+    publicUrl: ctx.config.publicUrl,
+    clinics: new ClinicService({ db }),
+    patients: new PatientService({ db, dialect }),
+  });
+  return { name: 'appointments', routes: appointmentRoutes(service) };
 }

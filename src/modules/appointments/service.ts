@@ -7,16 +7,14 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import type { AppContext } from '../../context.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
+import { inTransaction, isUniqueViolation, type Db, type DialectName } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { randomToken } from '../../security/secrets.ts';
 import type { ClinicService } from '../clinics/service.ts';
-import * as patients from '../patients/repo.ts';
-import type { PatientDetails } from '../patients/repo.ts';
+import { PATIENT_FIELDS, type PatientDetails, type PatientService } from '../patients/service.ts';
 import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
 import * as repo from './repo.ts';
 
@@ -62,8 +60,6 @@ export interface UpdateInput {
 }
 
 export const UPDATE_FIELDS = ['custom_attributes', 'partner_meta', 'patient_details', 'token', 'video_connect', 'display_meta', 'start_time', 'end_time', 'notes'] as const;
-
-const PATIENT_FIELDS = ['designation', 'first_name', 'middle_name', 'last_name', 'mobile', 'gender', 'dob', 'age', 'address', 'partner_patient_id'] as const;
 
 /** The appointment record of contract 4: keys without a value are omitted. */
 export interface AppointmentRecord {
@@ -130,24 +126,6 @@ function checkPatientDetails(details: PatientDetails | undefined, timeZone: stri
   }
 }
 
-/** Only the fields of interface 2.7 (plus age) are kept; setting dob clears age and vice versa. */
-function mergePatient(current: PatientDetails, changes: PatientDetails): PatientDetails {
-  const next: PatientDetails = { ...current };
-  for (const field of PATIENT_FIELDS) {
-    const value = changes[field];
-    if (value === undefined) continue;
-    if (field === 'address') {
-      const address = value as NonNullable<PatientDetails['address']>;
-      next.address = { ...current.address, ...pick(address, ['city', 'pincode']) };
-    } else {
-      (next as Record<string, unknown>)[field] = value;
-    }
-  }
-  if (changes.dob !== undefined) delete next.age;
-  if (changes.age !== undefined) delete next.dob;
-  return next;
-}
-
 function pick<T extends object, K extends keyof T>(value: T, keys: readonly K[]): Pick<T, K> {
   const out = {} as Pick<T, K>;
   for (const key of keys) if (value[key] !== undefined) out[key] = value[key];
@@ -184,18 +162,30 @@ export function toRecord(row: repo.AppointmentView): AppointmentRecord {
   };
 }
 
+export interface AppointmentServiceDeps {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  /** CPS_TIMEZONE: the days of dob and of the list's dates. */
+  timezone: string;
+  /** CPS_PUBLIC_URL: the hosted review page's address. */
+  publicUrl: string;
+  clinics: ClinicService;
+  patients: PatientService;
+}
+
 export class AppointmentService {
-  readonly ctx: AppContext;
-  readonly db: Kysely<Database>;
-  readonly clinics: ClinicService;
-  constructor(ctx: AppContext, clinics: ClinicService) {
-    this.ctx = ctx;
-    this.db = ctx.storage.db;
-    this.clinics = clinics;
+  readonly #deps: AppointmentServiceDeps;
+
+  constructor(deps: AppointmentServiceDeps) {
+    this.#deps = deps;
   }
 
-  private get dialect() {
-    return this.ctx.storage.dialect;
+  get #db() {
+    return this.#deps.db;
+  }
+
+  get #dialect() {
+    return this.#deps.dialect;
   }
 
   async book(principal: Principal, input: BookInput): Promise<string> {
@@ -203,19 +193,19 @@ export class AppointmentService {
     const details = input.appointment_details;
     if (details.end_time <= details.start_time) throw invalid('appointment_details.end_time', 'must be after start_time');
     checkDisplayMeta(input.display_meta);
-    checkPatientDetails(input.patient_details, this.ctx.config.timezone);
+    checkPatientDetails(input.patient_details, this.#deps.timezone);
     const id = newId('apt');
     try {
-      await inTransaction(this.db, async (trx) => {
+      await inTransaction(this.#db, async (trx) => {
         const clinicId = await this.resolve(trx, businessId, 'clinic', input.clinic_id, input.partner_clinic_id);
         const doctorId = await this.resolve(trx, businessId, 'doctor', input.doctor_id, input.partner_doctor_id);
-        if (!(await this.clinics.isAssigned(trx, businessId, clinicId, doctorId))) {
+        if (!(await this.#deps.clinics.isAssigned(trx, businessId, clinicId, doctorId))) {
           throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
         }
         if (input.partner_appointment_id !== undefined && (await repo.partnerAppointmentIdTaken(trx, businessId, input.partner_appointment_id))) {
           throw this.exists();
         }
-        const patient = await this.patientFor(trx, businessId, input.patient_details);
+        const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
         const now = Date.now();
         await repo.insertAppointment(trx, {
           id,
@@ -255,7 +245,7 @@ export class AppointmentService {
 
   /** A clinic or doctor of the business by the service's id or the partner's; unknown is a 400 naming the field. */
   private async resolve(db: Db, businessId: string, kind: 'clinic' | 'doctor', id: string | undefined, partnerId: string | undefined): Promise<string> {
-    const find = (key: string, byPartner: boolean) => this.clinics.find(db, kind, businessId, key, byPartner);
+    const find = (key: string, byPartner: boolean) => this.#deps.clinics.find(db, kind, businessId, key, byPartner);
     const [byId, byPartner] = [
       id === undefined ? undefined : await find(id, false),
       partnerId === undefined ? undefined : await find(partnerId, true),
@@ -267,36 +257,21 @@ export class AppointmentService {
     return (byId ?? byPartner)!.id;
   }
 
-  /** The business's patient matched by partner_patient_id (or a new one), with `changes` applied. */
-  private async patientFor(trx: Transaction<Database>, businessId: string, changes: PatientDetails): Promise<{ id: string; details: PatientDetails }> {
-    if (changes.partner_patient_id === undefined) {
-      const now = Date.now();
-      const details = mergePatient({}, changes);
-      const id = newId('pt');
-      await patients.insertPatient(trx, { id, business_id: businessId, partner_patient_id: null, details: JSON.stringify(details), created_at: now, updated_at: now });
-      return { id, details };
-    }
-    const row = await patients.findOrCreateByPartnerId(trx, this.dialect, businessId, changes.partner_patient_id, newId('pt'));
-    const details = mergePatient(JSON.parse(row.details) as PatientDetails, changes);
-    await patients.updatePatientDetails(trx, businessId, row.id, details);
-    return { id: row.id, details };
-  }
-
   async get(businessId: string, id: string, byPartner: boolean): Promise<AppointmentRecord> {
-    const row = await repo.findView(this.db, businessId, id, byPartner);
+    const row = await repo.findView(this.#db, businessId, id, byPartner);
     if (!row) throw notFound();
     return toRecord(row);
   }
 
   async list(businessId: string, query: ListQuery): Promise<AppointmentRecord[]> {
-    const timeZone = this.ctx.config.timezone;
+    const timeZone = this.#deps.timezone;
     for (const field of ['start_date', 'end_date'] as const) {
       const value = query[field];
       if (value !== undefined && parseDate(value) === null) throw invalid(field, 'must be a real date, YYYY-MM-DD');
     }
     if (query.start_date && query.end_date && query.end_date < query.start_date) throw invalid('end_date', 'must not be before start_date');
     const pageNo = query.page_no ?? 0;
-    const rows = await repo.listViews(this.db, businessId, {
+    const rows = await repo.listViews(this.#db, businessId, {
       clinicId: query.clinic_id,
       doctorId: query.doctor_id,
       patientId: query.patient_id,
@@ -316,7 +291,7 @@ export class AppointmentService {
       throw invalid('patient_details', `name at least one of ${PATIENT_FIELDS.join(', ')}`);
     }
     checkDisplayMeta(input.display_meta);
-    checkPatientDetails(input.patient_details, this.ctx.config.timezone);
+    checkPatientDetails(input.patient_details, this.#deps.timezone);
     if (input.start_time !== undefined && input.end_time !== undefined && input.end_time <= input.start_time) {
       throw invalid('end_time', 'must be after start_time');
     }
@@ -333,24 +308,10 @@ export class AppointmentService {
         changes.end_time = end;
       }
       if (input.patient_details !== undefined) {
-        const sent = input.patient_details;
-        let patient = (await patients.findPatientForUpdate(trx, this.dialect, row.business_id, row.patient_id))!;
-        const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
-        if (moved && patient.partner_patient_id === null && !(await patients.findByPartnerId(trx, row.business_id, sent.partner_patient_id!))) {
-          // A patient booked without a partner id takes the one now sent.
-          await patients.setPartnerId(trx, row.business_id, patient.id, sent.partner_patient_id!);
-        } else if (moved) {
-          // Another partner id is another patient of the business: the appointment moves to it.
-          patient = await patients.findOrCreateByPartnerId(trx, this.dialect, row.business_id, sent.partner_patient_id!, newId('pt'));
-        }
-        // The appointment keeps what it knew and takes the fields sent, whichever patient it now has;
-        // a patient record created just now starts from the appointment's details.
-        const appointmentDetails = mergePatient(JSON.parse(row.patient_details) as PatientDetails, sent);
-        const stored = JSON.parse(patient.details) as PatientDetails;
-        const patientDetails = Object.keys(stored).length === 0 ? appointmentDetails : mergePatient(stored, sent);
-        await patients.updatePatientDetails(trx, row.business_id, patient.id, patientDetails);
+        const known = JSON.parse(row.patient_details) as PatientDetails;
+        const patient = await this.#deps.patients.forUpdate(trx, row.business_id, row.patient_id, known, input.patient_details);
         changes.patient_id = patient.id;
-        changes.patient_details = JSON.stringify(appointmentDetails);
+        changes.patient_details = JSON.stringify(patient.details);
       }
       if (input.token !== undefined) changes.token = input.token;
       if (input.custom_attributes !== undefined) changes.custom_attributes = JSON.stringify(customAttributes(input.custom_attributes));
@@ -395,7 +356,7 @@ export class AppointmentService {
 
   private async reviewEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, now: number): Promise<string> {
     const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
-    const link = links.doctor ?? links.clinic ?? `${this.ctx.config.publicUrl}/reviews/${row.review_token}`;
+    const link = links.doctor ?? links.clinic ?? `${this.#deps.publicUrl}/reviews/${row.review_token}`;
     const at = seconds(now);
     return recordEvent(trx, {
       businessId: row.business_id,
@@ -413,8 +374,8 @@ export class AppointmentService {
 
   /** Reads the appointment locked, applies `work`, and answers the record, all in one transaction. */
   private async change(businessId: string, id: string, byPartner: boolean, work: (trx: Transaction<Database>, row: repo.AppointmentRow) => Promise<void>): Promise<AppointmentRecord> {
-    return inTransaction(this.db, async (trx) => {
-      const row = await repo.findForUpdate(trx, this.dialect, businessId, id, byPartner);
+    return inTransaction(this.#db, async (trx) => {
+      const row = await repo.findForUpdate(trx, this.#dialect, businessId, id, byPartner);
       if (!row) throw notFound();
       await work(trx, row);
       const view = await repo.findView(trx, businessId, row.id, false);

@@ -1,7 +1,9 @@
 /** The auth module's front door: login, refresh and the public keys, with login throttling. */
 import type { AppContext } from '../../context.ts';
+import { BusinessService } from '../businesses/service.ts';
 import type { Module } from '../module.ts';
 import { authRoutes } from './routes.ts';
+import { AuthService } from './service.ts';
 import { LoginGuard } from './throttle.ts';
 
 export interface AuthModule extends Module {
@@ -21,5 +23,13 @@ export function authModule(ctx: AppContext): AuthModule {
     logger: ctx.logger,
     metrics: ctx.metrics,
   });
-  return { name: 'auth', routes: authRoutes(ctx, guard), guard, stop: () => guard.close() };
+  const db = ctx.storage.db;
+  const service = new AuthService({
+    db,
+    tokens: ctx.tokens,
+    refreshTtlSeconds: config.refreshTokenTtl,
+    guard,
+    businesses: new BusinessService({ db }),
+  });
+  return { name: 'auth', routes: authRoutes(service, ctx.tokens), guard, stop: () => guard.close() };
 }

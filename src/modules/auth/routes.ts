@@ -1,9 +1,8 @@
 /** Login, refresh (both paths) and the public keys: contract section 2. */
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
+import type { AccessTokens } from '../../auth/tokens.ts';
 import type { App } from '../../http/app-type.ts';
-import { AuthService } from './service.ts';
-import type { LoginGuard } from './throttle.ts';
+import type { AuthService } from './service.ts';
 
 const TokenPair = Type.Object({
   access_token: Type.String(),
@@ -14,9 +13,8 @@ const TokenPair = Type.Object({
 
 const AuthError = Type.Object({ code: Type.Integer(), error: Type.String() });
 
-export function authRoutes(ctx: AppContext, guard: LoginGuard) {
-  const tokens = ctx.tokens;
-  const service = new AuthService(ctx.storage.db, tokens, ctx.config.refreshTokenTtl, guard);
+/** `tokens` publishes the public keys of the access tokens the service issues. */
+export function authRoutes(service: AuthService, tokens: AccessTokens) {
   return async function plugin(app: App): Promise<void> {
     const config = { family: 'auth', auth: 'public' } as const;
 

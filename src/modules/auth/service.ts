@@ -9,7 +9,7 @@ import { newId } from '../../db/ids.ts';
 import type { ApiClientsTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { DUMMY_SECRET_HASH, randomToken, sha256, verifySecret } from '../../security/secrets.ts';
-import { findActiveClient } from '../businesses/repo.ts';
+import type { BusinessService } from '../businesses/service.ts';
 import * as repo from './repo.ts';
 import type { LoginGuard } from './throttle.ts';
 
@@ -20,17 +20,29 @@ export interface TokenPair {
   refresh_expires_in: number;
 }
 
+export interface AuthServiceDeps {
+  db: Kysely<Database>;
+  tokens: AccessTokens;
+  /** CPS_REFRESH_TOKEN_TTL, seconds. */
+  refreshTtlSeconds: number;
+  guard: LoginGuard;
+  /** The API clients that log in. */
+  businesses: BusinessService;
+}
+
 export class AuthService {
   readonly #db: Kysely<Database>;
   readonly #tokens: AccessTokens;
   readonly #refreshTtlSeconds: number;
   readonly #guard: LoginGuard;
+  readonly #businesses: BusinessService;
 
-  constructor(db: Kysely<Database>, tokens: AccessTokens, refreshTtlSeconds: number, guard: LoginGuard) {
-    this.#db = db;
-    this.#tokens = tokens;
-    this.#refreshTtlSeconds = refreshTtlSeconds;
-    this.#guard = guard;
+  constructor(deps: AuthServiceDeps) {
+    this.#db = deps.db;
+    this.#tokens = deps.tokens;
+    this.#refreshTtlSeconds = deps.refreshTtlSeconds;
+    this.#guard = deps.guard;
+    this.#businesses = deps.businesses;
   }
 
   /** `address` is the caller's source address, for its failure budget (throttle.ts). */
@@ -40,7 +52,7 @@ export class AuthService {
     let client: ApiClientsTable | undefined;
     let valid: boolean;
     try {
-      client = await findActiveClient(this.#db, clientId);
+      client = await this.#businesses.findActiveClient(this.#db, clientId);
       // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
       valid = await this.#guard.verify(() => verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH));
     } catch (error) {
@@ -66,7 +78,7 @@ export class AuthService {
     // family afterwards always sees (and revokes) the successor too.
     const issued = await inTransaction(this.#db, async (trx) => {
       if (stored.used_at !== null || !(await repo.spendRefreshToken(trx, stored.id, now))) return 'reused' as const;
-      const client = await findActiveClient(trx, stored.client_id);
+      const client = await this.#businesses.findActiveClient(trx, stored.client_id);
       if (!client) return 'invalid' as const;
       return this.#issue(trx, client.id, client.business_id, client.scopes.split(' '), stored.family_id);
     });

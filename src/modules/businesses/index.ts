@@ -2,10 +2,11 @@
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { businessRoutes } from './routes.ts';
+import { BusinessService } from './service.ts';
 
 export { createDemoBusiness } from './demo.ts';
-export { createBusiness, createClient } from './service.ts';
+export { BusinessService } from './service.ts';
 
 export function businessesModule(ctx: AppContext): Module {
-  return { name: 'businesses', routes: businessRoutes(ctx) };
+  return { name: 'businesses', routes: businessRoutes(new BusinessService({ db: ctx.storage.db })) };
 }

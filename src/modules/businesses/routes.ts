@@ -1,12 +1,11 @@
 /** The admin API of contract 2: businesses and their API clients, behind CPS_ADMIN_TOKEN. */
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
 import { SCOPES } from '../../auth/scopes.ts';
 import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
-import { createBusiness, createClient } from './service.ts';
+import type { BusinessService } from './service.ts';
 
-export function businessRoutes(ctx: AppContext) {
+export function businessRoutes(service: BusinessService) {
   return async function plugin(app: App): Promise<void> {
     const config = { family: 'standard', auth: 'admin' } as const;
 
@@ -21,7 +20,7 @@ export function businessRoutes(ctx: AppContext) {
           400: StandardError, 401: StandardError,
         },
       },
-    }, async (request, reply) => reply.code(201).send(await createBusiness(ctx.storage.db, request.body.name)));
+    }, async (request, reply) => reply.code(201).send(await service.createBusiness(request.body.name)));
 
     app.post('/admin/v1/businesses/:business_id/clients', {
       config,
@@ -36,6 +35,6 @@ export function businessRoutes(ctx: AppContext) {
         },
       },
     }, async (request, reply) =>
-      reply.code(201).send(await createClient(ctx.storage.db, request.params.business_id, request.body?.scopes)));
+      reply.code(201).send(await service.createClient(request.params.business_id, request.body?.scopes)));
   };
 }

@@ -1,9 +1,9 @@
-/** Businesses and their API clients, for the admin API and the CLI alike. */
+/** Businesses and their API clients, for the admin API, the cps command and the demo business alike; auth reads the clients. */
 import type { Kysely } from 'kysely';
 import { SCOPES, isScope, type Scope } from '../../auth/scopes.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
-import type { Database } from '../../db/schema.ts';
+import type { ApiClientsTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { hashSecret, randomToken } from '../../security/secrets.ts';
 import * as repo from './repo.ts';
@@ -32,35 +32,65 @@ export function normaliseScopes(scopes: readonly string[] | undefined): Scope[] 
   return [...new Set(scopes as Scope[])];
 }
 
-async function newClient(db: Db, businessId: string, scopes: Scope[]): Promise<CreatedClient> {
-  const clientId = newId('cl');
-  const clientSecret = `cs_${randomToken(32)}`;
-  await repo.insertClient(db, {
-    id: clientId,
-    business_id: businessId,
-    secret_hash: await hashSecret(clientSecret),
-    scopes: scopes.join(' '),
-    created_at: Date.now(),
-    disabled_at: null,
-  });
-  return { business_id: businessId, client_id: clientId, client_secret: clientSecret, scopes };
+export interface BusinessServiceDeps {
+  db: Kysely<Database>;
 }
 
-/** A new business with one API client holding every scope. */
-export async function createBusiness(db: Kysely<Database>, name: string): Promise<Omit<CreatedClient, 'scopes'>> {
-  const trimmed = name.trim();
-  if (trimmed.length === 0 || trimmed.length > 200) throw AppError.badRequest('name: must be 1 to 200 characters', { name: ['must be 1 to 200 characters'] });
-  return inTransaction(db, async (trx) => {
-    const businessId = newId('biz');
-    await repo.insertBusiness(trx, { id: businessId, name: trimmed, created_at: Date.now() });
-    const { scopes: _all, ...client } = await newClient(trx, businessId, [...SCOPES]);
-    return client;
-  });
-}
+export class BusinessService {
+  readonly #deps: BusinessServiceDeps;
 
-export async function createClient(db: Db, businessId: string, scopes?: readonly string[]): Promise<CreatedClient> {
-  const granted = normaliseScopes(scopes);
-  const business = await repo.findBusiness(db, businessId);
-  if (!business) throw AppError.notFound(`Business ${businessId} not found`);
-  return newClient(db, businessId, granted);
+  constructor(deps: BusinessServiceDeps) {
+    this.#deps = deps;
+  }
+
+  /** A new business with one API client holding every scope. */
+  async createBusiness(name: string): Promise<Omit<CreatedClient, 'scopes'>> {
+    const trimmed = name.trim();
+    if (trimmed.length === 0 || trimmed.length > 200) throw AppError.badRequest('name: must be 1 to 200 characters', { name: ['must be 1 to 200 characters'] });
+    return inTransaction(this.#deps.db, async (trx) => {
+      const businessId = newId('biz');
+      await repo.insertBusiness(trx, { id: businessId, name: trimmed, created_at: Date.now() });
+      const { scopes: _all, ...client } = await this.#newClient(trx, businessId, [...SCOPES]);
+      return client;
+    });
+  }
+
+  async createClient(businessId: string, scopes?: readonly string[]): Promise<CreatedClient> {
+    const granted = normaliseScopes(scopes);
+    const business = await repo.findBusiness(this.#deps.db, businessId);
+    if (!business) throw AppError.notFound(`Business ${businessId} not found`);
+    return this.#newClient(this.#deps.db, businessId, granted);
+  }
+
+  /**
+   * Development's demo business, when the database has no business yet: its fixed id makes the insert
+   * a claim, so of several processes starting together one creates it (the others get null).
+   */
+  async createDemoBusiness(id: string, name: string): Promise<Omit<CreatedClient, 'scopes'> | null> {
+    if ((await repo.countBusinesses(this.#deps.db)) > 0) return null;
+    return inTransaction(this.#deps.db, async (trx) => {
+      if (!(await repo.claimBusiness(trx, { id, name, created_at: Date.now() }))) return null;
+      const { scopes: _all, ...client } = await this.#newClient(trx, id, [...SCOPES]);
+      return client;
+    });
+  }
+
+  /** The client `clientId` unless it is disabled; `db` may be the caller's transaction. */
+  async findActiveClient(db: Db, clientId: string): Promise<ApiClientsTable | undefined> {
+    return repo.findActiveClient(db, clientId);
+  }
+
+  async #newClient(db: Db, businessId: string, scopes: Scope[]): Promise<CreatedClient> {
+    const clientId = newId('cl');
+    const clientSecret = `cs_${randomToken(32)}`;
+    await repo.insertClient(db, {
+      id: clientId,
+      business_id: businessId,
+      secret_hash: await hashSecret(clientSecret),
+      scopes: scopes.join(' '),
+      created_at: Date.now(),
+      disabled_at: null,
+    });
+    return { business_id: businessId, client_id: clientId, client_secret: clientSecret, scopes };
+  }
 }

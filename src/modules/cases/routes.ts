@@ -2,14 +2,11 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/index.ts';
-import { canonicalPatientRef } from '../patients/service.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { AppError } from '../../errors.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
 import { CasesError, FREE_FORM_DESCRIPTION, FREE_FORM_LIMITS, MAX_ID_LENGTH } from '../../http/schemas.ts';
-import { CasesService, HI_TYPES, type CaseChanges, type HiType, type NewCase, type PatientScope } from './service.ts';
+import { HI_TYPES, type CasesService, type CaseChanges, type HiType, type NewCase, type PatientScope } from './service.ts';
 
 const MAX_PATIENT_REF = MAX_ID_LENGTH;
 
@@ -81,13 +78,8 @@ function patientRefOf(request: FastifyRequest): string {
   return value;
 }
 
-async function scopeOf(db: Db, request: FastifyRequest): Promise<PatientScope> {
-  const businessId = principalOf(request).businessId;
-  return { businessId, patientRef: await canonicalPatientRef(db, businessId, patientRefOf(request)) };
-}
-
-export function casesRoutes(ctx: AppContext) {
-  const service = new CasesService(ctx);
+export function casesRoutes(service: CasesService) {
+  const scopeOf = (request: FastifyRequest): Promise<PatientScope> => service.patientScope(principalOf(request).businessId, patientRefOf(request));
   return async function plugin(app: App): Promise<void> {
     const read: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:read', 'cases:write'] } };
     const write: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:write'] } };
@@ -108,7 +100,7 @@ export function casesRoutes(ctx: AppContext) {
         querystring: ListQuery,
         response: { 200: Type.Object({ cases: Type.Array(Case), next_token: Type.Union([Type.String(), Type.Null()]) }), ...errors },
       },
-    }, async (request) => service.list(await scopeOf(ctx.storage.db, request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }));
+    }, async (request) => service.list(await scopeOf(request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }));
 
     app.post('/mr/api/v1/cases', {
       config: write,
@@ -119,7 +111,7 @@ export function casesRoutes(ctx: AppContext) {
         body: CreateBody,
         response: { 201: Type.Object({ id: Type.String() }), ...errors, 409: CasesError },
       },
-    }, async (request, reply) => reply.code(201).send(await service.create(await scopeOf(ctx.storage.db, request), request.body as NewCase)));
+    }, async (request, reply) => reply.code(201).send(await service.create(await scopeOf(request), request.body as NewCase)));
 
     app.get('/mr/api/v1/cases/:id', {
       config: read,
@@ -130,7 +122,7 @@ export function casesRoutes(ctx: AppContext) {
         params: IdParams,
         response: { 200: Case, ...errors, 404: CasesError },
       },
-    }, async (request) => service.get(await scopeOf(ctx.storage.db, request), request.params.id));
+    }, async (request) => service.get(await scopeOf(request), request.params.id));
 
     app.patch('/mr/api/v1/cases/:id', {
       config: write,
@@ -143,7 +135,7 @@ export function casesRoutes(ctx: AppContext) {
         response: { 204: Type.Null(), ...errors, 404: CasesError },
       },
     }, async (request, reply) => {
-      await service.update(await scopeOf(ctx.storage.db, request), request.params.id, request.body as CaseChanges);
+      await service.update(await scopeOf(request), request.params.id, request.body as CaseChanges);
       return reply.code(204).send(null);
     });
 
@@ -157,7 +149,7 @@ export function casesRoutes(ctx: AppContext) {
         response: { 204: Type.Null(), ...errors, 404: CasesError },
       },
     }, async (request, reply) => {
-      await service.delete(await scopeOf(ctx.storage.db, request), request.params.id);
+      await service.delete(await scopeOf(request), request.params.id);
       return reply.code(204).send(null);
     });
   };

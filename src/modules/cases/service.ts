@@ -33,10 +33,11 @@
  * Deletes are tombstones (status D, item cleared) that take a new updated_at like any write.
  * A page token continues the walk it was made for: u_at__gt may be repeated or left out, not changed.
  */
-import type { AppContext } from '../../context.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
-import type { CasesTable } from '../../db/schema.ts';
+import type { Kysely } from 'kysely';
+import { inTransaction, isUniqueViolation, type Db, type DialectName } from '../../db/index.ts';
+import type { CasesTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
+import type { PatientService } from '../patients/service.ts';
 import { CursorCodec } from './cursor.ts';
 import * as repo from './repo.ts';
 
@@ -122,21 +123,36 @@ export function toView(row: CasesTable): CaseView {
   return view;
 }
 
+export interface CasesServiceDeps {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  /** Seals the page tokens (cursor.ts derives their key from it). */
+  masterKey: Buffer;
+  /** CPS_CASES_PAGE_SIZE. */
+  pageSize: number;
+  patients: PatientService;
+}
+
 export class CasesService {
-  readonly #ctx: AppContext;
+  readonly #deps: CasesServiceDeps;
   readonly #codec: CursorCodec;
 
-  constructor(ctx: AppContext) {
-    this.#ctx = ctx;
-    this.#codec = new CursorCodec(ctx.keys.masterKey);
+  constructor(deps: CasesServiceDeps) {
+    this.#deps = deps;
+    this.#codec = new CursorCodec(deps.masterKey);
   }
 
   get #db() {
-    return this.#ctx.storage.db;
+    return this.#deps.db;
   }
 
   get #dialect() {
-    return this.#ctx.storage.dialect;
+    return this.#deps.dialect;
+  }
+
+  /** The scope of a request naming the patient `patientId` (X-Pt-Id) by either of its ids. */
+  async patientScope(businessId: string, patientId: string): Promise<PatientScope> {
+    return { businessId, patientRef: await this.#deps.patients.canonicalRef(businessId, patientId) };
   }
 
   async list(scope: PatientScope, options: ListOptions = {}): Promise<CasePage> {
@@ -150,7 +166,7 @@ export class CasesService {
       after = { updatedAt: cursor.updatedAt, id: cursor.id };
       updatedAfter = cursor.updatedAfter;
     }
-    const pageSize = this.#ctx.config.casesPageSize;
+    const pageSize = this.#deps.pageSize;
     const rows = await inTransaction(this.#db, async (trx) => {
       await repo.lockForListing(trx, this.#dialect, businessId, patientRef);
       return repo.listPage(trx, this.#dialect, {

@@ -1,16 +1,104 @@
 /**
- * What other modules (cases, push devices) need of patients: they name a patient by either the
- * service's id or the partner's, and keep their records under one key.
+ * Patients, kept per business and matched by the partner's `partner_patient_id`. Other modules reach
+ * them here: appointments create and update them inside the appointment's transaction (the methods
+ * that take `trx` run in the caller's), and cases and push devices name a patient by either id.
  */
-import type { Db } from '../../db/index.ts';
-import { findPatientByAnyId } from './repo.ts';
+import type { Kysely } from 'kysely';
+import type { Db, DialectName } from '../../db/index.ts';
+import { newId } from '../../db/ids.ts';
+import type { Database } from '../../db/schema.ts';
+import * as repo from './repo.ts';
+import type { PatientDetails } from './repo.ts';
 
-/**
- * The one key under which records that name a patient by either id (cases' X-Pt-Id, push devices)
- * are kept: a known patient's partner id, or its service id when it has none; an id the business does
- * not know is kept as given, so records can arrive before the patient's first appointment.
- */
-export async function canonicalPatientRef(db: Db, businessId: string, id: string): Promise<string> {
-  const patient = await findPatientByAnyId(db, businessId, id);
-  return patient ? (patient.partner_patient_id ?? patient.id) : id;
+export type { PatientDetails } from './repo.ts';
+
+export interface PatientServiceDeps {
+  db: Kysely<Database>;
+  dialect: DialectName;
+}
+
+/** A patient as an appointment names it: its id, and the details the appointment keeps. */
+export interface PatientChoice {
+  id: string;
+  details: PatientDetails;
+}
+
+/** The fields of interface 2.7, plus age. */
+export const PATIENT_FIELDS = ['designation', 'first_name', 'middle_name', 'last_name', 'mobile', 'gender', 'dob', 'age', 'address', 'partner_patient_id'] as const;
+
+/** Only the fields of interface 2.7 (plus age) are kept; setting dob clears age and vice versa. */
+function mergeDetails(current: PatientDetails, changes: PatientDetails): PatientDetails {
+  const next: PatientDetails = { ...current };
+  for (const field of PATIENT_FIELDS) {
+    const value = changes[field];
+    if (value === undefined) continue;
+    if (field === 'address') {
+      const address = value as NonNullable<PatientDetails['address']>;
+      next.address = { ...current.address };
+      if (address.city !== undefined) next.address.city = address.city;
+      if (address.pincode !== undefined) next.address.pincode = address.pincode;
+    } else {
+      (next as Record<string, unknown>)[field] = value;
+    }
+  }
+  if (changes.dob !== undefined) delete next.age;
+  if (changes.age !== undefined) delete next.dob;
+  return next;
+}
+
+export class PatientService {
+  readonly #deps: PatientServiceDeps;
+
+  constructor(deps: PatientServiceDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * The one key under which records that name a patient by either id (cases' X-Pt-Id, push devices)
+   * are kept: a known patient's partner id, or its service id when it has none; an id the business does
+   * not know is kept as given, so records can arrive before the patient's first appointment.
+   */
+  async canonicalRef(businessId: string, id: string): Promise<string> {
+    const patient = await repo.findPatientByAnyId(this.#deps.db, businessId, id);
+    return patient ? (patient.partner_patient_id ?? patient.id) : id;
+  }
+
+  /** A booking's patient: the business's patient matched by partner_patient_id (or a new one), with `sent` applied. */
+  async forBooking(trx: Db, businessId: string, sent: PatientDetails): Promise<PatientChoice> {
+    if (sent.partner_patient_id === undefined) {
+      const now = Date.now();
+      const details = mergeDetails({}, sent);
+      const id = newId('pt');
+      await repo.insertPatient(trx, { id, business_id: businessId, partner_patient_id: null, details: JSON.stringify(details), created_at: now, updated_at: now });
+      return { id, details };
+    }
+    const row = await repo.findOrCreateByPartnerId(trx, this.#deps.dialect, businessId, sent.partner_patient_id, newId('pt'));
+    const details = mergeDetails(JSON.parse(row.details) as PatientDetails, sent);
+    await repo.updatePatientDetails(trx, businessId, row.id, details);
+    return { id: row.id, details };
+  }
+
+  /**
+   * An appointment's patient after an update sent `sent`: the patient `patientId` (locked), or another
+   * one when a new partner_patient_id names it. `known` is what the appointment knew of its patient;
+   * the answer's details are what it keeps from now on.
+   */
+  async forUpdate(trx: Db, businessId: string, patientId: string, known: PatientDetails, sent: PatientDetails): Promise<PatientChoice> {
+    const { dialect } = this.#deps;
+    let patient = (await repo.findPatientForUpdate(trx, dialect, businessId, patientId))!;
+    const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
+    if (moved && patient.partner_patient_id === null && !(await repo.findByPartnerId(trx, businessId, sent.partner_patient_id!))) {
+      // A patient booked without a partner id takes the one now sent.
+      await repo.setPartnerId(trx, businessId, patient.id, sent.partner_patient_id!);
+    } else if (moved) {
+      // Another partner id is another patient of the business: the appointment moves to it.
+      patient = await repo.findOrCreateByPartnerId(trx, dialect, businessId, sent.partner_patient_id!, newId('pt'));
+    }
+    // The appointment keeps what it knew and takes the fields sent, whichever patient it now has;
+    // a patient record created just now starts from the appointment's details.
+    const details = mergeDetails(known, sent);
+    const stored = JSON.parse(patient.details) as PatientDetails;
+    await repo.updatePatientDetails(trx, businessId, patient.id, Object.keys(stored).length === 0 ? details : mergeDetails(stored, sent));
+    return { id: patient.id, details };
+  }
 }

@@ -8,7 +8,7 @@ import {
   SA_KEY_MEMBERS, addDevice, credentialsInfo, notificationReport, removeCredentials, removeDevice, saveCredentials,
   sendNotification, type PushDeps,
 } from './service.ts';
-import { canonicalPatientRef } from '../patients/service.ts';
+import { PatientService } from '../patients/service.ts';
 
 const config: { family: 'notifications'; auth: RouteAuth } = { family: 'notifications', auth: { anyOf: ['notification:admin'] } };
 const tags = ['notifications'];
@@ -37,6 +37,7 @@ const DevicePayload = Type.Object({
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('dropped')]);
 
 export function pushRoutes(ctx: AppContext, deps: PushDeps) {
+  const patients = new PatientService({ db: ctx.storage.db, dialect: ctx.storage.dialect });
   return async function plugin(app: App): Promise<void> {
 
     app.post('/notification/push-creds', {
@@ -84,7 +85,7 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
     }, async (request) => {
       const businessId = principalOf(request).businessId;
       const patient = request.headers['x-pt-id']?.trim();
-      const patientRef = patient ? await canonicalPatientRef(ctx.storage.db, businessId, patient) : null;
+      const patientRef = patient ? await patients.canonicalRef(businessId, patient) : null;
       await addDevice(ctx.storage.db, businessId, request.body.devicePayload, patientRef);
       return { success: true };
     });
@@ -120,7 +121,7 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
       const principal = principalOf(request);
       const patientId = request.body.patient_id;
       const input = patientId === undefined ? request.body
-        : { ...request.body, patient_id: await canonicalPatientRef(ctx.storage.db, principal.businessId, patientId.trim()) };
+        : { ...request.body, patient_id: await patients.canonicalRef(principal.businessId, patientId.trim()) };
       const id = await sendNotification(deps, principal.businessId, principal.clientId, input);
       return reply.code(202).send({ notification_id: id });
     });

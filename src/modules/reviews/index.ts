@@ -2,7 +2,9 @@
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { reviewRoutes } from './routes.ts';
+import { ReviewService } from './service.ts';
 
 export function reviewsModule(ctx: AppContext): Module {
-  return { name: 'reviews', routes: reviewRoutes(ctx) };
+  const service = new ReviewService({ db: ctx.storage.db });
+  return { name: 'reviews', routes: reviewRoutes(service, ctx.config.timezone) };
 }

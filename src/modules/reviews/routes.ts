@@ -6,12 +6,11 @@ import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
 import { problemFromError } from '../../http/errors-plugin.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
 import { alreadyReceivedPage, errorPage, formPage, notFoundPage, PAGE_HEADERS, thankYouPage } from './html.ts';
-import { COMMENT_MAX, ReviewService } from './service.ts';
+import { COMMENT_MAX, type ReviewService } from './service.ts';
 
 function sendPage(reply: FastifyReply, status: number, page: string): FastifyReply {
   return reply.code(status).headers(PAGE_HEADERS).send(page);
@@ -34,9 +33,8 @@ function redactedRequest(request: FastifyRequest): Record<string, unknown> {
   return { method: request.method, url: request.routeOptions.url ?? '/reviews/:token', remoteAddress: request.ip };
 }
 
-export function reviewRoutes(ctx: AppContext) {
-  const service = new ReviewService(ctx);
-
+/** `timezone` (CPS_TIMEZONE) is the one the pages show the visit's time in. */
+export function reviewRoutes(service: ReviewService, timezone: string) {
   return async function plugin(app: App): Promise<void> {
     app.get('/reviews/v1', {
       config: { family: 'standard', auth: { anyOf: ['appointment:write'] } },
@@ -86,7 +84,7 @@ export function reviewRoutes(ctx: AppContext) {
         switch (state.kind) {
           case 'not_found': return sendPage(reply, 404, notFoundPage());
           case 'received': return sendPage(reply, 200, alreadyReceivedPage(state.visit));
-          case 'form': return sendPage(reply, 200, formPage(state.visit, ctx.config.timezone));
+          case 'form': return sendPage(reply, 200, formPage(state.visit, timezone));
         }
       });
 
@@ -118,7 +116,7 @@ export function reviewRoutes(ctx: AppContext) {
         switch (outcome.kind) {
           case 'not_found': return sendPage(reply, 404, notFoundPage());
           case 'received': return sendPage(reply, 409, alreadyReceivedPage(outcome.visit));
-          case 'invalid': return sendPage(reply, 400, formPage(outcome.visit, ctx.config.timezone, outcome.input, outcome.errors));
+          case 'invalid': return sendPage(reply, 400, formPage(outcome.visit, timezone, outcome.input, outcome.errors));
           case 'created': return sendPage(reply, 201, thankYouPage(outcome.visit, outcome.rating));
         }
       });

@@ -2,11 +2,11 @@
  * Review rules: one review per appointment, a rating from 1 to 5 and an optional comment of at most
  * 1000 characters. The page outcomes are values, not errors, because every one of them is a page.
  */
+import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import type { AppContext } from '../../context.ts';
 import { isUniqueViolation } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
-import type { ReviewsTable } from '../../db/schema.ts';
+import type { Database, ReviewsTable } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
 export const COMMENT_MAX = 1000;
@@ -102,16 +102,20 @@ export function validateForm(body: unknown): { input: FormInput; errors: FormErr
   return { input, errors, rating, comment: input.comment === '' ? null : input.comment };
 }
 
-export class ReviewService {
-  private readonly ctx: AppContext;
+export interface ReviewServiceDeps {
+  db: Kysely<Database>;
+}
 
-  constructor(ctx: AppContext) {
-    this.ctx = ctx;
+export class ReviewService {
+  readonly #deps: ReviewServiceDeps;
+
+  constructor(deps: ReviewServiceDeps) {
+    this.#deps = deps;
   }
 
   private async target(token: string): Promise<repo.ReviewTarget | undefined> {
     if (!TOKEN_SHAPE.test(token)) return undefined;
-    return repo.findTargetByToken(this.ctx.storage.db, token);
+    return repo.findTargetByToken(this.#deps.db, token);
   }
 
   async page(token: string): Promise<PageState> {
@@ -139,7 +143,7 @@ export class ReviewService {
       created_at: Date.now(),
     };
     try {
-      await repo.insertReview(this.ctx.storage.db, review);
+      await repo.insertReview(this.#deps.db, review);
     } catch (error) {
       // Two submissions racing: the unique appointment_id lets one in.
       if (isUniqueViolation(error)) return { kind: 'received', visit };
@@ -149,7 +153,7 @@ export class ReviewService {
   }
 
   async list(principal: Principal, filter: repo.ReviewFilter, pageNo: number): Promise<ReviewRecord[]> {
-    const rows = await repo.listReviews(this.ctx.storage.db, principal.businessId, filter, pageNo * PAGE_SIZE, PAGE_SIZE);
+    const rows = await repo.listReviews(this.#deps.db, principal.businessId, filter, pageNo * PAGE_SIZE, PAGE_SIZE);
     return rows.map((row) => ({
       appointment_id: row.appointment_id,
       doctor_id: row.doctor_id,

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
-import { createBusiness } from '../../../src/modules/businesses/service.ts';
+import { BusinessService } from '../../../src/modules/businesses/index.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
 import { createTestDatabase, DIALECT, type TestDatabase } from '../../support.ts';
 import { startServerProcess } from '../../process.ts';
@@ -40,7 +40,7 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
     database = await createTestDatabase();
     storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
     await migrateToLatest(storage.db);
-    const created = await createBusiness(storage.db, 'Multi-process');
+    const created = await new BusinessService({ db: storage.db }).createBusiness('Multi-process');
     businessId = created.business_id;
     const env = {
       DATABASE_URL: database.databaseUrl!,

@@ -1,7 +1,7 @@
 /** X-Pt-Id names a patient by the service's id or the partner's: both reach the same cases (contract 6). */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { findOrCreateByPartnerId } from '../../../src/modules/patients/repo.ts';
+import { PatientService } from '../../../src/modules/patients/service.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 
 describe(`cases: a patient by either id (${DIALECT})`, () => {
@@ -14,7 +14,8 @@ describe(`cases: a patient by either id (${DIALECT})`, () => {
   after(async () => t.close());
 
   it('lists the same cases under the service patient id and the partner patient id', async () => {
-    const patient = await findOrCreateByPartnerId(t.ctx.storage.db, t.ctx.storage.dialect, client.businessId, 'partner-77', 'pt_either_id');
+    const { db, dialect } = t.ctx.storage;
+    const patient = await new PatientService({ db, dialect }).forBooking(db, client.businessId, { partner_patient_id: 'partner-77' });
     const created = await t.app.inject({
       method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'partner-77' },
       payload: { id: 'case-1', display_name: 'OPD visit', occurred_at: 1_700_000_000 },
