@@ -33,17 +33,33 @@ export async function partnerAppointmentIdTaken(db: Db, businessId: string, part
   return row !== undefined;
 }
 
+/** An appointment as a change reads it: the record's view and its patient's own row, both locked. */
+export interface LockedAppointment extends AppointmentView {
+  /** The patient row's details (the appointment keeps its own copy in `patient_details`). */
+  patient_record_details: string;
+}
+
 /**
- * The appointment by the service's id (or the partner's, when `byPartner`), locked on PostgreSQL
- * until the transaction ends so that concurrent changes check their rules one after another.
- * SQLite runs one transaction at a time on its single connection.
+ * The appointment by the service's id (or the partner's, when `byPartner`) with what its answer and
+ * a patient update need, locked on PostgreSQL with its patient row until the transaction ends, so that
+ * concurrent changes check their rules one after another. SQLite runs one transaction at a time on
+ * its single connection.
  */
-export async function findForUpdate(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<AppointmentRow | undefined> {
-  return db.selectFrom('appointments').selectAll()
-    .where('business_id', '=', businessId)
-    .where(byPartner ? 'partner_appointment_id' : 'id', '=', id)
-    .$if(dialect === 'postgres', (q) => q.forUpdate())
-    .executeTakeFirst();
+export async function findForUpdate(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<LockedAppointment | undefined> {
+  const key = byPartner ? 'a.partner_appointment_id' : 'a.id';
+  // Bounded: an appointment whose view never matches would otherwise be read forever.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const row = await views(db, businessId).select('p.details as patient_record_details').where(key, '=', id)
+      .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p']))
+      .executeTakeFirst();
+    if (row) return row;
+    // PostgreSQL rechecks a row changed while it waited for the lock against its new version: when
+    // that change moved the appointment to another patient, the join no longer matches and the
+    // read comes back empty although the appointment exists. A new read sees the committed move.
+    const exists = await db.selectFrom('appointments as a').select('a.id').where('a.business_id', '=', businessId).where(key, '=', id).executeTakeFirst();
+    if (!exists) return undefined;
+  }
+  return undefined;
 }
 
 export async function updateAppointment(db: Db, businessId: string, id: string, changes: Partial<AppointmentRow>): Promise<void> {

@@ -307,11 +307,14 @@ export class AppointmentService {
         changes.start_time = start;
         changes.end_time = end;
       }
+      let partnerPatientId = row.partner_patient_id;
       if (input.patient_details !== undefined) {
         const known = JSON.parse(row.patient_details) as PatientDetails;
-        const patient = await this.#deps.patients.forUpdate(trx, row.business_id, row.patient_id, known, input.patient_details);
+        const locked = { id: row.patient_id, partner_patient_id: row.partner_patient_id, details: row.patient_record_details };
+        const patient = await this.#deps.patients.forUpdate(trx, row.business_id, locked, known, input.patient_details);
         changes.patient_id = patient.id;
         changes.patient_details = JSON.stringify(patient.details);
+        partnerPatientId = patient.partner_patient_id;
       }
       if (input.token !== undefined) changes.token = input.token;
       if (input.custom_attributes !== undefined) changes.custom_attributes = JSON.stringify(customAttributes(input.custom_attributes));
@@ -319,29 +322,30 @@ export class AppointmentService {
       if (input.display_meta !== undefined) changes.display_meta = JSON.stringify(input.display_meta);
       if (input.partner_meta !== undefined) changes.partner_meta = JSON.stringify(input.partner_meta);
       if (input.notes !== undefined) changes.notes = input.notes;
-      await repo.updateAppointment(trx, row.business_id, row.id, { ...changes, updated_at: Date.now() });
+      return this.write(trx, row, { ...changes, updated_at: Date.now() }, { partner_patient_id: partnerPatientId });
     });
   }
 
   async noShow(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
-      if (row.status !== 'NS') await repo.updateAppointment(trx, row.business_id, row.id, { status: 'NS', updated_at: Date.now() });
+      return row.status === 'NS' ? {} : this.write(trx, row, { status: 'NS', updated_at: Date.now() });
     });
   }
 
   async cancel(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
-      if (row.status !== 'CN') await repo.updateAppointment(trx, row.business_id, row.id, { status: 'CN', updated_at: Date.now() });
+      return row.status === 'CN' ? {} : this.write(trx, row, { status: 'CN', updated_at: Date.now() });
     });
   }
 
   /** From any state; a completed appointment stays as it is. Only the first completion asks for a review. */
   async complete(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
-      if (row.status === 'CM') return;
+      if (row.status === 'CM') return {};
       const now = Date.now();
-      await repo.updateAppointment(trx, row.business_id, row.id, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
+      const changed = await this.write(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
       if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
+      return changed;
     });
   }
 
@@ -350,6 +354,7 @@ export class AppointmentService {
     await this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'CN') throw invalid('appointment_id', 'a cancelled appointment cannot be reviewed');
       eventId = await this.reviewEvent(trx, principal, row, Date.now());
+      return {};
     });
     return eventId;
   }
@@ -372,15 +377,24 @@ export class AppointmentService {
     });
   }
 
-  /** Reads the appointment locked, applies `work`, and answers the record, all in one transaction. */
-  private async change(businessId: string, id: string, byPartner: boolean, work: (trx: Transaction<Database>, row: repo.AppointmentRow) => Promise<void>): Promise<AppointmentRecord> {
+  /**
+   * Reads the appointment locked, applies `work`, and answers the record, all in one transaction.
+   * `work` answers what it changed of the view (see `write`): the record is the row read with those
+   * changes, so no second read is needed.
+   */
+  private async change(businessId: string, id: string, byPartner: boolean, work: (trx: Transaction<Database>, row: repo.LockedAppointment) => Promise<Partial<repo.AppointmentView>>): Promise<AppointmentRecord> {
     return inTransaction(this.#db, async (trx) => {
       const row = await repo.findForUpdate(trx, this.#dialect, businessId, id, byPartner);
       if (!row) throw notFound();
-      await work(trx, row);
-      const view = await repo.findView(trx, businessId, row.id, false);
-      return toRecord(view!);
+      const changed = await work(trx, row);
+      return toRecord({ ...row, ...changed });
     });
+  }
+
+  /** Writes `changes` to the locked appointment; answers them with `view`, what else the record shows differently. */
+  private async write(trx: Transaction<Database>, row: repo.AppointmentRow, changes: Partial<repo.AppointmentRow>, view: Partial<repo.AppointmentView> = {}): Promise<Partial<repo.AppointmentView>> {
+    await repo.updateAppointment(trx, row.business_id, row.id, changes);
+    return { ...changes, ...view };
   }
 }
 

@@ -31,14 +31,6 @@ export async function findPatientByAnyId(db: Db, businessId: string, id: string)
   return rows.find((row) => row.id === id) ?? rows[0];
 }
 
-/** Locks the row on PostgreSQL (inside a transaction); SQLite serializes transactions anyway. */
-export async function findPatientForUpdate(db: Db, dialect: DialectName, businessId: string, id: string): Promise<PatientRow | undefined> {
-  return db.selectFrom('patients').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id)
-    .$if(dialect === 'postgres', (q) => q.forUpdate())
-    .executeTakeFirst();
-}
-
 /**
  * The business's patient with this partner id, created (with empty details) when there is none.
  * Concurrent callers get the same row: the unique index makes the second insert a no-op.

@@ -23,6 +23,14 @@ export interface PatientChoice {
   details: PatientDetails;
 }
 
+/** A patient row the caller has read locked (on PostgreSQL) in its transaction. */
+export interface LockedPatient {
+  id: string;
+  partner_patient_id: string | null;
+  /** The stored details, JSON. */
+  details: string;
+}
+
 /** The fields of interface 2.7, plus age. */
 export const PATIENT_FIELDS = ['designation', 'first_name', 'middle_name', 'last_name', 'mobile', 'gender', 'dob', 'age', 'address', 'partner_patient_id'] as const;
 
@@ -79,26 +87,27 @@ export class PatientService {
   }
 
   /**
-   * An appointment's patient after an update sent `sent`: the patient `patientId` (locked), or another
-   * one when a new partner_patient_id names it. `known` is what the appointment knew of its patient;
-   * the answer's details are what it keeps from now on.
+   * An appointment's patient after an update sent `sent`: `locked`, the appointment's patient as the
+   * caller read it locked in this transaction, or another one when a new partner_patient_id names it.
+   * `known` is what the appointment knew of its patient; the answer's details are what it keeps from
+   * now on.
    */
-  async forUpdate(trx: Db, businessId: string, patientId: string, known: PatientDetails, sent: PatientDetails): Promise<PatientChoice> {
-    const { dialect } = this.#deps;
-    let patient = (await repo.findPatientForUpdate(trx, dialect, businessId, patientId))!;
+  async forUpdate(trx: Db, businessId: string, locked: LockedPatient, known: PatientDetails, sent: PatientDetails): Promise<PatientChoice & { partner_patient_id: string | null }> {
+    let patient: LockedPatient = locked;
     const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
     if (moved && patient.partner_patient_id === null && !(await repo.findByPartnerId(trx, businessId, sent.partner_patient_id!))) {
       // A patient booked without a partner id takes the one now sent.
       await repo.setPartnerId(trx, businessId, patient.id, sent.partner_patient_id!);
+      patient = { ...patient, partner_patient_id: sent.partner_patient_id! };
     } else if (moved) {
       // Another partner id is another patient of the business: the appointment moves to it.
-      patient = await repo.findOrCreateByPartnerId(trx, dialect, businessId, sent.partner_patient_id!, newId('pt'));
+      patient = await repo.findOrCreateByPartnerId(trx, this.#deps.dialect, businessId, sent.partner_patient_id!, newId('pt'));
     }
     // The appointment keeps what it knew and takes the fields sent, whichever patient it now has;
     // a patient record created just now starts from the appointment's details.
     const details = mergeDetails(known, sent);
     const stored = JSON.parse(patient.details) as PatientDetails;
     await repo.updatePatientDetails(trx, businessId, patient.id, Object.keys(stored).length === 0 ? details : mergeDetails(stored, sent));
-    return { id: patient.id, details };
+    return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
   }
 }

@@ -53,6 +53,38 @@ describe(`appointments: concurrency (${DIALECT})`, () => {
     }
   });
 
+  it('parallel PATCHes that move the patient and status changes: every answer is the record as written, none lost', async () => {
+    for (let round = 0; round < 3; round++) {
+      const id = await book(t, p, { patient_details: { first_name: 'Start', partner_patient_id: `mv-${round}-start` } });
+      // Partner ids repeat, so appointments move back and forth between patients that exist.
+      const moves = Array.from({ length: 8 }, (_, i) => call('PATCH', `/dr/v1/appointment/${id}`, {
+        token: i + 1, patient_details: { first_name: `N${i}`, partner_patient_id: `mv-${round}-${i % 3}` },
+      }));
+      const others = [call('PATCH', `/dr/v1/appointment/${id}`, { notes: 'kept' }), call('POST', `/dr/v1/appointment/${id}/change-status`, { status: 'NS' }), call('POST', `/dr/v1/appointment/${id}/complete`)];
+      const [moved, changed] = await Promise.all([Promise.all(moves), Promise.all(others)]);
+      for (const response of [...moved, ...changed]) assert.equal(response.statusCode, 200, response.body);
+
+      const answers = [...moved, ...changed].map((r) => r.json());
+      moved.forEach((response, i) => {
+        assert.equal(response.json().partner_patient_id, `mv-${round}-${i % 3}`);
+        assert.equal(response.json().patient_details.first_name, `N${i}`);
+      });
+      const partnerOf = new Map<string, string>();
+      for (const answer of answers) {
+        const known = partnerOf.get(answer.patient_id);
+        assert.ok(known === undefined || known === answer.partner_patient_id, 'one partner id per patient in every answer');
+        partnerOf.set(answer.patient_id, answer.partner_patient_id);
+      }
+      const final = (await call('GET', `/dr/v1/appointment/${id}`)).json();
+      assert.ok(['NS', 'CM'].includes(final.status), final.status);
+      assert.equal(final.notes, 'kept');
+      const last = moved.map((r) => r.json()).find((answer) => answer.token === final.token)!;
+      assert.equal(final.partner_patient_id, last.partner_patient_id, 'the last move is the one kept');
+      assert.equal(final.patient_id, last.patient_id);
+      assert.deepEqual(final.patient_details, last.patient_details);
+    }
+  });
+
   it('parallel bookings: one partner_appointment_id wins, one patient per partner_patient_id', async () => {
     const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => call('POST', '/dr/v1/appointment', bookingBody(p, {
       partner_appointment_id: 'pa-race', patient_details: { first_name: `P${i}`, partner_patient_id: 'pp-race-1' },
