@@ -27,12 +27,6 @@ export async function insertAppointment(db: Db, row: AppointmentRow): Promise<vo
   await db.insertInto('appointments').values(row).execute();
 }
 
-export async function partnerAppointmentIdTaken(db: Db, businessId: string, partnerId: string): Promise<boolean> {
-  const row = await db.selectFrom('appointments').select('id')
-    .where('business_id', '=', businessId).where('partner_appointment_id', '=', partnerId).executeTakeFirst();
-  return row !== undefined;
-}
-
 /** An appointment as a change reads it: the record's view and its patient's own row, both locked. */
 export interface LockedAppointment extends AppointmentView {
   /** The patient row's details (the appointment keeps its own copy in `patient_details`). */

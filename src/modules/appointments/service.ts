@@ -7,13 +7,13 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import { inTransaction, isUniqueViolation, type Db, type DialectName } from '../../db/index.ts';
+import { inTransaction, isUniqueViolation, type DialectName } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { randomToken } from '../../security/secrets.ts';
-import type { ClinicService } from '../clinics/service.ts';
+import type { ClinicService, Placement } from '../clinics/service.ts';
 import { PATIENT_FIELDS, type PatientDetails, type PatientService } from '../patients/service.ts';
 import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
 import * as repo from './repo.ts';
@@ -197,14 +197,13 @@ export class AppointmentService {
     const id = newId('apt');
     try {
       await inTransaction(this.#db, async (trx) => {
-        const clinicId = await this.resolve(trx, businessId, 'clinic', input.clinic_id, input.partner_clinic_id);
-        const doctorId = await this.resolve(trx, businessId, 'doctor', input.doctor_id, input.partner_doctor_id);
-        if (!(await this.#deps.clinics.isAssigned(trx, businessId, clinicId, doctorId))) {
+        const placement = await this.#deps.clinics.placement(trx, businessId, input);
+        const clinicId = resolved('clinic', input.clinic_id, input.partner_clinic_id, placement.clinic);
+        const doctorId = resolved('doctor', input.doctor_id, input.partner_doctor_id, placement.doctor);
+        if (!placement.assigned) {
           throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
         }
-        if (input.partner_appointment_id !== undefined && (await repo.partnerAppointmentIdTaken(trx, businessId, input.partner_appointment_id))) {
-          throw this.exists();
-        }
+        // A partner_appointment_id already taken fails the insert below on the unique index (see the catch).
         const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
         const now = Date.now();
         await repo.insertAppointment(trx, {
@@ -241,20 +240,6 @@ export class AppointmentService {
 
   private exists(): AppError {
     return new AppError(409, 'partner_appointment_id: an appointment with this partner_appointment_id already exists', { code: 'APPOINTMENT_EXISTS' });
-  }
-
-  /** A clinic or doctor of the business by the service's id or the partner's; unknown is a 400 naming the field. */
-  private async resolve(db: Db, businessId: string, kind: 'clinic' | 'doctor', id: string | undefined, partnerId: string | undefined): Promise<string> {
-    const find = (key: string, byPartner: boolean) => this.#deps.clinics.find(db, kind, businessId, key, byPartner);
-    const [byId, byPartner] = [
-      id === undefined ? undefined : await find(id, false),
-      partnerId === undefined ? undefined : await find(partnerId, true),
-    ];
-    if (id === undefined && partnerId === undefined) throw invalid(`${kind}_id`, `send ${kind}_id or partner_${kind}_id`);
-    if (id !== undefined && !byId) throw invalid(`${kind}_id`, `unknown ${kind}`);
-    if (partnerId !== undefined && !byPartner) throw invalid(`partner_${kind}_id`, `unknown ${kind}`);
-    if (byId && byPartner && byId.id !== byPartner.id) throw invalid(`partner_${kind}_id`, `names a different ${kind} than ${kind}_id`);
-    return (byId ?? byPartner)!.id;
   }
 
   async get(businessId: string, id: string, byPartner: boolean): Promise<AppointmentRecord> {
@@ -396,6 +381,15 @@ export class AppointmentService {
     await repo.updateAppointment(trx, row.business_id, row.id, changes);
     return { ...changes, ...view };
   }
+}
+
+/** The clinic or doctor a booking names, from what `placement` found; unknown is a 400 naming the field. */
+function resolved(kind: 'clinic' | 'doctor', id: string | undefined, partnerId: string | undefined, found: Placement['clinic']): string {
+  if (id === undefined && partnerId === undefined) throw invalid(`${kind}_id`, `send ${kind}_id or partner_${kind}_id`);
+  if (id !== undefined && !found.byId) throw invalid(`${kind}_id`, `unknown ${kind}`);
+  if (partnerId !== undefined && !found.byPartner) throw invalid(`partner_${kind}_id`, `unknown ${kind}`);
+  if (found.byId && found.byPartner && found.byId !== found.byPartner) throw invalid(`partner_${kind}_id`, `names a different ${kind} than ${kind}_id`);
+  return (found.byId ?? found.byPartner)!;
 }
 
 function notFound(): AppError {

@@ -2,6 +2,7 @@
  * SQL for clinics, doctors and their assignments; every query is scoped by business. Clinics and
  * doctors are queried alike, so the queries take the table.
  */
+import { sql } from 'kysely';
 import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 
@@ -84,9 +85,25 @@ export async function assign(db: Db, businessId: string, pairs: readonly Assignm
     .execute();
 }
 
-export async function isAssigned(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<boolean> {
-  const row = await db.selectFrom('clinic_doctors').select('clinic_id')
-    .where('business_id', '=', businessId).where('clinic_id', '=', clinicId).where('doctor_id', '=', doctorId)
-    .executeTakeFirst();
-  return row !== undefined;
+/** What `placement` finds: the service id of each clinic and doctor named, and whether they are assigned. */
+export interface PlacementRow {
+  clinic_by_id: string | null;
+  clinic_by_partner: string | null;
+  doctor_by_id: string | null;
+  doctor_by_partner: string | null;
+  /** The clinic and doctor found (by id, else by partner id) are assigned; 0/1 on SQLite. */
+  assigned: boolean | number;
+}
+
+/** The clinic and the doctor by either id (null where not sent) and their assignment, in one statement. */
+export async function placement(db: Db, businessId: string, ids: { clinicId: string | null; partnerClinicId: string | null; doctorId: string | null; partnerDoctorId: string | null }): Promise<PlacementRow> {
+  const query = sql<PlacementRow>`
+    select c.by_id as clinic_by_id, c.by_partner as clinic_by_partner, d.by_id as doctor_by_id, d.by_partner as doctor_by_partner,
+      exists (select 1 from clinic_doctors cd where cd.business_id = ${businessId}
+        and cd.clinic_id = coalesce(c.by_id, c.by_partner) and cd.doctor_id = coalesce(d.by_id, d.by_partner)) as assigned
+    from (select (select id from clinics where business_id = ${businessId} and id = ${ids.clinicId}) as by_id,
+                 (select id from clinics where business_id = ${businessId} and partner_id = ${ids.partnerClinicId}) as by_partner) c,
+         (select (select id from doctors where business_id = ${businessId} and id = ${ids.doctorId}) as by_id,
+                 (select id from doctors where business_id = ${businessId} and partner_id = ${ids.partnerDoctorId}) as by_partner) d`;
+  return (await query.execute(db)).rows[0]!;
 }

@@ -193,6 +193,20 @@ function columnsOf<K extends KindName>(kind: Kind<K>, input: Partial<Input<K>>, 
   return { ...columns, ...kind.columns?.(input, creating) } as Partial<Row<K>>;
 }
 
+export interface PlacementInput {
+  clinic_id?: string;
+  partner_clinic_id?: string;
+  doctor_id?: string;
+  partner_doctor_id?: string;
+}
+
+/** The service ids found for the ids sent (null: not sent, or unknown). */
+export interface Placement {
+  clinic: { byId: string | null; byPartner: string | null };
+  doctor: { byId: string | null; byPartner: string | null };
+  assigned: boolean;
+}
+
 export interface ClinicServiceDeps {
   db: Kysely<Database>;
 }
@@ -247,14 +261,21 @@ export class ClinicService {
     return kind.views(this.#deps.db, businessId, rows);
   }
 
-  /** The business's clinic or doctor by the service's id or (`byPartner`) the partner's, in the caller's transaction. */
-  async find(trx: Db, kind: KindName, businessId: string, id: string, byPartner: boolean): Promise<{ id: string; partner_id: string | null } | undefined> {
-    return repo.find(trx, KINDS[kind].table, businessId, id, byPartner);
-  }
-
-  /** Whether the doctor is assigned to the clinic, in the caller's transaction. */
-  async isAssigned(trx: Db, businessId: string, clinicId: string, doctorId: string): Promise<boolean> {
-    return repo.isAssigned(trx, businessId, clinicId, doctorId);
+  /**
+   * The clinic and doctor a booking names, each by the service's id and/or the partner's (undefined:
+   * not sent): the service ids found for each id sent, and whether the clinic and doctor found are
+   * assigned; one statement in the caller's transaction.
+   */
+  async placement(trx: Db, businessId: string, sent: PlacementInput): Promise<Placement> {
+    const row = await repo.placement(trx, businessId, {
+      clinicId: sent.clinic_id ?? null, partnerClinicId: sent.partner_clinic_id ?? null,
+      doctorId: sent.doctor_id ?? null, partnerDoctorId: sent.partner_doctor_id ?? null,
+    });
+    return {
+      clinic: { byId: row.clinic_by_id, byPartner: row.clinic_by_partner },
+      doctor: { byId: row.doctor_by_id, byPartner: row.doctor_by_partner },
+      assigned: Boolean(row.assigned),
+    };
   }
 
   /**

@@ -2,7 +2,7 @@
  * SQL of patients, kept per business and matched by the partner's `partner_patient_id`. Other modules
  * reach patients through service.ts.
  */
-import type { Db, DialectName } from '../../db/index.ts';
+import type { Db } from '../../db/index.ts';
 import type { PatientsTable } from '../../db/schema.ts';
 
 export type PatientRow = PatientsTable;
@@ -32,20 +32,15 @@ export async function findPatientByAnyId(db: Db, businessId: string, id: string)
 }
 
 /**
- * The business's patient with this partner id, created (with empty details) when there is none.
- * Concurrent callers get the same row: the unique index makes the second insert a no-op.
+ * The business's patient with `row`'s partner id, locked until the transaction ends on PostgreSQL;
+ * `row` is inserted when there is none, and then it is the answer (its id tells). Concurrent callers
+ * get the same row: the unique index turns the second insert into an update of the first's row.
  */
-export async function findOrCreateByPartnerId(db: Db, dialect: DialectName, businessId: string, partnerPatientId: string, newId: string): Promise<PatientRow> {
-  const now = Date.now();
-  await db.insertInto('patients')
-    .values({ id: newId, business_id: businessId, partner_patient_id: partnerPatientId, details: '{}', created_at: now, updated_at: now })
-    .onConflict((oc) => oc.columns(['business_id', 'partner_patient_id']).doNothing())
-    .execute();
-  const row = await db.selectFrom('patients').selectAll()
-    .where('business_id', '=', businessId).where('partner_patient_id', '=', partnerPatientId)
-    .$if(dialect === 'postgres', (q) => q.forUpdate())
+export async function upsertByPartnerId(db: Db, row: PatientRow): Promise<PatientRow> {
+  return db.insertInto('patients').values(row)
+    .onConflict((oc) => oc.columns(['business_id', 'partner_patient_id']).doUpdateSet({ updated_at: row.updated_at }))
+    .returningAll()
     .executeTakeFirstOrThrow();
-  return row;
 }
 
 export async function findByPartnerId(db: Db, businessId: string, partnerPatientId: string): Promise<PatientRow | undefined> {

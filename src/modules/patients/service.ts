@@ -73,17 +73,19 @@ export class PatientService {
 
   /** A booking's patient: the business's patient matched by partner_patient_id (or a new one), with `sent` applied. */
   async forBooking(trx: Db, businessId: string, sent: PatientDetails): Promise<PatientChoice> {
+    const now = Date.now();
+    const details = mergeDetails({}, sent);
+    const id = newId('pt');
+    const row = { id, business_id: businessId, partner_patient_id: sent.partner_patient_id ?? null, details: JSON.stringify(details), created_at: now, updated_at: now };
     if (sent.partner_patient_id === undefined) {
-      const now = Date.now();
-      const details = mergeDetails({}, sent);
-      const id = newId('pt');
-      await repo.insertPatient(trx, { id, business_id: businessId, partner_patient_id: null, details: JSON.stringify(details), created_at: now, updated_at: now });
+      await repo.insertPatient(trx, row);
       return { id, details };
     }
-    const row = await repo.findOrCreateByPartnerId(trx, this.#deps.dialect, businessId, sent.partner_patient_id, newId('pt'));
-    const details = mergeDetails(JSON.parse(row.details) as PatientDetails, sent);
-    await repo.updatePatientDetails(trx, businessId, row.id, details);
-    return { id: row.id, details };
+    const patient = await repo.upsertByPartnerId(trx, row);
+    if (patient.id === id) return { id, details };
+    const merged = mergeDetails(JSON.parse(patient.details) as PatientDetails, sent);
+    await repo.updatePatientDetails(trx, businessId, patient.id, merged);
+    return { id: patient.id, details: merged };
   }
 
   /**
@@ -94,18 +96,21 @@ export class PatientService {
    */
   async forUpdate(trx: Db, businessId: string, locked: LockedPatient, known: PatientDetails, sent: PatientDetails): Promise<PatientChoice & { partner_patient_id: string | null }> {
     let patient: LockedPatient = locked;
+    const details = mergeDetails(known, sent);
     const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
     if (moved && patient.partner_patient_id === null && !(await repo.findByPartnerId(trx, businessId, sent.partner_patient_id!))) {
       // A patient booked without a partner id takes the one now sent.
       await repo.setPartnerId(trx, businessId, patient.id, sent.partner_patient_id!);
       patient = { ...patient, partner_patient_id: sent.partner_patient_id! };
     } else if (moved) {
-      // Another partner id is another patient of the business: the appointment moves to it.
-      patient = await repo.findOrCreateByPartnerId(trx, this.#deps.dialect, businessId, sent.partner_patient_id!, newId('pt'));
+      // Another partner id is another patient of the business: the appointment moves to it, and a
+      // patient record created now starts from the appointment's details.
+      const now = Date.now();
+      const row = { id: newId('pt'), business_id: businessId, partner_patient_id: sent.partner_patient_id!, details: JSON.stringify(details), created_at: now, updated_at: now };
+      patient = await repo.upsertByPartnerId(trx, row);
+      if (patient.id === row.id) return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
     }
-    // The appointment keeps what it knew and takes the fields sent, whichever patient it now has;
-    // a patient record created just now starts from the appointment's details.
-    const details = mergeDetails(known, sent);
+    // The appointment keeps what it knew and takes the fields sent, whichever patient it now has.
     const stored = JSON.parse(patient.details) as PatientDetails;
     await repo.updatePatientDetails(trx, businessId, patient.id, Object.keys(stored).length === 0 ? details : mergeDetails(stored, sent));
     return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
