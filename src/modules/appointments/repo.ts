@@ -1,4 +1,5 @@
 /** SQL for appointments; every query is scoped by business. */
+import { CompiledQuery } from 'kysely';
 import type { Db, DialectName } from '../../db/index.ts';
 import type { AppointmentsTable } from '../../db/schema.ts';
 
@@ -41,11 +42,11 @@ export interface LockedAppointment extends AppointmentView {
  */
 export async function findForUpdate(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<LockedAppointment | undefined> {
   const key = byPartner ? 'a.partner_appointment_id' : 'a.id';
+  const locked = compiledOnce(`locked ${dialect} ${byPartner}`, () => views(db, BUSINESS).select('p.details as patient_record_details').where(key, '=', ID)
+    .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p'])));
   // Bounded: an appointment whose view never matches would otherwise be read forever.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const row = await views(db, businessId).select('p.details as patient_record_details').where(key, '=', id)
-      .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p']))
-      .executeTakeFirst();
+    const row = await run(db, locked, businessId, id);
     if (row) return row;
     // PostgreSQL rechecks a row changed while it waited for the lock against its new version: when
     // that change moved the appointment to another patient, the join no longer matches and the
@@ -70,8 +71,33 @@ function views(db: Db, businessId: string) {
     .where('a.business_id', '=', businessId);
 }
 
-export async function findView(db: Db, businessId: string, id: string, byPartner: boolean): Promise<AppointmentView | undefined> {
-  return views(db, businessId).where(byPartner ? 'a.partner_appointment_id' : 'a.id', '=', id).executeTakeFirst();
+export async function findView(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<AppointmentView | undefined> {
+  const query = compiledOnce(`view ${dialect} ${byPartner}`, () => views(db, BUSINESS).where(byPartner ? 'a.partner_appointment_id' : 'a.id', '=', ID));
+  return run(db, query, businessId, id);
+}
+
+/*
+ * The reads of one appointment are built and compiled once per dialect and shape, and run with the
+ * request's values: building and compiling a query cost the server more than PostgreSQL takes to
+ * run these. They are built with the placeholders below in place of the business and the id.
+ */
+const BUSINESS = '\u0000business';
+const ID = '\u0000id';
+const compiled = new Map<string, CompiledQuery>();
+
+function compiledOnce<R>(key: string, build: () => { compile(): CompiledQuery<R> }): CompiledQuery<R> {
+  let query = compiled.get(key);
+  if (query === undefined) {
+    query = build().compile();
+    compiled.set(key, query);
+  }
+  return query as CompiledQuery<R>;
+}
+
+async function run<R>(db: Db, query: CompiledQuery<R>, businessId: string, id: string): Promise<R | undefined> {
+  const parameters = query.parameters.map((value) => (value === BUSINESS ? businessId : value === ID ? id : value));
+  const { rows } = await db.executeQuery(CompiledQuery.raw(query.sql, parameters) as CompiledQuery<R>);
+  return rows[0];
 }
 
 /** clinic, doctor and patient filters match the service's id or the partner's. */

@@ -243,7 +243,7 @@ export class AppointmentService {
   }
 
   async get(businessId: string, id: string, byPartner: boolean): Promise<AppointmentRecord> {
-    const row = await repo.findView(this.#db, businessId, id, byPartner);
+    const row = await repo.findView(this.#db, this.#dialect, businessId, id, byPartner);
     if (!row) throw notFound();
     return toRecord(row);
   }
