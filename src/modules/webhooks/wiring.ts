@@ -1,7 +1,8 @@
 /**
- * Deliveries on the durable jobs (src/jobs): the event dispatch runs fanOut for every
- * `external_review.request`, each delivery is one `webhook.delivery` job (claimed by one worker at a
- * time across processes), retried on CPS_WEBHOOK_RETRY_SCHEDULE, honouring Retry-After.
+ * Deliveries on the durable jobs (src/jobs): the event dispatch runs fanOut for every event of
+ * src/events.ts, each delivery is one `webhook.delivery` job (claimed by one worker at a time across
+ * processes), retried on CPS_WEBHOOK_RETRY_SCHEDULE, honouring Retry-After; the queue's decision is
+ * written on the delivery row (recordFailedAttempt).
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
