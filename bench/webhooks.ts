@@ -71,7 +71,7 @@ function reviewEvent(businessId: string, clientId: string, n: number) {
     businessId,
     type: 'external_review.request' as const,
     payload: {
-      event: 'external_review.request', event_time: now, timestamp: now, client_id: clientId, business_id: businessId,
+      event: 'external_review.request' as const, event_time: now, timestamp: now, client_id: clientId, business_id: businessId,
       data: { doctor_id: 'doc_b', external_review_link: `https://cps.test/reviews/${n}`, patient_id: 'pat_b', appointment_id: `apt_${n}`, clinic_id: 'cli_b' },
     },
   };

@@ -98,3 +98,8 @@ function someError(error: unknown, test: (e: ErrorLike) => boolean, depth = 0): 
 export function errorLogFields(error: unknown): { database_error: { code?: string; message: string } } | { err: unknown } {
   return isDatabaseUnavailable(error) ? { database_error: describeDatabaseError(error) } : { err: error };
 }
+
+/** How loud a failure is logged: an unavailable database is expected now and then (warn); anything else is a defect (error). */
+export function logLevelFor(error: unknown): 'warn' | 'error' {
+  return isDatabaseUnavailable(error) ? 'warn' : 'error';
+}

@@ -4,7 +4,7 @@
  * A 500 shows only the request id; the cause goes to the log.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DATABASE_RETRY_AFTER_SECONDS, describeDatabaseError, isDatabaseUnavailable } from '../db/unavailable.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, errorLogFields, isDatabaseUnavailable, logLevelFor } from '../db/unavailable.ts';
 import { AppError, type Problem } from '../errors.ts';
 import { familyForPath, renderProblem, validationProblem, type ErrorFamily } from './errors.ts';
 
@@ -54,8 +54,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const problem = problemFromError(error, request);
     // An outage is the operator's to see once per request, not a defect with a stack.
-    if (problem === DATABASE_UNAVAILABLE) request.log.warn({ database_error: describeDatabaseError(error) }, 'database unavailable; answered 503');
-    else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (problem.status >= 500) {
+      request.log[logLevelFor(error)](errorLogFields(error), problem === DATABASE_UNAVAILABLE ? 'database unavailable; answered 503' : 'request failed');
+    }
     return sendProblem(reply, familyOf(request), problem);
   });
 

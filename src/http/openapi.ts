@@ -5,47 +5,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-
-/** Schemas of outbound events, for the OpenAPI `webhooks` section. Modules that emit events add theirs. */
-export const webhookDocs: Record<string, unknown> = {
-  'external_review.request': {
-    post: {
-      summary: 'A review was requested for an appointment',
-      description: 'Sent to each active subscription for `external_review.request`, signed the Standard Webhooks way ' +
-        '(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Delivery is at least once; a 2xx within 15 s is success.',
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              required: ['event', 'event_time', 'timestamp', 'client_id', 'business_id', 'data'],
-              properties: {
-                event: { type: 'string', const: 'external_review.request' },
-                event_time: { type: 'integer', description: 'Epoch seconds when the review request occurred' },
-                timestamp: { type: 'integer', description: 'Epoch seconds; equals event_time' },
-                client_id: { type: 'string' },
-                business_id: { type: 'string' },
-                data: {
-                  type: 'object',
-                  required: ['doctor_id', 'external_review_link', 'patient_id', 'appointment_id', 'clinic_id'],
-                  properties: {
-                    doctor_id: { type: 'string' },
-                    external_review_link: { type: 'string', format: 'uri' },
-                    patient_id: { type: 'string' },
-                    appointment_id: { type: 'string' },
-                    clinic_id: { type: 'string' },
-                  },
-                },
-              },
-            },
-          },
-        },
-      },
-      responses: { '2XX': { description: 'Received' } },
-    },
-  },
-};
+import { webhookDocs } from '../events.ts';
 
 export async function registerOpenApi(app: FastifyInstance, publicUrl: string): Promise<void> {
   await app.register(swagger, {
@@ -64,7 +24,7 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string): 
           authHeader: { type: 'apiKey', in: 'header', name: 'auth', description: 'The same access token, sent raw in the `auth` header' },
         },
       },
-      webhooks: webhookDocs,
+      webhooks: webhookDocs(),
     } as never,
     transform: ({ schema, url, route }) => {
       const auth = route.config?.auth;

@@ -5,30 +5,29 @@
  * job per recipient). See worker.ts for the whole design.
  */
 import type { Db } from '../db/index.ts';
+import type { EventBody, EventName } from '../events.ts';
 import { newId } from '../db/ids.ts';
 import { enqueue } from './queue.ts';
 
-export type EventType = 'external_review.request';
-
 export const EVENT_DISPATCH = 'event.dispatch';
 
-export interface NewEvent {
+export interface NewEvent<N extends EventName = EventName> {
   businessId: string;
-  type: EventType;
-  /** The event body as delivered (for external_review.request: interface section 6). */
-  payload: Record<string, unknown>;
+  type: N;
+  /** The event body as delivered (src/events.ts declares each). */
+  payload: EventBody<N>;
 }
 
 export interface StoredEvent {
   id: string;
   businessId: string;
-  type: EventType;
-  payload: Record<string, unknown>;
+  type: EventName;
+  payload: EventBody;
   createdAt: number;
 }
 
 /** Stores the event and its dispatch job in `db` (pass the transaction of the change) and returns the event id. */
-export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
+export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N>): Promise<string> {
   const id = newId('evt');
   await db.insertInto('events').values({
     id,
@@ -47,8 +46,8 @@ export async function loadEvent(db: Db, id: string): Promise<StoredEvent | null>
   return {
     id: row.id,
     businessId: row.business_id,
-    type: row.type as EventType,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    type: row.type as EventName,
+    payload: JSON.parse(row.payload) as EventBody,
     createdAt: row.created_at,
   };
 }

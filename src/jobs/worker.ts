@@ -31,8 +31,8 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import pg from 'pg';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { inTransaction, type Storage } from '../db/index.ts';
-import { errorLogFields, isDatabaseUnavailable } from '../db/unavailable.ts';
+import { inTransaction, type Db, type Storage } from '../db/index.ts';
+import { errorLogFields, logLevelFor } from '../db/unavailable.ts';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
@@ -49,7 +49,7 @@ export interface HandlerContext<P> {
 
 export type JobHandler<P = any> = (context: HandlerContext<P>) => Promise<void>;
 
-export interface KindOptions {
+export interface KindOptions<P = any> {
   /** Attempts of this kind running at once in this process. */
   concurrency?: number;
   /** Seconds to wait after attempt 1, 2, ... before the next; attempts = length + 1 unless maxAttempts. */
@@ -57,7 +57,17 @@ export interface KindOptions {
   maxAttempts?: number;
   /** How long a claim lasts without renewal; renewed every third of it while the handler runs. */
   leaseMs?: number;
+  /**
+   * Records an attempt that did not succeed where the kind keeps its own state (a webhook delivery
+   * row), in the transaction that settles the job: the queue decides whether it is retried and when
+   * (`dueAt`), and the hook writes that decision. `cause` is what the handler threw (null when the
+   * job ran out of attempts without its handler: its last lease ran out).
+   */
+  onFailedAttempt?: (db: Db, job: Job<P>, outcome: FailedAttempt, cause: unknown) => Promise<void>;
 }
+
+/** How an attempt that did not succeed is settled: retried at `dueAt`, or failed for good. */
+export type FailedAttempt = Exclude<Settlement, { status: 'succeeded' }>;
 
 export type EventHook = (trx: Transaction<Database>, event: StoredEvent) => Promise<void>;
 
@@ -76,6 +86,7 @@ interface Kind {
   retrySchedule: number[];
   maxAttempts: number;
   leaseMs: number;
+  onFailedAttempt: KindOptions['onFailedAttempt'];
   running: number;
   claiming: boolean;
   /** Set when woken during a claim: claim again once it returns. */
@@ -168,7 +179,7 @@ export class JobQueue {
   }
 
   /** Adds the handler for a kind; modules call this while the app is built, before start(). */
-  register<P = any>(kind: string, handler: JobHandler<P>, options: KindOptions = {}): void {
+  register<P = any>(kind: string, handler: JobHandler<P>, options: KindOptions<P> = {}): void {
     if (this.kinds.has(kind)) throw new Error(`job kind "${kind}" is already registered`);
     const retrySchedule = options.retrySchedule ?? DEFAULT_SCHEDULE;
     this.kinds.set(kind, {
@@ -179,6 +190,7 @@ export class JobQueue {
       maxAttempts: options.maxAttempts ?? retrySchedule.length + 1,
       // Renewed every third of itself while the job runs, so a short lease only shortens crash recovery.
       leaseMs: options.leaseMs ?? 15_000,
+      onFailedAttempt: options.onFailedAttempt as Kind['onFailedAttempt'],
       running: 0,
       claiming: false,
       again: false,
@@ -373,7 +385,7 @@ export class JobQueue {
       const maxAttempts = job.maxAttempts ?? kind.maxAttempts;
       if (job.attempts > maxAttempts) {
         // Its last attempt's lease ran out (see releaseExpired).
-        await settleJob(db, job, { status: 'failed', error: job.lastError ?? 'out of attempts' });
+        await this.settleFailure(kind, job, { status: 'failed', error: job.lastError ?? 'out of attempts' }, null);
         this.metrics.outcomes.inc({ kind: kind.name, outcome: 'failed' });
         return;
       }
@@ -392,10 +404,12 @@ export class JobQueue {
       // After an abort the attempt is abandoned to its lease (shutdown) or already lost.
       abort.signal.addEventListener('abort', () => clearInterval(heartbeat));
       let settlement: Settlement;
+      let cause: unknown = null;
       try {
         await kind.handler({ job, signal: abort.signal });
         settlement = { status: 'succeeded' };
       } catch (error) {
+        cause = error;
         settlement = this.afterFailure(kind, job, maxAttempts, error);
       } finally {
         clearInterval(heartbeat);
@@ -406,7 +420,7 @@ export class JobQueue {
         this.logger.warn(log, 'job attempt interrupted; left to its lease');
         return;
       }
-      const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await settleJob(db, job, settlement);
+      const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await this.settleFailure(kind, job, settlement, cause);
       if (!recorded) {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
@@ -427,9 +441,19 @@ export class JobQueue {
     }
   }
 
-  /** An unavailable database is expected now and then (warn); anything else is a defect (error). */
+  /** Settles the job and, in the same transaction, lets the kind record the decision. */
+  private settleFailure(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<boolean> {
+    const record = kind.onFailedAttempt;
+    if (!record) return settleJob(this.storage.db, job, settlement);
+    return inTransaction(this.storage.db, async (trx) => {
+      const settled = await settleJob(trx, job, settlement);
+      if (settled) await record(trx, job, settlement, cause);
+      return settled;
+    });
+  }
+
   private logLevel(error: unknown): Logger['warn'] {
-    return isDatabaseUnavailable(error) ? this.logger.warn.bind(this.logger) : this.logger.error.bind(this.logger);
+    return logLevelFor(error) === 'warn' ? this.logger.warn.bind(this.logger) : this.logger.error.bind(this.logger);
   }
 
   private afterFailure(kind: Kind, job: Job, maxAttempts: number, error: unknown): Settlement {

@@ -8,6 +8,7 @@ import {
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
+import { reviewEvent } from '../modules/webhooks/support.ts';
 
 describe(`jobs (${DIALECT})`, () => {
   let f: JobsFixture;
@@ -22,7 +23,7 @@ describe(`jobs (${DIALECT})`, () => {
     it('an enqueue rolled back with its transaction leaves nothing', async () => {
       await assert.rejects(inTransaction(f.storage.db, async (trx) => {
         await enqueue(trx, { kind: 'test.noop', businessId: f.businessId, payload: { n: 1 } });
-        await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: { a: 1 } });
+        await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) });
         throw new Error('the change fails');
       }), /the change fails/);
       assert.equal((await f.storage.db.selectFrom('jobs').selectAll().execute()).length, 0);
@@ -208,7 +209,7 @@ describe(`jobs (${DIALECT})`, () => {
         }
       });
       const eventId = await inTransaction(f.storage.db, (trx) =>
-        recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: { x: 1 } }));
+        recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) }));
       await f.queue.runDue();
       assert.deepEqual(delivered.sort(), ['sub_a', 'sub_b']);
 

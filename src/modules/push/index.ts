@@ -6,7 +6,8 @@ import type { Module } from '../module.ts';
 import { FcmClient } from './fcm.ts';
 import { enqueueDeliveries, registerDeliveryJobs } from './jobs.ts';
 import { pushRoutes } from './routes.ts';
-import type { PushDeps } from './service.ts';
+import { PushService, type PushDeps } from './service.ts';
+import { PatientService } from '../patients/service.ts';
 
 /** CPS_FCM_URL passes the outbound policy's static rules at start (its address is checked on every connection). */
 function checkFcmUrl(ctx: AppContext): void {
@@ -21,7 +22,7 @@ export function pushModule(ctx: AppContext): Module {
   checkFcmUrl(ctx);
   const logger = ctx.logger.child({ module: 'push' });
   const deps: PushDeps = {
-    storage: ctx.storage,
+    db: ctx.storage.db,
     masterKey: ctx.keys.masterKey,
     env: ctx.config.env,
     outbound: ctx.outbound.policy,
@@ -35,6 +36,8 @@ export function pushModule(ctx: AppContext): Module {
     }),
     enqueueDeliveries,
   };
-  registerDeliveryJobs(ctx, deps);
-  return { name: 'push', routes: pushRoutes(ctx, deps) };
+  const push = new PushService(deps);
+  registerDeliveryJobs(ctx, push);
+  const patients = new PatientService({ db: ctx.storage.db, dialect: ctx.storage.dialect });
+  return { name: 'push', routes: pushRoutes(push, patients) };
 }

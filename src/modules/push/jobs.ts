@@ -5,8 +5,8 @@
  */
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { RetryableError, enqueue } from '../../jobs/queue.ts';
-import { deliver, type DeliveryJob, type PushDeps } from './service.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import type { DeliveryJob, PushService } from './service.ts';
 
 export const PUSH_DELIVER = 'push.deliver';
 /** Deliveries of this process in flight at once (the FCM client bounds its requests as well). */
@@ -19,13 +19,14 @@ export async function enqueueDeliveries(trx: Db, businessId: string, notificatio
   }
 }
 
-export function registerDeliveryJobs(ctx: AppContext, deps: PushDeps): void {
-  const retrySchedule = ctx.config.pushRetrySchedule;
-  const maxAttempts = retrySchedule.length + 1;
+export function registerDeliveryJobs(ctx: AppContext, service: PushService): void {
   ctx.jobs.register<DeliveryJob>(PUSH_DELIVER, async ({ job, signal }) => {
-    if (!job.businessId) return;
-    const step = await deliver(deps, job.businessId, job.payload, job.attempts >= (job.maxAttempts ?? maxAttempts), signal);
-    // The queue waits the longer of the schedule's delay and Retry-After.
-    if (step.kind === 'retry') throw new RetryableError(step.error, { retryAfterSeconds: step.retryAfterSeconds });
-  }, { concurrency: CONCURRENCY, retrySchedule, maxAttempts });
+    if (job.businessId) await service.deliver(job.businessId, job.payload, signal);
+  }, {
+    concurrency: CONCURRENCY,
+    retrySchedule: ctx.config.pushRetrySchedule,
+    onFailedAttempt: async (db, job, outcome, cause) => {
+      if (job.businessId) await service.recordFailedAttempt(db, job.businessId, job.payload, outcome, cause);
+    },
+  });
 }

@@ -1,14 +1,10 @@
 /** Push notifications, contract 7: credentials, devices, send and its per-device report. */
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { MAX_ID_LENGTH, NotificationError } from '../../http/schemas.ts';
-import {
-  SA_KEY_MEMBERS, addDevice, credentialsInfo, notificationReport, removeCredentials, removeDevice, saveCredentials,
-  sendNotification, type PushDeps,
-} from './service.ts';
-import { PatientService } from '../patients/service.ts';
+import { SA_KEY_MEMBERS, type PushService } from './service.ts';
+import type { PatientService } from '../patients/service.ts';
 
 const config: { family: 'notifications'; auth: RouteAuth } = { family: 'notifications', auth: { anyOf: ['notification:admin'] } };
 const tags = ['notifications'];
@@ -36,8 +32,7 @@ const DevicePayload = Type.Object({
 
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('dropped')]);
 
-export function pushRoutes(ctx: AppContext, deps: PushDeps) {
-  const patients = new PatientService({ db: ctx.storage.db, dialect: ctx.storage.dialect });
+export function pushRoutes(push: PushService, patients: PatientService) {
   return async function plugin(app: App): Promise<void> {
 
     app.post('/notification/push-creds', {
@@ -49,7 +44,7 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
         response: { 200: Type.Object({ message: Type.String() }), ...errors },
       },
     }, async (request) => {
-      await saveCredentials(deps, principalOf(request).businessId, request.body.sa_key);
+      await push.saveCredentials(principalOf(request).businessId, request.body.sa_key);
       return { message: 'Push credentials saved' };
     });
 
@@ -63,13 +58,13 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
           ...errors,
         },
       },
-    }, async (request) => credentialsInfo(ctx.storage.db, principalOf(request).businessId));
+    }, async (request) => push.credentialsInfo(principalOf(request).businessId));
 
     app.delete('/notification/push-creds', {
       config,
       schema: { tags, summary: 'Remove the stored credentials', response: { 200: Type.Object({ message: Type.String() }), ...errors } },
     }, async (request) => {
-      await removeCredentials(deps, principalOf(request).businessId);
+      await push.removeCredentials(principalOf(request).businessId);
       return { message: 'Push credentials deleted' };
     });
 
@@ -86,7 +81,7 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
       const businessId = principalOf(request).businessId;
       const patient = request.headers['x-pt-id']?.trim();
       const patientRef = patient ? await patients.canonicalRef(businessId, patient) : null;
-      await addDevice(ctx.storage.db, businessId, request.body.devicePayload, patientRef);
+      await push.addDevice(businessId, request.body.devicePayload, patientRef);
       return { success: true };
     });
 
@@ -99,7 +94,7 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
         response: { 200: Type.Object({ success: Type.Boolean() }), ...errors },
       },
     }, async (request) => {
-      await removeDevice(ctx.storage.db, principalOf(request).businessId, request.headers['device-id']);
+      await push.removeDevice(principalOf(request).businessId, request.headers['device-id']);
       return { success: true };
     });
 
@@ -122,7 +117,7 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
       const patientId = request.body.patient_id;
       const input = patientId === undefined ? request.body
         : { ...request.body, patient_id: await patients.canonicalRef(principal.businessId, patientId.trim()) };
-      const id = await sendNotification(deps, principal.businessId, principal.clientId, input);
+      const id = await push.sendNotification(principal.businessId, principal.clientId, input);
       return reply.code(202).send({ notification_id: id });
     });
 
@@ -141,6 +136,6 @@ export function pushRoutes(ctx: AppContext, deps: PushDeps) {
           ...errors,
         },
       },
-    }, async (request) => notificationReport(ctx.storage.db, principalOf(request).businessId, request.params.notification_id));
+    }, async (request) => push.notificationReport(principalOf(request).businessId, request.params.notification_id));
   };
 }

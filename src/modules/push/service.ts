@@ -6,17 +6,20 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import type { Environment } from '../../config.ts';
-import { inTransaction, type Db, type Storage } from '../../db/index.ts';
+import type { Kysely } from 'kysely';
+import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
-import type { PushDeliveryStatus } from '../../db/schema.ts';
+import type { Database, PushDeliveryStatus } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { canonicalHost, classifyLiteral, type OutboundPolicy } from '../../security/outbound.ts';
 import { credentialsVersion, type FcmClient, type ServiceAccount } from './fcm.ts';
 import * as repo from './repo.ts';
+import { RetryableError } from '../../jobs/queue.ts';
+import type { FailedAttempt } from '../../jobs/worker.ts';
 
 export interface PushDeps {
-  storage: Storage;
+  db: Kysely<Database>;
   masterKey: Buffer;
   env: Environment;
   /** Checks token_uri when credentials are saved (connections are checked again by the FCM client). */
@@ -99,26 +102,6 @@ function nonEmpty(value: unknown): value is string {
   return typeof value === 'string' && value.trim() !== '';
 }
 
-export async function saveCredentials(deps: Pick<PushDeps, 'storage' | 'masterKey' | 'env' | 'outbound' | 'fcm'>, businessId: string, input: SaKeyInput): Promise<void> {
-  const key = validateSaKey(input, deps.env);
-  // The service will POST to token_uri: in production it must be, and resolve to, a public address.
-  if (await deps.outbound.check(new URL(key.token_uri))) {
-    throw AppError.badRequest('Invalid sa_key', { 'sa_key.token_uri': ['must not be or resolve to a loopback, private, link-local, metadata or other non-public address'] });
-  }
-  const now = Date.now();
-  await repo.upsertCredentials(deps.storage.db, {
-    business_id: businessId,
-    // A fresh nonce per write (encrypt draws one); the business id binds the row to its owner.
-    sealed: encrypt(deps.masterKey, JSON.stringify(key), businessId),
-    project_id: key.project_id,
-    client_email: key.client_email,
-    private_key_id: key.private_key_id,
-    created_at: now,
-    updated_at: now,
-  });
-  deps.fcm.forget(businessId);
-}
-
 export interface CredentialsInfo {
   project_id: string;
   client_email: string;
@@ -126,33 +109,9 @@ export interface CredentialsInfo {
   updated_at: number;
 }
 
-export async function credentialsInfo(db: Db, businessId: string): Promise<CredentialsInfo> {
-  const row = await repo.getCredentials(db, businessId);
-  if (!row) throw AppError.notFound('No push credentials are stored for this business');
-  return { project_id: row.project_id, client_email: row.client_email, private_key_id: row.private_key_id, updated_at: Math.floor(row.updated_at / 1000) };
-}
-
-export async function removeCredentials(deps: Pick<PushDeps, 'storage' | 'fcm'>, businessId: string): Promise<void> {
-  if (!(await repo.deleteCredentials(deps.storage.db, businessId))) throw AppError.notFound('No push credentials are stored for this business');
-  deps.fcm.forget(businessId);
-}
-
 export interface LoadedAccount {
   account: ServiceAccount;
   version: string;
-}
-
-/** The business's service account, decrypted; null when none is stored. Throws when it cannot be opened. */
-export async function loadAccount(db: Db, masterKey: Buffer, businessId: string): Promise<LoadedAccount | null> {
-  const row = await repo.getCredentials(db, businessId);
-  if (!row) return null;
-  const key = JSON.parse(decrypt(masterKey, row.sealed, businessId)) as SaKey;
-  const privateKey = parseRsaPrivateKey(key.private_key);
-  if (!privateKey) throw new Error('stored private key does not parse');
-  const account: ServiceAccount = {
-    project_id: key.project_id, private_key_id: key.private_key_id, client_email: key.client_email, token_uri: key.token_uri, privateKey,
-  };
-  return { account, version: credentialsVersion(account, row.updated_at) };
 }
 
 // ---- Devices ---------------------------------------------------------------------------------
@@ -166,30 +125,6 @@ export interface DevicePayload {
   lang?: string;
   'os-version'?: string;
   'user-hash'?: string;
-}
-
-/** Upsert by did: a device registering again replaces what was stored, patient tie included. */
-export async function addDevice(db: Db, businessId: string, payload: DevicePayload, patientRef: string | null): Promise<void> {
-  const now = Date.now();
-  await repo.upsertDevice(db, {
-    id: newId('dev'),
-    business_id: businessId,
-    did: payload.did,
-    fcm_token: payload['fcm-id'],
-    app_version: payload['app-version'],
-    app_id: payload['app-id'] ?? null,
-    app_platform: payload['app-platform'] ?? null,
-    lang: payload.lang ?? null,
-    os_version: payload['os-version'] ?? null,
-    user_hash: payload['user-hash'] ?? null,
-    patient_ref: patientRef,
-    created_at: now,
-    updated_at: now,
-  });
-}
-
-export async function removeDevice(db: Db, businessId: string, did: string): Promise<void> {
-  if (!(await repo.deleteDevice(db, businessId, did))) throw AppError.notFound(`Unknown device: ${did}`);
 }
 
 // ---- Sending ---------------------------------------------------------------------------------
@@ -207,47 +142,6 @@ const RESERVED_DATA_KEY = /^(from|notification|message_type|collapse_key)$|^(goo
 /** FCM's limit on a message's payload. */
 const MAX_PAYLOAD_BYTES = 4096;
 
-export async function sendNotification(deps: PushDeps, businessId: string, clientId: string, input: SendInput): Promise<string> {
-  const hasPatient = input.patient_id !== undefined;
-  const hasDevices = input.device_ids !== undefined;
-  if (hasPatient === hasDevices) {
-    throw AppError.badRequest('Give exactly one of patient_id or device_ids', { message: ['Give exactly one of patient_id or device_ids'] });
-  }
-  const reserved = Object.keys(input.data ?? {}).filter((key) => RESERVED_DATA_KEY.test(key));
-  if (reserved.length > 0) throw AppError.badRequest(`data: reserved key ${reserved.join(', ')}`, { data: reserved.map((k) => `reserved key "${k}"`) });
-  const size = Buffer.byteLength(JSON.stringify({ title: input.title, body: input.body, data: input.data ?? {} }));
-  if (size > MAX_PAYLOAD_BYTES) throw AppError.badRequest(`title, body and data together exceed FCM's ${MAX_PAYLOAD_BYTES} bytes`);
-
-  return inTransaction(deps.storage.db, async (trx) => {
-    // Sending needs credentials; checked now so the caller learns it at once rather than per device.
-    if (!(await repo.getCredentials(trx, businessId))) throw AppError.badRequest('Push credentials are not configured: POST /notification/push-creds first');
-    let dids: string[];
-    if (hasDevices) {
-      const wanted = [...new Set(input.device_ids!)];
-      const known = new Set(await repo.devicesByDid(trx, businessId, wanted));
-      const unknown = wanted.filter((did) => !known.has(did));
-      if (unknown.length > 0) throw AppError.notFound(`Unknown device: ${unknown.join(', ')}`);
-      dids = wanted;
-    } else {
-      dids = await repo.devicesOfPatient(trx, businessId, input.patient_id!);
-      if (dids.length === 0) throw AppError.notFound('No devices are registered for this patient');
-    }
-    const id = newId('ntf');
-    await repo.insertNotification(trx, {
-      id,
-      business_id: businessId,
-      title: input.title,
-      body: input.body,
-      data: input.data && Object.keys(input.data).length > 0 ? JSON.stringify(input.data) : null,
-      patient_ref: input.patient_id ?? null,
-      created_by: clientId,
-      created_at: Date.now(),
-    }, dids);
-    await deps.enqueueDeliveries(trx, businessId, id, dids);
-    return id;
-  });
-}
-
 export type NotificationStatus = 'pending' | 'sent' | 'partial' | 'failed';
 
 /** pending while any device is; then sent (all sent), failed (none sent) or partial. */
@@ -264,17 +158,6 @@ export interface NotificationReport {
   devices: Array<{ did: string; status: PushDeliveryStatus; error: string | null }>;
 }
 
-export async function notificationReport(db: Db, businessId: string, id: string): Promise<NotificationReport> {
-  const notification = await repo.getNotification(db, businessId, id);
-  if (!notification) throw AppError.notFound(`Unknown notification: ${id}`);
-  const deliveries = await repo.listDeliveries(db, businessId, id);
-  return {
-    notification_id: id,
-    status: overallStatus(deliveries.map((d) => d.status)),
-    devices: deliveries.map((d) => ({ did: d.did, status: d.status, error: d.error })),
-  };
-}
-
 // ---- Delivery (one device of one notification; run by a job) -----------------------------------
 
 export interface DeliveryJob {
@@ -282,64 +165,219 @@ export interface DeliveryJob {
   did: string;
 }
 
-export type DeliveryStep =
-  | { kind: 'done'; status: PushDeliveryStatus | 'skipped' }
-  | { kind: 'retry'; error: string; retryAfterSeconds: number | null };
+export type DeliveryStep = { kind: 'done'; status: PushDeliveryStatus | 'skipped' };
 
-/**
- * One attempt at one device. Idempotent: a delivery that is no longer pending is left alone, so a
- * job that runs again after a crash does not send twice what was recorded as sent. On the last
- * attempt a transient failure becomes `failed`.
- */
-export async function deliver(deps: PushDeps, businessId: string, job: DeliveryJob, lastAttempt: boolean, signal?: AbortSignal): Promise<DeliveryStep> {
-  const db = deps.storage.db;
-  const { notificationId, did } = job;
-  const settle = async (status: PushDeliveryStatus, error: string | null, fcmMessage: string | null = null): Promise<DeliveryStep> => {
-    await repo.settleDelivery(db, businessId, notificationId, did, { status, error, fcmMessage });
-    deps.outcomes.inc({ outcome: status });
-    const log = { notification_id: notificationId, did, business_id: businessId, status };
-    if (status === 'sent') deps.logger.debug(log, 'push delivered');
-    else deps.logger.info({ ...log, error }, `push ${status}`);
-    return { kind: 'done', status };
-  };
-
-  const delivery = await repo.getDelivery(db, businessId, notificationId, did);
-  if (delivery?.status !== 'pending') return { kind: 'done', status: 'skipped' };
-  const notification = await repo.getNotification(db, businessId, notificationId);
-  if (!notification) return { kind: 'done', status: 'skipped' };
-  const device = await repo.getDevice(db, businessId, did);
-  if (!device) return settle('dropped', 'device removed');
-
-  let loaded: LoadedAccount | null;
-  try {
-    loaded = await loadAccount(db, deps.masterKey, businessId);
-  } catch {
-    // Typically CPS_MASTER_KEY changed since the credentials were saved.
-    return settle('failed', 'stored push credentials cannot be decrypted; save them again');
+/** A transient FCM failure: the job queue decides whether and when the device is tried again. */
+export class PushRetry extends RetryableError {
+  constructor(message: string, retryAfterSeconds: number | null) {
+    super(message, { retryAfterSeconds });
   }
-  if (!loaded) return settle('failed', 'push credentials are not configured');
+}
 
-  const outcome = await deps.fcm.send(businessId, loaded.account, loaded.version, {
-    token: device.fcm_token,
-    title: notification.title,
-    body: notification.body,
-    data: notification.data ? (JSON.parse(notification.data) as Record<string, string>) : null,
-  }, signal);
+export class PushService {
+  readonly #deps: PushDeps;
 
-  switch (outcome.kind) {
-    case 'sent':
-      return settle('sent', null, outcome.name);
-    case 'drop':
-      await repo.dropDevice(db, businessId, did, device.fcm_token);
-      return settle('dropped', outcome.error);
-    case 'fail':
-      return settle('failed', outcome.error);
-    case 'retry':
-      if (lastAttempt) return settle('failed', outcome.error);
-      await repo.noteRetry(db, businessId, notificationId, did, outcome.error);
-      deps.outcomes.inc({ outcome: 'retried' });
-      // The queue logs the retry itself; this adds which device it was.
-      deps.logger.debug({ notification_id: notificationId, did, business_id: businessId, error: outcome.error, retry_after: outcome.retryAfterSeconds }, 'push attempt failed; will retry');
-      return { kind: 'retry', error: outcome.error, retryAfterSeconds: outcome.retryAfterSeconds };
+  constructor(deps: PushDeps) {
+    this.#deps = deps;
+  }
+
+  async saveCredentials(businessId: string, input: SaKeyInput): Promise<void> {
+    const key = validateSaKey(input, this.#deps.env);
+    // The service will POST to token_uri: in production it must be, and resolve to, a public address.
+    if (await this.#deps.outbound.check(new URL(key.token_uri))) {
+      throw AppError.badRequest('Invalid sa_key', { 'sa_key.token_uri': ['must not be or resolve to a loopback, private, link-local, metadata or other non-public address'] });
+    }
+    const now = Date.now();
+    await repo.upsertCredentials(this.#deps.db, {
+      business_id: businessId,
+      // A fresh nonce per write (encrypt draws one); the business id binds the row to its owner.
+      sealed: encrypt(this.#deps.masterKey, JSON.stringify(key), businessId),
+      project_id: key.project_id,
+      client_email: key.client_email,
+      private_key_id: key.private_key_id,
+      created_at: now,
+      updated_at: now,
+    });
+    this.#deps.fcm.forget(businessId);
+  }
+
+  async credentialsInfo(businessId: string): Promise<CredentialsInfo> {
+    const db = this.#deps.db;
+    const row = await repo.getCredentials(db, businessId);
+    if (!row) throw AppError.notFound('No push credentials are stored for this business');
+    return { project_id: row.project_id, client_email: row.client_email, private_key_id: row.private_key_id, updated_at: Math.floor(row.updated_at / 1000) };
+  }
+
+  async removeCredentials(businessId: string): Promise<void> {
+    if (!(await repo.deleteCredentials(this.#deps.db, businessId))) throw AppError.notFound('No push credentials are stored for this business');
+    this.#deps.fcm.forget(businessId);
+  }
+
+  /** The business's service account, decrypted; null when none is stored. Throws when it cannot be opened. */
+  async loadAccount(businessId: string): Promise<LoadedAccount | null> {
+    const db = this.#deps.db;
+    const row = await repo.getCredentials(db, businessId);
+    if (!row) return null;
+    const key = JSON.parse(decrypt(this.#deps.masterKey, row.sealed, businessId)) as SaKey;
+    const privateKey = parseRsaPrivateKey(key.private_key);
+    if (!privateKey) throw new Error('stored private key does not parse');
+    const account: ServiceAccount = {
+      project_id: key.project_id, private_key_id: key.private_key_id, client_email: key.client_email, token_uri: key.token_uri, privateKey,
+    };
+    return { account, version: credentialsVersion(account, row.updated_at) };
+  }
+
+  /** Upsert by did: a device registering again replaces what was stored, patient tie included. */
+  async addDevice(businessId: string, payload: DevicePayload, patientRef: string | null): Promise<void> {
+    const db = this.#deps.db;
+    const now = Date.now();
+    await repo.upsertDevice(db, {
+      id: newId('dev'),
+      business_id: businessId,
+      did: payload.did,
+      fcm_token: payload['fcm-id'],
+      app_version: payload['app-version'],
+      app_id: payload['app-id'] ?? null,
+      app_platform: payload['app-platform'] ?? null,
+      lang: payload.lang ?? null,
+      os_version: payload['os-version'] ?? null,
+      user_hash: payload['user-hash'] ?? null,
+      patient_ref: patientRef,
+      created_at: now,
+      updated_at: now,
+    });
+  }
+
+  async removeDevice(businessId: string, did: string): Promise<void> {
+    const db = this.#deps.db;
+    if (!(await repo.deleteDevice(db, businessId, did))) throw AppError.notFound(`Unknown device: ${did}`);
+  }
+
+  async sendNotification(businessId: string, clientId: string, input: SendInput): Promise<string> {
+    const hasPatient = input.patient_id !== undefined;
+    const hasDevices = input.device_ids !== undefined;
+    if (hasPatient === hasDevices) {
+      throw AppError.badRequest('Give exactly one of patient_id or device_ids', { message: ['Give exactly one of patient_id or device_ids'] });
+    }
+    const reserved = Object.keys(input.data ?? {}).filter((key) => RESERVED_DATA_KEY.test(key));
+    if (reserved.length > 0) throw AppError.badRequest(`data: reserved key ${reserved.join(', ')}`, { data: reserved.map((k) => `reserved key "${k}"`) });
+    const size = Buffer.byteLength(JSON.stringify({ title: input.title, body: input.body, data: input.data ?? {} }));
+    if (size > MAX_PAYLOAD_BYTES) throw AppError.badRequest(`title, body and data together exceed FCM's ${MAX_PAYLOAD_BYTES} bytes`);
+
+    return inTransaction(this.#deps.db, async (trx) => {
+      // Sending needs credentials; checked now so the caller learns it at once rather than per device.
+      if (!(await repo.getCredentials(trx, businessId))) throw AppError.badRequest('Push credentials are not configured: POST /notification/push-creds first');
+      let dids: string[];
+      if (hasDevices) {
+        const wanted = [...new Set(input.device_ids!)];
+        const known = new Set(await repo.devicesByDid(trx, businessId, wanted));
+        const unknown = wanted.filter((did) => !known.has(did));
+        if (unknown.length > 0) throw AppError.notFound(`Unknown device: ${unknown.join(', ')}`);
+        dids = wanted;
+      } else {
+        dids = await repo.devicesOfPatient(trx, businessId, input.patient_id!);
+        if (dids.length === 0) throw AppError.notFound('No devices are registered for this patient');
+      }
+      const id = newId('ntf');
+      await repo.insertNotification(trx, {
+        id,
+        business_id: businessId,
+        title: input.title,
+        body: input.body,
+        data: input.data && Object.keys(input.data).length > 0 ? JSON.stringify(input.data) : null,
+        patient_ref: input.patient_id ?? null,
+        created_by: clientId,
+        created_at: Date.now(),
+      }, dids);
+      await this.#deps.enqueueDeliveries(trx, businessId, id, dids);
+      return id;
+    });
+  }
+
+  async notificationReport(businessId: string, id: string): Promise<NotificationReport> {
+    const db = this.#deps.db;
+    const notification = await repo.getNotification(db, businessId, id);
+    if (!notification) throw AppError.notFound(`Unknown notification: ${id}`);
+    const deliveries = await repo.listDeliveries(db, businessId, id);
+    return {
+      notification_id: id,
+      status: overallStatus(deliveries.map((d) => d.status)),
+      devices: deliveries.map((d) => ({ did: d.did, status: d.status, error: d.error })),
+    };
+  }
+
+  /**
+   * One attempt at one device. Idempotent: a delivery that is no longer pending is left alone, so a
+   * job that runs again after a crash does not send twice what was recorded as sent. A transient
+   * failure is thrown (PushRetry) for the job queue to decide on; `recordFailedAttempt` writes it.
+   */
+  async deliver(businessId: string, job: DeliveryJob, signal?: AbortSignal): Promise<DeliveryStep> {
+    const db = this.#deps.db;
+    const { notificationId, did } = job;
+    const settle = async (status: PushDeliveryStatus, error: string | null, fcmMessage: string | null = null): Promise<DeliveryStep> => {
+      await repo.settleDelivery(db, businessId, notificationId, did, { status, error, fcmMessage });
+      this.#deps.outcomes.inc({ outcome: status });
+      const log = { notification_id: notificationId, did, business_id: businessId, status };
+      if (status === 'sent') this.#deps.logger.debug(log, 'push delivered');
+      else this.#deps.logger.info({ ...log, error }, `push ${status}`);
+      return { kind: 'done', status };
+    };
+
+    const delivery = await repo.getDelivery(db, businessId, notificationId, did);
+    if (delivery?.status !== 'pending') return { kind: 'done', status: 'skipped' };
+    const notification = await repo.getNotification(db, businessId, notificationId);
+    if (!notification) return { kind: 'done', status: 'skipped' };
+    const device = await repo.getDevice(db, businessId, did);
+    if (!device) return settle('dropped', 'device removed');
+
+    let loaded: LoadedAccount | null;
+    try {
+      loaded = await this.loadAccount(businessId);
+    } catch {
+      // Typically CPS_MASTER_KEY changed since the credentials were saved.
+      return settle('failed', 'stored push credentials cannot be decrypted; save them again');
+    }
+    if (!loaded) return settle('failed', 'push credentials are not configured');
+
+    const outcome = await this.#deps.fcm.send(businessId, loaded.account, loaded.version, {
+      token: device.fcm_token,
+      title: notification.title,
+      body: notification.body,
+      data: notification.data ? (JSON.parse(notification.data) as Record<string, string>) : null,
+    }, signal);
+
+    switch (outcome.kind) {
+      case 'sent':
+        return settle('sent', null, outcome.name);
+      case 'drop':
+        await repo.dropDevice(db, businessId, did, device.fcm_token);
+        return settle('dropped', outcome.error);
+      case 'fail':
+        return settle('failed', outcome.error);
+      case 'retry':
+        // The queue logs the retry itself; this adds which device it was.
+        this.#deps.logger.debug({ notification_id: notificationId, did, business_id: businessId, error: outcome.error, retry_after: outcome.retryAfterSeconds }, 'push attempt failed');
+        throw new PushRetry(outcome.error, outcome.retryAfterSeconds);
+    }
+  }
+
+  /**
+   * Writes on the delivery what the queue decided about an attempt that did not succeed, in the
+   * transaction that settles its job: a retry notes the failure; the end of the attempts fails it.
+   * A failure before FCM answered (the database) leaves no message the partner would see.
+   */
+  async recordFailedAttempt(db: Db, businessId: string, job: DeliveryJob, outcome: FailedAttempt, cause: unknown): Promise<void> {
+    const { notificationId, did } = job;
+    const error = cause instanceof PushRetry ? cause.message : 'the delivery could not be attempted';
+    if (outcome.status === 'pending') {
+      if (!(cause instanceof PushRetry)) return;
+      await repo.noteRetry(db, businessId, notificationId, did, error);
+      this.#deps.outcomes.inc({ outcome: 'retried' });
+      return;
+    }
+    if (await repo.settleDelivery(db, businessId, notificationId, did, { status: 'failed', error })) {
+      this.#deps.outcomes.inc({ outcome: 'failed' });
+      this.#deps.logger.info({ notification_id: notificationId, did, business_id: businessId, status: 'failed', error }, 'push failed');
+    }
   }
 }

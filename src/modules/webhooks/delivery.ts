@@ -13,6 +13,8 @@ import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
 import type { Sender } from './sender.ts';
 import { signatureHeader } from './signer.ts';
+import { PermanentError, RetryableError } from '../../jobs/queue.ts';
+import type { FailedAttempt } from '../../jobs/worker.ts';
 
 export const DELIVERY_JOB = 'webhook.delivery';
 
@@ -72,19 +74,35 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, event: EventRef): Pr
 export type AttemptOutcome =
   | { kind: 'succeeded'; statusCode: number }
   /** Nothing to send: the subscription or the event was deleted. */
-  | { kind: 'gone' }
-  | { kind: 'failed'; error: string }
-  | { kind: 'retry'; error: string; retryAfterSeconds: number | null };
+  | { kind: 'gone' };
+
+/**
+ * An attempt the receiver did not accept, thrown to the job queue, which decides whether and when
+ * the delivery is tried again; `recordFailedAttempt` writes that decision on the delivery row.
+ * The message is what the partner sees: the class of failure ("HTTP 503", "could not connect").
+ */
+export class DeliveryRetry extends RetryableError {
+  readonly statusCode: number | null;
+  constructor(message: string, statusCode: number | null, retryAfterSeconds: number | null) {
+    super(message, { retryAfterSeconds });
+    this.statusCode = statusCode;
+  }
+}
+
+/** An attempt that retrying cannot help: the subscription is disabled, or the endpoint answered 410. */
+export class DeliveryRefused extends PermanentError {
+  readonly statusCode: number | null;
+  constructor(message: string, statusCode: number | null) {
+    super(message);
+    this.statusCode = statusCode;
+  }
+}
 
 export interface AttemptInput {
   businessId: string;
   deliveryId: string;
   /** 1 for the first attempt (of this round: a manual retry starts again at 1). */
   attempt: number;
-  /** Attempts allowed: the retry schedule's length + 1. */
-  maxAttempts: number;
-  /** Seconds to wait after attempt n before the next (CPS_WEBHOOK_RETRY_SCHEDULE). */
-  retrySchedule: readonly number[];
   signal?: AbortSignal;
 }
 
@@ -96,18 +114,16 @@ export interface AttemptDeps {
   outcomes?: Counter<'outcome'>;
 }
 
+/** Sends one attempt; a success is recorded here, anything else is thrown for the queue to settle. */
 export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptOutcome> {
   const db = deps.storage.db;
   const row = await repo.loadAttempt(db, input.businessId, input.deliveryId);
   if (!row) return { kind: 'gone' };
   const log = { subscription_id: row.subscription_id, event_id: row.event_id, attempt: input.attempt };
-  const last = input.attempt >= input.maxAttempts;
 
   if (row.subscription_status !== 'active') {
-    const error = 'the subscription is disabled';
-    await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: null, lastError: error, nextAttemptAt: null });
     deps.outcomes?.inc({ outcome: 'failed' });
-    return { kind: 'failed', error };
+    throw new DeliveryRefused('the subscription is disabled', null);
   }
 
   const ad = repo.keyAssociatedData(row.subscription_id);
@@ -151,23 +167,28 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   }
   if (statusCode === 410) {
     // The receiver says the endpoint is gone for good: stop sending to it until re-enabled.
-    error = 'HTTP 410 (the subscription was disabled)';
     await repo.updateSubscription(db, input.businessId, row.subscription_id, { status: 'disabled', disabled_reason: 'endpoint answered 410 Gone', updated_at: Date.now() });
-    await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: 410, lastError: error, nextAttemptAt: null });
     deps.outcomes?.inc({ outcome: 'disabled' });
     deps.logger.warn(log, 'webhook endpoint answered 410 Gone; subscription disabled');
-    return { kind: 'failed', error };
+    throw new DeliveryRefused('HTTP 410 (the subscription was disabled)', 410);
   }
-  if (last) {
-    await repo.recordAttempt(db, input.businessId, row.id, { status: 'failed', lastStatusCode: statusCode, lastError: error, nextAttemptAt: null });
-    deps.outcomes?.inc({ outcome: 'failed' });
-    deps.logger.warn({ ...log, status_code: statusCode, error, ...detail }, 'webhook delivery failed; no attempts left');
-    return { kind: 'failed', error };
+  deps.logger.info({ ...log, status_code: statusCode, error, ...detail }, 'webhook attempt failed');
+  throw new DeliveryRetry(error, statusCode, retryAfterSeconds);
+}
+
+/**
+ * Writes on the delivery row what the queue decided about an attempt that did not succeed, in the
+ * transaction that settles its job: pending until `dueAt`, or failed. An attempt that reached the
+ * receiver (or tried to) counts, with what it answered; a failure before sending (the database)
+ * changes only the state, so the partner never sees an internal error.
+ */
+export async function recordFailedAttempt(db: Db, businessId: string, deliveryId: string, outcome: FailedAttempt, cause: unknown, outcomes?: Counter<'outcome'>): Promise<void> {
+  const sent = cause instanceof DeliveryRetry || cause instanceof DeliveryRefused;
+  const nextAttemptAt = outcome.status === 'pending' ? outcome.dueAt : null;
+  if (sent) {
+    if (cause instanceof DeliveryRetry) outcomes?.inc({ outcome: outcome.status === 'pending' ? 'retried' : 'failed' });
+    await repo.recordAttempt(db, businessId, deliveryId, { status: outcome.status, lastStatusCode: cause.statusCode, lastError: cause.message, nextAttemptAt });
+  } else {
+    await repo.settleDelivery(db, businessId, deliveryId, { status: outcome.status, nextAttemptAt, lastErrorIfNone: outcome.status === 'failed' ? 'the delivery could not be attempted' : null });
   }
-  const delay = input.retrySchedule[Math.min(input.attempt - 1, input.retrySchedule.length - 1)] ?? 0;
-  const nextAttemptAt = Date.now() + Math.max(delay, retryAfterSeconds ?? 0) * 1000;
-  await repo.recordAttempt(db, input.businessId, row.id, { status: 'pending', lastStatusCode: statusCode, lastError: error, nextAttemptAt });
-  deps.outcomes?.inc({ outcome: 'retried' });
-  deps.logger.info({ ...log, status_code: statusCode, error, ...detail }, 'webhook attempt failed; will retry');
-  return { kind: 'retry', error, retryAfterSeconds };
 }

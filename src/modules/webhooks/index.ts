@@ -2,9 +2,11 @@
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { webhookRoutes } from './routes.ts';
+import { WebhookService } from './service.ts';
 import { wireDeliveries } from './wiring.ts';
 
 export function webhooksModule(ctx: AppContext): Module {
   const { queue } = wireDeliveries(ctx);
-  return { name: 'webhooks', routes: webhookRoutes(ctx, queue) };
+  const service = new WebhookService({ db: ctx.storage.db, masterKey: ctx.keys.masterKey, outbound: ctx.outbound.policy, queue });
+  return { name: 'webhooks', routes: webhookRoutes(service) };
 }

@@ -58,16 +58,12 @@ export async function insertDelivery(db: Db, row: Insertable<WebhookDeliveriesTa
   return inserted !== undefined;
 }
 
-/** Deliveries with their job's state (the job is the truth when the worker settled it without the handler). */
+/** A subscription's deliveries, newest first. */
 export function listDeliveries(db: Db, businessId: string, subscriptionId: string, limit: number, offset: number) {
-  return db.selectFrom('webhook_deliveries as d')
-    .leftJoin('jobs as j', 'j.id', 'd.job_id')
-    .select([
-      'd.event_id', 'd.event_type', 'd.status', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.next_attempt_at',
-      'j.status as job_status', 'j.due_at as job_due_at', 'j.last_error as job_last_error',
-    ])
-    .where('d.business_id', '=', businessId).where('d.subscription_id', '=', subscriptionId)
-    .orderBy('d.created_at', 'desc').orderBy('d.event_id', 'desc')
+  return db.selectFrom('webhook_deliveries')
+    .select(['event_id', 'event_type', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at'])
+    .where('business_id', '=', businessId).where('subscription_id', '=', subscriptionId)
+    .orderBy('created_at', 'desc').orderBy('event_id', 'desc')
     .limit(limit).offset(offset)
     .execute();
 }
@@ -107,6 +103,19 @@ export async function recordAttempt(db: Db, businessId: string, deliveryId: stri
       last_status_code: record.lastStatusCode,
       last_error: record.lastError,
       next_attempt_at: record.nextAttemptAt,
+      updated_at: Date.now(),
+    }))
+    .where('business_id', '=', businessId).where('id', '=', deliveryId)
+    .execute();
+}
+
+/** The state the job queue decided, without an attempt's answer (nothing was sent). */
+export async function settleDelivery(db: Db, businessId: string, deliveryId: string, record: { status: WebhookDeliveryStatus; nextAttemptAt: number | null; lastErrorIfNone: string | null }): Promise<void> {
+  await db.updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: record.status,
+      next_attempt_at: record.nextAttemptAt,
+      last_error: eb.fn.coalesce('last_error', eb.val(record.lastErrorIfNone)),
       updated_at: Date.now(),
     }))
     .where('business_id', '=', businessId).where('id', '=', deliveryId)

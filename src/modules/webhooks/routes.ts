@@ -2,11 +2,9 @@
 import type { FastifyContextConfig } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
-import * as service from './service.ts';
-import type { DeliveryQueue } from './delivery.ts';
+import type { WebhookService } from './service.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
 
@@ -39,7 +37,7 @@ const Delivery = Type.Object({
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 const Errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 
-export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
+export function webhookRoutes(service: WebhookService) {
   return async function plugin(app: App): Promise<void> {
     const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
     const tags = ['webhooks'];
@@ -58,7 +56,7 @@ export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
         response: { 201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String() }), ...Errors },
       },
     }, async (request, reply) => {
-      const created = await service.createSubscription(ctx, principalOf(request).businessId, request.body);
+      const created = await service.createSubscription(principalOf(request).businessId, request.body);
       return reply.code(201).send({ id: created.id, status: 'success', signing_key: created.signing_key });
     });
 
@@ -69,7 +67,7 @@ export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
         summary: 'List the webhook subscriptions (without signing keys)',
         response: { 200: Type.Object({ data: Type.Array(Subscription), msg: Type.Literal('success') }), ...Errors },
       },
-    }, async (request) => ({ data: await service.listSubscriptions(ctx, principalOf(request).businessId), msg: 'success' as const }));
+    }, async (request) => ({ data: await service.listSubscriptions(principalOf(request).businessId), msg: 'success' as const }));
 
     app.patch(`${BASE}/:id`, {
       config,
@@ -86,7 +84,7 @@ export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
         }), Type.Null()]),
         response: { 200: Subscription, ...Errors },
       },
-    }, async (request) => service.updateSubscription(ctx, principalOf(request).businessId, request.params.id, request.body ?? {}));
+    }, async (request) => service.updateSubscription(principalOf(request).businessId, request.params.id, request.body ?? {}));
 
     app.delete(`${BASE}/:id`, {
       config,
@@ -97,7 +95,7 @@ export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
         response: { 200: Type.Object({ status: Type.Literal('webhook deleted successfully'), msg: Type.Literal('success') }), ...Errors },
       },
     }, async (request) => {
-      await service.deleteSubscription(ctx, principalOf(request).businessId, request.params.id);
+      await service.deleteSubscription(principalOf(request).businessId, request.params.id);
       return { status: 'webhook deleted successfully' as const, msg: 'success' as const };
     });
 
@@ -111,7 +109,7 @@ export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
         response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...Errors },
       },
     }, async (request) => ({
-      data: await service.listDeliveries(ctx, principalOf(request).businessId, request.params.id, request.query.page_no ?? 0),
+      data: await service.listDeliveries(principalOf(request).businessId, request.params.id, request.query.page_no ?? 0),
     }));
 
     app.post(`${BASE}/:id/deliveries/:event_id/retry`, {
@@ -123,7 +121,7 @@ export function webhookRoutes(ctx: AppContext, queue: DeliveryQueue) {
         response: { 202: Type.Object({ status: Type.Literal('pending'), msg: Type.Literal('success') }), ...Errors },
       },
     }, async (request, reply) => {
-      await service.retryDelivery(ctx, queue, principalOf(request).businessId, request.params.id, request.params.event_id);
+      await service.retryDelivery(principalOf(request).businessId, request.params.id, request.params.event_id);
       return reply.code(202).send({ status: 'pending', msg: 'success' });
     });
   };

@@ -1,14 +1,15 @@
 /**
- * Deliveries on the durable jobs (src/jobs): the event dispatch runs fanOut for every
- * `external_review.request`, each delivery is one `webhook.delivery` job (claimed by one worker at a
- * time across processes), retried on CPS_WEBHOOK_RETRY_SCHEDULE, honouring Retry-After.
+ * Deliveries on the durable jobs (src/jobs): the event dispatch runs fanOut for every event of
+ * src/events.ts, each delivery is one `webhook.delivery` job (claimed by one worker at a time across
+ * processes), retried on CPS_WEBHOOK_RETRY_SCHEDULE, honouring Retry-After; the queue's decision is
+ * written on the delivery row (recordFailedAttempt).
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
-import { enqueue, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
-import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
+import { enqueue, retryJob } from '../../jobs/queue.ts';
+import { attempt, DELIVERY_JOB, fanOut, recordFailedAttempt, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
-import { EVENT_NAMES } from './service.ts';
+import { EVENT_NAMES } from '../../events.ts';
 
 /**
  * A claim lasts this long without renewal (the worker renews it every third while the attempt
@@ -22,7 +23,6 @@ export interface WebhookWiring {
 }
 
 export function wireDeliveries(ctx: AppContext): WebhookWiring {
-  const schedule = ctx.config.webhookRetrySchedule;
   const sender = createSender(ctx.outbound);
   const deps: AttemptDeps = {
     storage: ctx.storage,
@@ -47,17 +47,13 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   };
 
   ctx.jobs.register<{ deliveryId: string }>(DELIVERY_JOB, async ({ job, signal }) => {
-    const outcome = await attempt(deps, {
-      businessId: job.businessId!,
-      deliveryId: job.payload.deliveryId,
-      attempt: job.attempts,
-      maxAttempts: job.maxAttempts ?? schedule.length + 1,
-      retrySchedule: schedule,
-      signal,
-    });
-    if (outcome.kind === 'failed') throw new PermanentError(outcome.error);
-    if (outcome.kind === 'retry') throw new RetryableError(outcome.error, { retryAfterSeconds: outcome.retryAfterSeconds });
-  }, { retrySchedule: schedule, concurrency: 16, leaseMs: LEASE_MS });
+    await attempt(deps, { businessId: job.businessId!, deliveryId: job.payload.deliveryId, attempt: job.attempts, signal });
+  }, {
+    retrySchedule: ctx.config.webhookRetrySchedule,
+    concurrency: 16,
+    leaseMs: LEASE_MS,
+    onFailedAttempt: (db, job, outcome, cause) => recordFailedAttempt(db, job.businessId!, job.payload.deliveryId, outcome, cause, deps.outcomes),
+  });
 
   for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, event) => { await fanOut(trx, queue, event); });
 

@@ -106,6 +106,12 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.equal(delivery!.last_status_code, 429);
       const wait = (delivery!.next_attempt_at as number) - Date.now() / 1000;
       assert.ok(wait > 100 && wait <= 121, `next attempt in ${wait} s`);
+      // The queue decided the time once; the delivery row records that same decision.
+      const row = await t.ctx.storage.db.selectFrom('webhook_deliveries').select(['next_attempt_at', 'job_id']).where('subscription_id', '=', sub.id).executeTakeFirstOrThrow();
+      const job = await t.ctx.storage.db.selectFrom('jobs').select(['due_at', 'status']).where('id', '=', row.job_id!).executeTakeFirstOrThrow();
+      assert.equal(job.status, 'pending');
+      assert.equal(row.next_attempt_at, job.due_at);
+      assert.equal(delivery!.next_attempt_at, Math.ceil(job.due_at / 1000));
     });
 
     it('disables the subscription on 410 Gone', async () => {

@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inTransaction, type Storage } from '../../../src/db/index.ts';
 import { recordEvent } from '../../../src/jobs/outbox.ts';
+import type { EventBody } from '../../../src/events.ts';
 
 export interface Delivery {
   headers: IncomingHttpHeaders;
@@ -65,10 +66,10 @@ export async function startReceiver(answer: (delivery: Delivery, nth: number) =>
 }
 
 /** An interface-6 body, as the appointments module stores it. */
-export function reviewEvent(businessId: string, n = 1): Record<string, unknown> {
+export function reviewEvent(businessId: string, n = 1): EventBody<'external_review.request'> {
   const now = Math.floor(Date.now() / 1000);
   return {
-    event: 'external_review.request',
+    event: 'external_review.request' as const,
     event_time: now,
     timestamp: now,
     client_id: 'cli_test',
