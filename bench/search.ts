@@ -28,7 +28,7 @@ import { highlight, highlightRanges } from '../src/modules/search/index/highligh
 import { drugResponse, type DrugInput, type DrugRecord, type LabRecord } from '../src/modules/search/index/model.ts';
 import { parseQuery } from '../src/modules/search/index/query.ts';
 import { insertDrugs } from '../src/modules/search/repo.ts';
-import { importLabs, newDrugRow } from '../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter, newDrugRow } from '../src/modules/search/ingest/importer.ts';
 import { QUERIES } from '../test/modules/search/queries.ts';
 import { demoToken, load, loadAgainstHello, runCommand, spawnServer, type ComparedLoad } from './lib.ts';
 import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
@@ -180,7 +180,7 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
         await insertDrugs(trx, corpus.map((input) => newDrugRow(input, 1, now)));
         await trx.updateTable('catalogue_meta').set({ version: 1 }).where('id', '=', 1).execute();
       });
-      await importLabs(storage.db, labInputs, 'bench');
+      await new CatalogueImporter({ db: storage.db }).importLabs(labInputs, 'bench');
       await storage.destroy();
       return { note: `${corpus.length.toLocaleString('en')} products (${real.length.toLocaleString('en')} real, the rest synthetic)`, labCount: labInputs.length };
     })();

@@ -98,7 +98,6 @@ export function registerValidation(app: FastifyInstance): void {
       done(null, undefined);
       return;
     }
-    // biome-ignore lint/nursery/noFloatingPromises: Fastify's default JSON parser answers through `done`; its type merely allows a Promise.
     parseJson(request, body as string, done);
   });
 

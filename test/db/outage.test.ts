@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { inTransaction, openStorage, type Storage } from '../../src/db/index.ts';
 import { recordEvent } from '../../src/jobs/outbox.ts';
-import { importDrugs } from '../../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter } from '../../src/modules/search/ingest/importer.ts';
 import { ADMIN_TOKEN, createTestDatabase, PG_URL, type TestDatabase } from '../support.ts';
 import { startServerProcess, type ServerProcess } from '../process.ts';
 import { reviewEvent, startReceiver, type Receiver } from '../modules/webhooks/support.ts';
@@ -260,7 +260,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       await waitFor(() => delivered(afterEventId), 'the delivery queued after the outage');
 
       // The catalogue poll follows again: a drug imported now becomes searchable.
-      await importDrugs(storage.db, [{ name: 'Outagezole 10 Tablet', manufacturer_name: 'Outage Labs', composition: [{ salt: 'Outagezole', strength: '10mg' }], discontinued: false }], 'test');
+      await new CatalogueImporter({ db: storage.db }).importDrugs([{ name: 'Outagezole 10 Tablet', manufacturer_name: 'Outage Labs', composition: [{ salt: 'Outagezole', strength: '10mg' }], discontinued: false }], 'test');
       await waitFor(async () => {
         const found = await call(`${server.url}/medical-db/v1/drugs-and-labs?q=outagezole`, 'GET', { authorization: `Bearer ${practice.token}` });
         return found.status === 200 && found.body.drugs?.[0]?.name === 'Outagezole 10 Tablet';

@@ -14,7 +14,7 @@ export function appointmentsModule(ctx: AppContext): Module {
     timezone: ctx.config.timezone,
     publicUrl: ctx.config.publicUrl,
     clinics: new ClinicService({ db }),
-    patients: new PatientService({ db, dialect }),
+    patients: new PatientService({ db }),
   });
   return { name: 'appointments', routes: appointmentRoutes(service) };
 }

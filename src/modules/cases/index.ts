@@ -12,7 +12,7 @@ export function casesModule(ctx: AppContext): Module {
     dialect,
     masterKey: ctx.keys.masterKey,
     pageSize: ctx.config.casesPageSize,
-    patients: new PatientService({ db, dialect }),
+    patients: new PatientService({ db }),
   });
   return { name: 'cases', routes: casesRoutes(service) };
 }

@@ -4,7 +4,7 @@
  * that take `trx` run in the caller's), and cases and push devices name a patient by either id.
  */
 import type { Kysely } from 'kysely';
-import type { Db, DialectName } from '../../db/index.ts';
+import type { Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import * as repo from './repo.ts';
@@ -14,7 +14,6 @@ export type { PatientDetails } from './repo.ts';
 
 export interface PatientServiceDeps {
   db: Kysely<Database>;
-  dialect: DialectName;
 }
 
 /** A patient as an appointment names it: its id, and the details the appointment keeps. */

@@ -38,6 +38,6 @@ export function pushModule(ctx: AppContext): Module {
   };
   const push = new PushService(deps);
   registerDeliveryJobs(ctx, push);
-  const patients = new PatientService({ db: ctx.storage.db, dialect: ctx.storage.dialect });
+  const patients = new PatientService({ db: ctx.storage.db });
   return { name: 'push', routes: pushRoutes(push, patients) };
 }

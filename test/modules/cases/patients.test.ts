@@ -14,8 +14,8 @@ describe(`cases: a patient by either id (${DIALECT})`, () => {
   after(async () => t.close());
 
   it('lists the same cases under the service patient id and the partner patient id', async () => {
-    const { db, dialect } = t.ctx.storage;
-    const patient = await new PatientService({ db, dialect }).forBooking(db, client.businessId, { partner_patient_id: 'partner-77' });
+    const { db } = t.ctx.storage;
+    const patient = await new PatientService({ db }).forBooking(db, client.businessId, { partner_patient_id: 'partner-77' });
     const created = await t.app.inject({
       method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'partner-77' },
       payload: { id: 'case-1', display_name: 'OPD visit', occurred_at: 1_700_000_000 },

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, type TestApp } from '../../support.ts';
 import { parseComposition, packKey, genericId, detectForm } from '../../../src/modules/search/index/derive.ts';
-import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { FIXTURES, HAS_SHARED_DATA, importFile, shared } from './support.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'cps-import-'));
@@ -93,8 +93,8 @@ describe('imports', () => {
   });
 
   it('keeps a discontinued mark and other fields a later file does not give', async () => {
-    await importDrugs(t.ctx.storage.db, [{ name: 'Keepme 5 Tablet', manufacturer_name: 'Keep Pharma', discontinued: true, is_otc: true, product_sku: 'strip of 10 tablets' }], 'test');
-    const summary = await importDrugs(t.ctx.storage.db, [{ name: 'KEEPME-5 tablet', manufacturer_name: 'Keep Pharma Pvt. Ltd.', composition: [{ salt: 'Keepazole', strength: '5mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'Keepme 5 Tablet', manufacturer_name: 'Keep Pharma', discontinued: true, is_otc: true, product_sku: 'strip of 10 tablets' }], 'test');
+    const summary = await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'KEEPME-5 tablet', manufacturer_name: 'Keep Pharma Pvt. Ltd.', composition: [{ salt: 'Keepazole', strength: '5mg' }] }], 'test');
     assert.deepEqual([summary.inserted, summary.updated], [0, 1]);
     const rows = await t.ctx.storage.db.selectFrom('drugs').selectAll().where('name_key', '=', 'keepme 5 tablet').execute();
     assert.equal(rows.length, 1);

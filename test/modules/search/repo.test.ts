@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openStorage } from '../../../src/db/index.ts';
 import { catalogueVersion, drugsChangedAfter, storedSnapshotParts, storedSnapshotVersion, storeSnapshot, type ChangesCursor } from '../../../src/modules/search/repo.ts';
-import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`search repository: changed drugs by page (${DIALECT})`, () => {
@@ -27,11 +27,11 @@ describe(`search repository: changed drugs by page (${DIALECT})`, () => {
 
   it('returns each change after a version once, in (version, id) order, across pages', async () => {
     const before = await catalogueVersion(t.ctx.storage.db);
-    await importDrugs(t.ctx.storage.db, ['Pagezole 1', 'Pagezole 2', 'Pagezole 3', 'Pagezole 4', 'Pagezole 5'].map(drug), 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(['Pagezole 1', 'Pagezole 2', 'Pagezole 3', 'Pagezole 4', 'Pagezole 5'].map(drug), 'test');
     const middle = await catalogueVersion(t.ctx.storage.db);
-    await importDrugs(t.ctx.storage.db, ['Pagezole 6', 'Pagezole 7', 'Pagezole 8'].map(drug), 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(['Pagezole 6', 'Pagezole 7', 'Pagezole 8'].map(drug), 'test');
     // An update moves a product of the first batch to the newest version.
-    await importDrugs(t.ctx.storage.db, [{ ...drug('Pagezole 2'), product_sku: undefined, composition: [{ salt: 'Pagingazole', strength: '20mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ ...drug('Pagezole 2'), product_sku: undefined, composition: [{ salt: 'Pagingazole', strength: '20mg' }] }], 'test');
     const all = await readAll(before, 3);
     assert.deepEqual(all.map((row) => row.name).sort(), ['Pagezole 1', 'Pagezole 2', 'Pagezole 3', 'Pagezole 4', 'Pagezole 5', 'Pagezole 6', 'Pagezole 7', 'Pagezole 8']);
     const order = all.map((row) => `${String(row.seq).padStart(12, '0')} ${row.id}`);

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createTestClient } from '../../support.ts';
-import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
 const URL_ = '/medical-db/v1/drugs-and-labs';
@@ -127,7 +127,7 @@ describe('search: happy path', () => {
       assert.equal(again.headers['content-type'], 'application/json; charset=utf-8');
       assert.deepEqual(again.body, dolo.body);
     }
-    await importDrugs(t.ctx.storage.db, [{ name: 'Cachezole 5 Tablet', manufacturer_name: 'Cache Labs', composition: [{ salt: 'Cachezole', strength: '5mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'Cachezole 5 Tablet', manufacturer_name: 'Cache Labs', composition: [{ salt: 'Cachezole', strength: '5mg' }] }], 'test');
     await t.modules.search.catalogue.refresh();
     const after = await t.search({ q: 'cachezole' });
     assert.equal(after.status, 200);

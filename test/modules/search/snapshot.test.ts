@@ -14,7 +14,7 @@ import { snapshotFileFor } from '../../../src/modules/search/catalogue/snapshots
 import { parseQuery } from '../../../src/modules/search/index/query.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
 import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/index/snapshot.ts';
-import { importDrugs } from '../../../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, type TestApp } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
@@ -70,7 +70,7 @@ describe('search index snapshots', () => {
   it('a new process reads the snapshot, applies later changes and answers like the process that built it', async () => {
     const app = t.modules.search.catalogue;
     assert.equal(app.loadedFrom, 'database');
-    await importDrugs(t.ctx.storage.db, [{ name: 'Snapshotazole 10 Tablet', manufacturer_name: 'Later Labs', composition: [{ salt: 'Snapshotazole', strength: '10mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'Snapshotazole 10 Tablet', manufacturer_name: 'Later Labs', composition: [{ salt: 'Snapshotazole', strength: '10mg' }] }], 'test');
     await app.refresh();
     const restored = await load(t, file);
     opened.push(restored);
@@ -168,7 +168,7 @@ describe('search index snapshots', () => {
       name: `Rebuildazole ${i + 1} Tablet`, manufacturer_name: 'Worker Labs', composition: [{ salt: 'Rebuildazole', strength: `${i + 1}mg` }],
     }));
     assert.ok(catalogue.drugs.wouldRebuildWith(added.length));
-    await importDrugs(t.ctx.storage.db, added, 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(added, 'test');
     const target = await catalogueVersion(t.ctx.storage.db);
     await catalogue.refresh();
     // The change went to the builder; this index answers as before until the builder's index replaces it.

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestApp, createTestClient, type TestApp, type TestClient } from '../../support.ts';
-import { importDrugs, importLabs } from '../../../src/modules/search/ingest/importer.ts';
+import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { openDrugSource, openLabSource } from '../../../src/modules/search/ingest/sources.ts';
 
 export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
@@ -16,10 +16,10 @@ export const shared = (file: string) => path.join(SHARED_DATA, file);
 export async function importFile(t: TestApp, kind: 'drugs' | 'labs', file: string) {
   if (kind === 'drugs') {
     const source = await openDrugSource(file);
-    return importDrugs(t.ctx.storage.db, source.rows, source.layout);
+    return new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(source.rows, source.layout);
   }
   const source = await openLabSource(file);
-  return importLabs(t.ctx.storage.db, source.rows, source.layout);
+  return new CatalogueImporter({ db: t.ctx.storage.db }).importLabs(source.rows, source.layout);
 }
 
 export interface SearchApp extends TestApp {

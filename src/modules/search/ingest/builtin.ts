@@ -11,7 +11,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../../db/schema.ts';
 import * as repo from '../repo.ts';
-import { importDrugs, importLabs } from './importer.ts';
+import { CatalogueImporter } from './importer.ts';
 import { openDrugSource, openLabSource } from './sources.ts';
 
 export const BUILTIN_DIR = fileURLToPath(new URL('../../../../catalogue/', import.meta.url));
@@ -29,9 +29,9 @@ export async function ensureBuiltinCatalogue(db: Kysely<Database>, logger: Logge
   const hash = createHash('sha256').update(drugs).update('\0').update(labs).digest('hex');
   if ((await repo.builtinHash(db)) === hash) return false;
   const labSource = await openLabSource(`${dir}/labs.ndjson`);
-  const labSummary = await importLabs(db, labSource.rows, labSource.layout);
+  const labSummary = await new CatalogueImporter({ db }).importLabs(labSource.rows, labSource.layout);
   const drugSource = await openDrugSource(`${dir}/drugs.ndjson`);
-  const drugSummary = await importDrugs(db, drugSource.rows, drugSource.layout);
+  const drugSummary = await new CatalogueImporter({ db }).importDrugs(drugSource.rows, drugSource.layout);
   await repo.setBuiltinHash(db, hash);
   logger.info({ drugs: drugSummary, labs: labSummary }, 'built-in catalogue imported');
   return true;

@@ -9,7 +9,7 @@ import type { Database } from '../../../db/schema.ts';
 import { createLogger } from '../../../logger.ts';
 import { refreshStoredSnapshot } from '../catalogue/build-snapshot.ts';
 import { snapshotFileFor } from '../catalogue/snapshots.ts';
-import { importDrugs, importLabs, type ImportOptions, type ImportSummary } from './importer.ts';
+import { CatalogueImporter, type ImportOptions, type ImportSummary } from './importer.ts';
 import { openDrugSource, openLabSource, type Source } from './sources.ts';
 
 async function withProgress(kind: string, source: Source<unknown>, work: (options: ImportOptions) => Promise<ImportSummary>): Promise<ImportSummary> {
@@ -41,10 +41,10 @@ export async function runImport(db: Kysely<Database>, kind: 'drugs' | 'labs', fi
   let summary: ImportSummary;
   if (kind === 'drugs') {
     const source = await openDrugSource(file);
-    summary = await withProgress(kind, source, (options) => importDrugs(db, source.rows, source.layout, options));
+    summary = await withProgress(kind, source, (options) => new CatalogueImporter({ db }).importDrugs(source.rows, source.layout, options));
   } else {
     const source = await openLabSource(file);
-    summary = await withProgress(kind, source, (options) => importLabs(db, source.rows, source.layout, options));
+    summary = await withProgress(kind, source, (options) => new CatalogueImporter({ db }).importLabs(source.rows, source.layout, options));
   }
   return { ...summary, index_snapshot_stored: await refreshIndexSnapshot(db, config) };
 }

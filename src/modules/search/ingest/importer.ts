@@ -154,7 +154,7 @@ async function importBatches<I, R extends { id: string; seq: number; updated_at:
   return summary;
 }
 
-export function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
   return importBatches<DrugInput, DrugsTable>(db, inputs, layout, options, {
     kind: 'drugs',
     isValid: (input) => clean(input.name) !== '' && clean(input.manufacturer_name) !== '',
@@ -212,7 +212,7 @@ function mergeLab(existing: LabTestsTable | undefined, input: LabInput, seq: num
   };
 }
 
-export function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
   return importBatches<LabInput, LabTestsTable>(db, inputs, layout, options, {
     kind: 'labs',
     isValid: (input) => nameKey(clean(input.name)) !== '',
@@ -232,3 +232,24 @@ export function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput 
   });
 }
 
+
+export interface CatalogueImporterDeps {
+  db: Kysely<Database>;
+}
+
+/** Imports drugs and lab tests into the catalogue tables: idempotent upserts in batches, one catalogue version per batch. */
+export class CatalogueImporter {
+  readonly #deps: CatalogueImporterDeps;
+
+  constructor(deps: CatalogueImporterDeps) {
+    this.#deps = deps;
+  }
+
+  importDrugs(inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+    return importDrugs(this.#deps.db, inputs, layout, options);
+  }
+
+  importLabs(inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+    return importLabs(this.#deps.db, inputs, layout, options);
+  }
+}
