@@ -18,6 +18,7 @@ import * as webhooks from './migrations/0007_webhooks.ts';
 import * as reviews from './migrations/0008_reviews.ts';
 import * as catalogueChangesIndex from './migrations/0009_catalogue_changes_index.ts';
 import * as searchSnapshots from './migrations/0010_search_snapshots.ts';
+import * as webhookDeliveryDecisions from './migrations/0011_webhook_delivery_decisions.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -30,6 +31,7 @@ export const migrations: Record<string, Migration> = {
   '0008_reviews': reviews,
   '0009_catalogue_changes_index': catalogueChangesIndex,
   '0010_search_snapshots': searchSnapshots,
+  '0011_webhook_delivery_decisions': webhookDeliveryDecisions,
 };
 
 /**
