@@ -82,6 +82,8 @@ interface Kind {
   again: boolean;
   /** The last claim found fewer jobs than it asked for: wait for a wake-up rather than claim again. */
   drained: boolean;
+  /** Counts wake-ups: a claim that began before the latest one cannot prove the kind drained. */
+  wakes: number;
 }
 
 const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
@@ -183,6 +185,7 @@ export class JobQueue {
       claiming: false,
       again: false,
       drained: false,
+      wakes: 0,
     });
   }
 
@@ -282,6 +285,7 @@ export class JobQueue {
     const kinds = kindName === undefined ? [...this.kinds.values()] : [this.kinds.get(kindName)].filter((k) => k !== undefined);
     for (const kind of kinds) {
       kind.drained = false;
+      kind.wakes++;
       void this.fill(kind);
     }
   }
@@ -339,8 +343,10 @@ export class JobQueue {
         kind.again = false;
         const free = kind.concurrency - kind.running;
         if (this.state !== 'running' || free <= 0 || kind.drained) break;
+        const wakes = kind.wakes;
         const claim = claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId).then((jobs) => {
-          kind.drained = jobs.length < free;
+          // A wake-up during the claim may stand for a job committed after the claim's snapshot.
+          kind.drained = jobs.length < free && kind.wakes === wakes;
           for (const job of jobs) this.launch(kind, job);
         });
         this.claims.add(claim);
@@ -473,6 +479,7 @@ export class JobQueue {
     if (delay >= this.pollMs) return;
     setTimeout(() => {
       kind.drained = false;
+      kind.wakes++;
       void this.fill(kind);
     }, Math.max(0, delay)).unref();
   }
