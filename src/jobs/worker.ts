@@ -84,6 +84,8 @@ interface Kind {
   drained: boolean;
   /** Counts wake-ups: a claim that began before the latest one cannot prove the kind drained. */
   wakes: number;
+  /** A refill after completions is scheduled for the next turn of the event loop. */
+  refilling: boolean;
 }
 
 const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
@@ -186,6 +188,7 @@ export class JobQueue {
       again: false,
       drained: false,
       wakes: 0,
+      refilling: false,
     });
   }
 
@@ -363,9 +366,24 @@ export class JobQueue {
     const abort = new AbortController();
     const promise = this.run(kind, job, abort).finally(() => {
       this.inFlight.delete(job.id);
-      void this.fill(kind);
+      this.refill(kind);
     });
     this.inFlight.set(job.id, { promise, abort });
+  }
+
+  /**
+   * After completions, one claim per kind and turn of the event loop, and only once a quarter of
+   * the slots are free (or all are): a backlog is claimed in batches rather than one statement and
+   * commit per job. Wake-ups still claim at once.
+   */
+  private refill(kind: Kind): void {
+    if (kind.refilling) return;
+    kind.refilling = true;
+    setImmediate(() => {
+      kind.refilling = false;
+      const free = kind.concurrency - kind.running;
+      if (kind.running === 0 || free >= Math.max(1, Math.ceil(kind.concurrency / 4))) void this.fill(kind);
+    });
   }
 
   // ---- Running one attempt -------------------------------------------------------------------
