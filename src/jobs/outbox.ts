@@ -41,14 +41,15 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   return id;
 }
 
-export async function loadEvent(db: Db, id: string): Promise<StoredEvent | null> {
-  const row = await db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row) return null;
-  return {
+/** The events of `ids` that exist (a deleted business's are gone), in no particular order. */
+export async function loadEvents(db: Db, ids: string[]): Promise<StoredEvent[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('events').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  return rows.map((row) => ({
     id: row.id,
     businessId: row.business_id,
     type: row.type as EventType,
     payload: JSON.parse(row.payload) as Record<string, unknown>,
     createdAt: row.created_at,
-  };
+  }));
 }

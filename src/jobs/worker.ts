@@ -35,7 +35,7 @@ import { inTransaction, type Storage } from '../db/index.ts';
 import { errorLogFields, isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
+import { loadEvents, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
   PermanentError, RetryableError, claimJobs, dueKinds, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
   type Job, type Settlement,
@@ -59,7 +59,8 @@ export interface KindOptions {
   leaseMs?: number;
 }
 
-export type EventHook = (trx: Transaction<Database>, event: StoredEvent) => Promise<void>;
+/** Gets events of one type (several when dispatches are batched), in the dispatch's transaction. */
+export type EventHook = (trx: Transaction<Database>, events: StoredEvent[]) => Promise<void>;
 
 export interface JobQueueOptions {
   /** Fallback poll interval. */
@@ -128,6 +129,9 @@ export class JobQueue {
   /** Successes waiting to be recorded together (see recordSuccess). */
   private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
   private flushing = false;
+  /** Event dispatches waiting to be run together (see dispatchEvent). */
+  private dispatches: Array<{ eventId: string; done: () => void; fail: (error: unknown) => void }> = [];
+  private dispatching = false;
 
   constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
     this.storage = storage;
@@ -165,8 +169,9 @@ export class JobQueue {
         registers: [registry],
       }),
     };
+    // Dispatches started together run in one transaction (see dispatchEvent), so the concurrency is the batch size.
     this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
-      concurrency: 8,
+      concurrency: 32,
       retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
     });
   }
@@ -504,14 +509,46 @@ export class JobQueue {
 
   // ---- Events ----------------------------------------------------------------------------------
 
-  private async dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
-    const event = await loadEvent(this.storage.db, job.payload.eventId);
-    // Its business was deleted since: nothing to deliver.
-    if (!event) return;
-    const hooks = this.hooks.get(event.type) ?? [];
-    if (hooks.length === 0) return;
+  /**
+   * Dispatches started while a batch is being written go into the next, as successes do (see
+   * recordSuccess): one claim's dispatch jobs load their events in one statement and run the hooks
+   * in one transaction, so a hook inserts all their deliveries at once.
+   */
+  private dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
+    return new Promise((done, fail) => {
+      this.dispatches.push({ eventId: job.payload.eventId, done, fail });
+      if (!this.dispatching) {
+        this.dispatching = true;
+        setImmediate(() => void this.flushDispatches());
+      }
+    });
+  }
+
+  private async flushDispatches(): Promise<void> {
+    while (this.dispatches.length > 0) {
+      const batch = this.dispatches.splice(0, 200);
+      try {
+        await this.dispatchEvents(batch.map((entry) => entry.eventId));
+        for (const entry of batch) entry.done();
+      } catch (error) {
+        if (batch.length === 1) {
+          batch[0]!.fail(error);
+          continue;
+        }
+        // One at a time, so that an event that cannot be dispatched holds back no other.
+        for (const entry of batch) await this.dispatchEvents([entry.eventId]).then(entry.done, entry.fail);
+      }
+    }
+    this.dispatching = false;
+  }
+
+  private async dispatchEvents(eventIds: string[]): Promise<void> {
+    // An event whose business was deleted since is gone: nothing to deliver.
+    const byType = Map.groupBy(await loadEvents(this.storage.db, eventIds), (event) => event.type);
+    const work = [...byType].flatMap(([type, events]) => (this.hooks.get(type) ?? []).map((hook) => ({ hook, events })));
+    if (work.length === 0) return;
     await inTransaction(this.storage.db, async (trx) => {
-      for (const hook of hooks) await hook(trx, event);
+      for (const { hook, events } of work) await hook(trx, events);
     });
   }
 

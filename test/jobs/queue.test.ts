@@ -202,9 +202,11 @@ describe(`jobs (${DIALECT})`, () => {
     it('fan out into one job per recipient, once even when dispatched twice', async () => {
       const delivered: string[] = [];
       f.queue.register('test.delivery', async ({ job }) => { delivered.push((job.payload as { to: string }).to); });
-      f.queue.onEvent('external_review.request', async (trx, event) => {
-        for (const to of ['sub_a', 'sub_b']) {
-          await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { to, eventId: event.id }, dedupeKey: `${event.id}:${to}` });
+      f.queue.onEvent('external_review.request', async (trx, events) => {
+        for (const event of events) {
+          for (const to of ['sub_a', 'sub_b']) {
+            await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { to, eventId: event.id }, dedupeKey: `${event.id}:${to}` });
+          }
         }
       });
       const eventId = await inTransaction(f.storage.db, (trx) =>

@@ -42,20 +42,21 @@ export async function deleteSubscription(db: Db, businessId: string, id: string)
   return result.numDeletedRows > 0n;
 }
 
-/** Active subscriptions of the business; the caller filters by event name (stored as JSON). */
-export function activeSubscriptions(db: Db, businessId: string): Promise<Pick<SubscriptionRow, 'id' | 'event_names'>[]> {
-  return db.selectFrom('webhook_subscriptions').select(['id', 'event_names'])
-    .where('business_id', '=', businessId).where('status', '=', 'active')
+/** Active subscriptions of the businesses; the caller filters by event name (stored as JSON). */
+export function activeSubscriptions(db: Db, businessIds: string[]): Promise<Pick<SubscriptionRow, 'id' | 'business_id' | 'event_names'>[]> {
+  return db.selectFrom('webhook_subscriptions').select(['id', 'business_id', 'event_names'])
+    .where('business_id', 'in', businessIds).where('status', '=', 'active')
     .execute();
 }
 
-/** Adds the delivery unless the (subscription, event) pair already has one; true when added. */
-export async function insertDelivery(db: Db, row: Insertable<WebhookDeliveriesTable>): Promise<boolean> {
-  const inserted = await db.insertInto('webhook_deliveries').values(row)
+/** Adds the deliveries, skipping any (subscription, event) pair that already has one; returns how many were added. */
+export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const inserted = await db.insertInto('webhook_deliveries').values(rows)
     .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
     .returning('id')
-    .executeTakeFirst();
-  return inserted !== undefined;
+    .execute();
+  return inserted.length;
 }
 
 /** Deliveries with their job's state (the job is the truth when the worker settled it without the handler). */

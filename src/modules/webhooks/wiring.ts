@@ -5,7 +5,7 @@
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
-import { enqueue, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
+import { enqueue, enqueueMany, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
 import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
 import { EVENT_NAMES } from './service.ts';
@@ -38,8 +38,8 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   };
 
   const queue: DeliveryQueue = {
-    enqueue: (db, businessId, deliveryId, key) =>
-      enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }),
+    enqueue: (db, deliveries) => enqueueMany(db, deliveries.map(({ businessId, deliveryId, key }) =>
+      ({ kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }))),
     async retry(db, businessId, deliveryId, jobId, key) {
       const job = jobId ? await retryJob(db, jobId, { businessId }) : null;
       return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key });
@@ -59,7 +59,7 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
     if (outcome.kind === 'retry') throw new RetryableError(outcome.error, { retryAfterSeconds: outcome.retryAfterSeconds });
   }, { retrySchedule: schedule, concurrency: 16, leaseMs: LEASE_MS });
 
-  for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, event) => { await fanOut(trx, queue, event); });
+  for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, events) => { await fanOut(trx, queue, events); });
 
   return { queue, sender };
 }
