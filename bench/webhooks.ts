@@ -143,6 +143,7 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
         for (let j = i; j < Math.min(EVENTS, i + 100); j++) await recordEvent(trx, reviewEvent(businessId, business.client_id, j));
       });
     }
+    const stored = (performance.now() - started) / 1000;
     await waitFor(receiver, EVENTS);
     const seconds = (receiver.last() - started) / 1000;
     const delivered = receiver.received.size;
@@ -154,7 +155,7 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     const stages = await stageBreakdown(storage, lagStarted);
     await Promise.all(servers.map((s) => s.stop()));
     const pool = probeNote(servers.map((_, i) => readProbe(path.join(probeDir, `${i}.json`))), delivered + lag.count, 'delivery (both runs)');
-    return { rate: delivered / seconds, delivered, requests, seconds, statements, pool, lag, stages };
+    return { rate: delivered / seconds, delivered, requests, seconds, stored, statements, pool, lag, stages };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await storage.destroy();
@@ -196,7 +197,7 @@ function figures(label: string, r: Outcome, goal: number): Figure[] {
   return [
     {
       name: `webhook deliveries, ${label}`, value: Math.round(r.rate), unit: 'deliveries/s',
-      note: `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received; goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}`
+      note: `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}`
         + `${r.statements ? `. ${r.statements}` : ''}${r.pool ? `. ${r.pool}` : ''}`,
     },
     {
