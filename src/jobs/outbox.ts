@@ -6,7 +6,8 @@
  */
 import type { Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
-import { enqueue } from './queue.ts';
+import { isPostgres } from '../db/dialect.ts';
+import { enqueue, jobRow } from './queue.ts';
 
 export type EventType = 'external_review.request';
 
@@ -30,14 +31,17 @@ export interface StoredEvent {
 /** Stores the event and its dispatch job in `db` (pass the transaction of the change) and returns the event id. */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = newId('evt');
-  await db.insertInto('events').values({
-    id,
-    business_id: event.businessId,
-    type: event.type,
-    payload: JSON.stringify(event.payload),
-    created_at: Date.now(),
-  }).execute();
-  await enqueue(db, { kind: EVENT_DISPATCH, businessId: event.businessId, payload: { eventId: id }, dedupeKey: id });
+  const now = Date.now();
+  const row = { id, business_id: event.businessId, type: event.type, payload: JSON.stringify(event.payload), created_at: now };
+  const job = { kind: EVENT_DISPATCH, businessId: event.businessId, payload: { eventId: id }, dedupeKey: id };
+  if (isPostgres(db)) {
+    // One round trip inside the caller's transaction; the dispatch job's key is the new event's id,
+    // so it cannot conflict.
+    await db.with('event', (qb) => qb.insertInto('events').values(row)).insertInto('jobs').values(jobRow(job, now)).execute();
+  } else {
+    await db.insertInto('events').values(row).execute();
+    await enqueue(db, job);
+  }
   return id;
 }
 
