@@ -109,7 +109,8 @@ export interface AttemptInput {
 
 export interface AttemptDeps {
   storage: Storage;
-  masterKey: Buffer;
+  signingKeys: SigningKeys;
+  successes: SuccessRecords;
   sender: Sender;
   logger: Logger;
   outcomes?: Counter<'outcome'>;
@@ -131,9 +132,9 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
 
   const ad = repo.keyAssociatedData(row.subscription_id);
   const now = Date.now();
-  const keys = [decrypt(deps.masterKey, row.signing_key, ad)];
+  const keys = [deps.signingKeys.decrypt(row.signing_key, ad)];
   if (row.previous_signing_key && row.previous_key_expires_at !== null && row.previous_key_expires_at > now) {
-    keys.push(decrypt(deps.masterKey, row.previous_signing_key, ad));
+    keys.push(deps.signingKeys.decrypt(row.previous_signing_key, ad));
   }
   const timestamp = Math.floor(now / 1000);
   const headers = {
@@ -163,7 +164,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   }
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-    await repo.recordAttempt(db, input.businessId, row.id, { status: 'succeeded', lastStatusCode: statusCode, lastError: null, nextAttemptAt: null });
+    await deps.successes.record(input.businessId, row.id, statusCode);
     deps.outcomes?.inc({ outcome: 'succeeded' });
     deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
     return { kind: 'succeeded', statusCode };
@@ -189,4 +190,69 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   deps.outcomes?.inc({ outcome: 'retried' });
   deps.logger.info({ ...log, status_code: statusCode, error, ...detail }, 'webhook attempt failed; will retry');
   return { kind: 'retry', error, retryAfterSeconds };
+}
+
+/**
+ * Decrypted signing keys by their ciphertext and associated data: a delivery decrypts nothing that
+ * an earlier one decrypted. A rotated key has a new ciphertext, so nothing stale is served.
+ */
+export class SigningKeys {
+  readonly #masterKey: Buffer;
+  readonly #keys = new Map<string, string>();
+
+  constructor(masterKey: Buffer) {
+    this.#masterKey = masterKey;
+  }
+
+  decrypt(sealed: string, associatedData: string): string {
+    const id = `${associatedData}\n${sealed}`;
+    let key = this.#keys.get(id);
+    if (key === undefined) {
+      key = decrypt(this.#masterKey, sealed, associatedData);
+      // Bounded: past this many subscriptions, start over rather than track use.
+      if (this.#keys.size >= 10_000) this.#keys.clear();
+      this.#keys.set(id, key);
+    }
+    return key;
+  }
+}
+
+/**
+ * Successful attempts that finish while one batch is being written go into the next, as the jobs'
+ * own successes do: under load one statement records many; alone, one is recorded at once. An
+ * attempt resolves only once its record is written, so its job is settled after it.
+ */
+export class SuccessRecords {
+  readonly #db: Db;
+  #pending: Array<{ businessId: string; deliveryId: string; statusCode: number; done: () => void; fail: (error: unknown) => void }> = [];
+  #flushing = false;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  record(businessId: string, deliveryId: string, statusCode: number): Promise<void> {
+    return new Promise((done, fail) => {
+      this.#pending.push({ businessId, deliveryId, statusCode, done, fail });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, 500);
+      for (const [statusCode, entries] of Map.groupBy(batch, (entry) => entry.statusCode)) {
+        try {
+          await repo.recordSuccesses(this.#db, statusCode, entries);
+          for (const entry of entries) entry.done();
+        } catch (error) {
+          for (const entry of entries) entry.fail(error);
+        }
+      }
+    }
+    this.#flushing = false;
+  }
 }

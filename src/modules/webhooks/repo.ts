@@ -114,6 +114,21 @@ export async function recordAttempt(db: Db, businessId: string, deliveryId: stri
     .execute();
 }
 
+/** Records successful attempts that got `statusCode`, as recordAttempt does, in one statement. */
+export async function recordSuccesses(db: Db, statusCode: number, deliveries: Array<{ businessId: string; deliveryId: string }>): Promise<void> {
+  await db.updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: 'succeeded',
+      attempts: eb('attempts', '+', 1),
+      last_status_code: statusCode,
+      last_error: null,
+      next_attempt_at: null,
+      updated_at: Date.now(),
+    }))
+    .where((eb) => eb(eb.refTuple('business_id', 'id'), 'in', deliveries.map((d) => eb.tuple(d.businessId, d.deliveryId))))
+    .execute();
+}
+
 /** Marks the delivery pending again (a manual retry), due at `dueAt`. */
 export async function requeueDelivery(db: Db, businessId: string, deliveryId: string, dueAt: number, jobId: string): Promise<void> {
   await db.updateTable('webhook_deliveries')

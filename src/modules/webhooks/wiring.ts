@@ -6,7 +6,7 @@
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
 import { enqueue, enqueueMany, PermanentError, RetryableError, retryJob } from '../../jobs/queue.ts';
-import { attempt, DELIVERY_JOB, fanOut, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
+import { attempt, DELIVERY_JOB, fanOut, SigningKeys, SuccessRecords, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
 import { EVENT_NAMES } from './service.ts';
 
@@ -26,7 +26,8 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   const sender = createSender(ctx.outbound);
   const deps: AttemptDeps = {
     storage: ctx.storage,
-    masterKey: ctx.keys.masterKey,
+    signingKeys: new SigningKeys(ctx.keys.masterKey),
+    successes: new SuccessRecords(ctx.storage.db),
     sender,
     logger: ctx.logger.child({ component: 'webhooks' }),
     outcomes: new Counter({
