@@ -171,7 +171,7 @@ export class JobQueue {
     };
     // Dispatches started together run in one transaction (see dispatchEvent), so the concurrency is the batch size.
     this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
-      concurrency: 32,
+      concurrency: 256,
       retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
     });
   }

@@ -58,7 +58,7 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
     });
     if (outcome.kind === 'failed') throw new PermanentError(outcome.error);
     if (outcome.kind === 'retry') throw new RetryableError(outcome.error, { retryAfterSeconds: outcome.retryAfterSeconds });
-  }, { retrySchedule: schedule, concurrency: 64, leaseMs: LEASE_MS });
+  }, { retrySchedule: schedule, concurrency: 48, leaseMs: LEASE_MS });
 
   for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, events) => { await fanOut(trx, queue, events); });
 
