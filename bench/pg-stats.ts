@@ -4,7 +4,7 @@
  * the extension preloaded (shared_preload_libraries) the statement figures are left out with a note.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import type { ProbeStats } from './pg-probe.ts';
 
 export const PROBE = ['--import', new URL('./pg-probe.ts', import.meta.url).pathname];

@@ -7,7 +7,8 @@
 import type { Db } from '../db/index.ts';
 import type { EventBody, EventName } from '../events.ts';
 import { newId } from '../db/ids.ts';
-import { enqueue } from './queue.ts';
+import { isPostgres } from '../db/dialect.ts';
+import { enqueue, jobRow } from './queue.ts';
 
 export const EVENT_DISPATCH = 'event.dispatch';
 
@@ -29,25 +30,29 @@ export interface StoredEvent {
 /** Stores the event and its dispatch job in `db` (pass the transaction of the change) and returns the event id. */
 export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N>): Promise<string> {
   const id = newId('evt');
-  await db.insertInto('events').values({
-    id,
-    business_id: event.businessId,
-    type: event.type,
-    payload: JSON.stringify(event.payload),
-    created_at: Date.now(),
-  }).execute();
-  await enqueue(db, { kind: EVENT_DISPATCH, businessId: event.businessId, payload: { eventId: id }, dedupeKey: id });
+  const now = Date.now();
+  const row = { id, business_id: event.businessId, type: event.type, payload: JSON.stringify(event.payload), created_at: now };
+  const job = { kind: EVENT_DISPATCH, businessId: event.businessId, payload: { eventId: id }, dedupeKey: id };
+  if (isPostgres(db)) {
+    // One round trip inside the caller's transaction; the dispatch job's key is the new event's id,
+    // so it cannot conflict.
+    await db.with('event', (qb) => qb.insertInto('events').values(row)).insertInto('jobs').values(jobRow(job, now)).execute();
+  } else {
+    await db.insertInto('events').values(row).execute();
+    await enqueue(db, job);
+  }
   return id;
 }
 
-export async function loadEvent(db: Db, id: string): Promise<StoredEvent | null> {
-  const row = await db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row) return null;
-  return {
+/** The events of `ids` that exist (a deleted business's are gone), in no particular order. */
+export async function loadEvents(db: Db, ids: string[]): Promise<StoredEvent[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('events').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  return rows.map((row) => ({
     id: row.id,
     businessId: row.business_id,
     type: row.type as EventName,
     payload: JSON.parse(row.payload) as EventBody,
     createdAt: row.created_at,
-  };
+  }));
 }

@@ -4,7 +4,7 @@
  * from this process's clock.
  */
 import { EventEmitter } from 'node:events';
-import { sql, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/dialect.ts';
@@ -95,23 +95,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<string> {
 export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
   if (jobs.length === 0) return [];
   const now = Date.now();
-  const rows = jobs.map((job) => ({
-    id: newId('job'),
-    kind: job.kind,
-    business_id: job.businessId ?? null,
-    payload: JSON.stringify(job.payload ?? null),
-    status: 'pending' as const,
-    due_at: job.dueAt ?? now,
-    max_attempts: job.maxAttempts ?? null,
-    lease_until: null,
-    locked_by: null,
-    last_error: null,
-    dedupe_key: job.dedupeKey ?? null,
-    created_at: now,
-    updated_at: now,
-    started_at: null,
-    finished_at: null,
-  }));
+  const rows = jobs.map((job) => jobRow(job, now));
   const deduped = jobs.some((job) => job.dedupeKey !== undefined);
   const inserted = await db.insertInto('jobs').values(rows)
     .$if(deduped, (qb) => qb.onConflict((oc) => oc.columns(['kind', 'dedupe_key']).doNothing()))
@@ -123,6 +107,27 @@ export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
   const fresh = new Set(inserted.map((row) => row.id));
   return Promise.all(rows.map(async (row) => fresh.has(row.id) ? row.id : (await db.selectFrom('jobs').select('id')
     .where('kind', '=', row.kind).where('dedupe_key', '=', row.dedupe_key!).executeTakeFirstOrThrow()).id));
+}
+
+/** The row `enqueue` inserts for `job`, for statements that insert a job along with other rows. */
+export function jobRow(job: NewJob, now = Date.now()): Insertable<JobsTable> & { id: string } {
+  return {
+    id: newId('job'),
+    kind: job.kind,
+    business_id: job.businessId ?? null,
+    payload: JSON.stringify(job.payload ?? null),
+    status: 'pending',
+    due_at: job.dueAt ?? now,
+    max_attempts: job.maxAttempts ?? null,
+    lease_until: null,
+    locked_by: null,
+    last_error: null,
+    dedupe_key: job.dedupeKey ?? null,
+    created_at: now,
+    updated_at: now,
+    started_at: null,
+    finished_at: null,
+  };
 }
 
 export interface Scope {

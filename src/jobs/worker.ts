@@ -35,7 +35,7 @@ import { inTransaction, type Db, type Storage } from '../db/index.ts';
 import { errorLogFields, logLevelFor } from '../db/unavailable.ts';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { loadEvent, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
+import { loadEvents, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
   PermanentError, RetryableError, claimJobs, dueKinds, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
   type Job, type Settlement,
@@ -69,7 +69,8 @@ export interface KindOptions<P = any> {
 /** How an attempt that did not succeed is settled: retried at `dueAt`, or failed for good. */
 export type FailedAttempt = Exclude<Settlement, { status: 'succeeded' }>;
 
-export type EventHook = (trx: Transaction<Database>, event: StoredEvent) => Promise<void>;
+/** Gets events of one type (several when dispatches are batched), in the dispatch's transaction. */
+export type EventHook = (trx: Transaction<Database>, events: StoredEvent[]) => Promise<void>;
 
 export interface JobQueueOptions {
   /** Fallback poll interval. */
@@ -93,6 +94,10 @@ interface Kind {
   again: boolean;
   /** The last claim found fewer jobs than it asked for: wait for a wake-up rather than claim again. */
   drained: boolean;
+  /** Counts wake-ups: a claim that began before the latest one cannot prove the kind drained. */
+  wakes: number;
+  /** A refill after completions is scheduled for the next turn of the event loop. */
+  refilling: boolean;
 }
 
 const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
@@ -135,6 +140,9 @@ export class JobQueue {
   /** Successes waiting to be recorded together (see recordSuccess). */
   private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
   private flushing = false;
+  /** Event dispatches waiting to be run together (see dispatchEvent). */
+  private dispatches: Array<{ eventId: string; done: () => void; fail: (error: unknown) => void }> = [];
+  private dispatching = false;
 
   constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
     this.storage = storage;
@@ -172,8 +180,9 @@ export class JobQueue {
         registers: [registry],
       }),
     };
+    // Dispatches started together run in one transaction (see dispatchEvent), so the concurrency is the batch size.
     this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
-      concurrency: 8,
+      concurrency: 256,
       retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
     });
   }
@@ -195,6 +204,8 @@ export class JobQueue {
       claiming: false,
       again: false,
       drained: false,
+      wakes: 0,
+      refilling: false,
     });
   }
 
@@ -294,6 +305,7 @@ export class JobQueue {
     const kinds = kindName === undefined ? [...this.kinds.values()] : [this.kinds.get(kindName)].filter((k) => k !== undefined);
     for (const kind of kinds) {
       kind.drained = false;
+      kind.wakes++;
       void this.fill(kind);
     }
   }
@@ -351,8 +363,10 @@ export class JobQueue {
         kind.again = false;
         const free = kind.concurrency - kind.running;
         if (this.state !== 'running' || free <= 0 || kind.drained) break;
+        const wakes = kind.wakes;
         const claim = claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId).then((jobs) => {
-          kind.drained = jobs.length < free;
+          // A wake-up during the claim may stand for a job committed after the claim's snapshot.
+          kind.drained = jobs.length < free && kind.wakes === wakes;
           for (const job of jobs) this.launch(kind, job);
         });
         this.claims.add(claim);
@@ -369,9 +383,24 @@ export class JobQueue {
     const abort = new AbortController();
     const promise = this.run(kind, job, abort).finally(() => {
       this.inFlight.delete(job.id);
-      void this.fill(kind);
+      this.refill(kind);
     });
     this.inFlight.set(job.id, { promise, abort });
+  }
+
+  /**
+   * After completions, one claim per kind and turn of the event loop, and only once a quarter of
+   * the slots are free (or all are): a backlog is claimed in batches rather than one statement and
+   * commit per job. Wake-ups still claim at once.
+   */
+  private refill(kind: Kind): void {
+    if (kind.refilling) return;
+    kind.refilling = true;
+    setImmediate(() => {
+      kind.refilling = false;
+      const free = kind.concurrency - kind.running;
+      if (kind.running === 0 || free >= Math.max(1, Math.ceil(kind.concurrency / 4))) void this.fill(kind);
+    });
   }
 
   // ---- Running one attempt -------------------------------------------------------------------
@@ -497,20 +526,53 @@ export class JobQueue {
     if (delay >= this.pollMs) return;
     setTimeout(() => {
       kind.drained = false;
+      kind.wakes++;
       void this.fill(kind);
     }, Math.max(0, delay)).unref();
   }
 
   // ---- Events ----------------------------------------------------------------------------------
 
-  private async dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
-    const event = await loadEvent(this.storage.db, job.payload.eventId);
-    // Its business was deleted since: nothing to deliver.
-    if (!event) return;
-    const hooks = this.hooks.get(event.type) ?? [];
-    if (hooks.length === 0) return;
+  /**
+   * Dispatches started while a batch is being written go into the next, as successes do (see
+   * recordSuccess): one claim's dispatch jobs load their events in one statement and run the hooks
+   * in one transaction, so a hook inserts all their deliveries at once.
+   */
+  private dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
+    return new Promise((done, fail) => {
+      this.dispatches.push({ eventId: job.payload.eventId, done, fail });
+      if (!this.dispatching) {
+        this.dispatching = true;
+        setImmediate(() => void this.flushDispatches());
+      }
+    });
+  }
+
+  private async flushDispatches(): Promise<void> {
+    while (this.dispatches.length > 0) {
+      const batch = this.dispatches.splice(0, 200);
+      try {
+        await this.dispatchEvents(batch.map((entry) => entry.eventId));
+        for (const entry of batch) entry.done();
+      } catch (error) {
+        if (batch.length === 1) {
+          batch[0]!.fail(error);
+          continue;
+        }
+        // One at a time, so that an event that cannot be dispatched holds back no other.
+        for (const entry of batch) await this.dispatchEvents([entry.eventId]).then(entry.done, entry.fail);
+      }
+    }
+    this.dispatching = false;
+  }
+
+  private async dispatchEvents(eventIds: string[]): Promise<void> {
+    // An event whose business was deleted since is gone: nothing to deliver.
+    const byType = Map.groupBy(await loadEvents(this.storage.db, eventIds), (event) => event.type);
+    const work = [...byType].flatMap(([type, events]) => (this.hooks.get(type) ?? []).map((hook) => ({ hook, events })));
+    if (work.length === 0) return;
     await inTransaction(this.storage.db, async (trx) => {
-      for (const hook of hooks) await hook(trx, event);
+      for (const { hook, events } of work) await hook(trx, events);
     });
   }
 

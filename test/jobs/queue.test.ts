@@ -203,9 +203,11 @@ describe(`jobs (${DIALECT})`, () => {
     it('fan out into one job per recipient, once even when dispatched twice', async () => {
       const delivered: string[] = [];
       f.queue.register('test.delivery', async ({ job }) => { delivered.push((job.payload as { to: string }).to); });
-      f.queue.onEvent('external_review.request', async (trx, event) => {
-        for (const to of ['sub_a', 'sub_b']) {
-          await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { to, eventId: event.id }, dedupeKey: `${event.id}:${to}` });
+      f.queue.onEvent('external_review.request', async (trx, events) => {
+        for (const event of events) {
+          for (const to of ['sub_a', 'sub_b']) {
+            await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { to, eventId: event.id }, dedupeKey: `${event.id}:${to}` });
+          }
         }
       });
       const eventId = await inTransaction(f.storage.db, (trx) =>
@@ -219,6 +221,37 @@ describe(`jobs (${DIALECT})`, () => {
       await f.queue.runDue();
       assert.equal(delivered.length, 2);
       assert.equal((await listJobs(f.storage.db, { kind: 'test.delivery' })).length, 2);
+    });
+  });
+
+  describe('event dispatch in batches', () => {
+    it('runs the dispatches claimed together in one call of the hook; one failing event holds back no other', async () => {
+      const calls: string[][] = [];
+      const delivered: string[] = [];
+      f.queue.register('test.delivery', async ({ job }) => { delivered.push((job.payload as { eventId: string }).eventId); });
+      const ids = await inTransaction(f.storage.db, async (trx) => {
+        const recorded: string[] = [];
+        for (let i = 0; i < 5; i++) recorded.push(await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId, i) }));
+        return recorded;
+      });
+      const poison = ids[2]!;
+      f.queue.onEvent('external_review.request', async (trx, events) => {
+        calls.push(events.map((event) => event.id).sort());
+        for (const event of events) {
+          if (event.id === poison) throw new Error('this event cannot be dispatched');
+          await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { eventId: event.id }, dedupeKey: event.id });
+        }
+      });
+      await f.queue.runDue();
+      // All five in one call first; that transaction failed, so each was tried alone.
+      assert.deepEqual(calls[0], [...ids].sort());
+      assert.equal(calls.length, 6);
+      assert.deepEqual(delivered.sort(), ids.filter((id) => id !== poison).sort());
+      const dispatches = await listJobs(f.storage.db, { kind: 'event.dispatch' });
+      const failed = dispatches.filter((job) => job.status !== 'succeeded');
+      assert.deepEqual(failed.map((job) => (job.payload as { eventId: string }).eventId), [poison]);
+      assert.equal(failed[0]!.status, 'pending');
+      assert.match(failed[0]!.lastError ?? '', /cannot be dispatched/);
     });
   });
 

@@ -4,10 +4,12 @@
  * per job run. The body is the event's stored payload text, byte for byte the same on every
  * attempt; `webhook-id` is the event id; `webhook-timestamp` is the attempt's time.
  */
+import type { Insertable } from 'kysely';
 import type { Counter } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Db, Storage } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
+import type { WebhookDeliveriesTable } from '../../db/schema.ts';
 import { decrypt } from '../../security/encryption.ts';
 import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
@@ -21,10 +23,10 @@ export const DELIVERY_JOB = 'webhook.delivery';
 /** How deliveries become jobs: provided by the delivery wiring (wiring.ts). */
 export interface DeliveryQueue {
   /**
-   * Adds the job that sends delivery `deliveryId`, in `db` (a transaction), and returns its id; a
-   * job with the same `key` already queued is returned instead.
+   * Adds the jobs that send the deliveries, in `db` (a transaction), in one statement, and returns
+   * their ids in order; where a job with the same `key` is already queued, its id instead.
    */
-  enqueue(db: Db, businessId: string, deliveryId: string, key: string): Promise<string>;
+  enqueue(db: Db, deliveries: Array<{ businessId: string; deliveryId: string; key: string }>): Promise<string[]>;
   /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
   retry(db: Db, businessId: string, deliveryId: string, jobId: string | null, key: string): Promise<string>;
 }
@@ -41,35 +43,52 @@ export interface EventRef {
   createdAt: number;
 }
 
-/** One delivery (and its job) per active subscription to the event's type; a repeated call adds nothing. */
-export async function fanOut(trx: Db, queue: DeliveryQueue, event: EventRef): Promise<number> {
+/**
+ * One delivery (and its job) per active subscription to each event's type, all in two statements;
+ * a repeated call adds nothing. Returns the deliveries added.
+ */
+export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const subscriptions = Map.groupBy(
+    await repo.activeSubscriptions(trx, [...new Set(events.map((event) => event.businessId))]),
+    (subscription) => subscription.business_id,
+  );
+  const now = Date.now();
+  const rows: Array<Omit<Insertable<WebhookDeliveriesTable>, 'job_id'> & { id: string }> = [];
+  const keys: string[] = [];
+  for (const event of events) {
+    for (const subscription of subscriptions.get(event.businessId) ?? []) {
+      if (!(JSON.parse(subscription.event_names) as string[]).includes(event.type)) continue;
+      keys.push(deliveryKey(event.id, subscription.id));
+      rows.push({
+        id: newId('whd'),
+        business_id: event.businessId,
+        subscription_id: subscription.id,
+        event_id: event.id,
+        event_type: event.type,
+        status: 'pending',
+        last_status_code: null,
+        last_error: null,
+        next_attempt_at: now,
+        created_at: event.createdAt,
+        updated_at: now,
+      });
+    }
+  }
   let added = 0;
-  for (const subscription of await repo.activeSubscriptions(trx, event.businessId)) {
-    if (!(JSON.parse(subscription.event_names) as string[]).includes(event.type)) continue;
-    const id = newId('whd');
-    const now = Date.now();
-    // The job first: its key is the (event, subscription) pair, so a repeated dispatch gets the
-    // existing job back and the delivery insert below adds nothing.
-    const jobId = await queue.enqueue(trx, event.businessId, id, deliveryKey(event.id, subscription.id));
-    const inserted = await repo.insertDelivery(trx, {
-      id,
-      business_id: event.businessId,
-      subscription_id: subscription.id,
-      event_id: event.id,
-      event_type: event.type,
-      job_id: jobId,
-      status: 'pending',
-      last_status_code: null,
-      last_error: null,
-      next_attempt_at: now,
-      created_at: event.createdAt,
-      updated_at: now,
-    });
-    if (!inserted) continue;
-    added++;
+  // Chunks keep each statement under SQLite's limit of bound values.
+  for (let start = 0; start < rows.length; start += FAN_OUT_CHUNK) {
+    const chunk = rows.slice(start, start + FAN_OUT_CHUNK);
+    // The jobs first: their key is the (event, subscription) pair, so a repeated dispatch gets the
+    // existing jobs back and the delivery insert below adds nothing for them.
+    const jobIds = await queue.enqueue(trx, chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, key: keys[start + i]! })));
+    added += await repo.insertDeliveries(trx, chunk.map((row, i) => ({ ...row, job_id: jobIds[i]! })));
   }
   return added;
 }
+
+/** Deliveries per insert statement (12 values each for the delivery, 15 for its job). */
+const FAN_OUT_CHUNK = 500;
 
 export type AttemptOutcome =
   | { kind: 'succeeded'; statusCode: number }
@@ -108,7 +127,8 @@ export interface AttemptInput {
 
 export interface AttemptDeps {
   storage: Storage;
-  masterKey: Buffer;
+  signingKeys: SigningKeys;
+  successes: SuccessRecords;
   sender: Sender;
   logger: Logger;
   outcomes?: Counter<'outcome'>;
@@ -128,9 +148,9 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
 
   const ad = repo.keyAssociatedData(row.subscription_id);
   const now = Date.now();
-  const keys = [decrypt(deps.masterKey, row.signing_key, ad)];
+  const keys = [deps.signingKeys.decrypt(row.signing_key, ad)];
   if (row.previous_signing_key && row.previous_key_expires_at !== null && row.previous_key_expires_at > now) {
-    keys.push(decrypt(deps.masterKey, row.previous_signing_key, ad));
+    keys.push(deps.signingKeys.decrypt(row.previous_signing_key, ad));
   }
   const timestamp = Math.floor(now / 1000);
   const headers = {
@@ -160,7 +180,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   }
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-    await repo.recordAttempt(db, input.businessId, row.id, { status: 'succeeded', lastStatusCode: statusCode, lastError: null, nextAttemptAt: null });
+    await deps.successes.record(input.businessId, row.id, statusCode);
     deps.outcomes?.inc({ outcome: 'succeeded' });
     deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
     return { kind: 'succeeded', statusCode };
@@ -190,5 +210,70 @@ export async function recordFailedAttempt(db: Db, businessId: string, deliveryId
     await repo.recordAttempt(db, businessId, deliveryId, { status: outcome.status, lastStatusCode: cause.statusCode, lastError: cause.message, nextAttemptAt });
   } else {
     await repo.settleDelivery(db, businessId, deliveryId, { status: outcome.status, nextAttemptAt, lastErrorIfNone: outcome.status === 'failed' ? 'the delivery could not be attempted' : null });
+  }
+}
+
+/**
+ * Decrypted signing keys by their ciphertext and associated data: a delivery decrypts nothing that
+ * an earlier one decrypted. A rotated key has a new ciphertext, so nothing stale is served.
+ */
+export class SigningKeys {
+  readonly #masterKey: Buffer;
+  readonly #keys = new Map<string, string>();
+
+  constructor(masterKey: Buffer) {
+    this.#masterKey = masterKey;
+  }
+
+  decrypt(sealed: string, associatedData: string): string {
+    const id = `${associatedData}\n${sealed}`;
+    let key = this.#keys.get(id);
+    if (key === undefined) {
+      key = decrypt(this.#masterKey, sealed, associatedData);
+      // Bounded: past this many subscriptions, start over rather than track use.
+      if (this.#keys.size >= 10_000) this.#keys.clear();
+      this.#keys.set(id, key);
+    }
+    return key;
+  }
+}
+
+/**
+ * Successful attempts that finish while one batch is being written go into the next, as the jobs'
+ * own successes do: under load one statement records many; alone, one is recorded at once. An
+ * attempt resolves only once its record is written, so its job is settled after it.
+ */
+export class SuccessRecords {
+  readonly #db: Db;
+  #pending: Array<{ businessId: string; deliveryId: string; statusCode: number; done: () => void; fail: (error: unknown) => void }> = [];
+  #flushing = false;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  record(businessId: string, deliveryId: string, statusCode: number): Promise<void> {
+    return new Promise((done, fail) => {
+      this.#pending.push({ businessId, deliveryId, statusCode, done, fail });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, 500);
+      for (const [statusCode, entries] of Map.groupBy(batch, (entry) => entry.statusCode)) {
+        try {
+          await repo.recordSuccesses(this.#db, statusCode, entries);
+          for (const entry of entries) entry.done();
+        } catch (error) {
+          for (const entry of entries) entry.fail(error);
+        }
+      }
+    }
+    this.#flushing = false;
   }
 }

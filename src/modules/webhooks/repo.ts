@@ -42,20 +42,21 @@ export async function deleteSubscription(db: Db, businessId: string, id: string)
   return result.numDeletedRows > 0n;
 }
 
-/** Active subscriptions of the business; the caller filters by event name (stored as JSON). */
-export function activeSubscriptions(db: Db, businessId: string): Promise<Pick<SubscriptionRow, 'id' | 'event_names'>[]> {
-  return db.selectFrom('webhook_subscriptions').select(['id', 'event_names'])
-    .where('business_id', '=', businessId).where('status', '=', 'active')
+/** Active subscriptions of the businesses; the caller filters by event name (stored as JSON). */
+export function activeSubscriptions(db: Db, businessIds: string[]): Promise<Pick<SubscriptionRow, 'id' | 'business_id' | 'event_names'>[]> {
+  return db.selectFrom('webhook_subscriptions').select(['id', 'business_id', 'event_names'])
+    .where('business_id', 'in', businessIds).where('status', '=', 'active')
     .execute();
 }
 
-/** Adds the delivery unless the (subscription, event) pair already has one; true when added. */
-export async function insertDelivery(db: Db, row: Insertable<WebhookDeliveriesTable>): Promise<boolean> {
-  const inserted = await db.insertInto('webhook_deliveries').values(row)
+/** Adds the deliveries, skipping any (subscription, event) pair that already has one; returns how many were added. */
+export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const inserted = await db.insertInto('webhook_deliveries').values(rows)
     .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
     .returning('id')
-    .executeTakeFirst();
-  return inserted !== undefined;
+    .execute();
+  return inserted.length;
 }
 
 /** A subscription's deliveries, newest first. */
@@ -119,6 +120,21 @@ export async function settleDelivery(db: Db, businessId: string, deliveryId: str
       updated_at: Date.now(),
     }))
     .where('business_id', '=', businessId).where('id', '=', deliveryId)
+    .execute();
+}
+
+/** Records successful attempts that got `statusCode`, as recordAttempt does, in one statement. */
+export async function recordSuccesses(db: Db, statusCode: number, deliveries: Array<{ businessId: string; deliveryId: string }>): Promise<void> {
+  await db.updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: 'succeeded',
+      attempts: eb('attempts', '+', 1),
+      last_status_code: statusCode,
+      last_error: null,
+      next_attempt_at: null,
+      updated_at: Date.now(),
+    }))
+    .where((eb) => eb(eb.refTuple('business_id', 'id'), 'in', deliveries.map((d) => eb.tuple(d.businessId, d.deliveryId))))
     .execute();
 }
 

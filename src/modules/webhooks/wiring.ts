@@ -6,8 +6,8 @@
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
-import { enqueue, retryJob } from '../../jobs/queue.ts';
-import { attempt, DELIVERY_JOB, fanOut, recordFailedAttempt, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
+import { enqueue, enqueueMany, retryJob } from '../../jobs/queue.ts';
+import { attempt, DELIVERY_JOB, fanOut, recordFailedAttempt, SigningKeys, SuccessRecords, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
 import { EVENT_NAMES } from '../../events.ts';
 
@@ -16,6 +16,12 @@ import { EVENT_NAMES } from '../../events.ts';
  * runs), so the deliveries of a process that died are sent by another within about this time.
  */
 const LEASE_MS = 10_000;
+
+/**
+ * Deliveries in flight per process: under the outbound client's 50 sockets per destination, so a
+ * request never waits for a socket inside its own timeout.
+ */
+const DELIVERY_CONCURRENCY = 48;
 
 export interface WebhookWiring {
   queue: DeliveryQueue;
@@ -26,7 +32,8 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   const sender = createSender(ctx.outbound);
   const deps: AttemptDeps = {
     storage: ctx.storage,
-    masterKey: ctx.keys.masterKey,
+    signingKeys: new SigningKeys(ctx.keys.masterKey),
+    successes: new SuccessRecords(ctx.storage.db),
     sender,
     logger: ctx.logger.child({ component: 'webhooks' }),
     outcomes: new Counter({
@@ -38,8 +45,8 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   };
 
   const queue: DeliveryQueue = {
-    enqueue: (db, businessId, deliveryId, key) =>
-      enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }),
+    enqueue: (db, deliveries) => enqueueMany(db, deliveries.map(({ businessId, deliveryId, key }) =>
+      ({ kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }))),
     async retry(db, businessId, deliveryId, jobId, key) {
       const job = jobId ? await retryJob(db, jobId, { businessId }) : null;
       return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key });
@@ -50,12 +57,12 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
     await attempt(deps, { businessId: job.businessId!, deliveryId: job.payload.deliveryId, attempt: job.attempts, signal });
   }, {
     retrySchedule: ctx.config.webhookRetrySchedule,
-    concurrency: 16,
+    concurrency: DELIVERY_CONCURRENCY,
     leaseMs: LEASE_MS,
     onFailedAttempt: (db, job, outcome, cause) => recordFailedAttempt(db, job.businessId!, job.payload.deliveryId, outcome, cause, deps.outcomes),
   });
 
-  for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, event) => { await fanOut(trx, queue, event); });
+  for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, events) => { await fanOut(trx, queue, events); });
 
   return { queue, sender };
 }

@@ -155,6 +155,31 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.throws(() => new Webhook(sub.signing_key).verify(later.body, later.headers as Record<string, string>));
     });
 
+    it('records each of many successes finishing together once, with its own status code', async () => {
+      // Deliveries that succeed together are recorded by shared statements (one per status code).
+      const answered = new Map<string, number>();
+      let n = 0;
+      const receiver = await startReceiver((delivery) => {
+        const status = n++ % 2 === 0 ? 200 : 204;
+        answered.set(String(delivery.headers['webhook-id']), status);
+        return { status };
+      });
+      const sub = await subscribe(receiver);
+      for (let i = 0; i < 30; i++) await recordReviewEvent(t.ctx.storage, client.businessId, i);
+      await t.ctx.jobs.runDue();
+      await receiver.close();
+      assert.equal(receiver.received.length, 30);
+      const list = await deliveries(sub.id);
+      assert.equal(list.length, 30);
+      for (const delivery of list) {
+        assert.deepEqual(delivery, {
+          event_id: delivery.event_id, event: 'external_review.request', status: 'succeeded', attempts: 1,
+          last_status_code: answered.get(String(delivery.event_id)), last_error: null, next_attempt_at: null,
+        });
+      }
+      assert.deepEqual(new Set(answered.values()), new Set([200, 204]));
+    });
+
     it('lists deliveries newest first, 50 a page', async () => {
       const receiver = await startReceiver();
       const sub = await subscribe(receiver);

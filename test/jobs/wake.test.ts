@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import { Registry } from 'prom-client';
+import { createLogger } from '../../src/logger.ts';
+import { enqueue, getJob } from '../../src/jobs/queue.ts';
+import { JobQueue } from '../../src/jobs/worker.ts';
+import { DIALECT } from '../support.ts';
+import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
+
+/** Holds the answer of the next job claim (the update of `jobs` with a `with` clause) until released. */
+class ClaimGate implements KyselyPlugin {
+  private armed = false;
+  private readonly claims = new WeakSet<object>();
+  readonly reached = gate();
+  readonly release = gate();
+
+  arm(): void { this.armed = true; }
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    if (this.armed && args.node.kind === 'UpdateQueryNode' && args.node.with) {
+      this.armed = false;
+      this.claims.add(args.queryId);
+    }
+    return args.node;
+  }
+
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    if (this.claims.has(args.queryId)) {
+      this.reached.open();
+      await this.release.promise;
+    }
+    return args.result;
+  }
+}
+
+describe(`job wake-ups (${DIALECT})`, () => {
+  let f: JobsFixture;
+  before(async () => { f = await createJobsFixture(); });
+  beforeEach(async () => f.reset());
+  after(async () => f.close());
+
+  it('a wake-up during a claim that finds fewer jobs than it asked for leads to another claim', { timeout: 20_000 }, async () => {
+    const claimGate = new ClaimGate();
+    // The poll (a minute) cannot stand in for the lost wake-up within the test.
+    const queue = new JobQueue({ ...f.storage, db: f.storage.db.withPlugin(claimGate) }, createLogger('silent'), new Registry(), { pollMs: 60_000 });
+    try {
+      const ran: string[] = [];
+      queue.register('test.noop', async ({ job }) => { ran.push(job.id); }, { concurrency: 2 });
+      await queue.start();
+      claimGate.arm();
+      const first = await enqueue(f.storage.db, { kind: 'test.noop', payload: { n: 1 } });
+      // The claim woken by the first job has read the table and not yet returned...
+      await claimGate.reached.promise;
+      // ...when a second job commits and wakes the workers (NOTIFY on PostgreSQL, the local signal on
+      // SQLite; called here too so that the wake-up surely lands inside the claim).
+      const second = await enqueue(f.storage.db, { kind: 'test.noop', payload: { n: 2 } });
+      (queue as unknown as { wake(kind: string): void }).wake('test.noop');
+      if (DIALECT === 'postgres') await new Promise((resolve) => setTimeout(resolve, 200));
+      claimGate.release.open();
+      // The claim found one job of the two it asked for; the wake-up must not be taken for "drained".
+      const deadline = Date.now() + 5_000;
+      await until(async () => (await getJob(f.storage.db, second))?.status === 'succeeded' || Date.now() > deadline);
+      assert.equal((await getJob(f.storage.db, first))?.status, 'succeeded');
+      assert.equal((await getJob(f.storage.db, second))?.status, 'succeeded', 'the second job waited for the poll');
+      assert.deepEqual(ran.sort(), [first, second].sort());
+    } finally {
+      await queue.stop(0);
+    }
+  });
+});
