@@ -25,35 +25,61 @@ async function json(url: string, init: { method?: string; headers?: Record<strin
     headers: { 'content-type': 'application/json', ...init.headers },
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
   });
-  const body = await response.json() as Record<string, unknown>;
+  const body = (await response.json()) as Record<string, unknown>;
   if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${response.status} ${JSON.stringify(body)}`);
   return body;
 }
 
 /** The body of every PATCH of the loads: four fields, one of them the patient's details. */
 export const PATCH_BODY = {
-  token: 3, display_meta: { visit_type: 'Follow up', fee: 500 }, partner_meta: { source: 'bench', n: 1 }, patient_details: { last_name: 'Sharma' },
+  token: 3,
+  display_meta: { visit_type: 'Follow up', fee: 500 },
+  partner_meta: { source: 'bench', n: 1 },
+  patient_details: { last_name: 'Sharma' },
 };
 
 /**
  * The demo business logs in, registers a doctor in a clinic and books APPOINTMENTS appointments;
  * `beforeBookings` runs between the two (the PostgreSQL bench counts the bookings' statements).
  */
-export async function seed(base: string, dataDir: string, beforeBookings?: () => Promise<void>): Promise<{ token: string; appointmentIds: string[] }> {
+export async function seed(
+  base: string,
+  dataDir: string,
+  beforeBookings?: () => Promise<void>,
+): Promise<{ token: string; appointmentIds: string[] }> {
   const auth = { auth: await demoToken(base, dataDir) };
-  const doctor = await json(`${base}/cdr/v1/doctor/`, { method: 'POST', headers: auth, body: { firstname: 'Asha', lastname: 'Rao', partner_id: 'd1' } });
-  const clinic = await json(`${base}/cdr/v1/clinic/`, { method: 'POST', headers: auth, body: { name: 'Bench', address: '1 Road', doctor_ids: [doctor.svcid] } });
+  const doctor = await json(`${base}/cdr/v1/doctor/`, {
+    method: 'POST',
+    headers: auth,
+    body: { firstname: 'Asha', lastname: 'Rao', partner_id: 'd1' },
+  });
+  const clinic = await json(`${base}/cdr/v1/clinic/`, {
+    method: 'POST',
+    headers: auth,
+    body: { name: 'Bench', address: '1 Road', doctor_ids: [doctor.svcid] },
+  });
   await beforeBookings?.();
   const appointmentIds: string[] = [];
   for (let i = 0; i < APPOINTMENTS; i++) {
     const start = Math.floor(Date.now() / 1000) + 86_400 + i * 900;
     const booked = await json(`${base}/dr/v1/appointment`, {
-      method: 'POST', headers: auth,
+      method: 'POST',
+      headers: auth,
       body: {
-        clinic_id: clinic.svcid, doctor_id: doctor.svcid, partner_appointment_id: `bench-${i}`,
+        clinic_id: clinic.svcid,
+        doctor_id: doctor.svcid,
+        partner_appointment_id: `bench-${i}`,
         appointment_details: { start_time: start, end_time: start + 900 },
-        patient_details: { first_name: 'Ravi', last_name: 'Kumar', mobile: '+919812345678', gender: 'M', dob: '1990-04-01', partner_patient_id: `p${i}` },
-        partner_meta: { source: 'bench' }, display_meta: { visit_type: 'Follow up' },
+        patient_details: {
+          first_name: 'Ravi',
+          last_name: 'Kumar',
+          mobile: '+919812345678',
+          gender: 'M',
+          dob: '1990-04-01',
+          partner_patient_id: `p${i}`,
+        },
+        partner_meta: { source: 'bench' },
+        display_meta: { visit_type: 'Follow up' },
       },
     });
     appointmentIds.push(String(booked.appointment_id));
@@ -64,15 +90,16 @@ export async function seed(base: string, dataDir: string, beforeBookings?: () =>
 /** Each request goes to the next of `paths` in turn. */
 async function load(base: string, paths: string[], method: 'GET' | 'PATCH', token: string, body?: unknown) {
   let next = 0;
-  const run = (duration: number) => autocannon({
-    url: `${base}${paths[0]}`,
-    method,
-    connections: CONNECTIONS,
-    duration,
-    headers: { auth: token, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    requests: [{ setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
-  });
+  const run = (duration: number) =>
+    autocannon({
+      url: `${base}${paths[0]}`,
+      method,
+      connections: CONNECTIONS,
+      duration,
+      headers: { auth: token, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      requests: [{ setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
+    });
   await run(1); // warm-up: JIT, prepared statements, the pool
   return run(Number(process.env.BENCH_SECONDS ?? 10));
 }
@@ -84,7 +111,12 @@ async function benchOne(label: string, env: Record<string, string>, dataDir: str
     const paths = appointmentIds.map((id) => `/dr/v1/appointment/${id}`);
     const get = await load(server.url, paths, 'GET', token);
     const patch = await load(server.url, paths, 'PATCH', token, PATCH_BODY);
-    return ([['GET', get], ['PATCH', patch]] as const).map(([operation, result]) => {
+    return (
+      [
+        ['GET', get],
+        ['PATCH', patch],
+      ] as const
+    ).map(([operation, result]) => {
       const failed = result.non2xx + result.errors;
       return {
         name: `${operation} /dr/v1/appointment/{id} (${label})`,
@@ -103,7 +135,7 @@ export async function runAppointmentsBench(ctx: { helloWorldRps: number }): Prom
   const figures: Figure[] = [];
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-appointments-'));
   try {
-    figures.push(...await benchOne('SQLite', {}, dataDir, ctx.helloWorldRps));
+    figures.push(...(await benchOne('SQLite', {}, dataDir, ctx.helloWorldRps)));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -112,7 +144,12 @@ export async function runAppointmentsBench(ctx: { helloWorldRps: number }): Prom
   try {
     await admin.connect();
   } catch (error) {
-    figures.push({ name: 'appointments on PostgreSQL', value: 0, unit: 'req/s', note: `skipped: PostgreSQL unreachable (${(error as Error).message})` });
+    figures.push({
+      name: 'appointments on PostgreSQL',
+      value: 0,
+      unit: 'req/s',
+      note: `skipped: PostgreSQL unreachable (${(error as Error).message})`,
+    });
     return figures;
   }
   const name = `cps_bench_${randomBytes(6).toString('hex')}`;
@@ -121,7 +158,7 @@ export async function runAppointmentsBench(ctx: { helloWorldRps: number }): Prom
     await admin.query(`CREATE DATABASE ${name}`);
     const url = new URL(PG_BASE);
     url.pathname = `/${name}`;
-    figures.push(...await benchOne('PostgreSQL', { DATABASE_URL: url.toString() }, pgDataDir, ctx.helloWorldRps));
+    figures.push(...(await benchOne('PostgreSQL', { DATABASE_URL: url.toString() }, pgDataDir, ctx.helloWorldRps)));
   } finally {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
     await admin.end();

@@ -84,7 +84,11 @@ async function timePages(app: App, headers: Record<string, string>, urls: Record
 async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-cases-'));
   const config = loadConfig({
-    CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', LOG_LEVEL: 'silent', CPS_PUBLIC_URL: 'http://cps.bench', CPS_CASES_PAGE_SIZE: '50',
+    CPS_DATA_DIR: dataDir,
+    CPS_WORKERS: '0',
+    LOG_LEVEL: 'silent',
+    CPS_PUBLIC_URL: 'http://cps.bench',
+    CPS_CASES_PAGE_SIZE: '50',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   });
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir, poolSize: 4 });
@@ -106,8 +110,12 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
     const headers = { authorization: `Bearer ${token}`, 'x-pt-id': PATIENT };
     // A page token 50 cases before the end, made as the service makes them.
     const depth = ROWS - 51;
-    const last = await storage.db.selectFrom('cases').select(['updated_at', 'id'])
-      .where('business_id', '=', businessId).where('patient_ref', '=', PATIENT).where('id', '=', `c${String(depth).padStart(7, '0')}`)
+    const last = await storage.db
+      .selectFrom('cases')
+      .select(['updated_at', 'id'])
+      .where('business_id', '=', businessId)
+      .where('patient_ref', '=', PATIENT)
+      .where('id', '=', `c${String(depth).padStart(7, '0')}`)
       .executeTakeFirstOrThrow();
     const offset = new CursorCodec(keys.masterKey).seal({ updatedAt: last.updated_at, id: last.id, updatedAfter: null }, businessId, PATIENT);
     const deepSecond = T0 + Math.floor(depth / PER_SECOND) - 1;

@@ -6,13 +6,25 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+}
 
 const target = process.argv[2];
 if (!target) throw new Error('usage: node bench/cpu-profile-summary.ts <dir|file.cpuprofile> [top]');
 const top = Number(process.argv[3] ?? 25);
-const files = statSync(target).isDirectory() ? readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(target, f)) : [target];
+const files = statSync(target).isDirectory()
+  ? readdirSync(target)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((f) => path.join(target, f))
+  : [target];
 
 /** A package (node_modules/<name>), a source directory (src/db), node's internals, or V8's own. */
 function area(url: string, name: string): string {
@@ -44,6 +56,12 @@ for (const file of files) {
     total += ms;
   });
 }
-const list = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1]).slice(0, top)
-  .map(([key, ms]) => `${(100 * ms / total).toFixed(1).padStart(5)}%  ${key}`).join('\n');
-process.stdout.write(`${files.length} profile(s), ${(total / 1000).toFixed(1)} s sampled\n\nSelf time by package or source directory:\n${list(byArea)}\n\nSelf time by function:\n${list(byFunction)}\n`);
+const list = (map: Map<string, number>) =>
+  [...map]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, ms]) => `${((100 * ms) / total).toFixed(1).padStart(5)}%  ${key}`)
+    .join('\n');
+process.stdout.write(
+  `${files.length} profile(s), ${(total / 1000).toFixed(1)} s sampled\n\nSelf time by package or source directory:\n${list(byArea)}\n\nSelf time by function:\n${list(byFunction)}\n`,
+);

@@ -43,13 +43,20 @@ function newQueue(storage: Storage, onRun: () => void): JobQueue {
 /** COUNT jobs from PRODUCERS concurrent producers, BATCH jobs per transaction. */
 async function produce(storage: Storage): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: PRODUCERS }, async () => {
-    while (next < COUNT) {
-      const size = Math.min(BATCH, COUNT - next);
-      next += size;
-      await inTransaction(storage.db, (trx) => enqueueMany(trx, Array.from({ length: size }, (_, i) => ({ kind: KIND, payload: { i } }))));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: PRODUCERS }, async () => {
+      while (next < COUNT) {
+        const size = Math.min(BATCH, COUNT - next);
+        next += size;
+        await inTransaction(storage.db, (trx) =>
+          enqueueMany(
+            trx,
+            Array.from({ length: size }, (_, i) => ({ kind: KIND, payload: { i } })),
+          ),
+        );
+      }
+    }),
+  );
 }
 
 async function benchSqlite(): Promise<BenchResult> {
@@ -59,15 +66,24 @@ async function benchSqlite(): Promise<BenchResult> {
     await migrateToLatest(storage.db);
     let ran = 0;
     let done!: () => void;
-    const finished = new Promise<void>((resolve) => { done = resolve; });
-    const queue = newQueue(storage, () => { if (++ran === COUNT) done(); });
+    const finished = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const queue = newQueue(storage, () => {
+      if (++ran === COUNT) done();
+    });
     await queue.start();
     const started = performance.now();
     await produce(storage);
     await finished;
     const seconds = (performance.now() - started) / 1000;
     await queue.stop(1000);
-    return { name: 'jobs end to end, SQLite, 1 process', value: Math.round(COUNT / seconds), unit: 'jobs/s', note: `${COUNT} no-op jobs, concurrency ${CONCURRENCY}` };
+    return {
+      name: 'jobs end to end, SQLite, 1 process',
+      value: Math.round(COUNT / seconds),
+      unit: 'jobs/s',
+      note: `${COUNT} no-op jobs, concurrency ${CONCURRENCY}`,
+    };
   } finally {
     await storage.destroy();
     rmSync(dataDir, { recursive: true, force: true });
@@ -89,7 +105,12 @@ async function benchIdle(): Promise<BenchResult> {
     await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
     const used = process.cpuUsage(before);
     await queue.stop(0);
-    return { name: 'idle workers, SQLite: CPU per second', value: Math.round(((used.user + used.system) / 1000 / seconds) * 100) / 100, unit: 'ms/s', note: 'five kinds, 1 s poll, no jobs' };
+    return {
+      name: 'idle workers, SQLite: CPU per second',
+      value: Math.round(((used.user + used.system) / 1000 / seconds) * 100) / 100,
+      unit: 'ms/s',
+      note: 'five kinds, 1 s poll, no jobs',
+    };
   } finally {
     await storage.destroy();
     rmSync(dataDir, { recursive: true, force: true });
@@ -113,27 +134,37 @@ async function benchPostgres(adminUrl: string): Promise<BenchResult> {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       workers.push(child);
-      const [line] = await once(child.stdout, 'data') as [Buffer];
+      const [line] = (await once(child.stdout, 'data')) as [Buffer];
       if (!line.toString().startsWith('ready')) throw new Error(`worker did not start: ${line}`);
     }
     const started = performance.now();
     await produce(storage);
     const produced = performance.now();
     for (;;) {
-      const row = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', '=', 'succeeded').executeTakeFirstOrThrow();
+      const row = await storage.db
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', 'succeeded')
+        .executeTakeFirstOrThrow();
       if (Number(row.n) >= COUNT) break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const seconds = (performance.now() - started) / 1000;
-    return { name: 'jobs end to end, PostgreSQL, 2 worker processes', value: Math.round(COUNT / seconds), unit: 'jobs/s', note: `${COUNT} no-op jobs, concurrency ${CONCURRENCY} per process; enqueueing took ${Math.round(produced - started)} ms; goal 2,000` };
+    return {
+      name: 'jobs end to end, PostgreSQL, 2 worker processes',
+      value: Math.round(COUNT / seconds),
+      unit: 'jobs/s',
+      note: `${COUNT} no-op jobs, concurrency ${CONCURRENCY} per process; enqueueing took ${Math.round(produced - started)} ms; goal 2,000`,
+    };
   } finally {
-    await Promise.all(workers.map(async (child) => {
-      if (child.exitCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
-    }));
+    await Promise.all(
+      workers.map(async (child) => {
+        if (child.exitCode !== null) return;
+        const exited = once(child, 'exit');
+        child.kill('SIGTERM');
+        await exited;
+      }),
+    );
     await storage.destroy();
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
@@ -175,6 +206,7 @@ if (import.meta.main) {
   if (process.argv.includes('--worker')) {
     await worker();
   } else {
-    for (const result of await runJobsBench()) process.stdout.write(`${result.name}: ${result.value} ${result.unit}${result.note ? ` (${result.note})` : ''}\n`);
+    for (const result of await runJobsBench())
+      process.stdout.write(`${result.name}: ${result.value} ${result.unit}${result.note ? ` (${result.note})` : ''}\n`);
   }
 }

@@ -26,15 +26,21 @@ export interface RunningProcess {
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 /** The service runs with the Node flags of `npm start` (package.json), as in production. */
-const SERVICE_NODE_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
-  .scripts.start.split(/\s+/).filter((word) => word.startsWith('--'));
-
+const SERVICE_NODE_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  .split(/\s+/)
+  .filter((word) => word.startsWith('--'));
 
 /**
  * Spawns `node script args` with PORT set, and waits until readyPath answers 200. `nodeFlags` go
  * after the service's own (a profiler, a preloaded probe).
  */
-export async function spawnServer(script: string, args: string[], env: Record<string, string>, readyPath = '/ready', nodeFlags: string[] = []): Promise<RunningProcess> {
+export async function spawnServer(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  readyPath = '/ready',
+  nodeFlags: string[] = [],
+): Promise<RunningProcess> {
   const port = await freePort();
   const started = performance.now();
   const flags = [...(script === 'bin/cps.js' ? SERVICE_NODE_FLAGS : []), ...nodeFlags];
@@ -57,11 +63,12 @@ export async function spawnServer(script: string, args: string[], env: Record<st
     url,
     child,
     readyMs,
-    stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 
@@ -72,7 +79,9 @@ export function runCommand(script: string, args: string[], env: Record<string, s
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let stdout = '';
-  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${script} ${args.join(' ')} exited with ${code}`))));
@@ -83,7 +92,9 @@ export function runCommand(script: string, args: string[], env: Record<string, s
 export async function demoToken(url: string, dataDir: string): Promise<string> {
   const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { client_id: string; client_secret: string };
   const response = await fetch(`${url}/connect-auth/v1/account/login`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
   });
   return ((await response.json()) as { access_token: string }).access_token;
 }

@@ -14,7 +14,10 @@ import { load, spawnServer, type Figure, type LoadResult } from './lib.ts';
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
 const THROTTLING_OFF = { CPS_LOGIN_CLIENT_FAILURES: '0', CPS_LOGIN_ADDRESS_FAILURES: '0', CPS_LOGIN_HASH_CONCURRENCY: '0' };
 
-interface Credentials { client_id: string; client_secret: string }
+interface Credentials {
+  client_id: string;
+  client_secret: string;
+}
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
@@ -28,7 +31,9 @@ async function realLogins(url: string, client: Credentials, ms: number): Promise
   while (performance.now() < end) {
     const started = performance.now();
     const response = await fetch(`${url}/connect-auth/v1/account/login`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(client),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(client),
     });
     await response.arrayBuffer();
     latencies.push(performance.now() - started);
@@ -47,14 +52,21 @@ async function scenario(env: Record<string, string>, flood: boolean, seconds: nu
   const service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_ADMIN_TOKEN: ADMIN_TOKEN, ...env });
   try {
     const real = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as Credentials;
-    const victim = await (await fetch(`${service.url}/admin/v1/businesses`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` }, body: JSON.stringify({ name: 'Flooded' }),
-    })).json() as Credentials;
+    const victim = (await (
+      await fetch(`${service.url}/admin/v1/businesses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ name: 'Flooded' }),
+      })
+    ).json()) as Credentials;
     const flooding = flood
       ? load(`${service.url}/connect-auth/v1/account/login`, {
-        method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ client_id: victim.client_id, client_secret: 'cs_wrong' }), connections: 50, seconds,
-      })
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_id: victim.client_id, client_secret: 'cs_wrong' }),
+          connections: 50,
+          seconds,
+        })
       : null;
     // The real client starts a second into the flood and stops a second before it ends.
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -75,10 +87,26 @@ export async function runLoginBench(_ctx: { helloWorldRps: number }): Promise<Fi
   const quiet = await scenario({}, false, seconds);
   const off = await scenario(THROTTLING_OFF, true, seconds);
   const on = await scenario({}, true, seconds);
-  const floodNote = (s: Scenario) => `p50 ${s.real.p50} ms; ${s.real.count} logins, ${s.real.failed} refused; flood ${Math.round(s.flood!.rps)} req/s, ${s.flood!.non2xx} non-2xx, flood p99 ${s.flood!.p99} ms`;
+  const floodNote = (s: Scenario) =>
+    `p50 ${s.real.p50} ms; ${s.real.count} logins, ${s.real.failed} refused; flood ${Math.round(s.flood!.rps)} req/s, ${s.flood!.non2xx} non-2xx, flood p99 ${s.flood!.p99} ms`;
   return [
-    { name: 'real client login p99, no flood (one login at a time)', value: quiet.real.p99, unit: 'ms', note: `p50 ${quiet.real.p50} ms; ${quiet.real.count} logins, ${quiet.real.failed} refused` },
-    { name: 'real client login p99 during a flood of wrong secrets for another client id (50 connections), throttling off', value: off.real.p99, unit: 'ms', note: floodNote(off) },
-    { name: 'the same, throttling on (defaults: 10 failures per client id, 100 per address, per 60 s; 4 verifications at once, 64 queued)', value: on.real.p99, unit: 'ms', note: floodNote(on) },
+    {
+      name: 'real client login p99, no flood (one login at a time)',
+      value: quiet.real.p99,
+      unit: 'ms',
+      note: `p50 ${quiet.real.p50} ms; ${quiet.real.count} logins, ${quiet.real.failed} refused`,
+    },
+    {
+      name: 'real client login p99 during a flood of wrong secrets for another client id (50 connections), throttling off',
+      value: off.real.p99,
+      unit: 'ms',
+      note: floodNote(off),
+    },
+    {
+      name: 'the same, throttling on (defaults: 10 failures per client id, 100 per address, per 60 s; 4 verifications at once, 64 queued)',
+      value: on.real.p99,
+      unit: 'ms',
+      note: floodNote(on),
+    },
   ];
 }

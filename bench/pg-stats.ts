@@ -44,7 +44,9 @@ export class StatementCounter {
     if (!this.available) return [];
     const result = await this.client.query<{ query: string; calls: string; total: number; mean: number }>(
       `select query, calls, total_exec_time as total, mean_exec_time as mean from pg_stat_statements
-       where dbid = (select oid from pg_database where datname = $1) and query not like '%pg_stat_statements%' order by calls desc`, [this.dbName]);
+       where dbid = (select oid from pg_database where datname = $1) and query not like '%pg_stat_statements%' order by calls desc`,
+      [this.dbName],
+    );
     return result.rows.map((row) => ({ query: row.query.replace(/\s+/g, ' '), calls: Number(row.calls), totalMs: row.total, meanMs: row.mean }));
   }
 }
@@ -59,7 +61,7 @@ export function perUnit(stats: StatementStats[], units: number, unit: string, to
 
 /** The probe file a server process wrote at exit, or null. */
 export function readProbe(file: string): ProbeStats | null {
-  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as ProbeStats : null;
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ProbeStats) : null;
 }
 
 export function probeNote(stats: Array<ProbeStats | null>, units: number, unit: string): string {
@@ -67,8 +69,10 @@ export function probeNote(stats: Array<ProbeStats | null>, units: number, unit: 
   if (present.length === 0) return '';
   const sum = (f: (s: ProbeStats) => number) => present.reduce((total, s) => total + f(s), 0);
   const checkouts = sum((s) => s.checkouts);
-  return `pool (${present.length} processes, max ${present[0]!.poolMax} each): ${(checkouts / units).toFixed(2)} checkouts and ${(sum((s) => s.statements) / units).toFixed(2)} statements sent per ${unit}, `
-    + `${Math.round((sum((s) => s.waited) / Math.max(1, checkouts)) * 100)}% of checkouts found no idle connection, `
-    + `wait p50 ${Math.max(...present.map((s) => s.waitMsP50))} ms, p99 ${Math.max(...present.map((s) => s.waitMsP99))} ms, max ${Math.max(...present.map((s) => s.waitMsMax))} ms, `
-    + `${(sum((s) => s.waitMsTotal) / units).toFixed(2)} ms waited per ${unit}, up to ${Math.max(...present.map((s) => s.maxQueued))} queued`;
+  return (
+    `pool (${present.length} processes, max ${present[0]!.poolMax} each): ${(checkouts / units).toFixed(2)} checkouts and ${(sum((s) => s.statements) / units).toFixed(2)} statements sent per ${unit}, ` +
+    `${Math.round((sum((s) => s.waited) / Math.max(1, checkouts)) * 100)}% of checkouts found no idle connection, ` +
+    `wait p50 ${Math.max(...present.map((s) => s.waitMsP50))} ms, p99 ${Math.max(...present.map((s) => s.waitMsP99))} ms, max ${Math.max(...present.map((s) => s.waitMsMax))} ms, ` +
+    `${(sum((s) => s.waitMsTotal) / units).toFixed(2)} ms waited per ${unit}, up to ${Math.max(...present.map((s) => s.maxQueued))} queued`
+  );
 }

@@ -41,15 +41,23 @@ const seconds = () => Number(process.env.BENCH_SECONDS ?? 10);
 const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
 
-interface PgbenchResult { tps: number; latencyMs: number; failed: number }
+interface PgbenchResult {
+  tps: number;
+  latencyMs: number;
+  failed: number;
+}
 
 /** Runs pgbench against `url` (its host, port, user and database) and reads tps and the mean latency. */
 function pgbench(url: URL, args: string[]): Promise<PgbenchResult> {
   const connection = ['-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres')];
   const child = spawn('pgbench', [...connection, ...args, url.pathname.slice(1)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
-  child.stderr.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => {
@@ -63,22 +71,38 @@ function pgbench(url: URL, args: string[]): Promise<PgbenchResult> {
   });
 }
 
-interface Load { rps: number; requests: number; p50: number; p99: number; errors: number; non2xx: number }
+interface Load {
+  rps: number;
+  requests: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
 
 /** One autocannon per origin, CLIENTS spread evenly, all at once; every connection walks `paths` in turn. */
-async function loadSpread(origins: string[], paths: string[], method: 'GET' | 'PATCH', headers: Record<string, string>, duration: number, body?: unknown): Promise<Load> {
-  const results = await Promise.all(origins.map((origin, i) => {
-    let next = i;
-    return autocannon({
-      url: `${origin}${paths[0]}`,
-      method,
-      connections: CLIENTS / origins.length,
-      duration,
-      headers: { ...headers, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      requests: [{ setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
-    });
-  }));
+async function loadSpread(
+  origins: string[],
+  paths: string[],
+  method: 'GET' | 'PATCH',
+  headers: Record<string, string>,
+  duration: number,
+  body?: unknown,
+): Promise<Load> {
+  const results = await Promise.all(
+    origins.map((origin, i) => {
+      let next = i;
+      return autocannon({
+        url: `${origin}${paths[0]}`,
+        method,
+        connections: CLIENTS / origins.length,
+        duration,
+        headers: { ...headers, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        requests: [{ setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
+      });
+    }),
+  );
   return {
     rps: results.reduce((sum, r) => sum + r.requests.average, 0),
     requests: results.reduce((sum, r) => sum + r.requests.total, 0),
@@ -100,13 +124,26 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
-interface Phase { load: Load; warmRequests: number; statements: string; pool: string }
+interface Phase {
+  load: Load;
+  warmRequests: number;
+  statements: string;
+  pool: string;
+}
 
 /**
  * Starts PROCESSES servers with the probe (the first with the CPU profiler when asked), warms them
  * up for 1 s, and runs the load with pg_stat_statements reset just before it.
  */
-async function phase(name: string, env: Record<string, string>, stats: StatementCounter, paths: string[], method: 'GET' | 'PATCH', token: string, body?: unknown): Promise<Phase> {
+async function phase(
+  name: string,
+  env: Record<string, string>,
+  stats: StatementCounter,
+  paths: string[],
+  method: 'GET' | 'PATCH',
+  token: string,
+  body?: unknown,
+): Promise<Phase> {
   const probeDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-probe-'));
   const profileDir = process.env.BENCH_PG_CPU_PROF;
   const servers: RunningProcess[] = [];
@@ -118,7 +155,11 @@ async function phase(name: string, env: Record<string, string>, stats: Statement
     const origins = servers.map((s) => s.url);
     for (const origin of origins) {
       // A load of refusals measures nothing: every process must answer the request first.
-      const response = await fetch(`${origin}${paths[0]}`, { method, headers: { auth: token, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      const response = await fetch(`${origin}${paths[0]}`, {
+        method,
+        headers: { auth: token, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
       if (!response.ok) throw new Error(`${method} ${paths[0]} on ${origin}: ${response.status} ${await response.text()}`);
     }
     const warm = await loadSpread(origins, paths, method, { auth: token }, 1, body);
@@ -208,22 +249,51 @@ export async function runPostgresBench(ctx: { helloWorldRps: number }): Promise<
     const patchToN = patch.load.rps / simpleUpdate.tps;
     const spread = `${PROCESSES} processes × ${CLIENTS / PROCESSES} connections, over ${paths.length} appointments`;
     return [
-      { name: 'pgbench -S (select only), same PostgreSQL', value: Math.round(selectOnly.tps), unit: 'tps', note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${selectOnly.latencyMs} ms` },
-      { name: 'pgbench -N (simple update), same PostgreSQL', value: Math.round(simpleUpdate.tps), unit: 'tps', note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${simpleUpdate.latencyMs} ms${simpleUpdate.failed ? `, ${simpleUpdate.failed} failed` : ''}` },
-      { name: 'hello-world GET, just before the GET load (same requests, 2 × 25 connections)', value: Math.round(hello.rps), unit: 'req/s', ratio: 1, note: `p50 ${hello.p50} ms, p99 ${hello.p99} ms` },
       {
-        name: 'GET /dr/v1/appointment/{id}, PostgreSQL, 2 processes', value: Math.round(get.load.rps), unit: 'req/s', ratio: round(getToHello),
-        note: `${spread}; p50 ${get.load.p50} ms, p99 ${get.load.p99} ms, ${failed(get.load)} errors/non-2xx; `
-          + `${round(getToS)} of pgbench -S (goal >= 0.3: ${met(getToS >= 0.3)}); ${round(getToHello)} of the hello-world just before, `
-          + `${round(getToBaseline)} of the run's baseline (goal >= 0.25: ${met(getToHello >= 0.25)}). ${get.statements}. ${get.pool}`,
+        name: 'pgbench -S (select only), same PostgreSQL',
+        value: Math.round(selectOnly.tps),
+        unit: 'tps',
+        note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${selectOnly.latencyMs} ms`,
       },
       {
-        name: 'PATCH /dr/v1/appointment/{id}, PostgreSQL, 2 processes', value: Math.round(patch.load.rps), unit: 'req/s', ratio: round(patch.load.rps / ctx.helloWorldRps),
-        note: `${spread}; p50 ${patch.load.p50} ms, p99 ${patch.load.p99} ms, ${failed(patch.load)} errors/non-2xx; `
-          + `${round(patchToN)} of pgbench -N (goal >= 0.5: ${met(patchToN >= 0.5)}; p99 <= 50 ms: ${met(patch.load.p99 <= 50)}; 0 errors: ${met(failed(patch.load) === 0)}). `
-          + `${patch.statements}. ${patch.pool}`,
+        name: 'pgbench -N (simple update), same PostgreSQL',
+        value: Math.round(simpleUpdate.tps),
+        unit: 'tps',
+        note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${simpleUpdate.latencyMs} ms${simpleUpdate.failed ? `, ${simpleUpdate.failed} failed` : ''}`,
       },
-      { name: 'POST /dr/v1/appointment (booking): statements per request', value: round(perBooking, 2), unit: 'statements', note: `counted over the ${paths.length} bookings of the seed, one process: ${booking}` },
+      {
+        name: 'hello-world GET, just before the GET load (same requests, 2 × 25 connections)',
+        value: Math.round(hello.rps),
+        unit: 'req/s',
+        ratio: 1,
+        note: `p50 ${hello.p50} ms, p99 ${hello.p99} ms`,
+      },
+      {
+        name: 'GET /dr/v1/appointment/{id}, PostgreSQL, 2 processes',
+        value: Math.round(get.load.rps),
+        unit: 'req/s',
+        ratio: round(getToHello),
+        note:
+          `${spread}; p50 ${get.load.p50} ms, p99 ${get.load.p99} ms, ${failed(get.load)} errors/non-2xx; ` +
+          `${round(getToS)} of pgbench -S (goal >= 0.3: ${met(getToS >= 0.3)}); ${round(getToHello)} of the hello-world just before, ` +
+          `${round(getToBaseline)} of the run's baseline (goal >= 0.25: ${met(getToHello >= 0.25)}). ${get.statements}. ${get.pool}`,
+      },
+      {
+        name: 'PATCH /dr/v1/appointment/{id}, PostgreSQL, 2 processes',
+        value: Math.round(patch.load.rps),
+        unit: 'req/s',
+        ratio: round(patch.load.rps / ctx.helloWorldRps),
+        note:
+          `${spread}; p50 ${patch.load.p50} ms, p99 ${patch.load.p99} ms, ${failed(patch.load)} errors/non-2xx; ` +
+          `${round(patchToN)} of pgbench -N (goal >= 0.5: ${met(patchToN >= 0.5)}; p99 <= 50 ms: ${met(patch.load.p99 <= 50)}; 0 errors: ${met(failed(patch.load) === 0)}). ` +
+          `${patch.statements}. ${patch.pool}`,
+      },
+      {
+        name: 'POST /dr/v1/appointment (booking): statements per request',
+        value: round(perBooking, 2),
+        unit: 'statements',
+        note: `counted over the ${paths.length} bookings of the seed, one process: ${booking}`,
+      },
     ];
   } finally {
     await statsClient?.end().catch(() => {});

@@ -23,32 +23,69 @@ const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
 const baseline = await load(`${hello.url}/`);
 await hello.stop();
 const helloWorldRps = baseline.rps;
-sections.push({ title: 'Baseline', figures: [{ name: 'hello-world GET / (bare Fastify)', value: Math.round(baseline.rps), unit: 'req/s', ratio: 1, note: `p50 ${baseline.p50} ms, p99 ${baseline.p99} ms` }] });
+sections.push({
+  title: 'Baseline',
+  figures: [
+    {
+      name: 'hello-world GET / (bare Fastify)',
+      value: Math.round(baseline.rps),
+      unit: 'req/s',
+      ratio: 1,
+      note: `p50 ${baseline.p50} ms, p99 ${baseline.p99} ms`,
+    },
+  ],
+});
 
 if (wanted('foundation')) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-'));
   try {
     // A search rate limit no load reaches: every search still takes a token from its bucket.
-    const service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_SEARCH_RATE_LIMIT: '1000000', CPS_SEARCH_RATE_BURST: '1000000' });
+    const service = await spawnServer('bin/cps.js', ['serve'], {
+      CPS_DATA_DIR: dataDir,
+      CPS_SEARCH_RATE_LIMIT: '1000000',
+      CPS_SEARCH_RATE_BURST: '1000000',
+    });
     const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
     const health = await load(`${service.url}/health`);
     const login = await load(`${service.url}/connect-auth/v1/account/login`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }), connections: 10,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
+      connections: 10,
     });
     const token = await demoToken(service.url, dataDir);
     const jwks = await load(`${service.url}/.well-known/jwks.json`, { headers: { authorization: `Bearer ${token}` } });
     // The fixed cost of an authenticated, rate-limited GET: a lab search with one small result.
-    const search = await load(`${service.url}/medical-db/v1/drugs-and-labs?q=cbc&s_type=lab&limit=1`, { headers: { authorization: `Bearer ${token}` } });
+    const search = await load(`${service.url}/medical-db/v1/drugs-and-labs?q=cbc&s_type=lab&limit=1`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     await service.stop();
     sections.push({
       title: 'Foundation (SQLite)',
       figures: [
         { name: 'cold start to /ready 200 (spawn, migrations, demo business)', value: Math.round(service.readyMs), unit: 'ms' },
         { name: 'GET /health', value: Math.round(health.rps), unit: 'req/s', ratio: ratio(health.rps, helloWorldRps), note: `p99 ${health.p99} ms` },
-        { name: 'GET /.well-known/jwks.json', value: Math.round(jwks.rps), unit: 'req/s', ratio: ratio(jwks.rps, helloWorldRps), note: `p99 ${jwks.p99} ms` },
-        { name: 'GET drugs-and-labs?q=cbc&s_type=lab&limit=1 (bearer token, rate limit, built-in catalogue)', value: Math.round(search.rps), unit: 'req/s', ratio: ratio(search.rps, helloWorldRps), note: `p99 ${search.p99} ms, ${search.non2xx} non-2xx` },
-        { name: 'POST login (scrypt N=16384 per request, by design)', value: Math.round(login.rps), unit: 'req/s', ratio: ratio(login.rps, helloWorldRps), note: `p99 ${login.p99} ms, ${login.non2xx} non-2xx` },
+        {
+          name: 'GET /.well-known/jwks.json',
+          value: Math.round(jwks.rps),
+          unit: 'req/s',
+          ratio: ratio(jwks.rps, helloWorldRps),
+          note: `p99 ${jwks.p99} ms`,
+        },
+        {
+          name: 'GET drugs-and-labs?q=cbc&s_type=lab&limit=1 (bearer token, rate limit, built-in catalogue)',
+          value: Math.round(search.rps),
+          unit: 'req/s',
+          ratio: ratio(search.rps, helloWorldRps),
+          note: `p99 ${search.p99} ms, ${search.non2xx} non-2xx`,
+        },
+        {
+          name: 'POST login (scrypt N=16384 per request, by design)',
+          value: Math.round(login.rps),
+          unit: 'req/s',
+          ratio: ratio(login.rps, helloWorldRps),
+          note: `p99 ${login.p99} ms, ${login.non2xx} non-2xx`,
+        },
       ],
     });
   } finally {
@@ -68,9 +105,12 @@ const modules: Array<{ section: string; file: string; fn: string; title: string 
 ];
 for (const module of modules) {
   if (!wanted(module.section) || !existsSync(path.join(import.meta.dirname, module.file))) continue;
-  const imported = await import(module.file) as Record<string, (ctx: { helloWorldRps: number }) => Promise<Figure[]>>;
+  const imported = (await import(module.file)) as Record<string, (ctx: { helloWorldRps: number }) => Promise<Figure[]>>;
   const figures = await imported[module.fn]!({ helloWorldRps });
-  sections.push({ title: module.title, figures: figures.map((f) => (f.unit === 'req/s' && f.ratio === undefined ? { ...f, ratio: ratio(f.value, helloWorldRps) } : f)) });
+  sections.push({
+    title: module.title,
+    figures: figures.map((f) => (f.unit === 'req/s' && f.ratio === undefined ? { ...f, ratio: ratio(f.value, helloWorldRps) } : f)),
+  });
 }
 
 const lines = [
@@ -88,6 +128,7 @@ for (const section of sections) {
   for (const f of section.figures) lines.push(`| ${f.name} | ${f.value} | ${f.unit} | ${f.ratio ?? ''} | ${f.note ?? ''} |`);
   lines.push('');
 }
-if (existsSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md'))) lines.push('The search engine comparison is in [SEARCH-ENGINES.md](SEARCH-ENGINES.md).', '');
+if (existsSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md')))
+  lines.push('The search engine comparison is in [SEARCH-ENGINES.md](SEARCH-ENGINES.md).', '');
 writeFileSync(path.join(import.meta.dirname, 'RESULTS.md'), `${lines.join('\n')}\n`);
 process.stdout.write(`${lines.join('\n')}\n`);

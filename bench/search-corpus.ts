@@ -12,7 +12,10 @@ import { openDrugSource, openLabSource } from '../src/modules/search/ingest/sour
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 export const SHARED_DATA = path.resolve(ROOT, '../shared/data');
-const DRUG_FILES = [path.join(ROOT, 'catalogue/drugs.ndjson'), ...['az_medicines_india_sample500.csv', 'onemg_drugs_2k.csv', 'medicine_details_1mg_11k.csv'].map((f) => path.join(SHARED_DATA, f))];
+const DRUG_FILES = [
+  path.join(ROOT, 'catalogue/drugs.ndjson'),
+  ...['az_medicines_india_sample500.csv', 'onemg_drugs_2k.csv', 'medicine_details_1mg_11k.csv'].map((f) => path.join(SHARED_DATA, f)),
+];
 const LAB_FILES = [path.join(ROOT, 'catalogue/labs.ndjson'), path.join(SHARED_DATA, 'loinc_universal_lab_orders.csv')];
 
 /** Real products, one per normalised name and maker (the importer's identity, packs aside). */

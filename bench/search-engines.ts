@@ -27,7 +27,11 @@ import { machine } from './lib.ts';
 import { benchQueries } from './search.ts';
 import { realDrugs, realLabs, syntheticCorpus } from './search-corpus.ts';
 
-interface Doc { name: string; text: string; demoted: boolean }
+interface Doc {
+  name: string;
+  text: string;
+  demoted: boolean;
+}
 interface Engine {
   name: string;
   build(drugs: Doc[], labs: Doc[]): Promise<void>;
@@ -60,7 +64,24 @@ function tiered(): Engine {
       drugs = new SearchIndex(describeDrug, () => new DrugStore());
       labs = new SearchIndex(describeLab);
       drugs.build(d.map((doc, i) => drugRecordFromRow({ ...(doc as unknown as { row: ReturnType<typeof newDrugRow> }).row, id: `d${i}` }, interner)));
-      labs.build(l.map((doc, i) => labRecordFromRow({ id: `l${i}`, name: doc.name, name_key: '', abbreviations: JSON.stringify((doc as unknown as { abbreviations: string[] }).abbreviations), category: null, description: doc.demoted ? null : 'x', preparation: null, specimen: null, loinc: null, price: null, seq: 1, updated_at: 0 })));
+      labs.build(
+        l.map((doc, i) =>
+          labRecordFromRow({
+            id: `l${i}`,
+            name: doc.name,
+            name_key: '',
+            abbreviations: JSON.stringify((doc as unknown as { abbreviations: string[] }).abbreviations),
+            category: null,
+            description: doc.demoted ? null : 'x',
+            preparation: null,
+            specimen: null,
+            loinc: null,
+            price: null,
+            seq: 1,
+            updated_at: 0,
+          }),
+        ),
+      );
     },
     search: (q, lab) => (lab ? labs : drugs).search(parseQuery(q), 10).map((h) => h.record.name),
     close: async () => {},
@@ -68,13 +89,14 @@ function tiered(): Engine {
 }
 
 function minisearch(): Engine {
-  const make = () => new MiniSearch<{ id: number; name: string; text: string }>({
-    fields: ['name', 'text'],
-    storeFields: ['name'],
-    tokenize: (text) => words(text),
-    processTerm: (term) => term,
-    searchOptions: { boost: { name: 3 }, prefix: true, fuzzy: (term) => (term.length >= 8 ? 2 : term.length >= 4 ? 1 : false), combineWith: 'AND' },
-  });
+  const make = () =>
+    new MiniSearch<{ id: number; name: string; text: string }>({
+      fields: ['name', 'text'],
+      storeFields: ['name'],
+      tokenize: (text) => words(text),
+      processTerm: (term) => term,
+      searchOptions: { boost: { name: 3 }, prefix: true, fuzzy: (term) => (term.length >= 8 ? 2 : term.length >= 4 ? 1 : false), combineWith: 'AND' },
+    });
   let drugs = make();
   let labs = make();
   return {
@@ -85,7 +107,11 @@ function minisearch(): Engine {
       drugs.addAll(d.map((doc, id) => ({ id, name: doc.name, text: doc.text })));
       labs.addAll(l.map((doc, id) => ({ id, name: doc.name, text: doc.text })));
     },
-    search: (q, lab) => (lab ? labs : drugs).search(q).slice(0, 10).map((r) => r.name as string),
+    search: (q, lab) =>
+      (lab ? labs : drugs)
+        .search(q)
+        .slice(0, 10)
+        .map((r) => r.name as string),
     close: async () => {},
   };
 }
@@ -111,9 +137,13 @@ function fts5(): Engine {
       return (query.all(`{norm text}: ${terms.join(' AND ')}`, lab ? 1 : 0) as Array<{ name: string }>).map((r) => r.name);
     },
     async size() {
-      return Number((db.prepare("SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()").get() as { bytes: number }).bytes);
+      return Number(
+        (db.prepare('SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()').get() as { bytes: number }).bytes,
+      );
     },
-    close: async () => { db.close(); },
+    close: async () => {
+      db.close();
+    },
   };
 }
 
@@ -132,18 +162,27 @@ function trigram(): Engine {
       pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
       await pool.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
       await pool.query('CREATE TABLE docs (id serial PRIMARY KEY, name text NOT NULL, doc text NOT NULL, lab boolean NOT NULL)');
-      const all = [...d.map((doc) => [doc.name, `${normalizedName(doc.name)} ${normalizedName(doc.text)}`, false]), ...l.map((doc) => [doc.name, `${normalizedName(doc.name)} ${normalizedName(doc.text)}`, true])];
+      const all = [
+        ...d.map((doc) => [doc.name, `${normalizedName(doc.name)} ${normalizedName(doc.text)}`, false]),
+        ...l.map((doc) => [doc.name, `${normalizedName(doc.name)} ${normalizedName(doc.text)}`, true]),
+      ];
       for (let i = 0; i < all.length; i += 1000) {
         const chunk = all.slice(i, i + 1000);
-        await pool.query(`INSERT INTO docs (name, doc, lab) SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[])`,
-          [chunk.map((r) => r[0]), chunk.map((r) => r[1]), chunk.map((r) => r[2])]);
+        await pool.query(`INSERT INTO docs (name, doc, lab) SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[])`, [
+          chunk.map((r) => r[0]),
+          chunk.map((r) => r[1]),
+          chunk.map((r) => r[2]),
+        ]);
       }
       await pool.query('CREATE INDEX docs_trgm ON docs USING gin (doc gin_trgm_ops)');
       await pool.query('ANALYZE docs');
     },
     async search(q, lab) {
       const text = normalizedName(q);
-      const result = await pool.query('SELECT name FROM docs WHERE lab = $2 AND $1 <% doc ORDER BY word_similarity($1, doc) DESC, length(name) LIMIT 10', [text, lab]);
+      const result = await pool.query(
+        'SELECT name FROM docs WHERE lab = $2 AND $1 <% doc ORDER BY word_similarity($1, doc) DESC, length(name) LIMIT 10',
+        [text, lab],
+      );
       return result.rows.map((r: { name: string }) => r.name);
     },
     async size() {
@@ -192,7 +231,9 @@ async function measure(engine: Engine, drugs: Doc[], labs: Doc[]) {
 
 const real = await realDrugs();
 const labInputs = await realLabs();
-const labs: Doc[] = labInputs.map((l) => Object.assign({ name: l.name, text: (l.abbreviations ?? []).join(' '), demoted: !l.description }, { abbreviations: l.abbreviations ?? [] }));
+const labs: Doc[] = labInputs.map((l) =>
+  Object.assign({ name: l.name, text: (l.abbreviations ?? []).join(' '), demoted: !l.description }, { abbreviations: l.abbreviations ?? [] }),
+);
 const lines = [
   '# Search engine comparison',
   '',
@@ -202,7 +243,7 @@ const lines = [
   `relevance set of \`test/modules/search/queries.ts\` (${Object.values(QUERIES).flat().length} queries with expected top results) and brand names typed letter by letter (${benchQueries().length} queries, 5 rounds).`,
   'Latency is per query in this process (PostgreSQL: including the round trip on loopback). Memory: growth of the V8 heap and array buffers for in-process engines,',
   'database size for SQLite FTS5 (in memory) and PostgreSQL (table and trigram index). In-process engines keep the strings the harness',
-  'already holds (names, compositions), so their figure is what they add on top of the input; the service\'s resident memory with the',
+  "already holds (names, compositions), so their figure is what they add on top of the input; the service's resident memory with the",
   '250,000-product catalogue is in RESULTS.md. Relevance: queries whose expected results came out on top.',
   '',
   'Relevance notes: the test run (`relevance.test.ts`) also loads the test fixtures, where it passes 84/84; without them three queries',
@@ -216,7 +257,10 @@ for (const size of SIZES) {
     const row = newDrugRow(input, 1);
     return Object.assign({ name: row.name, text: `${row.generic_name} ${row.common_name}`, demoted: row.discontinued === 1 }, { row });
   });
-  lines.push(`## ${drugs.length.toLocaleString('en')} products${size === 'real' ? ' (real catalogues only)' : ` (${real.length.toLocaleString('en')} real, the rest synthetic)`}, ${labs.length} lab tests`, '');
+  lines.push(
+    `## ${drugs.length.toLocaleString('en')} products${size === 'real' ? ' (real catalogues only)' : ` (${real.length.toLocaleString('en')} real, the rest synthetic)`}, ${labs.length} lab tests`,
+    '',
+  );
   lines.push('| engine | build | memory | p50 | p99 | relevance |', '|---|---:|---:|---:|---:|---:|');
   for (const make of [tiered, minisearch, fts5, trigram].filter((f) => !ONLY || f.name === ONLY)) {
     const engine = make();
@@ -235,7 +279,7 @@ for (const size of SIZES) {
 lines.push(
   '## Decision',
   '',
-  'The service uses the tiered in-memory index. It is the only engine that passes (nearly) the whole relevance set: the contract\'s',
+  "The service uses the tiered in-memory index. It is the only engine that passes (nearly) the whole relevance set: the contract's",
   'ranking (exact name, names starting with the query, word prefixes, then typo tolerance; whole words above partial; discontinued',
   'last; shorthand and form abbreviations) is expressed directly rather than approximated by BM25 or trigram similarity.',
   'MiniSearch as a whole engine ranks by BM25+, so common salts and fuzzy neighbours crowd out the expected brand, and it scores every',

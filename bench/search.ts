@@ -55,7 +55,9 @@ const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 
 
 /** Queries as a prescriber types them: the relevance set, and brand names typed letter by letter. */
 export function benchQueries(): Array<{ q: string; lab: boolean }> {
-  const out = Object.values(QUERIES).flat().map((c) => ({ q: c.q, lab: !!c.lab }));
+  const out = Object.values(QUERIES)
+    .flat()
+    .map((c) => ({ q: c.q, lab: !!c.lab }));
   for (const word of ['augmentin 625', 'paracetamol', 'montair lc', 'glycomet gp', 'azithromycin']) {
     for (let i = 1; i <= word.length; i++) out.push({ q: word.slice(0, i), lab: false });
   }
@@ -68,7 +70,10 @@ function searchOnce(drugs: SearchIndex<DrugRecord>, labs: SearchIndex<LabRecord>
   if (lab) return labs.search(query, 10).length;
   return drugs.search(query, 10).map((hit) => {
     const highlighted: Record<string, string> = {};
-    for (const [field, text] of [['name', hit.record.name], ['generic_name', hit.record.generic_name]] as const) {
+    for (const [field, text] of [
+      ['name', hit.record.name],
+      ['generic_name', hit.record.generic_name],
+    ] as const) {
       const ranges = highlightRanges(text, query, hit.typoMatches, field === 'name' && hit.namePrefix);
       if (ranges.length > 0) highlighted[field] = highlight(text, ranges);
     }
@@ -76,7 +81,11 @@ function searchOnce(drugs: SearchIndex<DrugRecord>, labs: SearchIndex<LabRecord>
   }).length;
 }
 
-export function measureQueries(drugs: SearchIndex<DrugRecord>, labs: SearchIndex<LabRecord>, rounds = 10): { p50: number; p99: number; max: number; samples: number } {
+export function measureQueries(
+  drugs: SearchIndex<DrugRecord>,
+  labs: SearchIndex<LabRecord>,
+  rounds = 10,
+): { p50: number; p99: number; max: number; samples: number } {
   const queries = benchQueries();
   // Warm-up (the optimising compiler, and the collection of what loading left behind), then the measured rounds.
   for (let i = 0; i < rounds; i++) for (const { q, lab } of queries) searchOnce(drugs, labs, q, lab);
@@ -107,7 +116,12 @@ function rssMb(pid: number): { rss: number; hwm: number } {
  * (as `cps import` commits), then the time until a search finds the last of them, and the slowest
  * /health answer meanwhile (how long the server's event loop was held).
  */
-async function importWhileServing(url: string, headers: Record<string, string>, dataDir: string, inputs: DrugInput[]): Promise<{ visibleMs: number; slowestHealthMs: number; healthChecks: number }> {
+async function importWhileServing(
+  url: string,
+  headers: Record<string, string>,
+  dataDir: string,
+  inputs: DrugInput[],
+): Promise<{ visibleMs: number; slowestHealthMs: number; healthChecks: number }> {
   const storage = openStorage({ databaseUrl: null, dataDir });
   const last = inputs[inputs.length - 1]!.name;
   const found = async () => {
@@ -118,8 +132,16 @@ async function importWhileServing(url: string, headers: Record<string, string>, 
     assert.equal(await found(), false);
     const now = Date.now();
     await storage.db.transaction().execute(async (trx) => {
-      const { version } = await trx.updateTable('catalogue_meta').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1).returning('version').executeTakeFirstOrThrow();
-      await insertDrugs(trx, inputs.map((input) => newDrugRow(input, Number(version), now)));
+      const { version } = await trx
+        .updateTable('catalogue_meta')
+        .set((eb) => ({ version: eb('version', '+', 1) }))
+        .where('id', '=', 1)
+        .returning('version')
+        .executeTakeFirstOrThrow();
+      await insertDrugs(
+        trx,
+        inputs.map((input) => newDrugRow(input, Number(version), now)),
+      );
     });
     const committed = performance.now();
     let visible = false;
@@ -158,8 +180,18 @@ async function inProcessFigures(dataDir: string, note: string, labCount: number)
   // load generator with a 250k-product heap to collect would slow down the measurement.
   return [
     { name: 'index load and build (in process, from the database)', value: Math.round(buildMs), unit: 'ms', note: `${note}, ${labCount} lab tests` },
-    { name: 'query p50 (in process: parse, search, response)', value: round(latency.p50), unit: 'ms', note: `${latency.samples} samples of ${benchQueries().length} queries` },
-    { name: 'query p99 (in process; goal <= 1 ms)', value: round(latency.p99), unit: 'ms', note: `max ${round(latency.max)} ms; ${latency.p99 <= 1 ? 'met' : 'NOT met'}` },
+    {
+      name: 'query p50 (in process: parse, search, response)',
+      value: round(latency.p50),
+      unit: 'ms',
+      note: `${latency.samples} samples of ${benchQueries().length} queries`,
+    },
+    {
+      name: 'query p99 (in process; goal <= 1 ms)',
+      value: round(latency.p99),
+      unit: 'ms',
+      note: `max ${round(latency.max)} ms; ${latency.p99 <= 1 ? 'met' : 'NOT met'}`,
+    },
   ];
 }
 
@@ -177,14 +209,20 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
       const storage = openStorage({ databaseUrl: null, dataDir });
       await migrateToLatest(storage.db);
       await storage.db.transaction().execute(async (trx) => {
-        await insertDrugs(trx, corpus.map((input) => newDrugRow(input, 1, now)));
+        await insertDrugs(
+          trx,
+          corpus.map((input) => newDrugRow(input, 1, now)),
+        );
         await trx.updateTable('catalogue_meta').set({ version: 1 }).where('id', '=', 1).execute();
       });
       await new CatalogueImporter({ db: storage.db }).importLabs(labInputs, 'bench');
       await storage.destroy();
-      return { note: `${corpus.length.toLocaleString('en')} products (${real.length.toLocaleString('en')} real, the rest synthetic)`, labCount: labInputs.length };
+      return {
+        note: `${corpus.length.toLocaleString('en')} products (${real.length.toLocaleString('en')} real, the rest synthetic)`,
+        labCount: labInputs.length,
+      };
     })();
-    figures.push(...await inProcessFigures(dataDir, note, labCount));
+    figures.push(...(await inProcessFigures(dataDir, note, labCount)));
 
     // Server processes on SQLite with the whole catalogue. Each start imports the built-in catalogue
     // (mostly there already: a few changes to apply after reading a snapshot).
@@ -224,7 +262,10 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
     const server = await spawnServer('bin/cps.js', ['serve'], env);
     const verdict = (result: ComparedLoad) => (result.ratio >= 0.5 ? 'met' : 'NOT met');
     const throughput = (name: string, result: ComparedLoad, note: string): BenchFigure => ({
-      name, value: Math.round(result.rps), unit: 'req/s', ratio: round(result.ratio),
+      name,
+      value: Math.round(result.rps),
+      unit: 'req/s',
+      ratio: round(result.ratio),
       note: `hello-world in turns with it, same requests: ${Math.round(result.helloRps)} req/s; p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.non2xx} non-2xx${note}`,
     });
     try {
@@ -242,19 +283,47 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
       for (const inputs of [imported.slice(0, SMALL_IMPORT), imported.slice(SMALL_IMPORT)]) {
         const result = await importWhileServing(server.url, headers, dataDir, inputs);
         figures.push({
-          name: `import of ${inputs.length.toLocaleString('en')} new products into the running server: searchable after`, value: Math.round(result.visibleMs), unit: 'ms',
+          name: `import of ${inputs.length.toLocaleString('en')} new products into the running server: searchable after`,
+          value: Math.round(result.visibleMs),
+          unit: 'ms',
           note: `slowest of ${result.healthChecks} GET /health meanwhile: ${Math.round(result.slowestHealthMs)} ms; the server polls the catalogue version every 2 s`,
         });
       }
       const met = (ms: number) => (ms <= 3000 ? 'met' : 'NOT met');
-      figures.push({ name: 'server start to /ready 200, restart (goal <= 3 s)', value: Math.round(server.readyMs), unit: 'ms', note: `reads its index snapshot file; ${met(server.readyMs)}` });
-      figures.push({ name: 'server start to /ready 200, first start of a release after cps migrate, or after cps import (goal <= 3 s)', value: Math.round(first.readyMs), unit: 'ms', note: `no snapshot file: reads the snapshot that \`cps migrate\` (${Math.round(migrateMs)} ms, as a command) stored in the database; ${met(first.readyMs)}` });
-      figures.push({ name: 'server start to /ready 200, no snapshot anywhere (goal <= 3 s)', value: Math.round(unsnapshotted.readyMs), unit: 'ms', note: `as after a release that changed the search code, started without \`cps migrate\`: the builder process builds the index; ${met(unsnapshotted.readyMs)}` });
+      figures.push({
+        name: 'server start to /ready 200, restart (goal <= 3 s)',
+        value: Math.round(server.readyMs),
+        unit: 'ms',
+        note: `reads its index snapshot file; ${met(server.readyMs)}`,
+      });
+      figures.push({
+        name: 'server start to /ready 200, first start of a release after cps migrate, or after cps import (goal <= 3 s)',
+        value: Math.round(first.readyMs),
+        unit: 'ms',
+        note: `no snapshot file: reads the snapshot that \`cps migrate\` (${Math.round(migrateMs)} ms, as a command) stored in the database; ${met(first.readyMs)}`,
+      });
+      figures.push({
+        name: 'server start to /ready 200, no snapshot anywhere (goal <= 3 s)',
+        value: Math.round(unsnapshotted.readyMs),
+        unit: 'ms',
+        note: `as after a release that changed the search code, started without \`cps migrate\`: the builder process builds the index; ${met(unsnapshotted.readyMs)}`,
+      });
       const largest = Math.max(memory.rss, first.memory.rss, unsnapshotted.memory.rss);
-      figures.push({ name: 'server resident memory after load (goal <= 350 MB)', value: largest, unit: 'MB', note: `the largest of, after a 3 s search load: the process whose index the builder process built, ${unsnapshotted.memory.rss} MB (peak ${unsnapshotted.memory.hwm}); the one that read the stored snapshot, ${first.memory.rss} MB (peak ${first.memory.hwm}); and the restarted one after the HTTP loads above, ${memory.rss} MB (${afterLoad.rss} MB before them, peak ${memory.hwm}); ${largest <= 350 ? 'met' : 'NOT met'}` });
+      figures.push({
+        name: 'server resident memory after load (goal <= 350 MB)',
+        value: largest,
+        unit: 'MB',
+        note: `the largest of, after a 3 s search load: the process whose index the builder process built, ${unsnapshotted.memory.rss} MB (peak ${unsnapshotted.memory.hwm}); the one that read the stored snapshot, ${first.memory.rss} MB (peak ${first.memory.hwm}); and the restarted one after the HTTP loads above, ${memory.rss} MB (${afterLoad.rss} MB before them, peak ${memory.hwm}); ${largest <= 350 ? 'met' : 'NOT met'}`,
+      });
       figures.push(throughput('GET drugs-and-labs?q=augmentin 625 (goal >= 50 % of hello-world)', brand, `; ${verdict(brand)}`));
       figures.push(throughput('GET drugs-and-labs?q=paracitamol (typo tolerance)', typo, `; ${verdict(typo)}`));
-      figures.push(throughput(`GET drugs-and-labs, ${paths.length} queries in turn (relevance set, typed prefixes)`, mix, ` (404s expected for a few prefixes); ${verdict(mix)}`));
+      figures.push(
+        throughput(
+          `GET drugs-and-labs, ${paths.length} queries in turn (relevance set, typed prefixes)`,
+          mix,
+          ` (404s expected for a few prefixes); ${verdict(mix)}`,
+        ),
+      );
     } finally {
       await server.stop();
     }
@@ -286,5 +355,8 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
 }
 
 if (import.meta.main) {
-  for (const figure of await runSearchBench({ helloWorldRps: 0 })) console.log(`${figure.name}: ${figure.value} ${figure.unit}${figure.ratio !== undefined ? ` (${figure.ratio} of hello-world)` : ''}${figure.note ? ` (${figure.note})` : ''}`);
+  for (const figure of await runSearchBench({ helloWorldRps: 0 }))
+    console.log(
+      `${figure.name}: ${figure.value} ${figure.unit}${figure.ratio !== undefined ? ` (${figure.ratio} of hello-world)` : ''}${figure.note ? ` (${figure.note})` : ''}`,
+    );
 }

@@ -49,7 +49,11 @@ async function startReceiver() {
     received,
     requests: () => requests,
     last: () => last,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -71,8 +75,18 @@ function reviewEvent(businessId: string, clientId: string, n: number) {
     businessId,
     type: 'external_review.request' as const,
     payload: {
-      event: 'external_review.request' as const, event_time: now, timestamp: now, client_id: clientId, business_id: businessId,
-      data: { doctor_id: 'doc_b', external_review_link: `https://cps.test/reviews/${n}`, patient_id: 'pat_b', appointment_id: `apt_${n}`, clinic_id: 'cli_b' },
+      event: 'external_review.request' as const,
+      event_time: now,
+      timestamp: now,
+      client_id: clientId,
+      business_id: businessId,
+      data: {
+        doctor_id: 'doc_b',
+        external_review_link: `https://cps.test/reviews/${n}`,
+        patient_id: 'pat_b',
+        appointment_id: `apt_${n}`,
+        clinic_id: 'cli_b',
+      },
     },
   };
 }
@@ -97,8 +111,11 @@ async function latency(origins: string[], receiver: Receiver, token: string, app
     const due = started + (i * 1000) / RATE;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    writes.push(post(`${origins[i % origins.length]}/dr/v1/appointment/${appointmentId}/review-request`, {}, token)
-      .then((body: { event_id: string }) => { committed.set(body.event_id, performance.now()); }));
+    writes.push(
+      post(`${origins[i % origins.length]}/dr/v1/appointment/${appointmentId}/review-request`, {}, token).then((body: { event_id: string }) => {
+        committed.set(body.event_id, performance.now());
+      }),
+    );
   }
   await Promise.all(writes);
   await waitFor(receiver, before + count);
@@ -112,10 +129,16 @@ async function oneAppointment(origin: string, token: string): Promise<string> {
   const doctor = await post(`${origin}/cdr/v1/doctor/`, { firstname: 'Asha', lastname: 'Rao', partner_id: 'd1' }, token);
   const clinic = await post(`${origin}/cdr/v1/clinic/`, { name: 'Bench', address: '1 Road', doctor_ids: [doctor.svcid] }, token);
   const start = Math.floor(Date.now() / 1000) + 86_400;
-  const booked = await post(`${origin}/dr/v1/appointment`, {
-    clinic_id: clinic.svcid, doctor_id: doctor.svcid, appointment_details: { start_time: start, end_time: start + 900 },
-    patient_details: { first_name: 'Ravi', last_name: 'Kumar', mobile: '+919812345678', gender: 'M', dob: '1990-04-01', partner_patient_id: 'p1' },
-  }, token);
+  const booked = await post(
+    `${origin}/dr/v1/appointment`,
+    {
+      clinic_id: clinic.svcid,
+      doctor_id: doctor.svcid,
+      appointment_details: { start_time: start, end_time: start + 900 },
+      patient_details: { first_name: 'Ravi', last_name: 'Kumar', mobile: '+919812345678', gender: 'M', dob: '1990-04-01', partner_patient_id: 'p1' },
+    },
+    token,
+  );
   return String(booked.appointment_id);
 }
 
@@ -128,13 +151,24 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
   const servers = [];
   const probeDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-probe-'));
   for (let i = 0; i < processes; i++) {
-    servers.push(await spawnServer('bin/cps.js', ['serve'], { ...env, CPS_BENCH_PROBE_FILE: path.join(probeDir, `${i}.json`) }, '/ready', databaseUrl ? PROBE : []));
+    servers.push(
+      await spawnServer(
+        'bin/cps.js',
+        ['serve'],
+        { ...env, CPS_BENCH_PROBE_FILE: path.join(probeDir, `${i}.json`) },
+        '/ready',
+        databaseUrl ? PROBE : [],
+      ),
+    );
   }
   const writers = databaseUrl ? 4 : 1;
   const storage = openStorage({ databaseUrl, dataDir, poolSize: writers + 1 });
   try {
     const business = await post(`${servers[0]!.url}/admin/v1/businesses`, { name: 'Bench Clinic' }, ADMIN_TOKEN);
-    const login = await post(`${servers[0]!.url}/connect-auth/v1/account/login`, { client_id: business.client_id, client_secret: business.client_secret });
+    const login = await post(`${servers[0]!.url}/connect-auth/v1/account/login`, {
+      client_id: business.client_id,
+      client_secret: business.client_secret,
+    });
     await post(`${servers[0]!.url}/notification/v1/connect/webhook/subscriptions`, { endpoint: receiver.url }, login.access_token);
     const businessId = business.business_id as string;
     await stats?.reset();
@@ -161,10 +195,19 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     const statements = stats ? perUnit(await stats.read(), delivered, 'delivery', 12) : '';
     const appointmentId = await oneAppointment(servers[0]!.url, login.access_token);
     const lagStarted = Date.now();
-    const lag = await latency(servers.map((server) => server.url), receiver, login.access_token, appointmentId);
+    const lag = await latency(
+      servers.map((server) => server.url),
+      receiver,
+      login.access_token,
+      appointmentId,
+    );
     const stages = await stageBreakdown(storage, lagStarted);
     await Promise.all(servers.map((s) => s.stop()));
-    const pool = probeNote(servers.map((_, i) => readProbe(path.join(probeDir, `${i}.json`))), delivered + lag.count, 'delivery (both runs)');
+    const pool = probeNote(
+      servers.map((_, i) => readProbe(path.join(probeDir, `${i}.json`))),
+      delivered + lag.count,
+      'delivery (both runs)',
+    );
     return { rate: delivered / seconds, delivered, requests, seconds, stored, throughputStages, statements, pool, lag, stages };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
@@ -187,8 +230,12 @@ function baseEnv(dataDir: string): Record<string, string> {
 
 /** Per job kind, for the jobs of the latency run: ms from due to claimed (p50/p99), and from claimed to finished. */
 async function stageBreakdown(storage: Storage, since: number): Promise<string> {
-  const rows = await storage.db.selectFrom('jobs').select(['kind', 'due_at', 'started_at', 'finished_at'])
-    .where('created_at', '>=', since).where('status', '=', 'succeeded').execute();
+  const rows = await storage.db
+    .selectFrom('jobs')
+    .select(['kind', 'due_at', 'started_at', 'finished_at'])
+    .where('created_at', '>=', since)
+    .where('status', '=', 'succeeded')
+    .execute();
   const kinds = new Map<string, { wait: number[]; run: number[] }>();
   for (const row of rows) {
     const k = kinds.get(row.kind) ?? { wait: [], run: [] };
@@ -197,7 +244,12 @@ async function stageBreakdown(storage: Storage, since: number): Promise<string> 
     k.run.push(Number(row.finished_at) - Number(row.started_at));
   }
   const q = (xs: number[], p: number) => Math.round(xs.sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!);
-  return [...kinds].map(([kind, k]) => `${kind}: due to claimed p50 ${q(k.wait, 0.5)} ms, p99 ${q(k.wait, 0.99)} ms; claimed to settled p50 ${q(k.run, 0.5)} ms, p99 ${q(k.run, 0.99)} ms`).join('; ');
+  return [...kinds]
+    .map(
+      ([kind, k]) =>
+        `${kind}: due to claimed p50 ${q(k.wait, 0.5)} ms, p99 ${q(k.wait, 0.99)} ms; claimed to settled p50 ${q(k.run, 0.5)} ms, p99 ${q(k.run, 0.99)} ms`,
+    )
+    .join('; ');
 }
 
 type Outcome = Awaited<ReturnType<typeof scenario>>;
@@ -206,12 +258,17 @@ function figures(label: string, r: Outcome, goal: number): Figure[] {
   const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
   return [
     {
-      name: `webhook deliveries, ${label}`, value: Math.round(r.rate), unit: 'deliveries/s',
-      note: `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s; ${r.throughputStages}); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}`
-        + `${r.statements ? `. ${r.statements}` : ''}${r.pool ? `. ${r.pool}` : ''}`,
+      name: `webhook deliveries, ${label}`,
+      value: Math.round(r.rate),
+      unit: 'deliveries/s',
+      note:
+        `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s; ${r.throughputStages}); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}` +
+        `${r.statements ? `. ${r.statements}` : ''}${r.pool ? `. ${r.pool}` : ''}`,
     },
     {
-      name: `webhook event commit (202 of a review request) to receipt p99, ${label}, ${RATE} events/s`, value: r.lag.p99, unit: 'ms',
+      name: `webhook event commit (202 of a review request) to receipt p99, ${label}, ${RATE} events/s`,
+      value: r.lag.p99,
+      unit: 'ms',
       note: `${r.lag.count} events, one per request; p50 ${r.lag.p50} ms, max ${r.lag.max} ms${r.lag.lost ? `, ${r.lag.lost} not received` : ''}${r.stages ? ` (${r.stages})` : ''}; goal p99 < 1 s: ${met(r.lag.p99 < 1000 && r.lag.lost === 0)}`,
     },
   ];
@@ -232,7 +289,12 @@ export async function runWebhooksBench(_ctx: { helloWorldRps: number }): Promise
   try {
     await admin.connect();
   } catch (error) {
-    results.push({ name: 'webhook deliveries, 2 processes, PostgreSQL', value: 0, unit: 'deliveries/s', note: `skipped: PostgreSQL unreachable (${(error as Error).message})` });
+    results.push({
+      name: 'webhook deliveries, 2 processes, PostgreSQL',
+      value: 0,
+      unit: 'deliveries/s',
+      note: `skipped: PostgreSQL unreachable (${(error as Error).message})`,
+    });
     return results;
   }
   const pgDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-webhooks-'));
@@ -257,5 +319,6 @@ export async function runWebhooksBench(_ctx: { helloWorldRps: number }): Promise
 }
 
 if (import.meta.main) {
-  for (const f of await runWebhooksBench({ helloWorldRps: 0 })) process.stdout.write(`${f.name}: ${f.value} ${f.unit}${f.note ? `\n  ${f.note}` : ''}\n`);
+  for (const f of await runWebhooksBench({ helloWorldRps: 0 }))
+    process.stdout.write(`${f.name}: ${f.value} ${f.unit}${f.note ? `\n  ${f.note}` : ''}\n`);
 }

@@ -140,8 +140,10 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   if (jwtPrivateKey !== null) {
     jwtPrivateKey = jwtPrivateKey.replace(/\\n/g, '\n');
     if (!jwtPrivateKey.includes('-----BEGIN PRIVATE KEY-----')) {
-      throw new ConfigError(jwtKeyFile && !str(env, 'CPS_JWT_PRIVATE_KEY') ? 'CPS_JWT_PRIVATE_KEY_FILE' : 'CPS_JWT_PRIVATE_KEY',
-        'must be a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----), Ed25519 or P-256');
+      throw new ConfigError(
+        jwtKeyFile && !str(env, 'CPS_JWT_PRIVATE_KEY') ? 'CPS_JWT_PRIVATE_KEY_FILE' : 'CPS_JWT_PRIVATE_KEY',
+        'must be a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----), Ed25519 or P-256',
+      );
     }
   }
   const masterKeyRaw = str(env, 'CPS_MASTER_KEY');
@@ -210,7 +212,10 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
 function trustedProxies(env: Env): string[] | false {
   const raw = str(env, 'CPS_TRUST_PROXY');
   if (raw === undefined) return false;
-  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   for (const entry of entries) {
     const [address = '', prefix] = entry.split('/');
     const family = isIP(address);

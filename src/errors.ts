@@ -6,9 +6,18 @@
 
 /** Family-specific string codes that a thrower may pick instead of the status default. */
 export type ErrorCode =
-  | 'INVALID_REQUEST' | 'UNAUTHORIZED' | 'ACCESS_DENIED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT'
-  | 'RATE_LIMITED' | 'SERVER_ERROR' | 'SERVICE_UNAVAILABLE'
-  | 'APPOINTMENT_NOT_FOUND' | 'APPOINTMENT_EXISTS' | 'COMPLETE_NOT_ALLOWED';
+  | 'INVALID_REQUEST'
+  | 'UNAUTHORIZED'
+  | 'ACCESS_DENIED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'RATE_LIMITED'
+  | 'SERVER_ERROR'
+  | 'SERVICE_UNAVAILABLE'
+  | 'APPOINTMENT_NOT_FOUND'
+  | 'APPOINTMENT_EXISTS'
+  | 'COMPLETE_NOT_ALLOWED';
 
 export interface Problem {
   status: number;

@@ -8,24 +8,31 @@ import { Type, type Static, type TObject, type TProperties } from 'typebox';
 
 /** The envelope every event shares (post_webhook.yaml): name, times, the client and business, and `data`. */
 function event<N extends string, D extends TProperties>(name: N, doc: { summary: string; occurred: string }, data: D) {
-  return Type.Object({
-    event: Type.Literal(name),
-    event_time: Type.Integer({ description: `Epoch seconds when ${doc.occurred}` }),
-    timestamp: Type.Integer({ description: 'Epoch seconds; equals event_time' }),
-    client_id: Type.String(),
-    business_id: Type.String(),
-    data: Type.Object(data),
-  }, { summary: doc.summary });
+  return Type.Object(
+    {
+      event: Type.Literal(name),
+      event_time: Type.Integer({ description: `Epoch seconds when ${doc.occurred}` }),
+      timestamp: Type.Integer({ description: 'Epoch seconds; equals event_time' }),
+      client_id: Type.String(),
+      business_id: Type.String(),
+      data: Type.Object(data),
+    },
+    { summary: doc.summary },
+  );
 }
 
 export const EVENTS = {
-  'external_review.request': event('external_review.request', { summary: 'A review was requested for an appointment', occurred: 'the review request occurred' }, {
-    doctor_id: Type.String(),
-    external_review_link: Type.String({ format: 'uri' }),
-    patient_id: Type.String(),
-    appointment_id: Type.String(),
-    clinic_id: Type.String(),
-  }),
+  'external_review.request': event(
+    'external_review.request',
+    { summary: 'A review was requested for an appointment', occurred: 'the review request occurred' },
+    {
+      doctor_id: Type.String(),
+      external_review_link: Type.String({ format: 'uri' }),
+      patient_id: Type.String(),
+      appointment_id: Type.String(),
+      clinic_id: Type.String(),
+    },
+  ),
 } satisfies Record<string, TObject>;
 
 export type EventName = keyof typeof EVENTS;
@@ -39,16 +46,22 @@ export function isEventName(name: string): name is EventName {
 
 /** The OpenAPI `webhooks` section: one POST per event, its body the event's schema. */
 export function webhookDocs(): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(EVENTS).map(([name, schema]) => {
-    const { summary, ...body } = schema as unknown as { summary: string };
-    return [name, {
-      post: {
-        summary,
-        description: `Sent to each active subscription for \`${name}\`, signed the Standard Webhooks way ` +
-          '(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Delivery is at least once; a 2xx within 15 s is success.',
-        requestBody: { required: true, content: { 'application/json': { schema: body } } },
-        responses: { '2XX': { description: 'Received' } },
-      },
-    }];
-  }));
+  return Object.fromEntries(
+    Object.entries(EVENTS).map(([name, schema]) => {
+      const { summary, ...body } = schema as unknown as { summary: string };
+      return [
+        name,
+        {
+          post: {
+            summary,
+            description:
+              `Sent to each active subscription for \`${name}\`, signed the Standard Webhooks way ` +
+              '(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Delivery is at least once; a 2xx within 15 s is success.',
+            requestBody: { required: true, content: { 'application/json': { schema: body } } },
+            responses: { '2XX': { description: 'Received' } },
+          },
+        },
+      ];
+    }),
+  );
 }

@@ -35,7 +35,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // Before anything is created, so the warnings are about what an operator or an older version left.
   warnAboutWideModes(config.dataDir, logger);
   const keys = await loadKeys(config);
-  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS });
+  const storage = openStorage({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.dbPoolSize,
+    statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
+  });
   try {
     const applied = await migrate(config, storage);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
@@ -54,12 +59,13 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     });
     logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
     let closing: Promise<void> | null = null;
-    const close = () => (closing ??= (async () => {
-      // app.close stops accepting and lets requests in flight finish while running jobs finish
-      // alongside (both within the grace period, app.ts); then the database closes.
-      await app.close();
-      await storage.destroy();
-    })());
+    const close = () =>
+      (closing ??= (async () => {
+        // app.close stops accepting and lets requests in flight finish while running jobs finish
+        // alongside (both within the grace period, app.ts); then the database closes.
+        await app.close();
+        await storage.destroy();
+      })());
     return { app, ctx, url, close };
   } catch (error) {
     await storage.destroy();
@@ -78,13 +84,16 @@ export function closeOnSignals(server: RunningServer, logger: Logger, graceSecon
       process.exit(1);
     }, graceSeconds * 1000);
     timer.unref();
-    server.close().then(() => {
-      logger.info('shut down cleanly');
-      process.exit(0);
-    }, (error: unknown) => {
-      logger.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
+    server.close().then(
+      () => {
+        logger.info('shut down cleanly');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);

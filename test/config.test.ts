@@ -17,12 +17,15 @@ const production = {
 };
 
 function failsNaming(env: Record<string, string>, variable: string): void {
-  assert.throws(() => loadConfig(env), (error: unknown) => {
-    assert.ok(error instanceof ConfigError, String(error));
-    assert.equal(error.variable, variable);
-    assert.ok(error.message.startsWith(variable));
-    return true;
-  });
+  assert.throws(
+    () => loadConfig(env),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, String(error));
+      assert.equal(error.variable, variable);
+      assert.ok(error.message.startsWith(variable));
+      return true;
+    },
+  );
 }
 
 describe('config', () => {
@@ -52,12 +55,26 @@ describe('config', () => {
 
   it('parses every variable', () => {
     const config = loadConfig({
-      ...production, PORT: '9000', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u:p@db:5432/cps', CPS_DATA_DIR: '/tmp/x',
-      CPS_TIMEZONE: 'UTC', CPS_ACCESS_TOKEN_TTL: '600', CPS_REFRESH_TOKEN_TTL: '86400', CPS_SEARCH_RATE_LIMIT: '5',
-      CPS_SEARCH_RATE_BURST: '10', CPS_REDIS_URL: 'redis://127.0.0.1:6379', CPS_CASES_PAGE_SIZE: '20',
-      CPS_FCM_URL: 'http://127.0.0.1:9999/', CPS_WEBHOOK_RETRY_SCHEDULE: '1, 2,3', CPS_MASTER_KEY: 'ab'.repeat(32),
-      CPS_LOGIN_CLIENT_FAILURES: '0', CPS_LOGIN_ADDRESS_FAILURES: '500', CPS_LOGIN_FAILURE_WINDOW_SECONDS: '300',
-      CPS_LOGIN_HASH_CONCURRENCY: '0', CPS_LOGIN_HASH_QUEUE: '8',
+      ...production,
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgres://u:p@db:5432/cps',
+      CPS_DATA_DIR: '/tmp/x',
+      CPS_TIMEZONE: 'UTC',
+      CPS_ACCESS_TOKEN_TTL: '600',
+      CPS_REFRESH_TOKEN_TTL: '86400',
+      CPS_SEARCH_RATE_LIMIT: '5',
+      CPS_SEARCH_RATE_BURST: '10',
+      CPS_REDIS_URL: 'redis://127.0.0.1:6379',
+      CPS_CASES_PAGE_SIZE: '20',
+      CPS_FCM_URL: 'http://127.0.0.1:9999/',
+      CPS_WEBHOOK_RETRY_SCHEDULE: '1, 2,3',
+      CPS_MASTER_KEY: 'ab'.repeat(32),
+      CPS_LOGIN_CLIENT_FAILURES: '0',
+      CPS_LOGIN_ADDRESS_FAILURES: '500',
+      CPS_LOGIN_FAILURE_WINDOW_SECONDS: '300',
+      CPS_LOGIN_HASH_CONCURRENCY: '0',
+      CPS_LOGIN_HASH_QUEUE: '8',
     });
     assert.equal(config.loginClientFailures, 0);
     assert.equal(config.loginAddressFailures, 500);

@@ -14,7 +14,6 @@ after(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-
 export interface CliResult {
   code: number | null;
   stdout: string;

@@ -56,21 +56,27 @@ describe(`cps process (${DIALECT})`, () => {
   it('serves, logs in with the demo credentials when the database is empty, and shuts down on SIGTERM', async () => {
     const fresh = await createTestDatabase();
     try {
-      const server = await startServerProcess({ CPS_DATA_DIR: fresh.dataDir, CPS_WORKERS: '0', ...(fresh.databaseUrl ? { DATABASE_URL: fresh.databaseUrl } : {}) });
+      const server = await startServerProcess({
+        CPS_DATA_DIR: fresh.dataDir,
+        CPS_WORKERS: '0',
+        ...(fresh.databaseUrl ? { DATABASE_URL: fresh.databaseUrl } : {}),
+      });
       const file = path.join(fresh.dataDir, 'demo-credentials.json');
       assert.ok(existsSync(file));
       assert.equal(statSync(file).mode & 0o777, 0o600);
       const demo = JSON.parse(readFileSync(file, 'utf8'));
       assert.ok(!server.output().includes(demo.client_secret), 'the secret is not logged');
       const login = await fetch(`${server.url}/connect-auth/v1/account/login`, {
-        method: 'POST', headers: { 'content-type': 'application/json' },
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
       });
       assert.equal(login.status, 200);
-      const pair = await login.json() as { access_token: string; refresh_token: string };
+      const pair = (await login.json()) as { access_token: string; refresh_token: string };
       // A slow request in flight when SIGTERM arrives still completes.
       const inFlight = fetch(`${server.url}/connect-auth/v1/account/login`, {
-        method: 'POST', headers: { 'content-type': 'application/json' },
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ client_id: demo.client_id, client_secret: demo.client_secret }),
       });
       await new Promise((resolve) => setTimeout(resolve, 5));

@@ -89,12 +89,9 @@ export interface TestApp {
  * `context` may replace parts of the context (e.g. the outbound client with a stubbed resolver)
  * before the app is built; `setup` may add routes (e.g. probes of each error family) before it is ready.
  */
-export async function createTestApp(options: {
-  env?: Record<string, string>;
-  keys?: Keys;
-  context?: (ctx: AppContext) => void;
-  setup?: (app: App) => void | Promise<void>;
-} = {}): Promise<TestApp> {
+export async function createTestApp(
+  options: { env?: Record<string, string>; keys?: Keys; context?: (ctx: AppContext) => void; setup?: (app: App) => void | Promise<void> } = {},
+): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = testConfig(database, options.env);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });

@@ -91,11 +91,15 @@ export class AccessTokens {
 
   async #verifySignature(token: string): Promise<{ claims: AccessClaims; expiresAt: number } | null> {
     try {
-      const { payload } = await jwtVerify(token, (header: JWTHeaderParameters) => {
-        const entry = header.kid ? this.#keys.get(header.kid) : undefined;
-        if (!entry || entry.alg !== header.alg) throw new Error('unknown signing key');
-        return entry.key;
-      }, { issuer: this.#issuer, algorithms: ['EdDSA', 'ES256'], requiredClaims: ['sub', 'exp', 'iat', 'jti'] });
+      const { payload } = await jwtVerify(
+        token,
+        (header: JWTHeaderParameters) => {
+          const entry = header.kid ? this.#keys.get(header.kid) : undefined;
+          if (!entry || entry.alg !== header.alg) throw new Error('unknown signing key');
+          return entry.key;
+        },
+        { issuer: this.#issuer, algorithms: ['EdDSA', 'ES256'], requiredClaims: ['sub', 'exp', 'iat', 'jti'] },
+      );
       const { client_id: clientId, b_id: businessId, scope, jti } = payload as Record<string, unknown>;
       if (typeof clientId !== 'string' || typeof businessId !== 'string' || typeof scope !== 'string' || typeof jti !== 'string') return null;
       if (payload.sub !== clientId) return null;

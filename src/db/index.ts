@@ -43,7 +43,9 @@ const INT8_OID = 20;
 const NUMERIC_OID = 1700;
 
 export function openStorage(options: StorageOptions): Storage {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0) : openSqlite(path.join(options.dataDir, 'cps.sqlite'));
+  return options.databaseUrl
+    ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0)
+    : openSqlite(path.join(options.dataDir, 'cps.sqlite'));
 }
 
 export function openSqlite(file: string): Storage {

@@ -45,7 +45,10 @@ async function withSqliteMutex<T>(db: Kysely<any>, work: () => Promise<T>): Prom
   for (;;) {
     const now = Date.now();
     await sql`delete from cps_migrations_mutex where id = 1 and expires_at < ${now}`.execute(db);
-    const taken = await sql`insert into cps_migrations_mutex (id, owner, expires_at) values (1, ${owner}, ${now + 120_000}) on conflict (id) do nothing`.execute(db);
+    const taken =
+      await sql`insert into cps_migrations_mutex (id, owner, expires_at) values (1, ${owner}, ${now + 120_000}) on conflict (id) do nothing`.execute(
+        db,
+      );
     if (Number(taken.numAffectedRows ?? 0) === 1) break;
     await sleep(25);
   }

@@ -10,8 +10,18 @@ export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /** Socket and DNS failures reaching PostgreSQL. */
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH',
-  'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'ENOTCONN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOTCONN',
 ]);
 
 /**
@@ -30,7 +40,16 @@ const PG_STATES = new Set([
 ]);
 
 /** SQLite result codes (better-sqlite3 names them SQLITE_BUSY_SNAPSHOT, SQLITE_IOERR_WRITE, ...). */
-const SQLITE_PREFIXES = ['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN', 'SQLITE_PROTOCOL', 'SQLITE_NOMEM', 'SQLITE_READONLY'];
+const SQLITE_PREFIXES = [
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_IOERR',
+  'SQLITE_FULL',
+  'SQLITE_CANTOPEN',
+  'SQLITE_PROTOCOL',
+  'SQLITE_NOMEM',
+  'SQLITE_READONLY',
+];
 
 /** Errors that pg, pg-pool and Kysely raise without a code, by their message. */
 const MESSAGES = [
@@ -75,7 +94,11 @@ export function describeDatabaseError(error: unknown): { code?: string; message:
   const code = typeof e.code === 'string' ? e.code : undefined;
   let message = typeof e.message === 'string' ? e.message : String(error);
   // Node's connect error over several addresses is an AggregateError with an empty message.
-  if (message === '' && Array.isArray(e.errors)) message = e.errors.map((inner) => (inner as ErrorLike)?.message).filter(Boolean).join('; ');
+  if (message === '' && Array.isArray(e.errors))
+    message = e.errors
+      .map((inner) => (inner as ErrorLike)?.message)
+      .filter(Boolean)
+      .join('; ');
   return code ? { code, message } : { message };
 }
 

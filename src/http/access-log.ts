@@ -29,10 +29,17 @@ export function registerAccessLog(app: FastifyInstance, logger: Logger): void {
   const access = createAccessLogger(logger);
   const write = (request: FastifyRequest, reply: FastifyReply, url: string) => {
     // Flat fields of plain values: nested objects made pino's serialisation twice as dear.
-    access.info({
-      reqId: request.id, method: request.method, url, statusCode: reply.statusCode,
-      responseTime: Math.round(reply.elapsedTime * 1000) / 1000, remoteAddress: request.ip,
-    }, 'request completed');
+    access.info(
+      {
+        reqId: request.id,
+        method: request.method,
+        url,
+        statusCode: reply.statusCode,
+        responseTime: Math.round(reply.elapsedTime * 1000) / 1000,
+        remoteAddress: request.ip,
+      },
+      'request completed',
+    );
   };
   observeResponses(
     app,

@@ -81,21 +81,29 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminTo
   app.addHook('onRoute', (route) => {
     const auth = route.config?.auth;
     if (auth === undefined || auth === 'public') return;
-    prependRouteHook(route, 'onRequest', auth === 'admin'
-      ? (request, _reply, done) => {
-        const token = tokenFrom(request);
-        done(adminToken === null || token === null || !constantTimeEqual(token, adminToken) ? new AppError(401, 'A valid admin token is required') : undefined);
-      }
-      : (request, _reply, done) => {
-        const token = tokenFrom(request);
-        if (token === null) {
-          done(new AppError(401, 'Authentication required: send Authorization: Bearer <token> or auth: <token>'));
-          return;
-        }
-        const claims = tokens.verifyCached(token);
-        if (claims !== undefined) done(admit(request, auth, claims));
-        else tokens.verify(token).then((verified) => done(admit(request, auth, verified)), done);
-      });
+    prependRouteHook(
+      route,
+      'onRequest',
+      auth === 'admin'
+        ? (request, _reply, done) => {
+            const token = tokenFrom(request);
+            done(
+              adminToken === null || token === null || !constantTimeEqual(token, adminToken)
+                ? new AppError(401, 'A valid admin token is required')
+                : undefined,
+            );
+          }
+        : (request, _reply, done) => {
+            const token = tokenFrom(request);
+            if (token === null) {
+              done(new AppError(401, 'Authentication required: send Authorization: Bearer <token> or auth: <token>'));
+              return;
+            }
+            const claims = tokens.verifyCached(token);
+            if (claims !== undefined) done(admit(request, auth, claims));
+            else tokens.verify(token).then((verified) => done(admit(request, auth, verified)), done);
+          },
+    );
   });
 }
 

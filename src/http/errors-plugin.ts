@@ -55,7 +55,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const problem = problemFromError(error, request);
     // An outage is the operator's to see once per request, not a defect with a stack.
     if (problem.status >= 500) {
-      request.log[logLevelFor(error)](errorLogFields(error), problem === DATABASE_UNAVAILABLE ? 'database unavailable; answered 503' : 'request failed');
+      request.log[logLevelFor(error)](
+        errorLogFields(error),
+        problem === DATABASE_UNAVAILABLE ? 'database unavailable; answered 503' : 'request failed',
+      );
     }
     return sendProblem(reply, familyOf(request), problem);
   });

@@ -11,9 +11,42 @@ export type ErrorFamily = 'search' | 'appointments' | 'clinics' | 'cases' | 'not
 export const ERROR_FAMILIES: readonly ErrorFamily[] = ['search', 'appointments', 'clinics', 'cases', 'notifications', 'standard', 'auth'];
 
 const STRING_CODES: Record<'appointments' | 'cases' | 'standard', Record<number, ErrorCode>> = {
-  appointments: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 404: 'APPOINTMENT_NOT_FOUND', 409: 'APPOINTMENT_EXISTS', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },
-  cases: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 404: 'NOT_FOUND', 409: 'CONFLICT', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },
-  standard: { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 404: 'NOT_FOUND', 409: 'CONFLICT', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 429: 'RATE_LIMITED', 500: 'SERVER_ERROR', 503: 'SERVICE_UNAVAILABLE' },
+  appointments: {
+    400: 'INVALID_REQUEST',
+    401: 'UNAUTHORIZED',
+    403: 'ACCESS_DENIED',
+    404: 'APPOINTMENT_NOT_FOUND',
+    409: 'APPOINTMENT_EXISTS',
+    413: 'INVALID_REQUEST',
+    415: 'INVALID_REQUEST',
+    429: 'RATE_LIMITED',
+    500: 'SERVER_ERROR',
+    503: 'SERVICE_UNAVAILABLE',
+  },
+  cases: {
+    400: 'INVALID_REQUEST',
+    401: 'UNAUTHORIZED',
+    403: 'FORBIDDEN',
+    404: 'NOT_FOUND',
+    409: 'CONFLICT',
+    413: 'INVALID_REQUEST',
+    415: 'INVALID_REQUEST',
+    429: 'RATE_LIMITED',
+    500: 'SERVER_ERROR',
+    503: 'SERVICE_UNAVAILABLE',
+  },
+  standard: {
+    400: 'INVALID_REQUEST',
+    401: 'UNAUTHORIZED',
+    403: 'ACCESS_DENIED',
+    404: 'NOT_FOUND',
+    409: 'CONFLICT',
+    413: 'INVALID_REQUEST',
+    415: 'INVALID_REQUEST',
+    429: 'RATE_LIMITED',
+    500: 'SERVER_ERROR',
+    503: 'SERVICE_UNAVAILABLE',
+  },
 };
 
 function stringCode(family: 'appointments' | 'cases' | 'standard', problem: Problem): ErrorCode {
@@ -24,7 +57,8 @@ function stringCode(family: 'appointments' | 'cases' | 'standard', problem: Prob
 function fullMessage(problem: Problem): string {
   if (!problem.fields) return problem.message;
   const parts = Object.entries(problem.fields).flatMap(([field, messages]) =>
-    messages.map((message) => (field === 'message' ? message : `${field}: ${message}`)));
+    messages.map((message) => (field === 'message' ? message : `${field}: ${message}`)),
+  );
   return parts.length > 0 ? parts.join('; ') : problem.message;
 }
 
@@ -69,7 +103,10 @@ interface AjvError {
 
 /** A field name from an Ajv error: `patient_details.mobile`, `limit`, `x-pt-id`. */
 function fieldOf(error: AjvError): string {
-  const segments = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (error.keyword === 'required') segments.push(String(error.params.missingProperty));
   if (error.keyword === 'dependentRequired') segments.push(String(error.params.property));
   return segments.join('.');

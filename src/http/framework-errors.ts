@@ -77,13 +77,15 @@ function answerOnSocket(socket: Duplex, family: ErrorFamily, problem: Problem, r
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (socket.writable && !inFlight?.headersSent) {
     const body = JSON.stringify(renderProblem(family, problem));
-    socket.write(`HTTP/1.1 ${problem.status} ${http.STATUS_CODES[problem.status] ?? 'Error'}\r\n`
-      + 'Content-Type: application/json; charset=utf-8\r\n'
-      + `Content-Length: ${Buffer.byteLength(body)}\r\n`
-      + `x-request-id: ${requestId}\r\n`
-      + 'Cache-Control: no-store\r\n'
-      + 'Connection: close\r\n\r\n'
-      + body);
+    socket.write(
+      `HTTP/1.1 ${problem.status} ${http.STATUS_CODES[problem.status] ?? 'Error'}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\n` +
+        'Cache-Control: no-store\r\n' +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
   }
   socket.destroy(error);
 }

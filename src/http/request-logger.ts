@@ -35,12 +35,24 @@ class RequestLogger implements FastifyBaseLogger {
     this.#logger().level = level;
   }
 
-  fatal(...args: unknown[]): void { this.#write('fatal', args); }
-  error(...args: unknown[]): void { this.#write('error', args); }
-  warn(...args: unknown[]): void { this.#write('warn', args); }
-  info(...args: unknown[]): void { this.#write('info', args); }
-  debug(...args: unknown[]): void { this.#write('debug', args); }
-  trace(...args: unknown[]): void { this.#write('trace', args); }
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.#write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.#write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.#write('trace', args);
+  }
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {

@@ -4,7 +4,15 @@
  * instance hooks that run everywhere and look the route up on every request (`request.routeOptions`
  * builds a new object per access).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, onResponseHookHandler, preValidationHookHandler, RouteOptions } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  onResponseHookHandler,
+  preValidationHookHandler,
+  RouteOptions,
+} from 'fastify';
 
 interface RouteHooks {
   onRequest: onRequestHookHandler;
@@ -22,7 +30,11 @@ export function prependRouteHook<K extends keyof RouteHooks>(route: RouteOptions
   setRouteHooks(route, name, (existing) => [hook, ...existing]);
 }
 
-function setRouteHooks<K extends keyof RouteHooks>(route: RouteOptions, name: K, change: (existing: Array<RouteHooks[K]>) => Array<RouteHooks[K]>): void {
+function setRouteHooks<K extends keyof RouteHooks>(
+  route: RouteOptions,
+  name: K,
+  change: (existing: Array<RouteHooks[K]>) => Array<RouteHooks[K]>,
+): void {
   const hooks = route as unknown as Record<K, RouteHooks[K] | RouteHooks[K][] | undefined>;
   const existing: RouteHooks[K] | RouteHooks[K][] | undefined = hooks[name];
   // A new array each time: the HEAD route Fastify adds for a GET starts from the GET's options.

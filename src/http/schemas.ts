@@ -16,13 +16,17 @@ export const ClinicsNotFound = Type.Object({ status: Type.Literal('error'), mess
  */
 export const FREE_FORM_LIMITS = { maxProperties: 100, 'x-max-keys': 1000, 'x-max-depth': 16, 'x-max-bytes': 16_384 } as const;
 
-export const FREE_FORM_DESCRIPTION = `At most ${FREE_FORM_LIMITS.maxProperties} keys at the top level and ${FREE_FORM_LIMITS['x-max-keys']} in all, `
-  + `nested at most ${FREE_FORM_LIMITS['x-max-depth']} levels deep (the object itself is level 1), `
-  + `and at most ${FREE_FORM_LIMITS['x-max-bytes']} bytes as UTF-8 JSON.`;
+export const FREE_FORM_DESCRIPTION =
+  `At most ${FREE_FORM_LIMITS.maxProperties} keys at the top level and ${FREE_FORM_LIMITS['x-max-keys']} in all, ` +
+  `nested at most ${FREE_FORM_LIMITS['x-max-depth']} levels deep (the object itself is level 1), ` +
+  `and at most ${FREE_FORM_LIMITS['x-max-bytes']} bytes as UTF-8 JSON.`;
 
 /** A free-form object with FREE_FORM_LIMITS; `description` comes before the limits' wording. */
 export function freeFormObject(description?: string) {
-  return Type.Record(Type.String(), Type.Unknown(), { ...FREE_FORM_LIMITS, description: description ? `${description}. ${FREE_FORM_DESCRIPTION}` : FREE_FORM_DESCRIPTION });
+  return Type.Record(Type.String(), Type.Unknown(), {
+    ...FREE_FORM_LIMITS,
+    description: description ? `${description}. ${FREE_FORM_DESCRIPTION}` : FREE_FORM_DESCRIPTION,
+  });
 }
 
 /** The longest id any schema accepts, in characters (code points). */

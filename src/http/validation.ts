@@ -19,14 +19,29 @@ function makeAjv(options: Options): Ajv {
   const ajv = new Ajv({ allErrors: true, verbose: true, strict: false, useDefaults: true, removeAdditional: false, ...options });
   addFormats(ajv);
   ajv.addKeyword({ keyword: 'x-message', schemaType: 'string' });
-  addBoundKeyword(ajv, 'x-max-depth', (limit, data) => depthOf(data, limit) > limit, (limit) => `must be nested at most ${limit} levels deep`);
-  addBoundKeyword(ajv, 'x-max-keys', (limit, data) => keyCountOf(data, limit) > limit, (limit) => `must have at most ${limit} keys in all, nested ones included`);
-  addBoundKeyword(ajv, 'x-max-bytes', (limit, data, parentSchema) => {
-    // A value past the depth limit is that keyword's error; JSON.stringify could overflow the stack on it.
-    const depthLimit = parentSchema['x-max-depth'];
-    if (typeof depthLimit === 'number') return depthOf(data, depthLimit) <= depthLimit && encodedBytes(data) > limit;
-    return depthOf(data, MEASURABLE_DEPTH) > MEASURABLE_DEPTH || encodedBytes(data) > limit;
-  }, (limit) => `must be at most ${limit} bytes as JSON (UTF-8)`);
+  addBoundKeyword(
+    ajv,
+    'x-max-depth',
+    (limit, data) => depthOf(data, limit) > limit,
+    (limit) => `must be nested at most ${limit} levels deep`,
+  );
+  addBoundKeyword(
+    ajv,
+    'x-max-keys',
+    (limit, data) => keyCountOf(data, limit) > limit,
+    (limit) => `must have at most ${limit} keys in all, nested ones included`,
+  );
+  addBoundKeyword(
+    ajv,
+    'x-max-bytes',
+    (limit, data, parentSchema) => {
+      // A value past the depth limit is that keyword's error; JSON.stringify could overflow the stack on it.
+      const depthLimit = parentSchema['x-max-depth'];
+      if (typeof depthLimit === 'number') return depthOf(data, depthLimit) <= depthLimit && encodedBytes(data) > limit;
+      return depthOf(data, MEASURABLE_DEPTH) > MEASURABLE_DEPTH || encodedBytes(data) > limit;
+    },
+    (limit) => `must be at most ${limit} bytes as JSON (UTF-8)`,
+  );
   return ajv;
 }
 
@@ -34,7 +49,12 @@ function makeAjv(options: Options): Ajv {
 const MEASURABLE_DEPTH = 64;
 
 /** A keyword on objects and arrays whose number value is a limit the data must not exceed. */
-function addBoundKeyword(ajv: Ajv, keyword: string, exceeds: (limit: number, data: unknown, parentSchema: Record<string, unknown>) => boolean, message: (limit: number) => string): void {
+function addBoundKeyword(
+  ajv: Ajv,
+  keyword: string,
+  exceeds: (limit: number, data: unknown, parentSchema: Record<string, unknown>) => boolean,
+  message: (limit: number) => string,
+): void {
   const validate: DataValidateFunction = (limit, data, parentSchema) => {
     if (!exceeds(limit as number, data, (parentSchema ?? {}) as Record<string, unknown>)) return true;
     validate.errors = [{ keyword, message: message(limit as number), params: { limit } } as unknown as ErrorObject];
@@ -71,7 +91,9 @@ function stringFailure(part: 'params' | 'querystring', data: unknown): Error | n
   const errors = unstorableStringErrors(data);
   if (errors.length === 0) return null;
   return Object.assign(new Error(`${part} ${errors[0]!.message}`), {
-    statusCode: 400, validation: errors as unknown as FastifySchemaValidationError[], validationContext: part,
+    statusCode: 400,
+    validation: errors as unknown as FastifySchemaValidationError[],
+    validationContext: part,
   });
 }
 
@@ -85,8 +107,9 @@ const checkUnvalidatedQuery: preValidationHookHandler = (request, _reply, done) 
 export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
   const paramAjv = makeAjv({ coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    withStringCheck((httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object) as CompiledValidator) as never);
+  app.setValidatorCompiler(
+    ({ schema, httpPart }) => withStringCheck((httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object) as CompiledValidator) as never,
+  );
 
   // JSON bodies: an empty body is "no body" (operations without one accept it with the JSON
   // content type); everything else goes through Fastify's safe parser (no __proto__ pollution).

@@ -36,7 +36,11 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
   if (isPostgres(db)) {
     // One round trip inside the caller's transaction; the dispatch job's key is the new event's id,
     // so it cannot conflict.
-    await db.with('event', (qb) => qb.insertInto('events').values(row)).insertInto('jobs').values(jobRow(job, now)).execute();
+    await db
+      .with('event', (qb) => qb.insertInto('events').values(row))
+      .insertInto('jobs')
+      .values(jobRow(job, now))
+      .execute();
   } else {
     await db.insertInto('events').values(row).execute();
     await enqueue(db, job);
@@ -47,7 +51,11 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
 /** The events of `ids` that exist (a deleted business's are gone), in no particular order. */
 export async function loadEvents(db: Db, ids: string[]): Promise<StoredEvent[]> {
   if (ids.length === 0) return [];
-  const rows = await db.selectFrom('events').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  const rows = await db
+    .selectFrom('events')
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
   return rows.map((row) => ({
     id: row.id,
     businessId: row.business_id,

@@ -97,7 +97,9 @@ export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
   const now = Date.now();
   const rows = jobs.map((job) => jobRow(job, now));
   const deduped = jobs.some((job) => job.dedupeKey !== undefined);
-  const inserted = await db.insertInto('jobs').values(rows)
+  const inserted = await db
+    .insertInto('jobs')
+    .values(rows)
     .$if(deduped, (qb) => qb.onConflict((oc) => oc.columns(['kind', 'dedupe_key']).doNothing()))
     .returning('id')
     .execute();
@@ -105,8 +107,14 @@ export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
   if (inserted.length === rows.length) return rows.map((row) => row.id);
   // Some keys existed already: answer with those jobs' ids.
   const fresh = new Set(inserted.map((row) => row.id));
-  return Promise.all(rows.map(async (row) => fresh.has(row.id) ? row.id : (await db.selectFrom('jobs').select('id')
-    .where('kind', '=', row.kind).where('dedupe_key', '=', row.dedupe_key!).executeTakeFirstOrThrow()).id));
+  return Promise.all(
+    rows.map(async (row) =>
+      fresh.has(row.id)
+        ? row.id
+        : (await db.selectFrom('jobs').select('id').where('kind', '=', row.kind).where('dedupe_key', '=', row.dedupe_key!).executeTakeFirstOrThrow())
+            .id,
+    ),
+  );
 }
 
 /** The row `enqueue` inserts for `job`, for statements that insert a job along with other rows. */
@@ -136,7 +144,10 @@ export interface Scope {
 }
 
 export async function getJob<P = unknown>(db: Db, id: string, scope: Scope = {}): Promise<Job<P> | null> {
-  const row = await db.selectFrom('jobs').selectAll().where('id', '=', id)
+  const row = await db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('id', '=', id)
     .$if(scope.businessId !== undefined, (qb) => qb.where('business_id', '=', scope.businessId!))
     .executeTakeFirst();
   return row ? toJob<P>(row) : null;
@@ -151,12 +162,16 @@ export interface JobFilter extends Scope {
 
 /** Newest first. */
 export async function listJobs<P = unknown>(db: Db, filter: JobFilter = {}): Promise<Job<P>[]> {
-  const rows = await db.selectFrom('jobs').selectAll()
+  const rows = await db
+    .selectFrom('jobs')
+    .selectAll()
     .$if(filter.businessId !== undefined, (qb) => qb.where('business_id', '=', filter.businessId!))
     .$if(filter.kind !== undefined, (qb) => qb.where('kind', '=', filter.kind!))
     .$if(filter.status !== undefined, (qb) => qb.where('status', '=', filter.status!))
-    .orderBy('created_at', 'desc').orderBy('id', 'desc')
-    .limit(filter.limit ?? 50).offset(filter.offset ?? 0)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(filter.limit ?? 50)
+    .offset(filter.offset ?? 0)
     .execute();
   return rows.map((row) => toJob<P>(row));
 }
@@ -167,7 +182,8 @@ export async function listJobs<P = unknown>(db: Db, filter: JobFilter = {}): Pro
  */
 export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {}): Promise<Job<P> | null> {
   const now = Date.now();
-  const row = await db.updateTable('jobs')
+  const row = await db
+    .updateTable('jobs')
     .set((eb) => ({
       status: 'pending',
       due_at: now,
@@ -175,7 +191,8 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
       finished_at: null,
       updated_at: now,
     }))
-    .where('id', '=', id).where('status', '!=', 'running')
+    .where('id', '=', id)
+    .where('status', '!=', 'running')
     .$if(scope.businessId !== undefined, (qb) => qb.where('business_id', '=', scope.businessId!))
     .returningAll()
     .executeTakeFirst();
@@ -198,10 +215,17 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
 export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: number, workerId: string): Promise<Job[]> {
   const now = Date.now();
   const rows = await db
-    .with('next', (qb) => qb.selectFrom('jobs').select('id')
-      .where('status', '=', 'pending').where('kind', '=', kind).where('due_at', '<=', now)
-      .orderBy('due_at').limit(limit)
-      .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()))
+    .with('next', (qb) =>
+      qb
+        .selectFrom('jobs')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('kind', '=', kind)
+        .where('due_at', '<=', now)
+        .orderBy('due_at')
+        .limit(limit)
+        .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
+    )
     .updateTable('jobs')
     .set((eb) => ({
       status: 'running',
@@ -219,16 +243,17 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
 
 /** Extends the lease of a running attempt; false when the attempt is no longer this worker's. */
 export async function renewLease(db: Db, job: Job, leaseMs: number): Promise<boolean> {
-  const result = await db.updateTable('jobs').set({ lease_until: Date.now() + leaseMs })
-    .where('id', '=', job.id).where('status', '=', 'running').where('attempts', '=', job.attempts)
+  const result = await db
+    .updateTable('jobs')
+    .set({ lease_until: Date.now() + leaseMs })
+    .where('id', '=', job.id)
+    .where('status', '=', 'running')
+    .where('attempts', '=', job.attempts)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
-export type Settlement =
-  | { status: 'succeeded' }
-  | { status: 'failed'; error: string }
-  | { status: 'pending'; error: string; dueAt: number };
+export type Settlement = { status: 'succeeded' } | { status: 'failed'; error: string } | { status: 'pending'; error: string; dueAt: number };
 
 /**
  * Records how an attempt ended. The attempt number guards it: an attempt whose lease ran out and
@@ -236,7 +261,8 @@ export type Settlement =
  */
 export async function settleJob(db: Db, job: Job, settlement: Settlement): Promise<boolean> {
   const now = Date.now();
-  const result = await db.updateTable('jobs')
+  const result = await db
+    .updateTable('jobs')
     .set({
       status: settlement.status,
       lease_until: null,
@@ -244,7 +270,9 @@ export async function settleJob(db: Db, job: Job, settlement: Settlement): Promi
       ...(settlement.status === 'pending' ? { due_at: settlement.dueAt } : { finished_at: now }),
       ...(settlement.status === 'succeeded' ? {} : { last_error: truncate(settlement.error) }),
     })
-    .where('id', '=', job.id).where('status', '=', 'running').where('attempts', '=', job.attempts)
+    .where('id', '=', job.id)
+    .where('status', '=', 'running')
+    .where('attempts', '=', job.attempts)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
@@ -255,10 +283,17 @@ export async function settleJob(db: Db, job: Job, settlement: Settlement): Promi
  */
 export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>> {
   const now = Date.now();
-  const rows = await db.updateTable('jobs')
+  const rows = await db
+    .updateTable('jobs')
     .set({ status: 'succeeded', lease_until: null, updated_at: now, finished_at: now })
     .where('status', '=', 'running')
-    .where((eb) => eb(eb.refTuple('id', 'attempts'), 'in', jobs.map((job) => eb.tuple(job.id, job.attempts))))
+    .where((eb) =>
+      eb(
+        eb.refTuple('id', 'attempts'),
+        'in',
+        jobs.map((job) => eb.tuple(job.id, job.attempts)),
+      ),
+    )
     .returning('id')
     .execute();
   return new Set(rows.map((row) => row.id));
@@ -270,23 +305,25 @@ export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>>
  */
 export async function releaseExpired(db: Db): Promise<{ id: string; kind: string }[]> {
   const now = Date.now();
-  return db.updateTable('jobs')
+  return db
+    .updateTable('jobs')
     .set({ status: 'pending', due_at: now, lease_until: null, updated_at: now, last_error: 'lease expired: the worker stopped or crashed mid-job' })
-    .where('status', '=', 'running').where('lease_until', '<', now)
+    .where('status', '=', 'running')
+    .where('lease_until', '<', now)
     .returning(['id', 'kind'])
     .execute();
 }
 
 /** The kinds with jobs due now: the poll claims only for those. */
 export async function dueKinds(db: Db): Promise<string[]> {
-  const rows = await db.selectFrom('jobs').select('kind').distinct()
-    .where('status', '=', 'pending').where('due_at', '<=', Date.now())
-    .execute();
+  const rows = await db.selectFrom('jobs').select('kind').distinct().where('status', '=', 'pending').where('due_at', '<=', Date.now()).execute();
   return rows.map((row) => row.kind);
 }
 
 export async function queueDepth(db: Db): Promise<{ kind: string; status: string; count: number }[]> {
-  const rows = await db.selectFrom('jobs').select(['kind', 'status', (eb) => eb.fn.countAll<number | string>().as('count')])
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['kind', 'status', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('status', 'in', ['pending', 'running', 'failed'])
     .groupBy(['status', 'kind'])
     .execute();

@@ -37,8 +37,18 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvents, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
-  PermanentError, RetryableError, claimJobs, dueKinds, localWake, queueDepth, releaseExpired, renewLease, settleJob, settleSucceeded,
-  type Job, type Settlement,
+  PermanentError,
+  RetryableError,
+  claimJobs,
+  dueKinds,
+  localWake,
+  queueDepth,
+  releaseExpired,
+  renewLease,
+  settleJob,
+  settleSucceeded,
+  type Job,
+  type Settlement,
 } from './queue.ts';
 
 export interface HandlerContext<P> {
@@ -254,19 +264,28 @@ export class JobQueue {
       const pending = [...this.inFlight.values()];
       if (pending.length > 0) {
         let timer: NodeJS.Timeout | undefined;
-        const graceOver = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), graceMs); });
+        const graceOver = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), graceMs);
+        });
         const outcome = await Promise.race([Promise.all(pending.map((p) => p.promise)), graceOver]);
         clearTimeout(timer);
         if (outcome === 'timeout') {
-          this.logger.warn({ running: this.inFlight.size, grace_ms: graceMs }, 'jobs still running at the end of the grace period; leaving them to their leases');
+          this.logger.warn(
+            { running: this.inFlight.size, grace_ms: graceMs },
+            'jobs still running at the end of the grace period; leaving them to their leases',
+          );
           for (const { abort } of this.inFlight.values()) abort.abort(new Error('shutting down'));
         }
       }
       // Also when not running: a lock claim in flight while stopping may have won.
       if (this.storage.dialect === 'sqlite') {
         // Lets another process take over at once instead of after the lock's TTL.
-        await this.storage.db.deleteFrom('job_locks').where('name', '=', LOCK_NAME).where('owner', '=', this.workerId)
-          .execute().catch(() => {});
+        await this.storage.db
+          .deleteFrom('job_locks')
+          .where('name', '=', LOCK_NAME)
+          .where('owner', '=', this.workerId)
+          .execute()
+          .catch(() => {});
       }
     })();
     return this.stopping;
@@ -421,15 +440,21 @@ export class JobQueue {
       // A lease that could not be renewed for a whole lease period may already be claimed elsewhere:
       // the attempt is abandoned then, so two workers never run the job at once.
       let renewedAt = Date.now();
-      const heartbeat = setInterval(() => {
-        renewLease(db, job, kind.leaseMs).then((ours) => {
-          if (!ours) abort.abort(new Error('lease lost'));
-          else renewedAt = Date.now();
-        }, (error: unknown) => {
-          this.logger.warn({ ...log, err: error }, 'renewing a job lease failed');
-          if (Date.now() - renewedAt >= kind.leaseMs) abort.abort(new Error('lease could not be renewed'));
-        });
-      }, Math.max(10, Math.floor(kind.leaseMs / 3)));
+      const heartbeat = setInterval(
+        () => {
+          renewLease(db, job, kind.leaseMs).then(
+            (ours) => {
+              if (!ours) abort.abort(new Error('lease lost'));
+              else renewedAt = Date.now();
+            },
+            (error: unknown) => {
+              this.logger.warn({ ...log, err: error }, 'renewing a job lease failed');
+              if (Date.now() - renewedAt >= kind.leaseMs) abort.abort(new Error('lease could not be renewed'));
+            },
+          );
+        },
+        Math.max(10, Math.floor(kind.leaseMs / 3)),
+      );
       // After an abort the attempt is abandoned to its lease (shutdown) or already lost.
       abort.signal.addEventListener('abort', () => clearInterval(heartbeat));
       let settlement: Settlement;
@@ -511,7 +536,10 @@ export class JobQueue {
     while (this.successes.length > 0) {
       const batch = this.successes.splice(0, 500);
       try {
-        const recorded = await settleSucceeded(this.storage.db, batch.map((entry) => entry.job));
+        const recorded = await settleSucceeded(
+          this.storage.db,
+          batch.map((entry) => entry.job),
+        );
         for (const entry of batch) entry.done(recorded.has(entry.job.id));
       } catch (error) {
         for (const entry of batch) entry.fail(error);
@@ -524,11 +552,14 @@ export class JobQueue {
   private wakeAt(kind: Kind, dueAt: number): void {
     const delay = dueAt - Date.now();
     if (delay >= this.pollMs) return;
-    setTimeout(() => {
-      kind.drained = false;
-      kind.wakes++;
-      void this.fill(kind);
-    }, Math.max(0, delay)).unref();
+    setTimeout(
+      () => {
+        kind.drained = false;
+        kind.wakes++;
+        void this.fill(kind);
+      },
+      Math.max(0, delay),
+    ).unref();
   }
 
   // ---- Events ----------------------------------------------------------------------------------
@@ -592,7 +623,9 @@ export class JobQueue {
         this.notificationsLost = true;
         this.logger.warn(error ? errorLogFields(error) : {}, 'job notifications lost; polling until they reconnect');
       }
-      setTimeout(() => { if (this.state === 'running') void this.listen(); }, LISTEN_RETRY_MS).unref();
+      setTimeout(() => {
+        if (this.state === 'running') void this.listen();
+      }, LISTEN_RETRY_MS).unref();
     };
     this.listener = client;
     client.on('notification', (message) => this.wake(message.payload));
@@ -623,11 +656,15 @@ export class JobQueue {
     let held = false;
     try {
       const now = Date.now();
-      const row = await this.storage.db.insertInto('job_locks')
+      const row = await this.storage.db
+        .insertInto('job_locks')
         .values({ name: LOCK_NAME, owner: this.workerId, expires_at: now + this.lockTtlMs })
-        .onConflict((oc) => oc.column('name')
-          .doUpdateSet({ owner: this.workerId, expires_at: now + this.lockTtlMs })
-          .where((eb) => eb.or([eb('job_locks.owner', '=', this.workerId), eb('job_locks.expires_at', '<', now)])))
+        .onConflict((oc) =>
+          oc
+            .column('name')
+            .doUpdateSet({ owner: this.workerId, expires_at: now + this.lockTtlMs })
+            .where((eb) => eb.or([eb('job_locks.owner', '=', this.workerId), eb('job_locks.expires_at', '<', now)])),
+        )
         .returning('owner')
         .executeTakeFirst();
       held = row !== undefined;
@@ -644,8 +681,10 @@ export class JobQueue {
       this.pollTimer = null;
       localWake.off('job', this.onLocalWake);
     } else if (!held && first) {
-      this.logger.warn({ database: this.storage.location },
-        'another process runs the job workers for this SQLite database; this one does not (it takes over if that process stops)');
+      this.logger.warn(
+        { database: this.storage.location },
+        'another process runs the job workers for this SQLite database; this one does not (it takes over if that process stops)',
+      );
     }
     if (this.stopping) return;
     const every = held ? Math.floor(this.lockTtlMs / 3) : this.lockTtlMs;

@@ -164,7 +164,12 @@ export function createBuckets(options: { redisUrl: string | null; logger: Logger
   const now = options.now ?? Date.now;
   const memory = new MemoryBuckets();
   if (!options.redisUrl) {
-    return { take: (limits) => memory.take(limits, now()), refund: (limits) => memory.refund(limits, now()), connected: async () => {}, close: async () => {} };
+    return {
+      take: (limits) => memory.take(limits, now()),
+      refund: (limits) => memory.refund(limits, now()),
+      connected: async () => {},
+      close: async () => {},
+    };
   }
   const redis = connectRedis(options.redisUrl, options.logger, options.what) as RedisWithBuckets;
   redis.defineCommand('cpsBuckets', { lua: BUCKETS_LUA });

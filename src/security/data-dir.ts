@@ -71,7 +71,10 @@ export function findWideModes(dataDir: string): WideMode[] {
 export function warnAboutWideModes(dataDir: string, logger: Logger): WideMode[] {
   const wide = findWideModes(dataDir);
   for (const entry of wide) {
-    logger.warn(entry, `${entry.path} has mode ${entry.mode}: other users on this machine can reach it; expected ${entry.expected} (chmod ${entry.expected.slice(1)} '${entry.path}')`);
+    logger.warn(
+      entry,
+      `${entry.path} has mode ${entry.mode}: other users on this machine can reach it; expected ${entry.expected} (chmod ${entry.expected.slice(1)} '${entry.path}')`,
+    );
   }
   return wide;
 }

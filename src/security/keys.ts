@@ -27,11 +27,15 @@ const JWT_KEY_FILE = 'jwt-signing-key.pem';
 const MASTER_KEY_FILE = 'master.key';
 
 export async function loadKeys(config: Config): Promise<Keys> {
-  const pem = config.jwtPrivateKey ?? readOrCreate(config, JWT_KEY_FILE, () =>
-    generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
-  const masterKey = config.masterKey ?? parseMasterKey(
-    readOrCreate(config, MASTER_KEY_FILE, () => randomBytes(32).toString('base64')).trim(),
-    `CPS_MASTER_KEY (from ${path.join(config.dataDir, MASTER_KEY_FILE)})`);
+  const pem =
+    config.jwtPrivateKey ??
+    readOrCreate(config, JWT_KEY_FILE, () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+  const masterKey =
+    config.masterKey ??
+    parseMasterKey(
+      readOrCreate(config, MASTER_KEY_FILE, () => randomBytes(32).toString('base64')).trim(),
+      `CPS_MASTER_KEY (from ${path.join(config.dataDir, MASTER_KEY_FILE)})`,
+    );
   return { signing: await signingKeyFromPem(pem), masterKey };
 }
 

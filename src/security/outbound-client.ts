@@ -108,35 +108,39 @@ export class OutboundClient {
         settled = true;
         reject(timeout.aborted ? new OutboundTimeoutError(timeoutMs) : error);
       };
-      const request = (secure ? https : http).request(url, {
-        method: init.method ?? 'POST',
-        agent: secure ? this.httpsAgent : this.httpAgent,
-        lookup: this.policy.lookup,
-        headers: { ...init.headers, 'content-length': Buffer.byteLength(body) },
-        signal,
-      }, (response) => {
-        const status = response.statusCode ?? 0;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          if (init.readBody !== false && size < MAX_RESPONSE_BYTES) chunks.push(chunk.subarray(0, MAX_RESPONSE_BYTES - size));
-          size += chunk.length;
-          // A receiver that sends without end loses its connection rather than holding ours.
-          if (size > MAX_RESPONSE_BYTES) response.destroy();
-        });
-        response.on('error', fail);
-        const settle = () => {
-          if (settled) return;
-          settled = true;
-          resolve({ status, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') });
-        };
-        if (init.readBody === false) return settle();
-        response.on('end', settle);
-        response.on('close', () => {
-          if (size > MAX_RESPONSE_BYTES || response.complete) settle();
-          else fail(Object.assign(new Error('the response ended early'), { code: 'ECONNRESET' }));
-        });
-      });
+      const request = (secure ? https : http).request(
+        url,
+        {
+          method: init.method ?? 'POST',
+          agent: secure ? this.httpsAgent : this.httpAgent,
+          lookup: this.policy.lookup,
+          headers: { ...init.headers, 'content-length': Buffer.byteLength(body) },
+          signal,
+        },
+        (response) => {
+          const status = response.statusCode ?? 0;
+          const chunks: Buffer[] = [];
+          let size = 0;
+          response.on('data', (chunk: Buffer) => {
+            if (init.readBody !== false && size < MAX_RESPONSE_BYTES) chunks.push(chunk.subarray(0, MAX_RESPONSE_BYTES - size));
+            size += chunk.length;
+            // A receiver that sends without end loses its connection rather than holding ours.
+            if (size > MAX_RESPONSE_BYTES) response.destroy();
+          });
+          response.on('error', fail);
+          const settle = () => {
+            if (settled) return;
+            settled = true;
+            resolve({ status, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') });
+          };
+          if (init.readBody === false) return settle();
+          response.on('end', settle);
+          response.on('close', () => {
+            if (size > MAX_RESPONSE_BYTES || response.complete) settle();
+            else fail(Object.assign(new Error('the response ended early'), { code: 'ECONNRESET' }));
+          });
+        },
+      );
       request.on('error', fail);
       request.end(body);
     });

@@ -14,8 +14,19 @@ import ipaddr from 'ipaddr.js';
 
 /** Why an address is refused; 'public' is the only class a production connection may reach. */
 export type AddressClass =
-  | 'public' | 'loopback' | 'private' | 'link-local' | 'carrier-grade NAT' | 'multicast' | 'broadcast'
-  | 'this network' | 'reserved' | 'unique-local' | 'site-local' | 'metadata' | 'not an address';
+  | 'public'
+  | 'loopback'
+  | 'private'
+  | 'link-local'
+  | 'carrier-grade NAT'
+  | 'multicast'
+  | 'broadcast'
+  | 'this network'
+  | 'reserved'
+  | 'unique-local'
+  | 'site-local'
+  | 'metadata'
+  | 'not an address';
 
 /** Cloud instance-metadata addresses, named as such (some lie outside the private and link-local ranges). */
 const METADATA_ADDRESSES = new Set([
@@ -167,9 +178,10 @@ export class AddressNotAllowedError extends Error {
 /** Name resolution: every address of a name (replaceable in tests). */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
-export const systemResolver: Resolver = (hostname) => new Promise((resolve, reject) => {
-  dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses)));
-});
+export const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) => {
+    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses)));
+  });
 
 export interface PolicyOptions {
   /** Production: https to public addresses only. Development: anything. */
@@ -187,10 +199,13 @@ export class OutboundPolicy {
     this.publicOnly = options.publicOnly;
     this.resolve = options.resolve ?? systemResolver;
     this.lookup = ((hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-      this.resolveAllowed(hostname).then((addresses) => {
-        if (lookupOptions.all) callback(null, addresses);
-        else callback(null, addresses[0]!.address, addresses[0]!.family);
-      }, (error: unknown) => callback(error));
+      this.resolveAllowed(hostname).then(
+        (addresses) => {
+          if (lookupOptions.all) callback(null, addresses);
+          else callback(null, addresses[0]!.address, addresses[0]!.family);
+        },
+        (error: unknown) => callback(error),
+      );
     }) as LookupFunction;
   }
 

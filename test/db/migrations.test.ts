@@ -14,13 +14,24 @@ describe(`migrations (${DIALECT})`, () => {
   it('0011 gives a delivery written before it the state of its job, as the listing showed it', async () => {
     const client = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
     const receiver = await startReceiver(() => ({ status: 503 }));
-    const created = await t.app.inject({ method: 'POST', url: '/notification/v1/connect/webhook/subscriptions', headers: bearer(client.token), payload: { endpoint: receiver.url } });
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/notification/v1/connect/webhook/subscriptions',
+      headers: bearer(client.token),
+      payload: { endpoint: receiver.url },
+    });
     const subscriptionId = created.json().id as string;
     const eventId = await recordReviewEvent(t.ctx.storage, client.businessId);
     await t.ctx.jobs.runDue();
     await receiver.close();
     const db = t.ctx.storage.db;
-    const delivery = () => db.selectFrom('webhook_deliveries').selectAll().where('subscription_id', '=', subscriptionId).where('event_id', '=', eventId).executeTakeFirstOrThrow();
+    const delivery = () =>
+      db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('subscription_id', '=', subscriptionId)
+        .where('event_id', '=', eventId)
+        .executeTakeFirstOrThrow();
     const { job_id: jobId } = await delivery();
 
     // The job failed without the handler recording it.

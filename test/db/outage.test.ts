@@ -56,13 +56,42 @@ interface Practice {
 }
 
 async function setUpPractice(url: string, endpoint: string): Promise<Practice> {
-  const business = ok(await call(`${url}/admin/v1/businesses`, 'POST', { authorization: `Bearer ${ADMIN_TOKEN}` }, { name: 'Outage Clinic' }), 'business');
-  const login = ok(await call(`${url}/connect-auth/v1/account/login`, 'POST', {}, { client_id: business.client_id, client_secret: business.client_secret }), 'login');
+  const business = ok(
+    await call(`${url}/admin/v1/businesses`, 'POST', { authorization: `Bearer ${ADMIN_TOKEN}` }, { name: 'Outage Clinic' }),
+    'business',
+  );
+  const login = ok(
+    await call(`${url}/connect-auth/v1/account/login`, 'POST', {}, { client_id: business.client_id, client_secret: business.client_secret }),
+    'login',
+  );
   const token = login.access_token as string;
-  const doctor = ok(await call(`${url}/cdr/v1/doctor`, 'POST', { auth: token }, { firstname: 'Asha', lastname: 'Rao', partner_id: 'pd-1', review_link: 'https://r.example/doctor' }), 'doctor');
-  const clinic = ok(await call(`${url}/cdr/v1/clinic`, 'POST', { auth: token }, { name: 'Sunrise Clinic', address: '1 MG Road', partner_id: 'pc-1', doctor_ids: [doctor.svcid] }), 'clinic');
+  const doctor = ok(
+    await call(
+      `${url}/cdr/v1/doctor`,
+      'POST',
+      { auth: token },
+      { firstname: 'Asha', lastname: 'Rao', partner_id: 'pd-1', review_link: 'https://r.example/doctor' },
+    ),
+    'doctor',
+  );
+  const clinic = ok(
+    await call(
+      `${url}/cdr/v1/clinic`,
+      'POST',
+      { auth: token },
+      { name: 'Sunrise Clinic', address: '1 MG Road', partner_id: 'pc-1', doctor_ids: [doctor.svcid] },
+    ),
+    'clinic',
+  );
   ok(await call(`${url}/notification/v1/connect/webhook/subscriptions`, 'POST', { authorization: `Bearer ${token}` }, { endpoint }), 'subscription');
-  return { businessId: business.business_id, clientId: business.client_id, clientSecret: business.client_secret, token, doctorId: doctor.svcid, clinicId: clinic.svcid };
+  return {
+    businessId: business.business_id,
+    clientId: business.client_id,
+    clientSecret: business.client_secret,
+    token,
+    doctorId: doctor.svcid,
+    clinicId: clinic.svcid,
+  };
 }
 
 let slot = 0;
@@ -88,7 +117,11 @@ function assertUnavailable(answer: Answer, body: unknown, what: string): void {
 }
 
 function logLines(server: ServerProcess): Array<Record<string, any>> {
-  return server.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
 }
 
 function alive(server: ServerProcess): boolean {
@@ -138,7 +171,8 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       let stopping = false;
       // Eight clients booking and reading back as fast as they can.
       // A request that gets no answer at all (the server died) is recorded as status 0.
-      const send = (request: () => Promise<Answer>) => request().catch((error: unknown): Answer => ({ status: 0, headers: new Headers(), body: String(error) }));
+      const send = (request: () => Promise<Answer>) =>
+        request().catch((error: unknown): Answer => ({ status: 0, headers: new Headers(), body: String(error) }));
       const clients = Array.from({ length: 8 }, async () => {
         while (!stopping && alive(server)) {
           const booked = await send(() => book(server.url, practice));
@@ -154,7 +188,8 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       try {
         for (let round = 0; round < 5; round++) {
           const { rows } = await admin.query(
-            'select pg_terminate_backend(pid) as done from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+            'select pg_terminate_backend(pid) as done from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+          );
           terminated += rows.filter((row) => row.done).length;
           await answered(answers.length + 20);
         }
@@ -170,7 +205,11 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       for (const answer of answers) statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
       for (const answer of answers) {
         if (answer.status === 503) assertUnavailable(answer, { error: { code: 'SERVICE_UNAVAILABLE', message: MESSAGE } }, 'during');
-        else assert.ok(answer.status === 200 || answer.status === 201, `during: ${answer.status} ${JSON.stringify(answer.body)} (all: ${[...statuses]})`);
+        else
+          assert.ok(
+            answer.status === 200 || answer.status === 201,
+            `during: ${answer.status} ${JSON.stringify(answer.body)} (all: ${[...statuses]})`,
+          );
       }
 
       // Afterwards every request succeeds, and a delivery queued now reaches the receiver.
@@ -179,11 +218,18 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
         assert.equal(ok(await readAppointment(server.url, practice, id), 'read after').appointment_id, id);
       }
       const appointmentId = ok(await book(server.url, practice), 'booking for the review').appointment_id as string;
-      const { event_id: eventId } = ok(await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }), 'review request');
+      const { event_id: eventId } = ok(
+        await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }),
+        'review request',
+      );
       await waitFor(() => delivered(eventId), 'the delivery queued after the faults');
 
       const lines = logLines(server);
-      assert.deepEqual(lines.filter((line) => line.level >= 50), [], 'nothing logged at level error');
+      assert.deepEqual(
+        lines.filter((line) => line.level >= 50),
+        [],
+        'nothing logged at level error',
+      );
       for (const line of lines.filter((l) => l.msg === 'database unavailable; answered 503')) assert.equal(line.err, undefined, 'no stack');
       assert.equal(await stopGracefully(server), 0, `shuts down cleanly afterwards:\n${server.output().slice(-3000)}`);
     } finally {
@@ -222,21 +268,51 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       let restoredAt = 0;
       try {
         const auth = { auth: practice.token };
-        assertUnavailable(await readAppointment(server.url, practice, kept.id), { error: { code: 'SERVICE_UNAVAILABLE', message: MESSAGE } }, 'appointments');
+        assertUnavailable(
+          await readAppointment(server.url, practice, kept.id),
+          { error: { code: 'SERVICE_UNAVAILABLE', message: MESSAGE } },
+          'appointments',
+        );
         assertUnavailable(await call(`${server.url}/cdr/v1/doctor`, 'GET', auth), { message: [MESSAGE] }, 'clinics');
-        assertUnavailable(await call(`${server.url}/mr/api/v1/cases`, 'GET', { authorization: `Bearer ${practice.token}`, 'x-pt-id': 'pt-1' }), { error: MESSAGE, code: 'SERVICE_UNAVAILABLE' }, 'cases');
-        assertUnavailable(await call(`${server.url}/connect-auth/v1/account/login`, 'POST', {}, { client_id: practice.clientId, client_secret: practice.clientSecret }), { code: 503, error: MESSAGE }, 'auth');
-        assertUnavailable(await call(`${server.url}/notification/push-creds`, 'GET', { authorization: `Bearer ${practice.token}` }), { message: MESSAGE, error_code: 503 }, 'notifications');
+        assertUnavailable(
+          await call(`${server.url}/mr/api/v1/cases`, 'GET', { authorization: `Bearer ${practice.token}`, 'x-pt-id': 'pt-1' }),
+          { error: MESSAGE, code: 'SERVICE_UNAVAILABLE' },
+          'cases',
+        );
+        assertUnavailable(
+          await call(
+            `${server.url}/connect-auth/v1/account/login`,
+            'POST',
+            {},
+            { client_id: practice.clientId, client_secret: practice.clientSecret },
+          ),
+          { code: 503, error: MESSAGE },
+          'auth',
+        );
+        assertUnavailable(
+          await call(`${server.url}/notification/push-creds`, 'GET', { authorization: `Bearer ${practice.token}` }),
+          { message: MESSAGE, error_code: 503 },
+          'notifications',
+        );
         const ready = await call(`${server.url}/ready`, 'GET');
         assert.equal(ready.status, 503);
         assert.equal(ready.body.checks.database, false);
         // A change committed elsewhere meanwhile: its delivery is a job this server runs after.
         duringEventId = await inTransaction(storage.db, (trx) =>
-          recordEvent(trx, { businessId: practice.businessId, type: 'external_review.request', payload: reviewEvent(practice.businessId, 901) }));
+          recordEvent(trx, { businessId: practice.businessId, type: 'external_review.request', payload: reviewEvent(practice.businessId, 901) }),
+        );
         // The background loops have met the outage (the catalogue polls every 2 s).
-        const seen = (message: string) => logLines(server).slice(since).some((line) => line.msg === message);
-        await waitFor(() => seen('job notifications lost; polling until they reconnect') && seen('polling for jobs failed; retrying with backoff')
-          && seen('catalogue refresh failed; will retry'), 'the background loops meet the outage');
+        const seen = (message: string) =>
+          logLines(server)
+            .slice(since)
+            .some((line) => line.msg === message);
+        await waitFor(
+          () =>
+            seen('job notifications lost; polling until they reconnect') &&
+            seen('polling for jobs failed; retrying with backoff') &&
+            seen('catalogue refresh failed; will retry'),
+          'the background loops meet the outage',
+        );
         assert.ok(alive(server), 'the server is still running');
       } finally {
         restoredAt = Date.now();
@@ -251,23 +327,50 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       await waitFor(() => delivered(duringEventId), 'the delivery queued during the outage');
 
       // LISTEN is back: the server's listener connection is in PostgreSQL again, and says so.
-      await waitFor(() => logLines(server).slice(since).some((line) => line.msg === 'job notifications reconnected'), 'LISTEN reconnected');
+      await waitFor(
+        () =>
+          logLines(server)
+            .slice(since)
+            .some((line) => line.msg === 'job notifications reconnected'),
+        'LISTEN reconnected',
+      );
       const listening = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
         where datname = current_database() and query = 'LISTEN cps_jobs' and backend_start >= to_timestamp(${restoredAt / 1000})`.execute(storage.db);
-      assert.equal(listening.rows[0]!.n, 1, 'one LISTEN connection opened since the outage, the server\'s');
+      assert.equal(listening.rows[0]!.n, 1, "one LISTEN connection opened since the outage, the server's");
       const appointmentId = ok(await book(server.url, practice), 'booking for the review').appointment_id as string;
-      const { event_id: afterEventId } = ok(await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }), 'review request');
+      const { event_id: afterEventId } = ok(
+        await call(`${server.url}/dr/v1/appointment/${appointmentId}/review-request`, 'POST', { auth: practice.token }),
+        'review request',
+      );
       await waitFor(() => delivered(afterEventId), 'the delivery queued after the outage');
 
       // The catalogue poll follows again: a drug imported now becomes searchable.
-      await new CatalogueImporter({ db: storage.db }).importDrugs([{ name: 'Outagezole 10 Tablet', manufacturer_name: 'Outage Labs', composition: [{ salt: 'Outagezole', strength: '10mg' }], discontinued: false }], 'test');
-      await waitFor(async () => {
-        const found = await call(`${server.url}/medical-db/v1/drugs-and-labs?q=outagezole`, 'GET', { authorization: `Bearer ${practice.token}` });
-        return found.status === 200 && found.body.drugs?.[0]?.name === 'Outagezole 10 Tablet';
-      }, 'the drug imported after the outage is searchable', 200);
+      await new CatalogueImporter({ db: storage.db }).importDrugs(
+        [
+          {
+            name: 'Outagezole 10 Tablet',
+            manufacturer_name: 'Outage Labs',
+            composition: [{ salt: 'Outagezole', strength: '10mg' }],
+            discontinued: false,
+          },
+        ],
+        'test',
+      );
+      await waitFor(
+        async () => {
+          const found = await call(`${server.url}/medical-db/v1/drugs-and-labs?q=outagezole`, 'GET', { authorization: `Bearer ${practice.token}` });
+          return found.status === 200 && found.body.drugs?.[0]?.name === 'Outagezole 10 Tablet';
+        },
+        'the drug imported after the outage is searchable',
+        200,
+      );
 
       const lines = logLines(server).slice(since);
-      assert.deepEqual(lines.filter((line) => line.level >= 50), [], 'nothing logged at level error');
+      assert.deepEqual(
+        lines.filter((line) => line.level >= 50),
+        [],
+        'nothing logged at level error',
+      );
       const warnings = lines.filter((line) => line.msg === 'database unavailable; answered 503');
       assert.ok(warnings.length >= 5, 'each 503 logged');
       for (const warning of warnings) {
@@ -275,7 +378,13 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
         assert.equal(warning.err, undefined, 'no stack');
       }
       for (const message of ['catalogue refresh works again', 'polling for jobs works again']) {
-        assert.ok(lines.some((line) => line.msg === message), `${message}:\n${lines.filter((line) => line.level >= 40).map((line) => JSON.stringify(line)).join('\n')}`);
+        assert.ok(
+          lines.some((line) => line.msg === message),
+          `${message}:\n${lines
+            .filter((line) => line.level >= 40)
+            .map((line) => JSON.stringify(line))
+            .join('\n')}`,
+        );
       }
       assert.ok(!server.output().includes(PASSWORD), 'the database password is never logged');
       assert.equal(await stopGracefully(server), 0, `shuts down cleanly afterwards:\n${server.output().slice(-3000)}`);

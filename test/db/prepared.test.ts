@@ -30,7 +30,9 @@ describe(`prepared statements (${DIALECT})`, () => {
   it('answer as before when run again and again', async () => {
     for (let i = 0; i < 3; i++) assert.deepEqual(await read(), [{ a: 1 }]);
     if (DIALECT === 'postgres') {
-      const prepared = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where statement like ${'%from probe where a = $1%'}`.execute(storage.db);
+      const prepared = await sql<{
+        n: number;
+      }>`select count(*)::int as n from pg_prepared_statements where statement like ${'%from probe where a = $1%'}`.execute(storage.db);
       assert.equal(prepared.rows[0]!.n, 1, 'prepared once on the connection');
     }
   });

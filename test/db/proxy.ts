@@ -37,13 +37,14 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     client.pipe(upstream);
     upstream.pipe(client);
   };
-  const listen = (server: Server, port: number) => new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve((server.address() as { port: number }).port);
+  const listen = (server: Server, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve((server.address() as { port: number }).port);
+      });
     });
-  });
   let server: Server | null = createServer(accept);
   const port = await listen(server, 0);
   const stopListening = async () => {

@@ -19,7 +19,18 @@ import { openStorage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { describeDatabaseError, isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { createLogger } from '../../src/logger.ts';
-import { ADMIN_TOKEN, bearer, createTestClient, createTestDatabase, DIALECT, PG_URL, testConfig, testKeys, type TestClient, type TestDatabase } from '../support.ts';
+import {
+  ADMIN_TOKEN,
+  bearer,
+  createTestClient,
+  createTestDatabase,
+  DIALECT,
+  PG_URL,
+  testConfig,
+  testKeys,
+  type TestClient,
+  type TestDatabase,
+} from '../support.ts';
 import { startTcpProxy, type TcpProxy } from './proxy.ts';
 
 const errorWith = (message: string, fields: Record<string, unknown> = {}) => Object.assign(new Error(message), fields);
@@ -51,7 +62,8 @@ describe('which database errors mean "unavailable"', () => {
       new SQLite.SqliteError('attempt to write a readonly database', 'SQLITE_READONLY'),
       new TypeError('The database connection is not open'),
     ];
-    for (const error of unavailable) assert.equal(isDatabaseUnavailable(error), true, (error as Error).message || String((error as AggregateError).errors));
+    for (const error of unavailable)
+      assert.equal(isDatabaseUnavailable(error), true, (error as Error).message || String((error as AggregateError).errors));
 
     const others = [
       errorWith('duplicate key value violates unique constraint', { code: '23505' }),
@@ -104,7 +116,12 @@ describe(`a request that cannot use the database (${DIALECT})`, () => {
     // A short statement timeout (the server's is 30 s) so the stalled case below ends soon.
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 4, statementTimeoutMs: 1000 });
     await migrateToLatest(storage.db);
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
     ctx = createContext(config, storage, await testKeys(), createLogger('warn', sink));
     app = await buildApp(ctx);
     await app.ready();
@@ -140,11 +157,48 @@ describe(`a request that cannot use the database (${DIALECT})`, () => {
     const auth = { auth: client.token };
     const n = `${Date.now()}${Math.random().toString(36).slice(2, 6)}`;
     return [
-      { family: 'standard', request: { method: 'POST', url: '/admin/v1/businesses', headers: bearer(ADMIN_TOKEN), payload: { name: `Outage ${n}` } } },
-      { family: 'auth', request: { method: 'POST', url: '/connect-auth/v1/account/login', payload: { client_id: client.clientId, client_secret: client.clientSecret } } },
-      { family: 'clinics', request: { method: 'POST', url: '/cdr/v1/doctor', headers: auth, payload: { firstname: 'Asha', lastname: 'Rao', partner_id: `pd-${n}` } } },
-      { family: 'cases', request: { method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'pt-outage' }, payload: { id: `c-${n}`, display_name: 'Case', occurred_at: 1_700_000_000 } } },
-      { family: 'notifications', request: { method: 'POST', url: '/notification/add-device', headers: bearer(client.token), payload: { devicePayload: { did: `d-${n}`, 'fcm-id': `fcm-token-${n}-0123456789abcdefghijklmnopqrstuvwxyz`, 'app-version': '1', 'app-platform': 'android', lang: 'en' } } } },
+      {
+        family: 'standard',
+        request: { method: 'POST', url: '/admin/v1/businesses', headers: bearer(ADMIN_TOKEN), payload: { name: `Outage ${n}` } },
+      },
+      {
+        family: 'auth',
+        request: {
+          method: 'POST',
+          url: '/connect-auth/v1/account/login',
+          payload: { client_id: client.clientId, client_secret: client.clientSecret },
+        },
+      },
+      {
+        family: 'clinics',
+        request: { method: 'POST', url: '/cdr/v1/doctor', headers: auth, payload: { firstname: 'Asha', lastname: 'Rao', partner_id: `pd-${n}` } },
+      },
+      {
+        family: 'cases',
+        request: {
+          method: 'POST',
+          url: '/mr/api/v1/cases',
+          headers: { ...bearer(client.token), 'x-pt-id': 'pt-outage' },
+          payload: { id: `c-${n}`, display_name: 'Case', occurred_at: 1_700_000_000 },
+        },
+      },
+      {
+        family: 'notifications',
+        request: {
+          method: 'POST',
+          url: '/notification/add-device',
+          headers: bearer(client.token),
+          payload: {
+            devicePayload: {
+              did: `d-${n}`,
+              'fcm-id': `fcm-token-${n}-0123456789abcdefghijklmnopqrstuvwxyz`,
+              'app-version': '1',
+              'app-platform': 'android',
+              lang: 'en',
+            },
+          },
+        },
+      },
     ] as const;
   };
 
@@ -189,7 +243,12 @@ describe(`a request that cannot use the database (${DIALECT})`, () => {
   });
 
   it('keeps a write acknowledged before the outage', async () => {
-    const created = await app.inject({ method: 'POST', url: '/cdr/v1/doctor', headers: { auth: client.token }, payload: { firstname: 'Kept', lastname: 'Before', partner_id: `pd-kept-${Date.now()}` } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/cdr/v1/doctor',
+      headers: { auth: client.token },
+      payload: { firstname: 'Kept', lastname: 'Before', partner_id: `pd-kept-${Date.now()}` },
+    });
     assert.equal(created.statusCode, 201, created.body);
     const id = created.json().svcid as string;
     await outage.begin();
@@ -205,7 +264,9 @@ describe(`a request that cannot use the database (${DIALECT})`, () => {
     assert.equal(read.json().doctor.firstname, 'Kept');
   });
 
-  it('/ready answers 503 while PostgreSQL refuses connections, and 200 once it is back', { skip: !PG_URL && 'PostgreSQL only: an SQLite file is always reachable' }, async () => {
+  it('/ready answers 503 while PostgreSQL refuses connections, and 200 once it is back', {
+    skip: !PG_URL && 'PostgreSQL only: an SQLite file is always reachable',
+  }, async () => {
     assert.equal((await app.inject({ url: '/ready' })).statusCode, 200);
     await proxy!.cut();
     try {
@@ -218,7 +279,9 @@ describe(`a request that cannot use the database (${DIALECT})`, () => {
     assert.equal((await app.inject({ url: '/ready' })).statusCode, 200);
   });
 
-  it('never hangs when PostgreSQL stops answering: requests answer 503 (read and connect timeouts), /ready 503', { skip: !PG_URL && 'PostgreSQL only' }, async () => {
+  it('never hangs when PostgreSQL stops answering: requests answer 503 (read and connect timeouts), /ready 503', {
+    skip: !PG_URL && 'PostgreSQL only',
+  }, async () => {
     // Warm connections first, so that some requests wait on an open connection that goes silent
     // (the read timeout ends them) and others on a new connection (the connect timeout).
     await Promise.all(Array.from({ length: 4 }, () => app.inject({ url: '/cdr/v1/doctor', headers: { auth: client.token } })));

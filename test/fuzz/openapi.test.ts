@@ -15,7 +15,24 @@ import { appendFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { createTestApp, type TestApp } from '../support.ts';
-import { Big, controlString, controlUrlText, encodeAny, Entries, hostileHeaderText, hostileUrlText, hostileValue, malformedBody, METHODS, nesting, otherContentType, PROTOTYPE_KEYS, prototypeObject, toJsonText, toText } from './hostile.ts';
+import {
+  Big,
+  controlString,
+  controlUrlText,
+  encodeAny,
+  Entries,
+  hostileHeaderText,
+  hostileUrlText,
+  hostileValue,
+  malformedBody,
+  METHODS,
+  nesting,
+  otherContentType,
+  PROTOTYPE_KEYS,
+  prototypeObject,
+  toJsonText,
+  toText,
+} from './hostile.ts';
 import { checkResponse, describeExchange, type Exchange } from './oracle.ts';
 import { ADMIN_BEARER, changedTables, createFixtures, FRESH_REFRESH_TOKEN, mintRefreshToken, NOWHERE, StoredState, type Fixtures } from './stored.ts';
 import { businessRules, freeFormPaths, propertyPaths, stringPaths, valueFor, type JsonSchema, type Pools } from './valid.ts';
@@ -52,7 +69,11 @@ interface Plan {
   params: Record<string, unknown>;
   query: Array<[string, unknown]>;
   headers: Record<string, unknown>;
-  body: { kind: 'none' } | { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, unknown> } | { kind: 'raw'; data: string | Uint8Array };
+  body:
+    | { kind: 'none' }
+    | { kind: 'json'; value: unknown }
+    | { kind: 'form'; value: Record<string, unknown> }
+    | { kind: 'raw'; data: string | Uint8Array };
   /** Overrides the body's own content type; null sends none. */
   contentType?: string | null;
 }
@@ -95,10 +116,20 @@ function operationsOf(document: any): Operation[] {
         path,
         pathParams: parameters.filter((p) => p.in === 'path').map((p) => ({ name: p.name, schema: p.schema ?? {} })),
         queryParams: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name, required: Boolean(p.required), schema: p.schema ?? {} })),
-        headerParams: parameters.filter((p) => p.in === 'header').map((p) => ({ name: p.name.toLowerCase(), required: Boolean(p.required), schema: p.schema ?? {} })),
-        body: bodyType ? { type: bodyType, schema: content[bodyType === 'json' ? 'application/json' : 'application/x-www-form-urlencoded'].schema, required: Boolean(op.requestBody.required) } : null,
+        headerParams: parameters
+          .filter((p) => p.in === 'header')
+          .map((p) => ({ name: p.name.toLowerCase(), required: Boolean(p.required), schema: p.schema ?? {} })),
+        body: bodyType
+          ? {
+              type: bodyType,
+              schema: content[bodyType === 'json' ? 'application/json' : 'application/x-www-form-urlencoded'].schema,
+              required: Boolean(op.requestBody.required),
+            }
+          : null,
         auth: !op.security ? 'public' : path.startsWith('/admin/') ? 'admin' : 'client',
-        html: responses.length > 0 && responses.every((response) => response.content && Object.keys(response.content).every((type) => type === 'text/html')),
+        html:
+          responses.length > 0 &&
+          responses.every((response) => response.content && Object.keys(response.content).every((type) => type === 'text/html')),
       });
     }
   }
@@ -129,31 +160,49 @@ function validPlanAddressing(op: Operation, fixtures: Fixtures, addressing: 'ser
     if (name === 'partner_id?') return addressing === 'partner' ? ['1'] : ['0'];
     return fixtures.pools[name];
   };
-  const params = fc.record(Object.fromEntries(op.pathParams.map((p) => {
-    const pool = pathPool(op.path, p.name);
-    return [p.name, valueFor(p.schema, addressing === 'partner' ? `partner_${pool}` : pool, pools)];
-  })));
-  const query = fc.tuple(fc.record(
-    // The query's partner_id is a flag; a body's partner_id is the partner's own id.
-    Object.fromEntries(op.queryParams.map((p) => [p.name, valueFor(p.schema, p.name === 'partner_id' ? 'partner_id?' : p.name, pools)])),
-    { requiredKeys: op.queryParams.filter((p) => p.required || (addressing === 'partner' && p.name === 'partner_id')).map((p) => p.name) },
-  ), fc.boolean()).map(([values, keepFirst]) => Object.entries(businessRules(values, keepFirst)) as Array<[string, unknown]>);
-  const declaredHeaders = fc.record(
-    Object.fromEntries(op.headerParams.map((p) => [p.name, valueFor(p.schema, p.name, pools)])),
-    { requiredKeys: op.headerParams.filter((p) => p.required).map((p) => p.name) },
+  const params = fc.record(
+    Object.fromEntries(
+      op.pathParams.map((p) => {
+        const pool = pathPool(op.path, p.name);
+        return [p.name, valueFor(p.schema, addressing === 'partner' ? `partner_${pool}` : pool, pools)];
+      }),
+    ),
   );
-  const auth: fc.Arbitrary<Record<string, Credential>> = op.auth === 'admin' ? fc.constant({ authorization: new Credential('admin') })
-    : op.auth === 'client' ? fc.constantFrom({ authorization: new Credential('bearer') }, { auth: new Credential('raw') })
-    : fc.constant({});
+  const query = fc
+    .tuple(
+      fc.record(
+        // The query's partner_id is a flag; a body's partner_id is the partner's own id.
+        Object.fromEntries(op.queryParams.map((p) => [p.name, valueFor(p.schema, p.name === 'partner_id' ? 'partner_id?' : p.name, pools)])),
+        { requiredKeys: op.queryParams.filter((p) => p.required || (addressing === 'partner' && p.name === 'partner_id')).map((p) => p.name) },
+      ),
+      fc.boolean(),
+    )
+    .map(([values, keepFirst]) => Object.entries(businessRules(values, keepFirst)) as Array<[string, unknown]>);
+  const declaredHeaders = fc.record(Object.fromEntries(op.headerParams.map((p) => [p.name, valueFor(p.schema, p.name, pools)])), {
+    requiredKeys: op.headerParams.filter((p) => p.required).map((p) => p.name),
+  });
+  const auth: fc.Arbitrary<Record<string, Credential>> =
+    op.auth === 'admin'
+      ? fc.constant({ authorization: new Credential('admin') })
+      : op.auth === 'client'
+        ? fc.constantFrom({ authorization: new Credential('bearer') }, { auth: new Credential('raw') })
+        : fc.constant({});
   const headers = fc.tuple(declaredHeaders, auth).map(([declared, credentials]) => ({ ...declared, ...credentials }));
   const body: fc.Arbitrary<{ body: Plan['body']; contentType?: string | null }> = !op.body
-    // No body, or an empty one that says it is JSON: both accepted (contract section 0).
-    ? fc.constantFrom({ body: { kind: 'none' as const } }, { body: { kind: 'none' as const }, contentType: 'application/json' })
-    : valueFor(op.body.schema, undefined, pools).map((value) => op.body!.type === 'form'
-      ? { body: { kind: 'form' as const, value: value as Record<string, unknown> } }
-      : { body: { kind: 'json' as const, value } });
+    ? // No body, or an empty one that says it is JSON: both accepted (contract section 0).
+      fc.constantFrom({ body: { kind: 'none' as const } }, { body: { kind: 'none' as const }, contentType: 'application/json' })
+    : valueFor(op.body.schema, undefined, pools).map((value) =>
+        op.body!.type === 'form'
+          ? { body: { kind: 'form' as const, value: value as Record<string, unknown> } }
+          : { body: { kind: 'json' as const, value } },
+      );
   return fc.record({ params, query, headers, body }).map(({ params: p, query: q, headers: h, body: b }) => ({
-    method: op.method, path: op.path, params: p, query: q, headers: h, ...b,
+    method: op.method,
+    path: op.path,
+    params: p,
+    query: q,
+    headers: h,
+    ...b,
   }));
 }
 
@@ -171,39 +220,93 @@ type Mutation =
 
 function mutationOf(op: Operation): fc.Arbitrary<Mutation> {
   const fieldPaths = [...propertyPaths(op.body?.schema), ...PROTOTYPE_KEYS.map((key) => [key]), ['unknown_field']];
-  const nestedPrototype = propertyPaths(op.body?.schema).filter((path) => path.length === 1).map((path) => [...path, '__proto__']);
+  const nestedPrototype = propertyPaths(op.body?.schema)
+    .filter((path) => path.length === 1)
+    .map((path) => [...path, '__proto__']);
   const paths = fc.constantFrom(...fieldPaths, ...nestedPrototype);
   const queryNames = [...op.queryParams.map((p) => p.name), 'unknown', '__proto__', 'constructor', 'q[]', 'page_no[]'];
-  const headerNames = [...op.headerParams.map((p) => p.name), 'authorization', 'auth', 'x-request-id', 'x-pt-id', 'device-id', 'accept', 'content-encoding'];
+  const headerNames = [
+    ...op.headerParams.map((p) => p.name),
+    'authorization',
+    'auth',
+    'x-request-id',
+    'x-pt-id',
+    'device-id',
+    'accept',
+    'content-encoding',
+  ];
   const choices: Array<fc.WeightedArbitrary<Mutation>> = [
     { weight: 2, arbitrary: hostileValue.map((value) => ({ kind: 'body' as const, value })) },
     { weight: 6, arbitrary: fc.record({ kind: fc.constant('field' as const), path: paths, value: hostileValue }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('duplicate-key' as const), path: paths, value: hostileValue, hostileFirst: fc.boolean() }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('duplicate-key' as const), path: paths, value: hostileValue, hostileFirst: fc.boolean() }),
+    },
     { weight: 2, arbitrary: malformedBody.map((data) => ({ kind: 'raw-body' as const, data })) },
     { weight: 2, arbitrary: otherContentType.map((value) => ({ kind: 'content-type' as const, value })) },
     { weight: 1, arbitrary: fc.constant({ kind: 'oversize' as const }) },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('query' as const), name: fc.constantFrom(...queryNames), value: hostileUrlText, append: fc.boolean() }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('query' as const),
+        name: fc.constantFrom(...queryNames),
+        value: hostileUrlText,
+        append: fc.boolean(),
+      }),
+    },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('header' as const), name: fc.constantFrom(...headerNames), value: hostileHeaderText }) },
     { weight: 1, arbitrary: fc.constantFrom(...METHODS.filter((m) => m !== op.method)).map((value) => ({ kind: 'method' as const, value })) },
   ];
   const strings = stringPaths(op.body?.schema);
   if (strings.length > 0) {
-    choices.push({ weight: 3, arbitrary: fc.record({ kind: fc.constant('field' as const), path: fc.constantFrom(...strings), value: controlString }) });
+    choices.push({
+      weight: 3,
+      arbitrary: fc.record({ kind: fc.constant('field' as const), path: fc.constantFrom(...strings), value: controlString }),
+    });
   }
   if (op.queryParams.length > 0) {
-    choices.push({ weight: 1, arbitrary: fc.record({ kind: fc.constant('query' as const), name: fc.constantFrom(...op.queryParams.map((p) => p.name)), value: controlUrlText, append: fc.constant(false) }) });
+    choices.push({
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('query' as const),
+        name: fc.constantFrom(...op.queryParams.map((p) => p.name)),
+        value: controlUrlText,
+        append: fc.constant(false),
+      }),
+    });
   }
   if (op.pathParams.length > 0) {
-    choices.push({ weight: 2, arbitrary: fc.record({ kind: fc.constant('param' as const), name: fc.constantFrom(...op.pathParams.map((p) => p.name)), value: controlUrlText }) });
+    choices.push({
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('param' as const),
+        name: fc.constantFrom(...op.pathParams.map((p) => p.name)),
+        value: controlUrlText,
+      }),
+    });
   }
   const freeForm = freeFormPaths(op.body?.schema);
   if (freeForm.length > 0) {
     // Free-form objects take any JSON: their depth, width and keys are what the service must bound.
     const inside = fc.oneof({ weight: 2, arbitrary: nesting }, { weight: 1, arbitrary: prototypeObject }, { weight: 1, arbitrary: hostileValue });
-    choices.push({ weight: 4, arbitrary: fc.record({ kind: fc.constant('field' as const), path: fc.constantFrom(...freeForm).chain((path) => fc.constantFrom(path, [...path, 'nested'])), value: inside }) });
+    choices.push({
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('field' as const),
+        path: fc.constantFrom(...freeForm).chain((path) => fc.constantFrom(path, [...path, 'nested'])),
+        value: inside,
+      }),
+    });
   }
   if (op.pathParams.length > 0) {
-    choices.push({ weight: 5, arbitrary: fc.record({ kind: fc.constant('param' as const), name: fc.constantFrom(...op.pathParams.map((p) => p.name)), value: hostileUrlText }) });
+    choices.push({
+      weight: 5,
+      arbitrary: fc.record({
+        kind: fc.constant('param' as const),
+        name: fc.constantFrom(...op.pathParams.map((p) => p.name)),
+        value: hostileUrlText,
+      }),
+    });
   }
   return fc.oneof(...choices);
 }
@@ -229,7 +332,7 @@ function setAt(root: Record<string, unknown>, path: string[], value: unknown): v
 
 function bodyObject(plan: Plan): Record<string, unknown> {
   const value = plan.body.kind === 'json' || plan.body.kind === 'form' ? plan.body.value : undefined;
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? structuredClone(value) as Record<string, unknown> : {};
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (structuredClone(value) as Record<string, unknown>) : {};
 }
 
 function applyMutation(plan: Plan, mutation: Mutation): Plan {
@@ -285,14 +388,23 @@ function hostilePlan(op: Operation, fixtures: Fixtures): fc.Arbitrary<{ valid: P
   return fc.record({ valid: validPlan(op, fixtures), mutations: fc.array(mutationOf(op), { minLength: 1, maxLength: 2 }) });
 }
 
-const urlPart = (value: unknown) => (value instanceof UrlRaw ? toText(value.value) : encodeAny(typeof value === 'string' ? value : JSON.stringify(value)));
+const urlPart = (value: unknown) =>
+  value instanceof UrlRaw ? toText(value.value) : encodeAny(typeof value === 'string' ? value : JSON.stringify(value));
 
 /** The request as sent: URL, headers and payload. */
 function render(plan: Plan, token: string): Exchange['request'] {
   const path = plan.path.replace(/\{([^}]+)\}/g, (_match, name: string) => urlPart(plan.params[name]));
   const query = plan.query.map(([name, value]) => `${encodeAny(name)}=${urlPart(value)}`).join('&');
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(plan.headers)) headers[name] = value instanceof Credential ? value.text(token) : value instanceof Big ? value.text() : typeof value === 'string' ? value : JSON.stringify(value);
+  for (const [name, value] of Object.entries(plan.headers))
+    headers[name] =
+      value instanceof Credential
+        ? value.text(token)
+        : value instanceof Big
+          ? value.text()
+          : typeof value === 'string'
+            ? value
+            : JSON.stringify(value);
   let payload: string | Buffer | undefined;
   let contentType: string | undefined;
   switch (plan.body.kind) {
@@ -305,7 +417,8 @@ function render(plan: Plan, token: string): Exchange['request'] {
       break;
     case 'form': {
       const form = new URLSearchParams();
-      for (const [name, value] of Object.entries(plan.body.value)) form.append(name, value instanceof Big ? value.text() : typeof value === 'string' ? value : toJsonText(value));
+      for (const [name, value] of Object.entries(plan.body.value))
+        form.append(name, value instanceof Big ? value.text() : typeof value === 'string' ? value : toJsonText(value));
       payload = form.toString();
       contentType = 'application/x-www-form-urlencoded';
       break;
@@ -322,7 +435,12 @@ function render(plan: Plan, token: string): Exchange['request'] {
 
 /** A path template as a pattern of the paths it routes (one segment per parameter, optional trailing slash). */
 function templatePattern(template: string): RegExp {
-  return new RegExp(`^${template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+')}/?$`);
+  return new RegExp(
+    `^${template
+      .split(/\{[^}]+\}/)
+      .map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))
+      .join('[^/]+')}/?$`,
+  );
 }
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -332,8 +450,9 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTILE_RUNS} hostile runs per operation)`, async () => {
   // The search rate limit would answer most of the fuzz's searches 429 before they reach the engine.
   const t: TestApp = await createTestApp({ env: { CPS_SEARCH_RATE_LIMIT: '1000000', CPS_SEARCH_RATE_BURST: '1000000', CPS_FCM_URL: NOWHERE } });
-  const operations = operationsOf((await t.app.inject({ method: 'GET', url: '/openapi.json' })).json())
-    .filter((op) => `${op.method} ${op.path}`.includes(ONLY));
+  const operations = operationsOf((await t.app.inject({ method: 'GET', url: '/openapi.json' })).json()).filter((op) =>
+    `${op.method} ${op.path}`.includes(ONLY),
+  );
   const stored = new StoredState(t);
   let fixtures: Fixtures;
   /** The last snapshot, while nothing can have written since it was taken. */
@@ -363,11 +482,16 @@ describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTI
     const before = write ? (cachedState ?? (await stored.snapshot())) : null;
     requests++;
     const response = await t.app.inject({
-      method: request.method as 'GET', url: request.url, headers: request.headers, ...(request.payload === undefined ? {} : { payload: request.payload }),
+      method: request.method as 'GET',
+      url: request.url,
+      headers: request.headers,
+      ...(request.payload === undefined ? {} : { payload: request.payload }),
     });
     const result: Exchange = { request, response: { status: response.statusCode, headers: response.headers, body: response.body } };
     const pathname = request.url.split('?')[0]!;
-    const problems = checkResponse(result, { htmlPage: operations.some((o) => o.html && o.method === request.method && templatePattern(o.path).test(pathname)) });
+    const problems = checkResponse(result, {
+      htmlPage: operations.some((o) => o.html && o.method === request.method && templatePattern(o.path).test(pathname)),
+    });
     if (Object.getOwnPropertyNames(Object.prototype).sort().join() !== prototypeKeys || ({} as Record<string, unknown>).polluted !== undefined) {
       problems.push('Object.prototype was changed (prototype pollution)');
     }
@@ -379,10 +503,16 @@ describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTI
     } else {
       cachedState = null;
     }
-    if (TRACE) console.log(`${response.statusCode} ${request.method} ${request.url.slice(0, 160)} ${String(request.payload ?? '').slice(0, 160)} -> ${response.body.slice(0, 200)}`);
+    if (TRACE)
+      console.log(
+        `${response.statusCode} ${request.method} ${request.url.slice(0, 160)} ${String(request.payload ?? '').slice(0, 160)} -> ${response.body.slice(0, 200)}`,
+      );
     if (problems.length > 0 && COLLECT) {
       collected++;
-      appendFileSync(COLLECT, `${JSON.stringify({ operation: `${plan.method} ${plan.path}`, problems, request: { ...request, payload: String(request.payload ?? '').slice(0, 300) }, status: response.statusCode, body: response.body.slice(0, 300) })}\n`);
+      appendFileSync(
+        COLLECT,
+        `${JSON.stringify({ operation: `${plan.method} ${plan.path}`, problems, request: { ...request, payload: String(request.payload ?? '').slice(0, 300) }, status: response.statusCode, body: response.body.slice(0, 300) })}\n`,
+      );
     } else if (problems.length > 0) {
       throw new Error(`${problems.join('; ')}\n${describeExchange(result)}`);
     }
@@ -399,15 +529,22 @@ describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTI
         ['hostile', hostilePlan(op, fixtures).map(({ valid, mutations }) => mutations.reduce(applyMutation, valid)), HOSTILE_RUNS],
       ] as const) {
         try {
-          await fc.assert(fc.asyncProperty(arbitrary, async (plan: Plan) => {
-            const status = await exchange(plan);
-            tallies[kind].set(status, (tallies[kind].get(status) ?? 0) + 1);
-          }), { seed: SEED, numRuns: runs });
+          await fc.assert(
+            fc.asyncProperty(arbitrary, async (plan: Plan) => {
+              const status = await exchange(plan);
+              tallies[kind].set(status, (tallies[kind].get(status) ?? 0) + 1);
+            }),
+            { seed: SEED, numRuns: runs },
+          );
         } catch (error) {
           errors.push(error);
         }
       }
-      const summary = (map: Map<number, number>) => [...map.entries()].sort(([a], [b]) => a - b).map(([status, n]) => `${status}x${n}`).join(' ');
+      const summary = (map: Map<number, number>) =>
+        [...map.entries()]
+          .sort(([a], [b]) => a - b)
+          .map(([status, n]) => `${status}x${n}`)
+          .join(' ');
       ctx.diagnostic(`valid ${summary(tallies.valid)} | hostile ${summary(tallies.hostile)}`);
       if (errors.length > 0) throw errors.length === 1 ? errors[0] : new AggregateError(errors, errors.map((e) => (e as Error).message).join('\n\n'));
       if (collected > collectedBefore) throw new Error(`${collected - collectedBefore} failing exchanges written to ${COLLECT} (seed ${SEED})`);
@@ -417,9 +554,12 @@ describe(`fuzz from /openapi.json (seed ${SEED}, ${VALID_RUNS} valid and ${HOSTI
   // What the writes above stored must stay readable: one client's accepted input must not break reads.
   for (const op of operations.filter((o) => o.method === 'GET')) {
     it(`${op.method} ${op.path} after the writes`, async () => {
-      await fc.assert(fc.asyncProperty(validPlan(op, fixtures), async (plan: Plan) => {
-        await exchange(plan);
-      }), { seed: SEED + 1, numRuns: VALID_RUNS });
+      await fc.assert(
+        fc.asyncProperty(validPlan(op, fixtures), async (plan: Plan) => {
+          await exchange(plan);
+        }),
+        { seed: SEED + 1, numRuns: VALID_RUNS },
+      );
     });
   }
 });

@@ -34,31 +34,59 @@ export function familyBodyProblem(family: Family, status: number, body: unknown)
   if (!isObject(body)) return 'error body is not a JSON object';
   switch (family) {
     case 'search':
-      return keysAre(body, ['error', 'code', 'details']) && nonEmptyString(body.error) && body.code === status && (body.details === null || typeof body.details === 'string')
-        ? null : 'not {"error": string, "code": <status>, "details": string|null}';
+      return keysAre(body, ['error', 'code', 'details']) &&
+        nonEmptyString(body.error) &&
+        body.code === status &&
+        (body.details === null || typeof body.details === 'string')
+        ? null
+        : 'not {"error": string, "code": <status>, "details": string|null}';
     case 'auth':
-      return keysAre(body, ['code', 'error']) && body.code === status && nonEmptyString(body.error) ? null : 'not {"code": <status>, "error": string}';
+      return keysAre(body, ['code', 'error']) && body.code === status && nonEmptyString(body.error)
+        ? null
+        : 'not {"code": <status>, "error": string}';
     case 'notifications':
-      return keysAre(body, ['message', 'error_code']) && body.error_code === status && nonEmptyString(body.message) ? null : 'not {"message": string, "error_code": <status>}';
+      return keysAre(body, ['message', 'error_code']) && body.error_code === status && nonEmptyString(body.message)
+        ? null
+        : 'not {"message": string, "error_code": <status>}';
     case 'cases':
       return keysAre(body, ['error', 'code']) && nonEmptyString(body.error) && typeof body.code === 'string' && STRING_CODE.test(body.code)
-        ? null : 'not {"error": string, "code": string}';
+        ? null
+        : 'not {"error": string, "code": string}';
     case 'appointments':
     case 'standard':
-      return keysAre(body, ['error']) && isObject(body.error) && keysAre(body.error, ['code', 'message'])
-        && typeof body.error.code === 'string' && STRING_CODE.test(body.error.code) && nonEmptyString(body.error.message)
-        ? null : 'not {"error": {"code": string, "message": string}}';
+      return keysAre(body, ['error']) &&
+        isObject(body.error) &&
+        keysAre(body.error, ['code', 'message']) &&
+        typeof body.error.code === 'string' &&
+        STRING_CODE.test(body.error.code) &&
+        nonEmptyString(body.error.message)
+        ? null
+        : 'not {"error": {"code": string, "message": string}}';
     case 'clinics':
-      if (status === 404) return keysAre(body, ['status', 'message']) && body.status === 'error' && nonEmptyString(body.message) ? null : 'not {"status": "error", "message": string}';
-      return Object.keys(body).length > 0 && Object.values(body).every((messages) => Array.isArray(messages) && messages.length > 0 && messages.every(nonEmptyString))
-        ? null : 'not {"<field>": [string, ...], "message": [string, ...]}';
+      if (status === 404)
+        return keysAre(body, ['status', 'message']) && body.status === 'error' && nonEmptyString(body.message)
+          ? null
+          : 'not {"status": "error", "message": string}';
+      return Object.keys(body).length > 0 &&
+        Object.values(body).every((messages) => Array.isArray(messages) && messages.length > 0 && messages.every(nonEmptyString))
+        ? null
+        : 'not {"<field>": [string, ...], "message": [string, ...]}';
   }
 }
 
 /** Contract section 3: a search without a match answers 404 with empty result lists, not an error body. */
 function noMatch(request: Exchange['request'], status: number, body: unknown): boolean {
-  return status === 404 && request.method === 'GET' && /^\/medical-db\/v1\/drugs-and-labs\/?(\?|$)/.test(request.url)
-    && isObject(body) && keysAre(body, ['drugs', 'lab_tests']) && Array.isArray(body.drugs) && body.drugs.length === 0 && Array.isArray(body.lab_tests) && body.lab_tests.length === 0;
+  return (
+    status === 404 &&
+    request.method === 'GET' &&
+    /^\/medical-db\/v1\/drugs-and-labs\/?(\?|$)/.test(request.url) &&
+    isObject(body) &&
+    keysAre(body, ['drugs', 'lab_tests']) &&
+    Array.isArray(body.drugs) &&
+    body.drugs.length === 0 &&
+    Array.isArray(body.lab_tests) &&
+    body.lab_tests.length === 0
+  );
 }
 
 const STACK_TRACE = /\n\s+at .+:\d+:\d+|node_modules\//;
@@ -105,8 +133,12 @@ function shorten(text: string, limit = LIMIT): string {
 
 /** The request and response, as a failure message shows them. */
 export function describeExchange({ request, response }: Exchange): string {
-  const payload = request.payload === undefined ? '(none)'
-    : typeof request.payload === 'string' ? JSON.stringify(shorten(request.payload)) : `bytes ${request.payload.toString('hex').slice(0, LIMIT)}`;
+  const payload =
+    request.payload === undefined
+      ? '(none)'
+      : typeof request.payload === 'string'
+        ? JSON.stringify(shorten(request.payload))
+        : `bytes ${request.payload.toString('hex').slice(0, LIMIT)}`;
   const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, shorten(value, HEADER_LIMIT)]));
   return [
     `request: ${request.method} ${shorten(request.url)}`,

@@ -44,47 +44,95 @@ export async function createFixtures(t: TestApp): Promise<Fixtures> {
   const clinics: string[] = [];
   for (const n of [1, 2]) {
     doctors.push((await call(t, token, 'POST', '/cdr/v1/doctor', { firstname: 'Asha', lastname: `Rao ${n}`, partner_id: `pd-${n}` })).svcid);
-    clinics.push((await call(t, token, 'POST', '/cdr/v1/clinic', {
-      name: `Clinic ${n}`, address: '1 MG Road', partner_id: `pc-${n}`, doctor_ids: doctors, review_link: 'https://reviews.example.test/c',
-    })).svcid);
+    clinics.push(
+      (
+        await call(t, token, 'POST', '/cdr/v1/clinic', {
+          name: `Clinic ${n}`,
+          address: '1 MG Road',
+          partner_id: `pc-${n}`,
+          doctor_ids: doctors,
+          review_link: 'https://reviews.example.test/c',
+        })
+      ).svcid,
+    );
   }
   const appointments: string[] = [];
   for (const n of [1, 2, 3, 4]) {
-    appointments.push((await call(t, token, 'POST', '/dr/v1/appointment', {
-      partner_appointment_id: `pa-${n}`,
-      clinic_id: clinics[n % 2],
-      doctor_id: doctors[n % 2],
-      appointment_details: { start_time: 1_900_000_000 + n * 3600, end_time: 1_900_000_000 + n * 3600 + 900, mode: 'INCLINIC' },
-      patient_details: { first_name: 'Ravi', last_name: 'Kumar', mobile: '+919812345678', gender: 'M', dob: '1990-04-01', partner_patient_id: PATIENTS[n % 2] },
-      partner_meta: { source: 'fuzz', n },
-    })).appointment_id);
+    appointments.push(
+      (
+        await call(t, token, 'POST', '/dr/v1/appointment', {
+          partner_appointment_id: `pa-${n}`,
+          clinic_id: clinics[n % 2],
+          doctor_id: doctors[n % 2],
+          appointment_details: { start_time: 1_900_000_000 + n * 3600, end_time: 1_900_000_000 + n * 3600 + 900, mode: 'INCLINIC' },
+          patient_details: {
+            first_name: 'Ravi',
+            last_name: 'Kumar',
+            mobile: '+919812345678',
+            gender: 'M',
+            dob: '1990-04-01',
+            partner_patient_id: PATIENTS[n % 2],
+          },
+          partner_meta: { source: 'fuzz', n },
+        })
+      ).appointment_id,
+    );
   }
   const subscriptions: string[] = [];
   for (const n of [1, 2]) {
-    subscriptions.push((await call(t, token, 'POST', '/notification/v1/connect/webhook/subscriptions', {
-      endpoint: `${NOWHERE}/hook/${n}`, event_names: ['external_review.request'],
-    })).id);
+    subscriptions.push(
+      (
+        await call(t, token, 'POST', '/notification/v1/connect/webhook/subscriptions', {
+          endpoint: `${NOWHERE}/hook/${n}`,
+          event_names: ['external_review.request'],
+        })
+      ).id,
+    );
   }
   // Review requests store events and webhook deliveries (no worker runs, so nothing is sent).
   for (const id of appointments.slice(0, 2)) await call(t, token, 'POST', `/dr/v1/appointment/${id}/review-request`);
   const cases: string[] = [];
   for (const n of [1, 2, 3]) {
-    await call(t, token, 'POST', '/mr/api/v1/cases', { id: `case-${n}`, display_name: `Visit ${n}`, occurred_at: 1_700_000_000 + n, hi_type: 'Prescription' }, { 'x-pt-id': PATIENTS[0]! });
+    await call(
+      t,
+      token,
+      'POST',
+      '/mr/api/v1/cases',
+      { id: `case-${n}`, display_name: `Visit ${n}`, occurred_at: 1_700_000_000 + n, hi_type: 'Prescription' },
+      { 'x-pt-id': PATIENTS[0]! },
+    );
     cases.push(`case-${n}`);
   }
   const privateKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
   const saKey = {
-      type: 'service_account', project_id: 'fuzz-project', private_key_id: 'k1', private_key: privateKey,
-      client_email: 'fuzz@fuzz-project.iam.example.test', client_id: '1234', auth_uri: 'https://accounts.example.test/auth',
-      token_uri: `${NOWHERE}/token`, auth_provider_x509_cert_url: 'https://certs.example.test/v1',
-      client_x509_cert_url: 'https://certs.example.test/v1/fuzz', universal_domain: 'googleapis.com',
+    type: 'service_account',
+    project_id: 'fuzz-project',
+    private_key_id: 'k1',
+    private_key: privateKey,
+    client_email: 'fuzz@fuzz-project.iam.example.test',
+    client_id: '1234',
+    auth_uri: 'https://accounts.example.test/auth',
+    token_uri: `${NOWHERE}/token`,
+    auth_provider_x509_cert_url: 'https://certs.example.test/v1',
+    client_x509_cert_url: 'https://certs.example.test/v1/fuzz',
+    universal_domain: 'googleapis.com',
   };
   await call(t, token, 'POST', '/notification/push-creds', { sa_key: saKey });
   const devices = ['dev-fuzz-1', 'dev-fuzz-2', 'dev-fuzz-3'];
   for (const did of devices) {
-    await call(t, token, 'POST', '/notification/add-device', { devicePayload: { did, 'fcm-id': `fcm-${did}`, 'app-version': '1.0.0' } }, { 'x-pt-id': PATIENTS[0]! });
+    await call(
+      t,
+      token,
+      'POST',
+      '/notification/add-device',
+      { devicePayload: { did, 'fcm-id': `fcm-${did}`, 'app-version': '1.0.0' } },
+      { 'x-pt-id': PATIENTS[0]! },
+    );
   }
-  const notifications = [(await call(t, token, 'POST', '/notification/send', { device_ids: devices.slice(0, 2), title: 'Hello', body: 'Your report is ready' })).notification_id as string];
+  const notifications = [
+    (await call(t, token, 'POST', '/notification/send', { device_ids: devices.slice(0, 2), title: 'Hello', body: 'Your report is ready' }))
+      .notification_id as string,
+  ];
 
   // Fans events out to webhook deliveries and attempts each delivery once (refused at NOWHERE).
   await t.ctx.jobs.runDue();
@@ -128,7 +176,11 @@ export async function createFixtures(t: TestApp): Promise<Fixtures> {
       signing_key: [`whsec_${randomBytes(32).toString('base64')}`],
       sa_key: fc.constant(saKey),
       // Shown on the appointment card: keys up to 30 characters, values short strings or numbers.
-      display_meta: fc.dictionary(fc.string({ minLength: 1, maxLength: 30 }), fc.oneof(fc.string({ maxLength: 50 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })), { maxKeys: 4, noNullPrototype: true }),
+      display_meta: fc.dictionary(
+        fc.string({ minLength: 1, maxLength: 30 }),
+        fc.oneof(fc.string({ maxLength: 50 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })),
+        { maxKeys: 4, noNullPrototype: true },
+      ),
     },
   };
 }
@@ -139,10 +191,20 @@ export const FRESH_REFRESH_TOKEN = 'FUZZ_FRESH_REFRESH_TOKEN';
 export async function mintRefreshToken(t: TestApp, client: TestClient): Promise<string> {
   const token = `rt_${randomBytes(32).toString('base64url')}`;
   const now = Date.now();
-  await t.ctx.storage.db.insertInto('refresh_tokens').values({
-    id: newId('rt'), token_hash: sha256(token), family_id: newId('rtf'), client_id: client.clientId, business_id: client.businessId,
-    expires_at: now + 3_600_000, used_at: null, revoked_at: null, created_at: now,
-  }).execute();
+  await t.ctx.storage.db
+    .insertInto('refresh_tokens')
+    .values({
+      id: newId('rt'),
+      token_hash: sha256(token),
+      family_id: newId('rtf'),
+      client_id: client.clientId,
+      business_id: client.businessId,
+      expires_at: now + 3_600_000,
+      used_at: null,
+      revoked_at: null,
+      created_at: now,
+    })
+    .execute();
   return token;
 }
 
@@ -169,9 +231,11 @@ export class StoredState {
     const state = new Map<string, string>();
     if (storage.dialect === 'postgres') {
       // One round trip: every table's rows as sorted JSON text, or its count.
-      const columns = this.#tables.map((table) => (table.rows
-        ? sql`(select coalesce(string_agg(row_to_json(t)::text, E'\n' order by row_to_json(t)::text), '') from ${sql.table(table.name)} t) as ${sql.ref(table.name)}`
-        : sql`(select count(*)::text || ' rows' from ${sql.table(table.name)}) as ${sql.ref(table.name)}`));
+      const columns = this.#tables.map((table) =>
+        table.rows
+          ? sql`(select coalesce(string_agg(row_to_json(t)::text, E'\n' order by row_to_json(t)::text), '') from ${sql.table(table.name)} t) as ${sql.ref(table.name)}`
+          : sql`(select count(*)::text || ' rows' from ${sql.table(table.name)}) as ${sql.ref(table.name)}`,
+      );
       const result = await sql<Record<string, string>>`select ${sql.join(columns)}`.execute(db);
       for (const table of this.#tables) state.set(table.name, String(result.rows[0]?.[table.name]));
       return state;
@@ -179,7 +243,13 @@ export class StoredState {
     for (const table of this.#tables) {
       if (table.rows) {
         const rows = await sql<Record<string, unknown>>`select * from ${sql.table(table.name)}`.execute(db);
-        state.set(table.name, rows.rows.map((row) => JSON.stringify(row)).sort().join('\n'));
+        state.set(
+          table.name,
+          rows.rows
+            .map((row) => JSON.stringify(row))
+            .sort()
+            .join('\n'),
+        );
       } else {
         const count = await sql<{ n: number }>`select count(*) as n from ${sql.table(table.name)}`.execute(db);
         state.set(table.name, `${count.rows[0]?.n} rows`);

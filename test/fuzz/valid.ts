@@ -31,7 +31,9 @@ export function valueFor(schema: JsonSchema, name: string | undefined, pools: Po
   const pool = name === undefined ? undefined : pools(name);
   if (pool instanceof fc.Arbitrary) return fc.oneof({ arbitrary: pool, weight: 4 }, { arbitrary: plain, weight: 1 });
   if (pool && pool.length > 0 && (schema.type === undefined || hasType(schema, 'string') || hasType(schema, 'array'))) {
-    const stored = hasType(schema, 'array') ? fc.uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: Math.min(pool.length, MAX_SAMPLE_ITEMS) }) : fc.constantFrom(...pool);
+    const stored = hasType(schema, 'array')
+      ? fc.uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: Math.min(pool.length, MAX_SAMPLE_ITEMS) })
+      : fc.constantFrom(...pool);
     return fc.oneof({ arbitrary: stored, weight: 4 }, { arbitrary: plain, weight: 1 });
   }
   return plain;
@@ -41,20 +43,29 @@ function schemaArbitrary(schema: JsonSchema, name: string | undefined, pools: Po
   if ('const' in schema) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
   const union = schema.anyOf ?? schema.oneOf;
-  if (Array.isArray(union)) return fc.oneof(...union.map((branch: JsonSchema) => valueFor({ ...schema, anyOf: undefined, oneOf: undefined, ...branch }, name, pools)));
+  if (Array.isArray(union))
+    return fc.oneof(...union.map((branch: JsonSchema) => valueFor({ ...schema, anyOf: undefined, oneOf: undefined, ...branch }, name, pools)));
   if (Array.isArray(schema.type)) return fc.oneof(...schema.type.map((type: string) => schemaArbitrary({ ...schema, type }, name, pools)));
   switch (schema.type) {
-    case 'string': return stringArbitrary(schema, name);
-    case 'integer': return integerArbitrary(schema, name);
-    case 'number': return fc.double({ min: schema.minimum ?? -1e9, max: schema.maximum ?? 1e9, noNaN: true, noDefaultInfinity: true });
-    case 'boolean': return fc.boolean();
-    case 'null': return fc.constant(null);
-    case 'array': return fc.array(valueFor(schema.items ?? {}, name, pools), {
-      minLength: schema.minItems ?? 0,
-      maxLength: Math.max(schema.minItems ?? 0, Math.min(schema.maxItems ?? MAX_SAMPLE_ITEMS, MAX_SAMPLE_ITEMS)),
-    });
-    case 'object': return objectArbitrary(schema, pools);
-    default: return schema.properties ? objectArbitrary(schema, pools) : freeForm;
+    case 'string':
+      return stringArbitrary(schema, name);
+    case 'integer':
+      return integerArbitrary(schema, name);
+    case 'number':
+      return fc.double({ min: schema.minimum ?? -1e9, max: schema.maximum ?? 1e9, noNaN: true, noDefaultInfinity: true });
+    case 'boolean':
+      return fc.boolean();
+    case 'null':
+      return fc.constant(null);
+    case 'array':
+      return fc.array(valueFor(schema.items ?? {}, name, pools), {
+        minLength: schema.minItems ?? 0,
+        maxLength: Math.max(schema.minItems ?? 0, Math.min(schema.maxItems ?? MAX_SAMPLE_ITEMS, MAX_SAMPLE_ITEMS)),
+      });
+    case 'object':
+      return objectArbitrary(schema, pools);
+    default:
+      return schema.properties ? objectArbitrary(schema, pools) : freeForm;
   }
 }
 
@@ -66,22 +77,36 @@ function objectArbitrary(schema: JsonSchema, pools: Pools): fc.Arbitrary<unknown
   const fields = Object.fromEntries(Object.entries(properties).map(([key, property]) => [key, valueFor(property, key, pools)]));
   const record = fc.record(fields, { requiredKeys: (schema.required ?? []) as string[] });
   const extra = schema.additionalProperties;
-  const extraValues = extra === true || (typeof extra === 'object' && extra !== null && Object.keys(extra).length === 0)
-    ? freeForm
-    : typeof extra === 'object' && extra !== null ? schemaArbitrary(extra, undefined, pools) : null;
+  const extraValues =
+    extra === true || (typeof extra === 'object' && extra !== null && Object.keys(extra).length === 0)
+      ? freeForm
+      : typeof extra === 'object' && extra !== null
+        ? schemaArbitrary(extra, undefined, pools)
+        : null;
   const withExtra = extraValues
-    ? fc.tuple(record, fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), extraValues, { maxKeys: 3, noNullPrototype: true }))
-      .map(([known, more]) => ({ ...Object.fromEntries(Object.entries(more).filter(([key]) => !(key in properties) && key !== '__proto__')), ...known }))
+    ? fc
+        .tuple(record, fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), extraValues, { maxKeys: 3, noNullPrototype: true }))
+        .map(([known, more]) => ({
+          ...Object.fromEntries(Object.entries(more).filter(([key]) => !(key in properties) && key !== '__proto__')),
+          ...known,
+        }))
     : record;
   return fc.tuple(withExtra, fc.boolean()).map(([value, keepFirst]) => businessRules(value, keepFirst));
 }
 
 /** Fields a handler accepts only one of (a service id or the partner's, dob or age, patient or devices). */
 const EXCLUSIVE: Array<[string, string]> = [
-  ['clinic_id', 'partner_clinic_id'], ['doctor_id', 'partner_doctor_id'], ['clinic_ids', 'partner_clinic_ids'], ['doctor_ids', 'partner_doctor_ids'],
-  ['dob', 'age'], ['patient_id', 'device_ids'],
+  ['clinic_id', 'partner_clinic_id'],
+  ['doctor_id', 'partner_doctor_id'],
+  ['clinic_ids', 'partner_clinic_ids'],
+  ['doctor_ids', 'partner_doctor_ids'],
+  ['dob', 'age'],
+  ['patient_id', 'device_ids'],
 ];
-const ORDERED: Array<[string, string]> = [['start_time', 'end_time'], ['start_date', 'end_date']];
+const ORDERED: Array<[string, string]> = [
+  ['start_time', 'end_time'],
+  ['start_date', 'end_date'],
+];
 
 /**
  * Rules the handlers add to the schemas, applied so that most valid requests reach the database:
@@ -107,7 +132,8 @@ function integerArbitrary(schema: JsonSchema, name: string | undefined): fc.Arbi
   return fc.integer({ min, max });
 }
 
-const isoDate = fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2100-12-31T00:00:00Z'), noInvalidDate: true })
+const isoDate = fc
+  .date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2100-12-31T00:00:00Z'), noInvalidDate: true })
   .map((date) => date.toISOString().slice(0, 10));
 
 function stringArbitrary(schema: JsonSchema, name: string | undefined): fc.Arbitrary<string> {

@@ -10,8 +10,21 @@ describe('tokenFrom', () => {
   it('takes what /^Bearer\\s+(\\S+)\\s*$/i captures from Authorization', () => {
     const jwt = `eyJhbGciOiJFZERTQSJ9.${'eyJzdWIiOiJjbGlfMSJ9'.repeat(15)}.${'s1gnature-_'.repeat(8)}`;
     const values = [
-      `Bearer ${jwt}`, `bearer ${jwt}`, `BEARER   ${jwt}  `, `Bearer\t${jwt}\t`, `Bearer ${jwt}\u00a0`, 'Bearer abc def', 'Bearer a\u2003b',
-      'Bearer ', 'Bearer', 'Bearer  \t ', 'Bearerabc', 'Basic abc', ' Bearer abc', '', 'Bearer a\nb',
+      `Bearer ${jwt}`,
+      `bearer ${jwt}`,
+      `BEARER   ${jwt}  `,
+      `Bearer\t${jwt}\t`,
+      `Bearer ${jwt}\u00a0`,
+      'Bearer abc def',
+      'Bearer a\u2003b',
+      'Bearer ',
+      'Bearer',
+      'Bearer  \t ',
+      'Bearerabc',
+      'Basic abc',
+      ' Bearer abc',
+      '',
+      'Bearer a\nb',
     ];
     for (const value of values) {
       assert.equal(tokenFrom(request({ authorization: value })), /^Bearer\s+(\S+)\s*$/i.exec(value)?.[1] ?? null, JSON.stringify(value));

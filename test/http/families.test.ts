@@ -24,18 +24,39 @@ const EXPECTED: Record<ErrorFamily, (status: number) => (body: any) => void> = {
   },
   cases: (status) => (body) => {
     assert.deepEqual(Object.keys(body).sort(), ['code', 'error']);
-    const codes: Record<number, string> = { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 500: 'SERVER_ERROR' };
+    const codes: Record<number, string> = {
+      400: 'INVALID_REQUEST',
+      401: 'UNAUTHORIZED',
+      403: 'FORBIDDEN',
+      413: 'INVALID_REQUEST',
+      415: 'INVALID_REQUEST',
+      500: 'SERVER_ERROR',
+    };
     assert.equal(body.code, codes[status]);
   },
   appointments: (status) => (body) => {
     assert.deepEqual(Object.keys(body), ['error']);
-    const codes: Record<number, string> = { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 500: 'SERVER_ERROR' };
+    const codes: Record<number, string> = {
+      400: 'INVALID_REQUEST',
+      401: 'UNAUTHORIZED',
+      403: 'ACCESS_DENIED',
+      413: 'INVALID_REQUEST',
+      415: 'INVALID_REQUEST',
+      500: 'SERVER_ERROR',
+    };
     assert.equal(body.error.code, codes[status]);
     assert.equal(typeof body.error.message, 'string');
   },
   standard: (status) => (body) => {
     assert.deepEqual(Object.keys(body), ['error']);
-    const codes: Record<number, string> = { 400: 'INVALID_REQUEST', 401: 'UNAUTHORIZED', 403: 'ACCESS_DENIED', 413: 'INVALID_REQUEST', 415: 'INVALID_REQUEST', 500: 'SERVER_ERROR' };
+    const codes: Record<number, string> = {
+      400: 'INVALID_REQUEST',
+      401: 'UNAUTHORIZED',
+      403: 'ACCESS_DENIED',
+      413: 'INVALID_REQUEST',
+      415: 'INVALID_REQUEST',
+      500: 'SERVER_ERROR',
+    };
     assert.equal(body.error.code, codes[status]);
   },
   clinics: () => (body) => {
@@ -51,10 +72,14 @@ describe(`error families (${DIALECT})`, () => {
     t = await createTestApp({
       setup: (app) => {
         for (const family of ERROR_FAMILIES) {
-          app.post(`/probe/${family}`, {
-            config: { family, auth: { anyOf: ['search'] } },
-            schema: { body: Type.Object({ name: Type.String({ minLength: 1 }), count: Type.Integer({ minimum: 0 }) }) },
-          }, async (request) => ({ ok: true, body: request.body }));
+          app.post(
+            `/probe/${family}`,
+            {
+              config: { family, auth: { anyOf: ['search'] } },
+              schema: { body: Type.Object({ name: Type.String({ minLength: 1 }), count: Type.Integer({ minimum: 0 }) }) },
+            },
+            async (request) => ({ ok: true, body: request.body }),
+          );
           app.post(`/probe/${family}/crash`, { config: { family, auth: { anyOf: ['search'] } } }, async () => {
             throw new Error('secret internal detail');
           });
@@ -99,7 +124,12 @@ describe(`error families (${DIALECT})`, () => {
       });
 
       it('400 for malformed JSON', async () => {
-        const response = await t.app.inject({ method: 'POST', url, headers: { ...bearer(token), 'content-type': 'application/json' }, payload: '{"name": ' });
+        const response = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          payload: '{"name": ',
+        });
         assert.equal(response.statusCode, 400);
         EXPECTED[family](400)(response.json());
       });
@@ -164,7 +194,12 @@ describe(`error families (${DIALECT})`, () => {
   });
 
   it('ignores unknown request fields', async () => {
-    const response = await t.app.inject({ method: 'POST', url: '/probe/standard', headers: bearer(token), payload: { name: 'a', count: 1, extra: { x: 1 } } });
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/probe/standard',
+      headers: bearer(token),
+      payload: { name: 'a', count: 1, extra: { x: 1 } },
+    });
     assert.equal(response.statusCode, 200);
   });
 });

@@ -62,7 +62,10 @@ describe(`framework errors in the family body (${DIALECT})`, () => {
         ['/cdr/v1/clinic/%ff', { message: ['The URL path is not validly percent-encoded.'] }],
         ['/notification/v1/connect/push/%', { message: 'The URL path is not validly percent-encoded.', error_code: 400 }],
         ['/connect-auth/v1/%c0%af', { code: 400, error: 'The URL path is not validly percent-encoded.' }],
-        ['/notification/v1/connect/webhook/subscriptions/%zz', { error: { code: 'INVALID_REQUEST', message: 'The URL path is not validly percent-encoded.' } }],
+        [
+          '/notification/v1/connect/webhook/subscriptions/%zz',
+          { error: { code: 'INVALID_REQUEST', message: 'The URL path is not validly percent-encoded.' } },
+        ],
       ];
       for (const [url, body] of cases) {
         const response = await t.app.inject({ method: 'GET', url });
@@ -75,7 +78,9 @@ describe(`framework errors in the family body (${DIALECT})`, () => {
     it('answers a path parameter over the router limit with 414 in the family body', async () => {
       const response = await t.app.inject({ method: 'GET', url: `/dr/v1/appointment/${'x'.repeat(MAX_PARAM_LENGTH + 1)}` });
       assert.equal(response.statusCode, 414);
-      assert.deepEqual(response.json(), { error: { code: 'INVALID_REQUEST', message: `A path parameter is longer than ${MAX_PARAM_LENGTH} characters.` } });
+      assert.deepEqual(response.json(), {
+        error: { code: 'INVALID_REQUEST', message: `A path parameter is longer than ${MAX_PARAM_LENGTH} characters.` },
+      });
       assertCommonHeaders(response.headers);
       const cases = await t.app.inject({ method: 'DELETE', url: `/mr/api/v1/cases/${'y'.repeat(MAX_PARAM_LENGTH + 1)}` });
       assert.equal(cases.statusCode, 414);
@@ -104,7 +109,10 @@ describe(`framework errors in the family body (${DIALECT})`, () => {
       assert.match(body.error, /^The request line and headers are larger than \d+ bytes\.$/);
       assert.equal(Number(response.headers['content-length']), Buffer.byteLength(response.body));
 
-      const standard = await rawRequest(port, `GET /notification/v1/connect/webhook/subscriptions HTTP/1.1\r\nHost: localhost\r\nX-Big: ${big}\r\n\r\n`);
+      const standard = await rawRequest(
+        port,
+        `GET /notification/v1/connect/webhook/subscriptions HTTP/1.1\r\nHost: localhost\r\nX-Big: ${big}\r\n\r\n`,
+      );
       assert.equal(standard.status, 431);
       assert.equal(JSON.parse(standard.body).error.code, 'INVALID_REQUEST');
       const longUrl = await rawRequest(port, `GET /medical-db/v1/drugs-and-labs?q=${big} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
@@ -117,7 +125,10 @@ describe(`framework errors in the family body (${DIALECT})`, () => {
       const cases: Array<[string, string]> = [
         ['FOO /dr/v1/appointment HTTP/1.1\r\nHost: localhost\r\n\r\n', 'The HTTP method is unknown.'],
         ['POST /dr/v1/appointment HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n', 'The Content-Length header is invalid.'],
-        ['POST /dr/v1/appointment HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello', 'The Content-Length header is invalid.'],
+        [
+          'POST /dr/v1/appointment HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello',
+          'The Content-Length header is invalid.',
+        ],
         ['GET /dr/v1/appointment HTTP/1.1\r\nHost: localhost\r\nX-Bad\u0001Name: 1\r\n\r\n', 'The request is not valid HTTP/1.1.'],
       ];
       for (const [request, message] of cases) {
@@ -136,8 +147,11 @@ describe(`framework errors in the family body (${DIALECT})`, () => {
     });
 
     it('answers a malformed chunked body, before any handler answered, in the family body', async () => {
-      const response = await rawRequest(port, 'POST /connect-auth/v1/account/login HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n'
-        + 'Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n');
+      const response = await rawRequest(
+        port,
+        'POST /connect-auth/v1/account/login HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+          'Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n',
+      );
       assert.equal(response.status, 400);
       assert.deepEqual(JSON.parse(response.body), { code: 400, error: 'The chunked request body is malformed.' });
       assertCommonHeaders(response.headers);

@@ -42,13 +42,29 @@ describe(`hostile input (${DIALECT})`, () => {
   after(async () => t.close());
 
   const count = async (table: 'appointments' | 'cases') =>
-    Number((await t.ctx.storage.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await t.ctx.storage.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const appointmentPost = (body: string) =>
-    t.app.inject({ method: 'POST', url: '/dr/v1/appointment', headers: { auth: practice.client.token, 'content-type': 'application/json' }, payload: body });
+    t.app.inject({
+      method: 'POST',
+      url: '/dr/v1/appointment',
+      headers: { auth: practice.client.token, 'content-type': 'application/json' },
+      payload: body,
+    });
 
   describe('strings the database cannot store (U+0000, unpaired surrogates)', () => {
     it('is refused in the unauthenticated login body, naming the field', async () => {
-      const response = await t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', payload: { client_id: 'a\u0000b', client_secret: 'x\u0000' } });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        payload: { client_id: 'a\u0000b', client_secret: 'x\u0000' },
+      });
       assert.equal(response.statusCode, 400);
       assert.deepEqual(response.json(), { code: 400, error: `client_id: ${NUL_MESSAGE}; client_secret: ${NUL_MESSAGE}` });
       assert.equal(response.headers['cache-control'], 'no-store');
@@ -56,8 +72,16 @@ describe(`hostile input (${DIALECT})`, () => {
     });
 
     it('refuses a JSON body with a key that would reach the prototype', async () => {
-      for (const raw of ['{"client_id":"a","client_secret":"b","__proto__":{"x":1}}', '{"client_id":"a","client_secret":"b","constructor":{"prototype":{"x":1}}}']) {
-        const response = await t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', headers: { 'content-type': 'application/json' }, payload: raw });
+      for (const raw of [
+        '{"client_id":"a","client_secret":"b","__proto__":{"x":1}}',
+        '{"client_id":"a","client_secret":"b","constructor":{"prototype":{"x":1}}}',
+      ]) {
+        const response = await t.app.inject({
+          method: 'POST',
+          url: '/connect-auth/v1/account/login',
+          headers: { 'content-type': 'application/json' },
+          payload: raw,
+        });
         assert.equal(response.statusCode, 400);
         assert.deepEqual(response.json(), { code: 400, error: 'The request body is not valid JSON.' });
         assert.equal(({} as Record<string, unknown>).x, undefined);
@@ -66,7 +90,11 @@ describe(`hostile input (${DIALECT})`, () => {
 
     it('names a field called like an Object.prototype member (constructor, __proto__) without breaking the error body', async () => {
       for (const key of ['constructor', '__proto__', 'toString']) {
-        const response = await t.app.inject({ method: 'POST', url: `/connect-auth/v1/account/login?${key}=%00`, payload: { client_id: 'a', client_secret: 'b' } });
+        const response = await t.app.inject({
+          method: 'POST',
+          url: `/connect-auth/v1/account/login?${key}=%00`,
+          payload: { client_id: 'a', client_secret: 'b' },
+        });
         assert.equal(response.statusCode, 400, key);
         assert.deepEqual(response.json(), { code: 400, error: `${key}: ${NUL_MESSAGE}` });
       }
@@ -82,11 +110,20 @@ describe(`hostile input (${DIALECT})`, () => {
 
     it('is refused in nested body strings and in keys of free-form objects, and nothing is stored', async () => {
       const before = await count('appointments');
-      const nested = await request(t, practice.client.token, 'POST', '/dr/v1/appointment',
-        bookingBody(practice, { patient_details: { first_name: 'Ra\u0000vi', address: { city: '\u0000' } }, partner_meta: { ok: ['x', 'y\u0000'] } }));
+      const nested = await request(
+        t,
+        practice.client.token,
+        'POST',
+        '/dr/v1/appointment',
+        bookingBody(practice, { patient_details: { first_name: 'Ra\u0000vi', address: { city: '\u0000' } }, partner_meta: { ok: ['x', 'y\u0000'] } }),
+      );
       assert.equal(nested.statusCode, 400);
-      assert.deepEqual(nested.json(), { error: { code: 'INVALID_REQUEST',
-        message: `patient_details.first_name: ${NUL_MESSAGE}; patient_details.address.city: ${NUL_MESSAGE}; partner_meta.ok.1: ${NUL_MESSAGE}` } });
+      assert.deepEqual(nested.json(), {
+        error: {
+          code: 'INVALID_REQUEST',
+          message: `patient_details.first_name: ${NUL_MESSAGE}; patient_details.address.city: ${NUL_MESSAGE}; partner_meta.ok.1: ${NUL_MESSAGE}`,
+        },
+      });
       const key = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { partner_meta: { 'k\u0000': 1 } }));
       assert.equal(key.statusCode, 400);
       assert.deepEqual(key.json(), { error: { code: 'INVALID_REQUEST', message: 'partner_meta: has a key containing the NUL character (U+0000)' } });
@@ -94,7 +131,11 @@ describe(`hostile input (${DIALECT})`, () => {
     });
 
     it('is refused in the clinics family body as field → messages', async () => {
-      const response = await request(t, practice.client.token, 'POST', '/cdr/v1/clinic/', { name: 'Sun\u0000rise', address: '1 MG Road', partner_id: 'pc-nul' });
+      const response = await request(t, practice.client.token, 'POST', '/cdr/v1/clinic/', {
+        name: 'Sun\u0000rise',
+        address: '1 MG Road',
+        partner_id: 'pc-nul',
+      });
       assert.equal(response.statusCode, 400);
       assert.deepEqual(response.json(), { name: [NUL_MESSAGE] });
     });
@@ -127,25 +168,35 @@ describe(`hostile input (${DIALECT})`, () => {
       const cases = await t.app.inject({ method: 'GET', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'pt\u00001' } });
       assert.equal(cases.statusCode, 400);
       assert.deepEqual(cases.json(), { error: `x-pt-id: ${NUL_MESSAGE}`, code: 'INVALID_REQUEST' });
-      const device = await t.app.inject({ method: 'DELETE', url: '/notification/delete-device', headers: { ...bearer(client.token), 'device-id': 'd\u0000' } });
+      const device = await t.app.inject({
+        method: 'DELETE',
+        url: '/notification/delete-device',
+        headers: { ...bearer(client.token), 'device-id': 'd\u0000' },
+      });
       assert.equal(device.statusCode, 400);
       assert.deepEqual(device.json(), { message: `device-id: ${NUL_MESSAGE}`, error_code: 400 });
     });
 
     it('comes with the unpaired surrogate (not encodable as UTF-8) refused the same way', async () => {
       const login = await t.app.inject({
-        method: 'POST', url: '/connect-auth/v1/account/login', headers: { 'content-type': 'application/json' }, payload: '{"client_id":"\\ud800","client_secret":"x"}',
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"client_id":"\\ud800","client_secret":"x"}',
       });
       assert.equal(login.statusCode, 400);
       assert.deepEqual(login.json(), { code: 400, error: 'client_id: must be well-formed Unicode (no unpaired surrogate)' });
       const before = await count('cases');
       const created = await t.app.inject({
-        method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'pt-sur', 'content-type': 'application/json' },
+        method: 'POST',
+        url: '/mr/api/v1/cases',
+        headers: { ...bearer(client.token), 'x-pt-id': 'pt-sur', 'content-type': 'application/json' },
         payload: '{"id":"\\udc00x","display_name":"ok \\ud83d\\ude00","occurred_at":1700000000,"partner_meta":{"\\ud800":1}}',
       });
       assert.equal(created.statusCode, 400);
       assert.deepEqual(created.json(), {
-        error: 'id: must be well-formed Unicode (no unpaired surrogate); partner_meta: has a key that is not well-formed Unicode (an unpaired surrogate)',
+        error:
+          'id: must be well-formed Unicode (no unpaired surrogate); partner_meta: has a key that is not well-formed Unicode (an unpaired surrogate)',
         code: 'INVALID_REQUEST',
       });
       assert.equal(await count('cases'), before);
@@ -165,7 +216,13 @@ describe(`hostile input (${DIALECT})`, () => {
   describe('free-form objects', () => {
     it(`stores the deepest allowed partner_meta (${DEPTH} levels) and reads it back in the record and every listing`, async () => {
       const patientRef = `pp-deep-${DIALECT}`;
-      const body = withRaw(bookingBody(practice, { partner_meta: '@raw@', patient_details: { first_name: 'Deep', mobile: '+919812345678', partner_patient_id: patientRef } }), nestedJson(DEPTH));
+      const body = withRaw(
+        bookingBody(practice, {
+          partner_meta: '@raw@',
+          patient_details: { first_name: 'Deep', mobile: '+919812345678', partner_patient_id: patientRef },
+        }),
+        nestedJson(DEPTH),
+      );
       const created = await appointmentPost(body);
       assert.equal(created.statusCode, 201, created.body);
       const id = created.json().appointment_id;
@@ -175,11 +232,16 @@ describe(`hostile input (${DIALECT})`, () => {
       assert.deepEqual(read.json().partner_meta, expected);
       const listed = await request(t, practice.client.token, 'GET', `/dr/v1/appointment?patient_id=${read.json().patient_id}`);
       assert.equal(listed.statusCode, 200);
-      assert.deepEqual(listed.json().appointments.map((a: { partner_meta: unknown }) => a.partner_meta), [expected]);
+      assert.deepEqual(
+        listed.json().appointments.map((a: { partner_meta: unknown }) => a.partner_meta),
+        [expected],
+      );
 
       const api = casesApi(t.app, client.token, 'pt-deep');
       const deepCase = await t.app.inject({
-        method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'pt-deep', 'content-type': 'application/json' },
+        method: 'POST',
+        url: '/mr/api/v1/cases',
+        headers: { ...bearer(client.token), 'x-pt-id': 'pt-deep', 'content-type': 'application/json' },
         payload: withRaw({ id: 'deep', display_name: 'Deep', occurred_at: 1_700_000_000, partner_meta: '@raw@' }, nestedJson(DEPTH)),
       });
       assert.equal(deepCase.statusCode, 201, deepCase.body);
@@ -187,7 +249,10 @@ describe(`hostile input (${DIALECT})`, () => {
       await untilSecondIsOver();
       assert.deepEqual((await api.get('deep')).json().item.partner_meta, expected);
       const { cases } = await api.all();
-      assert.deepEqual(cases.map((c) => [c.id, c.item?.partner_meta]).sort(), [['deep', expected], ['flat', {}]]);
+      assert.deepEqual(cases.map((c) => [c.id, c.item?.partner_meta]).sort(), [
+        ['deep', expected],
+        ['flat', {}],
+      ]);
     });
 
     it('refuses partner_meta one level deeper, and far deeper, with 400 and stores nothing', async () => {
@@ -201,7 +266,9 @@ describe(`hostile input (${DIALECT})`, () => {
 
       const casesBefore = await count('cases');
       const deepCase = await t.app.inject({
-        method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'pt-deep-refused', 'content-type': 'application/json' },
+        method: 'POST',
+        url: '/mr/api/v1/cases',
+        headers: { ...bearer(client.token), 'x-pt-id': 'pt-deep-refused', 'content-type': 'application/json' },
         payload: withRaw({ id: 'too-deep', display_name: 'Deep', occurred_at: 1_700_000_000, partner_meta: '@raw@' }, nestedJson(DEPTH + 1)),
       });
       assert.equal(deepCase.statusCode, 400);
@@ -212,7 +279,9 @@ describe(`hostile input (${DIALECT})`, () => {
     it('refuses an update past the bounds and keeps the stored value', async () => {
       const id = await book(t, practice, { partner_meta: { kept: true } });
       const response = await t.app.inject({
-        method: 'PATCH', url: `/dr/v1/appointment/${id}`, headers: { auth: practice.client.token, 'content-type': 'application/json' },
+        method: 'PATCH',
+        url: `/dr/v1/appointment/${id}`,
+        headers: { auth: practice.client.token, 'content-type': 'application/json' },
         payload: withRaw({ partner_meta: '@raw@' }, nestedJson(DEPTH + 1)),
       });
       assert.equal(response.statusCode, 400);
@@ -225,17 +294,34 @@ describe(`hostile input (${DIALECT})`, () => {
       assert.equal(tooManyTop.statusCode, 400);
       assert.equal(tooManyTop.json().error.message, `partner_meta: must NOT have more than ${FREE_FORM_LIMITS.maxProperties} properties`);
 
-      const spread = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`g${i}`, Object.fromEntries(Array.from({ length: 100 }, (_, j) => [`k${j}`, 0]))]));
+      const spread = Object.fromEntries(
+        Array.from({ length: 11 }, (_, i) => [`g${i}`, Object.fromEntries(Array.from({ length: 100 }, (_, j) => [`k${j}`, 0]))]),
+      );
       const tooManyKeys = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { partner_meta: spread }));
       assert.equal(tooManyKeys.statusCode, 400);
-      assert.equal(tooManyKeys.json().error.message, `partner_meta: must have at most ${FREE_FORM_LIMITS['x-max-keys']} keys in all, nested ones included`);
+      assert.equal(
+        tooManyKeys.json().error.message,
+        `partner_meta: must have at most ${FREE_FORM_LIMITS['x-max-keys']} keys in all, nested ones included`,
+      );
 
       const bytes = FREE_FORM_LIMITS['x-max-bytes'];
       const filler = (n: number) => ({ text: 'é'.repeat(n) }); // 2 bytes each in UTF-8
       const overhead = Buffer.byteLength(JSON.stringify(filler(0)));
-      const exact = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { partner_meta: filler((bytes - overhead) / 2) }));
+      const exact = await request(
+        t,
+        practice.client.token,
+        'POST',
+        '/dr/v1/appointment',
+        bookingBody(practice, { partner_meta: filler((bytes - overhead) / 2) }),
+      );
       assert.equal(exact.statusCode, 201, exact.body);
-      const over = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { partner_meta: filler((bytes - overhead) / 2 + 1) }));
+      const over = await request(
+        t,
+        practice.client.token,
+        'POST',
+        '/dr/v1/appointment',
+        bookingBody(practice, { partner_meta: filler((bytes - overhead) / 2 + 1) }),
+      );
       assert.equal(over.statusCode, 400);
       assert.equal(over.json().error.message, `partner_meta: must be at most ${bytes} bytes as JSON (UTF-8)`);
     });
@@ -249,7 +335,9 @@ describe(`hostile input (${DIALECT})`, () => {
           const walk = (node: any, where: string) => {
             if (!node || typeof node !== 'object') return;
             const open = (value: unknown) => value === true || (typeof value === 'object' && value !== null && Object.keys(value).length === 0);
-            const freeForm = node.type === 'object' && (open(node.additionalProperties) || (node.patternProperties && Object.values(node.patternProperties).every(open)));
+            const freeForm =
+              node.type === 'object' &&
+              (open(node.additionalProperties) || (node.patternProperties && Object.values(node.patternProperties).every(open)));
             if (freeForm) {
               found.push(where);
               for (const [keyword, value] of Object.entries(FREE_FORM_LIMITS)) assert.equal(node[keyword], value, `${where} ${keyword}`);
@@ -260,8 +348,11 @@ describe(`hostile input (${DIALECT})`, () => {
         }
       }
       assert.deepEqual(found.sort(), [
-        'PATCH /dr/v1/appointment/{appointment_id}.display_meta', 'PATCH /dr/v1/appointment/{appointment_id}.partner_meta',
-        'PATCH /mr/api/v1/cases/{id}.partner_meta', 'POST /dr/v1/appointment.display_meta', 'POST /dr/v1/appointment.partner_meta',
+        'PATCH /dr/v1/appointment/{appointment_id}.display_meta',
+        'PATCH /dr/v1/appointment/{appointment_id}.partner_meta',
+        'PATCH /mr/api/v1/cases/{id}.partner_meta',
+        'POST /dr/v1/appointment.display_meta',
+        'POST /dr/v1/appointment.partner_meta',
         'POST /mr/api/v1/cases.partner_meta',
       ]);
     });
@@ -290,7 +381,13 @@ describe(`hostile input (${DIALECT})`, () => {
     });
 
     it('book, read and cancel an appointment by its partner id', async () => {
-      const created = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { partner_appointment_id: longest }));
+      const created = await request(
+        t,
+        practice.client.token,
+        'POST',
+        '/dr/v1/appointment',
+        bookingBody(practice, { partner_appointment_id: longest }),
+      );
       assert.equal(created.statusCode, 201, created.body);
       const url = `/dr/v1/appointment/${encodeURIComponent(longest)}`;
       const read = await request(t, practice.client.token, 'GET', `${url}?partner_id=1`);
@@ -303,7 +400,13 @@ describe(`hostile input (${DIALECT})`, () => {
   });
 
   describe('numbers outside what the columns store', () => {
-    const hostile: Array<[string, unknown]> = [['1e308', 1e308], ['-1', -1], ['2^63', 2 ** 63], ['1.5', 1.5], ['-2^63', -(2 ** 63)]];
+    const hostile: Array<[string, unknown]> = [
+      ['1e308', 1e308],
+      ['-1', -1],
+      ['2^63', 2 ** 63],
+      ['1.5', 1.5],
+      ['-2^63', -(2 ** 63)],
+    ];
 
     it('have a stated minimum and maximum, within what a BIGINT column and a JS number hold exactly, in every request schema', async () => {
       const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
@@ -317,7 +420,10 @@ describe(`hostile input (${DIALECT})`, () => {
         const types = [node.type].flat();
         if (types.includes('integer') || types.includes('number')) {
           numeric.push(where);
-          assert.ok(Number.isSafeInteger(node.minimum) && Number.isSafeInteger(node.maximum), `${where} has minimum and maximum: ${JSON.stringify(node)}`);
+          assert.ok(
+            Number.isSafeInteger(node.minimum) && Number.isSafeInteger(node.maximum),
+            `${where} has minimum and maximum: ${JSON.stringify(node)}`,
+          );
         }
         for (const [key, child] of Object.entries(node)) if (key !== 'examples' && key !== 'default') walk(child, `${where}.${key}`);
       };
@@ -333,7 +439,13 @@ describe(`hostile input (${DIALECT})`, () => {
     it('are refused in bodies: epoch seconds and queue tokens', async () => {
       const before = await count('appointments');
       for (const [label, value] of hostile) {
-        const start = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { appointment_details: { start_time: value, end_time: 1_900_000_900 } }));
+        const start = await request(
+          t,
+          practice.client.token,
+          'POST',
+          '/dr/v1/appointment',
+          bookingBody(practice, { appointment_details: { start_time: value, end_time: 1_900_000_900 } }),
+        );
         assert.equal(start.statusCode, 400, `start_time ${label}`);
         assert.match(start.json().error.message, /^appointment_details\.start_time: must be/);
         const token = await request(t, practice.client.token, 'POST', '/dr/v1/appointment', bookingBody(practice, { token: value }));

@@ -25,7 +25,12 @@ async function loggedApp(level: string): Promise<LoggedApp> {
   const storage: Storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   await migrateToLatest(storage.db);
   const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
   const ctx = createContext(config, storage, await testKeys(), createLogger(level, sink));
   const app = await buildApp(ctx);
   app.get('/probe/crash', { config: { auth: { anyOf: [] } } }, async () => {
@@ -66,12 +71,18 @@ describe(`request logs (${DIALECT})`, () => {
     for (const response of responses) {
       const id = response.headers['x-request-id'];
       const mine = info.lines.filter((line) => line.reqId === id);
-      assert.deepEqual(mine.map((line) => line.msg).filter((msg) => msg !== 'request failed'), ['request completed'], JSON.stringify(info.lines));
+      assert.deepEqual(
+        mine.map((line) => line.msg).filter((msg) => msg !== 'request failed'),
+        ['request completed'],
+        JSON.stringify(info.lines),
+      );
       const completed = mine.find((line) => line.msg === 'request completed')!;
       assert.equal(completed.statusCode, response.statusCode);
       assert.equal(typeof completed.responseTime, 'number');
     }
-    const urls = responses.map((response) => info.lines.find((line) => line.reqId === response.headers['x-request-id'] && line.msg === 'request completed')!.url);
+    const urls = responses.map(
+      (response) => info.lines.find((line) => line.reqId === response.headers['x-request-id'] && line.msg === 'request completed')!.url,
+    );
     assert.deepEqual(urls, ['/health', '/medical-db/v1/drugs-and-labs', '/medical-db/v1/drugs-and-labs', '/probe/crash']);
     const unmatched = await info.app.inject({ url: '/no/such/route?secret=1' });
     const line = info.lines.find((entry) => entry.reqId === unmatched.headers['x-request-id'])!;

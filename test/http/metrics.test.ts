@@ -16,7 +16,9 @@ function count(metrics: string, labels: string): number {
 
 describe(`request metrics (${DIALECT})`, () => {
   let t: TestApp;
-  before(async () => { t = await createTestApp(); });
+  before(async () => {
+    t = await createTestApp();
+  });
   after(() => t.close());
 
   it('counts each request under its route template, method and status', async () => {
@@ -53,8 +55,14 @@ describe('request durations', () => {
     });
     const observers = new Map<string, ReturnType<RequestDurations['observer']>>();
     const observations: Array<[string, string, number, number]> = [
-      ['/health', 'GET', 200, 0.31], ['/a/:id', 'POST', 201, 5], ['/health', 'GET', 200, 0.5], ['/health', 'HEAD', 200, 7.25],
-      ['unmatched', 'GET', 404, 0.0001], ['/a/:id', 'POST', 400, 6000], ['/health', 'GET', 500, 2.5], ['/a/:id', 'POST', 201, 1.7],
+      ['/health', 'GET', 200, 0.31],
+      ['/a/:id', 'POST', 201, 5],
+      ['/health', 'GET', 200, 0.5],
+      ['/health', 'HEAD', 200, 7.25],
+      ['unmatched', 'GET', 404, 0.0001],
+      ['/a/:id', 'POST', 400, 6000],
+      ['/health', 'GET', 500, 2.5],
+      ['/a/:id', 'POST', 201, 1.7],
     ];
     for (const [route, method, status, ms] of observations) {
       if (!observers.has(route)) observers.set(route, durations.observer(route));

@@ -6,9 +6,13 @@ import { createTestApp, DIALECT } from '../support.ts';
 describe(`shutdown (${DIALECT})`, () => {
   it('answers requests in flight with connection: close once closing', async () => {
     let release!: () => void;
-    const released = new Promise<void>((resolve) => { release = resolve; });
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     let arrived!: () => void;
-    const inFlight = new Promise<void>((resolve) => { arrived = resolve; });
+    const inFlight = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
     const t = await createTestApp({
       setup: (app) => {
         app.get('/probe/slow', { config: { auth: 'public' } }, async () => {

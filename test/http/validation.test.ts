@@ -19,7 +19,9 @@ describe('validation messages', () => {
           }),
           querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })) }),
         };
-        app.post('/probe/standard', { config: { family: 'standard', auth: { anyOf: [] } }, schema }, async (request) => ({ limit: request.query.limit ?? null }));
+        app.post('/probe/standard', { config: { family: 'standard', auth: { anyOf: [] } }, schema }, async (request) => ({
+          limit: request.query.limit ?? null,
+        }));
         app.post('/probe/clinics', { config: { family: 'clinics', auth: { anyOf: [] } }, schema }, async () => ({}));
       },
     });
@@ -33,8 +35,10 @@ describe('validation messages', () => {
   it('names every field once, with unions summarised', async () => {
     const response = await post('/probe/standard', { count: '5', kind: 'c', meta: { k: true } });
     assert.equal(response.statusCode, 400);
-    assert.equal(response.json().error.message,
-      'name: This field is required.; count: must be an integer; kind: must be one of "a", "b"; meta.k: must be a string or a number');
+    assert.equal(
+      response.json().error.message,
+      'name: This field is required.; count: must be an integer; kind: must be one of "a", "b"; meta.k: must be a string or a number',
+    );
   });
 
   it('renders the clinics family as field → messages, with x-message wording', async () => {
@@ -54,10 +58,20 @@ describe('validation messages', () => {
   });
 
   it('coerces integers in the query string but not in the body', async () => {
-    const ok = await t.app.inject({ method: 'POST', url: '/probe/standard?limit=5', headers: bearer(token), payload: { name: 'x', count: 0, kind: 'a' } });
+    const ok = await t.app.inject({
+      method: 'POST',
+      url: '/probe/standard?limit=5',
+      headers: bearer(token),
+      payload: { name: 'x', count: 0, kind: 'a' },
+    });
     assert.equal(ok.statusCode, 200);
     assert.equal(ok.json().limit, 5);
-    const bad = await t.app.inject({ method: 'POST', url: '/probe/standard?limit=five', headers: bearer(token), payload: { name: 'x', count: 0, kind: 'a' } });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/probe/standard?limit=five',
+      headers: bearer(token),
+      payload: { name: 'x', count: 0, kind: 'a' },
+    });
     assert.equal(bad.statusCode, 400);
     assert.match(bad.json().error.message, /^limit: must be an integer/);
   });

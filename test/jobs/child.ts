@@ -18,16 +18,24 @@ const queue = new JobQueue(storage, logger, new Registry(), {
 });
 const leaseMs = Number(env.CHILD_LEASE_MS ?? 1000);
 
-queue.register('test.count', async ({ job }) => {
-  await new Promise((resolve) => setTimeout(resolve, 2));
-  process.stdout.write(`ran ${job.id}\n`);
-}, { leaseMs });
+queue.register(
+  'test.count',
+  async ({ job }) => {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    process.stdout.write(`ran ${job.id}\n`);
+  },
+  { leaseMs },
+);
 
-queue.register('test.block', async ({ job, signal }) => {
-  process.stdout.write(`started ${job.id}\n`);
-  await new Promise((resolve) => signal.addEventListener('abort', resolve));
-  throw new Error('aborted');
-}, { leaseMs });
+queue.register(
+  'test.block',
+  async ({ job, signal }) => {
+    process.stdout.write(`started ${job.id}\n`);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve));
+    throw new Error('aborted');
+  },
+  { leaseMs },
+);
 
 await queue.start();
 process.stdout.write(`ready working=${queue.working}\n`);

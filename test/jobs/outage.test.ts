@@ -49,7 +49,12 @@ describe('jobs through a database outage (postgres)', { skip: !PG_URL && 'needs 
   });
 
   function newQueue(options: JobQueueOptions): JobQueue {
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
     queue = new JobQueue(proxied, createLogger('info', sink), new Registry(), options);
     return queue;
   }
@@ -59,10 +64,14 @@ describe('jobs through a database outage (postgres)', { skip: !PG_URL && 'needs 
     const q = newQueue({ pollMs: 100 });
     const attempts: number[] = [];
     const release = gate();
-    q.register('test.fault', async ({ job }) => {
-      attempts.push(job.attempts);
-      if (job.attempts === 1) await release.promise;
-    }, { leaseMs: 600 });
+    q.register(
+      'test.fault',
+      async ({ job }) => {
+        attempts.push(job.attempts);
+        if (job.attempts === 1) await release.promise;
+      },
+      { leaseMs: 600 },
+    );
     await q.start();
     const id = await enqueue(direct.db, { kind: 'test.fault', payload: {} });
     await waitFor(() => attempts.length === 1, 'the first attempt');
@@ -70,7 +79,11 @@ describe('jobs through a database outage (postgres)', { skip: !PG_URL && 'needs 
     await proxy.cut();
     release.open();
     // Either way the attempt is left to its lease.
-    await waitFor(() => logged('recording a job outcome failed; the job runs again when its lease runs out') || logged('job attempt interrupted; left to its lease'), 'the attempt left to its lease');
+    await waitFor(
+      () =>
+        logged('recording a job outcome failed; the job runs again when its lease runs out') || logged('job attempt interrupted; left to its lease'),
+      'the attempt left to its lease',
+    );
     assert.equal((await getJob(direct.db, id))?.status, 'running', 'still claimed, under its lease');
     await proxy.restore();
 
@@ -78,14 +91,20 @@ describe('jobs through a database outage (postgres)', { skip: !PG_URL && 'needs 
     assert.deepEqual(attempts, [1, 2]);
     assert.equal((await getJob(direct.db, id))?.attempts, 2);
     assert.ok(logged('polling for jobs works again'));
-    assert.deepEqual(lines.filter((line) => (line.level as number) >= 50), [], 'nothing logged at level error');
+    assert.deepEqual(
+      lines.filter((line) => (line.level as number) >= 50),
+      [],
+      'nothing logged at level error',
+    );
   });
 
   it('reconnects LISTEN: a job enqueued after the outage is woken by its notification, long before the next poll', async () => {
     // No poll comes within this test once the queue has started: only a notification can start a job.
     const q = newQueue({ pollMs: 600_000 });
     const ran: string[] = [];
-    q.register('test.wake', async ({ job }) => { ran.push(job.id); });
+    q.register('test.wake', async ({ job }) => {
+      ran.push(job.id);
+    });
     await q.start();
     assert.equal(q.notificationsConnected, true);
     const first = await enqueue(direct.db, { kind: 'test.wake', payload: {} });

@@ -20,7 +20,9 @@ interface Child {
 describe(`jobs across processes (${DIALECT})`, () => {
   let f: JobsFixture;
   const children: Child[] = [];
-  before(async () => { f = await createJobsFixture({ lockTtlMs: 1000 }); });
+  before(async () => {
+    f = await createJobsFixture({ lockTtlMs: 1000 });
+  });
   beforeEach(async () => f.reset());
   after(async () => {
     for (const child of children) if (child.process.exitCode === null) child.process.kill('SIGKILL');
@@ -75,7 +77,9 @@ describe(`jobs across processes (${DIALECT})`, () => {
     assert.equal((await getJob(f.storage.db, id))?.status, 'running');
 
     const ranHere: number[] = [];
-    f.queue.register('test.block', async ({ job }) => { ranHere.push(job.attempts); });
+    f.queue.register('test.block', async ({ job }) => {
+      ranHere.push(job.attempts);
+    });
     await f.queue.start();
     await until(async () => (await getJob(f.storage.db, id))?.status === 'succeeded');
     assert.deepEqual(ranHere, [2], 'run once more, as the second attempt');
@@ -97,12 +101,20 @@ describe(`jobs across processes (${DIALECT})`, () => {
     const ran = workers.flatMap((worker) => worker.ran());
     assert.equal(ran.length, 1000, 'no job ran twice');
     assert.deepEqual(new Set(ran), ids);
-    assert.ok(workers.every((worker) => worker.ran().length > 0), `both processes took work: ${workers.map((w) => w.ran().length)}`);
+    assert.ok(
+      workers.every((worker) => worker.ran().length > 0),
+      `both processes took work: ${workers.map((w) => w.ran().length)}`,
+    );
     const attempts = await f.storage.db.selectFrom('jobs').select('attempts').distinct().execute();
-    assert.deepEqual(attempts.map((row) => row.attempts), [1]);
+    assert.deepEqual(
+      attempts.map((row) => row.attempts),
+      [1],
+    );
   });
 
-  it('on SQLite a second process does not run workers, says so, and takes over when the first stops', { skip: DIALECT !== 'sqlite' && 'SQLite only' }, async () => {
+  it('on SQLite a second process does not run workers, says so, and takes over when the first stops', {
+    skip: DIALECT !== 'sqlite' && 'SQLite only',
+  }, async () => {
     const first = startChild();
     await seen(first.stdout, /^ready working=true$/);
     const second = startChild();

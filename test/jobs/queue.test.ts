@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { inTransaction } from '../../src/db/index.ts';
 import { recordEvent } from '../../src/jobs/outbox.ts';
-import {
-  PermanentError, RetryableError, claimJobs, enqueue, getJob, listJobs, releaseExpired, retryJob,
-} from '../../src/jobs/queue.ts';
+import { PermanentError, RetryableError, claimJobs, enqueue, getJob, listJobs, releaseExpired, retryJob } from '../../src/jobs/queue.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
@@ -12,20 +10,25 @@ import { reviewEvent } from '../modules/webhooks/support.ts';
 
 describe(`jobs (${DIALECT})`, () => {
   let f: JobsFixture;
-  before(async () => { f = await createJobsFixture(); });
+  before(async () => {
+    f = await createJobsFixture();
+  });
   beforeEach(async () => f.reset());
   after(async () => f.close());
 
   /** Makes a job due now, standing in for the wait of its retry delay. */
   const makeDue = (id: string) => f.storage.db.updateTable('jobs').set({ due_at: Date.now() }).where('id', '=', id).execute();
 
-  describe('enqueue in the caller\'s transaction', () => {
+  describe("enqueue in the caller's transaction", () => {
     it('an enqueue rolled back with its transaction leaves nothing', async () => {
-      await assert.rejects(inTransaction(f.storage.db, async (trx) => {
-        await enqueue(trx, { kind: 'test.noop', businessId: f.businessId, payload: { n: 1 } });
-        await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) });
-        throw new Error('the change fails');
-      }), /the change fails/);
+      await assert.rejects(
+        inTransaction(f.storage.db, async (trx) => {
+          await enqueue(trx, { kind: 'test.noop', businessId: f.businessId, payload: { n: 1 } });
+          await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) });
+          throw new Error('the change fails');
+        }),
+        /the change fails/,
+      );
       assert.equal((await f.storage.db.selectFrom('jobs').selectAll().execute()).length, 0);
       assert.equal((await f.storage.db.selectFrom('events').selectAll().execute()).length, 0);
     });
@@ -47,7 +50,9 @@ describe(`jobs (${DIALECT})`, () => {
   describe('workers', () => {
     it('run a job promptly after its enqueue commits, once', async () => {
       const ran: string[] = [];
-      f.queue.register('test.noop', async ({ job }) => { ran.push(job.id); });
+      f.queue.register('test.noop', async ({ job }) => {
+        ran.push(job.id);
+      });
       await f.queue.start();
       assert.equal(f.queue.working, true);
       const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
@@ -61,12 +66,16 @@ describe(`jobs (${DIALECT})`, () => {
     it('run at most `concurrency` jobs of a kind at once', async () => {
       let running = 0;
       let peak = 0;
-      f.queue.register('test.slow', async () => {
-        running++;
-        peak = Math.max(peak, running);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        running--;
-      }, { concurrency: 3 });
+      f.queue.register(
+        'test.slow',
+        async () => {
+          running++;
+          peak = Math.max(peak, running);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          running--;
+        },
+        { concurrency: 3 },
+      );
       await inTransaction(f.storage.db, async (trx) => {
         for (let i = 0; i < 20; i++) await enqueue(trx, { kind: 'test.slow', payload: { i } });
       });
@@ -84,12 +93,21 @@ describe(`jobs (${DIALECT})`, () => {
   });
 
   describe('retries', () => {
-    it('follow the kind\'s schedule, then end failed and stay queryable; a manual retry queues again', async () => {
+    it("follow the kind's schedule, then end failed and stay queryable; a manual retry queues again", async () => {
       let fail = true;
-      f.queue.register('test.flaky', async () => { if (fail) throw new Error('remote said 500'); }, { retrySchedule: [5, 300] });
+      f.queue.register(
+        'test.flaky',
+        async () => {
+          if (fail) throw new Error('remote said 500');
+        },
+        { retrySchedule: [5, 300] },
+      );
       const id = await enqueue(f.storage.db, { kind: 'test.flaky', businessId: f.businessId, payload: {} });
 
-      for (const [attempt, delay] of [[1, 5], [2, 300]] as const) {
+      for (const [attempt, delay] of [
+        [1, 5],
+        [2, 300],
+      ] as const) {
         const before = Date.now();
         await f.queue.runDue();
         const job = (await getJob(f.storage.db, id))!;
@@ -103,7 +121,10 @@ describe(`jobs (${DIALECT})`, () => {
       let job = (await getJob(f.storage.db, id))!;
       assert.equal(job.status, 'failed', 'one attempt plus one per delay');
       assert.equal(job.attempts, 3);
-      assert.deepEqual((await listJobs(f.storage.db, { status: 'failed', businessId: f.businessId })).map((j) => j.id), [id]);
+      assert.deepEqual(
+        (await listJobs(f.storage.db, { status: 'failed', businessId: f.businessId })).map((j) => j.id),
+        [id],
+      );
 
       fail = false;
       job = (await retryJob(f.storage.db, id, { businessId: f.businessId }))!;
@@ -117,9 +138,18 @@ describe(`jobs (${DIALECT})`, () => {
 
     it('wait the longer of the scheduled delay and the Retry-After the handler reports', async () => {
       let retryAfter = 0;
-      f.queue.register('test.busy', async () => { throw new RetryableError('429', { retryAfterSeconds: retryAfter }); }, { retrySchedule: [5, 5, 5] });
+      f.queue.register(
+        'test.busy',
+        async () => {
+          throw new RetryableError('429', { retryAfterSeconds: retryAfter });
+        },
+        { retrySchedule: [5, 5, 5] },
+      );
       const id = await enqueue(f.storage.db, { kind: 'test.busy', payload: {} });
-      for (const [reported, expected] of [[120, 120], [2, 5]] as const) {
+      for (const [reported, expected] of [
+        [120, 120],
+        [2, 5],
+      ] as const) {
         retryAfter = reported;
         const before = Date.now();
         await f.queue.runDue();
@@ -130,7 +160,9 @@ describe(`jobs (${DIALECT})`, () => {
     });
 
     it('stop at a PermanentError', async () => {
-      f.queue.register('test.gone', async () => { throw new PermanentError('410 gone'); });
+      f.queue.register('test.gone', async () => {
+        throw new PermanentError('410 gone');
+      });
       const id = await enqueue(f.storage.db, { kind: 'test.gone', payload: {} });
       await f.queue.runDue();
       const job = (await getJob(f.storage.db, id))!;
@@ -141,19 +173,24 @@ describe(`jobs (${DIALECT})`, () => {
 
     it('a job whose lease ran out runs again, and the late attempt cannot overwrite it', async () => {
       const ran: number[] = [];
-      f.queue.register('test.noop', async ({ job }) => { ran.push(job.attempts); });
+      f.queue.register('test.noop', async ({ job }) => {
+        ran.push(job.attempts);
+      });
       const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
       // A worker that claimed the job and died: its lease runs out.
       const [dead] = await claimJobs(f.storage.db, 'test.noop', 1, 1, 'dead-worker');
       await until(() => Date.now() > dead!.startedAt! + 1);
-      assert.deepEqual((await releaseExpired(f.storage.db)).map((j) => j.id), [id]);
+      assert.deepEqual(
+        (await releaseExpired(f.storage.db)).map((j) => j.id),
+        [id],
+      );
       await f.queue.runDue();
       const job = (await getJob(f.storage.db, id))!;
       assert.equal(job.status, 'succeeded');
       assert.deepEqual(ran, [2], 'the dead attempt counts');
     });
 
-    it('a job whose last attempt\'s lease ran out ends failed', async () => {
+    it("a job whose last attempt's lease ran out ends failed", async () => {
       f.queue.register('test.noop', async () => {}, { retrySchedule: [] });
       const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
       await claimJobs(f.storage.db, 'test.noop', 1, 1, 'dead-worker');
@@ -169,12 +206,17 @@ describe(`jobs (${DIALECT})`, () => {
     it('waits for running jobs to finish', async () => {
       const release = gate();
       const started = gate();
-      f.queue.register('test.wait', async () => { started.open(); await release.promise; });
+      f.queue.register('test.wait', async () => {
+        started.open();
+        await release.promise;
+      });
       await f.queue.start();
       const id = await enqueue(f.storage.db, { kind: 'test.wait', payload: {} });
       await started.promise;
       let stopped = false;
-      const stopping = f.queue.stop(60_000).then(() => { stopped = true; });
+      const stopping = f.queue.stop(60_000).then(() => {
+        stopped = true;
+      });
       await new Promise((resolve) => setTimeout(resolve, 50));
       assert.equal(stopped, false, 'stop waits for the running job');
       release.open();
@@ -182,12 +224,14 @@ describe(`jobs (${DIALECT})`, () => {
       assert.equal((await getJob(f.storage.db, id))?.status, 'succeeded');
     });
 
-    it('gives up after the grace period, aborts the handler\'s signal and leaves the job to its lease', async () => {
+    it("gives up after the grace period, aborts the handler's signal and leaves the job to its lease", async () => {
       const started = gate();
       let aborted = false;
       f.queue.register('test.stuck', async ({ signal }) => {
         started.open();
-        signal.addEventListener('abort', () => { aborted = true; });
+        signal.addEventListener('abort', () => {
+          aborted = true;
+        });
         await new Promise(() => {}); // ignores the signal: never settles
       });
       await f.queue.start();
@@ -202,16 +246,24 @@ describe(`jobs (${DIALECT})`, () => {
   describe('events', () => {
     it('fan out into one job per recipient, once even when dispatched twice', async () => {
       const delivered: string[] = [];
-      f.queue.register('test.delivery', async ({ job }) => { delivered.push((job.payload as { to: string }).to); });
+      f.queue.register('test.delivery', async ({ job }) => {
+        delivered.push((job.payload as { to: string }).to);
+      });
       f.queue.onEvent('external_review.request', async (trx, events) => {
         for (const event of events) {
           for (const to of ['sub_a', 'sub_b']) {
-            await enqueue(trx, { kind: 'test.delivery', businessId: event.businessId, payload: { to, eventId: event.id }, dedupeKey: `${event.id}:${to}` });
+            await enqueue(trx, {
+              kind: 'test.delivery',
+              businessId: event.businessId,
+              payload: { to, eventId: event.id },
+              dedupeKey: `${event.id}:${to}`,
+            });
           }
         }
       });
       const eventId = await inTransaction(f.storage.db, (trx) =>
-        recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) }));
+        recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) }),
+      );
       await f.queue.runDue();
       assert.deepEqual(delivered.sort(), ['sub_a', 'sub_b']);
 
@@ -228,10 +280,13 @@ describe(`jobs (${DIALECT})`, () => {
     it('runs the dispatches claimed together in one call of the hook; one failing event holds back no other', async () => {
       const calls: string[][] = [];
       const delivered: string[] = [];
-      f.queue.register('test.delivery', async ({ job }) => { delivered.push((job.payload as { eventId: string }).eventId); });
+      f.queue.register('test.delivery', async ({ job }) => {
+        delivered.push((job.payload as { eventId: string }).eventId);
+      });
       const ids = await inTransaction(f.storage.db, async (trx) => {
         const recorded: string[] = [];
-        for (let i = 0; i < 5; i++) recorded.push(await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId, i) }));
+        for (let i = 0; i < 5; i++)
+          recorded.push(await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId, i) }));
         return recorded;
       });
       const poison = ids[2]!;
@@ -249,14 +304,17 @@ describe(`jobs (${DIALECT})`, () => {
       assert.deepEqual(delivered.sort(), ids.filter((id) => id !== poison).sort());
       const dispatches = await listJobs(f.storage.db, { kind: 'event.dispatch' });
       const failed = dispatches.filter((job) => job.status !== 'succeeded');
-      assert.deepEqual(failed.map((job) => (job.payload as { eventId: string }).eventId), [poison]);
+      assert.deepEqual(
+        failed.map((job) => (job.payload as { eventId: string }).eventId),
+        [poison],
+      );
       assert.equal(failed[0]!.status, 'pending');
       assert.match(failed[0]!.lastError ?? '', /cannot be dispatched/);
     });
   });
 
   describe('queries', () => {
-    it('read another business\'s job exactly like an unknown one', async () => {
+    it("read another business's job exactly like an unknown one", async () => {
       const other = (await new BusinessService({ db: f.storage.db }).createBusiness('Other')).business_id;
       const id = await enqueue(f.storage.db, { kind: 'test.noop', businessId: other, payload: {} });
       assert.equal(await getJob(f.storage.db, id, { businessId: f.businessId }), null);

@@ -7,7 +7,9 @@ import { until } from './support.ts';
 
 describe(`job workers in cps serve (${DIALECT})`, () => {
   let database: TestDatabase;
-  before(async () => { database = await createTestDatabase(); });
+  before(async () => {
+    database = await createTestDatabase();
+  });
   after(async () => database.drop());
 
   it('start in every process (on SQLite in one, the other says why) and stop on SIGTERM', async () => {

@@ -58,6 +58,8 @@ export async function until(check: () => Promise<boolean> | boolean, everyMs = 2
 /** A promise with its resolver, for handlers the test releases. */
 export function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;
-  const promise = new Promise<void>((resolve) => { open = resolve; });
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
   return { promise, open };
 }

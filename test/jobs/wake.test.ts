@@ -15,7 +15,9 @@ class ClaimGate implements KyselyPlugin {
   readonly reached = gate();
   readonly release = gate();
 
-  arm(): void { this.armed = true; }
+  arm(): void {
+    this.armed = true;
+  }
 
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
     if (this.armed && args.node.kind === 'UpdateQueryNode' && args.node.with) {
@@ -36,7 +38,9 @@ class ClaimGate implements KyselyPlugin {
 
 describe(`job wake-ups (${DIALECT})`, () => {
   let f: JobsFixture;
-  before(async () => { f = await createJobsFixture(); });
+  before(async () => {
+    f = await createJobsFixture();
+  });
   beforeEach(async () => f.reset());
   after(async () => f.close());
 
@@ -46,7 +50,13 @@ describe(`job wake-ups (${DIALECT})`, () => {
     const queue = new JobQueue({ ...f.storage, db: f.storage.db.withPlugin(claimGate) }, createLogger('silent'), new Registry(), { pollMs: 60_000 });
     try {
       const ran: string[] = [];
-      queue.register('test.noop', async ({ job }) => { ran.push(job.id); }, { concurrency: 2 });
+      queue.register(
+        'test.noop',
+        async ({ job }) => {
+          ran.push(job.id);
+        },
+        { concurrency: 2 },
+      );
       await queue.start();
       claimGate.arm();
       const first = await enqueue(f.storage.db, { kind: 'test.noop', payload: { n: 1 } });

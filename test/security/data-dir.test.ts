@@ -67,28 +67,56 @@ describe(`data directory modes (${DIALECT})`, () => {
     const dataDir = path.join(root, 'wide');
     mkdirSync(dataDir);
     chmodSync(dataDir, 0o755);
-    for (const [name, mode] of [['cps.sqlite', 0o644], ['cps.sqlite-wal', 0o640], ['master.key', 0o600], ['search-index-00ff.bin', 0o604], ['notes.txt', 0o644]] as const) {
+    for (const [name, mode] of [
+      ['cps.sqlite', 0o644],
+      ['cps.sqlite-wal', 0o640],
+      ['master.key', 0o600],
+      ['search-index-00ff.bin', 0o604],
+      ['notes.txt', 0o644],
+    ] as const) {
       writeFileSync(path.join(dataDir, name), '');
       chmodSync(path.join(dataDir, name), mode);
     }
     const lines: Array<Record<string, unknown>> = [];
-    const logger = createLogger('info', new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } }));
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(JSON.parse(String(chunk)));
+          done();
+        },
+      }),
+    );
     warnAboutWideModes(dataDir, logger);
-    const warned = lines.filter((line) => line.level === 40).map((line) => [line.path, line.mode, line.expected]).sort();
-    assert.deepEqual(warned, [
-      [dataDir, '0755', '0700'],
-      [path.join(dataDir, 'cps.sqlite'), '0644', '0600'],
-      [path.join(dataDir, 'cps.sqlite-wal'), '0640', '0600'],
-      [path.join(dataDir, 'search-index-00ff.bin'), '0604', '0600'],
-    ].sort());
+    const warned = lines
+      .filter((line) => line.level === 40)
+      .map((line) => [line.path, line.mode, line.expected])
+      .sort();
+    assert.deepEqual(
+      warned,
+      [
+        [dataDir, '0755', '0700'],
+        [path.join(dataDir, 'cps.sqlite'), '0644', '0600'],
+        [path.join(dataDir, 'cps.sqlite-wal'), '0640', '0600'],
+        [path.join(dataDir, 'search-index-00ff.bin'), '0604', '0600'],
+      ].sort(),
+    );
     assert.match(String(lines[0]!.msg), /has mode 0\d{3}: other users on this machine can reach it; expected 0\d{3}/);
-    assert.equal(modeOf(path.join(dataDir, 'cps.sqlite')), 0o644, 'the operator\'s modes are left alone');
+    assert.equal(modeOf(path.join(dataDir, 'cps.sqlite')), 0o644, "the operator's modes are left alone");
     assert.equal(modeOf(dataDir), 0o755);
   });
 
   it('says nothing about a private data directory, or one that does not exist yet', () => {
     const lines: string[] = [];
-    const logger = createLogger('info', new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } }));
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
     warnAboutWideModes(path.join(root, 'keys'), logger);
     warnAboutWideModes(path.join(root, 'absent'), logger);
     assert.deepEqual(lines, []);
@@ -114,9 +142,21 @@ describe(`data directory modes (${DIALECT})`, () => {
       const second = await startServerProcess(env, START_TIMEOUT_MS);
       second.child.kill('SIGTERM');
       assert.equal(await second.exited, 0);
-      const warnings = second.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
-        .filter((line) => line.level === 40 && /has mode/.test(line.msg)).map((line) => [line.path, line.mode]).sort();
-      assert.deepEqual(warnings, [[dataDir, '0750'], [path.join(dataDir, 'master.key'), '0644']].sort());
+      const warnings = second
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.level === 40 && /has mode/.test(line.msg))
+        .map((line) => [line.path, line.mode])
+        .sort();
+      assert.deepEqual(
+        warnings,
+        [
+          [dataDir, '0750'],
+          [path.join(dataDir, 'master.key'), '0644'],
+        ].sort(),
+      );
     } finally {
       await fresh.drop();
     }

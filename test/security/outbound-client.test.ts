@@ -19,7 +19,11 @@ async function receiver(handle: (req: IncomingMessage, res: ServerResponse) => v
   return {
     port: (server.address() as AddressInfo).port,
     connections: () => connections,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -37,9 +41,17 @@ describe('outbound client (development: loopback allowed)', () => {
   const client = new OutboundClient({ publicOnly: false });
   before(async () => {
     server = await receiver((req, res) => {
-      if (req.url === '/big') { res.writeHead(200); res.end('x'.repeat(MAX_RESPONSE_BYTES * 3)); return; }
+      if (req.url === '/big') {
+        res.writeHead(200);
+        res.end('x'.repeat(MAX_RESPONSE_BYTES * 3));
+        return;
+      }
       if (req.url === '/hang') return;
-      if (req.url === '/redirect') { res.writeHead(302, { location: '/json' }); res.end(); return; }
+      if (req.url === '/redirect') {
+        res.writeHead(302, { location: '/json' });
+        res.end();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json', 'retry-after': '5' });
       res.end('{"ok":true}');
     });
@@ -67,7 +79,9 @@ describe('outbound client (development: loopback allowed)', () => {
     const closed = await failure(client.request(`http://127.0.0.1:${await freePort()}/`, { headers: {} }));
     // https to a plain-HTTP port: a TLS error, which must not be told apart from a closed port.
     const tls = await failure(client.request(`https://127.0.0.1:${server.port}/json`, { headers: {} }));
-    const unresolvable = await failure(new OutboundClient({ publicOnly: false, resolve: stubResolver().resolve }).request('http://nowhere.test/', { headers: {} }));
+    const unresolvable = await failure(
+      new OutboundClient({ publicOnly: false, resolve: stubResolver().resolve }).request('http://nowhere.test/', { headers: {} }),
+    );
     const slow = await failure(client.request(`http://127.0.0.1:${server.port}/hang`, { headers: {}, timeoutMs: 100 }));
     const scheme = await failure(client.request('ftp://127.0.0.1/', { headers: {} }));
     const aborted = await failure(client.request(`http://127.0.0.1:${server.port}/hang`, { headers: {}, signal: AbortSignal.abort() }));
@@ -94,11 +108,19 @@ describe('outbound client (production: public https only)', () => {
     const dns = stubResolver();
     const client = new OutboundClient({ publicOnly: true, resolve: dns.resolve });
     for (const url of [
-      `https://127.0.0.1:${listener.port}/`, `https://2130706433:${listener.port}/`, `https://0x7f.1:${listener.port}/`,
-      `https://0177.0.0.1:${listener.port}/`, `https://127.1:${listener.port}/`, `https://[::1]:${listener.port}/`,
-      `https://[::ffff:127.0.0.1]:${listener.port}/`, `https://[0:0:0:0:0:ffff:7f00:1]:${listener.port}/`,
-      `https://[64:ff9b::7f00:1]:${listener.port}/`, `https://[2002:7f00:1::]:${listener.port}/`,
-      `https://localhost:${listener.port}/`, `https://localhost.:${listener.port}/`, `http://example.test:${listener.port}/`,
+      `https://127.0.0.1:${listener.port}/`,
+      `https://2130706433:${listener.port}/`,
+      `https://0x7f.1:${listener.port}/`,
+      `https://0177.0.0.1:${listener.port}/`,
+      `https://127.1:${listener.port}/`,
+      `https://[::1]:${listener.port}/`,
+      `https://[::ffff:127.0.0.1]:${listener.port}/`,
+      `https://[0:0:0:0:0:ffff:7f00:1]:${listener.port}/`,
+      `https://[64:ff9b::7f00:1]:${listener.port}/`,
+      `https://[2002:7f00:1::]:${listener.port}/`,
+      `https://localhost:${listener.port}/`,
+      `https://localhost.:${listener.port}/`,
+      `http://example.test:${listener.port}/`,
     ]) {
       const error = await failure(client.request(url, { headers: {} }));
       assert.ok(error instanceof AddressNotAllowedError, url);

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { describe, it } from 'node:test';
 import {
-  AddressNotAllowedError, OutboundPolicy, canonicalHost, classifyAddress, classifyLiteral, isBlockedName, type AddressClass,
+  AddressNotAllowedError,
+  OutboundPolicy,
+  canonicalHost,
+  classifyAddress,
+  classifyLiteral,
+  isBlockedName,
+  type AddressClass,
 } from '../../src/security/outbound.ts';
 import { stubResolver } from './support.ts';
 
@@ -161,7 +167,17 @@ describe('outbound address classifier', () => {
   });
 
   it('refuses the host itself and metadata names whatever they resolve to', () => {
-    for (const name of ['localhost', 'LOCALHOST.', 'api.localhost', 'metadata.google.internal', 'METADATA.GOOGLE.INTERNAL.', 'metadata.goog', 'metadata', 'instance-data', 'ip-10-0-0-1.ec2.internal']) {
+    for (const name of [
+      'localhost',
+      'LOCALHOST.',
+      'api.localhost',
+      'metadata.google.internal',
+      'METADATA.GOOGLE.INTERNAL.',
+      'metadata.goog',
+      'metadata',
+      'instance-data',
+      'ip-10-0-0-1.ec2.internal',
+    ]) {
       assert.equal(isBlockedName(name), true, name);
     }
     for (const name of ['example.com', 'localhost.example.com', 'internal.example.com', 'metadata.example.com']) {
@@ -216,7 +232,15 @@ describe('outbound policy (production)', () => {
     // Only the lookup's answer is inspected here: no socket is opened.
     assert.deepEqual((await lookup(policy, 'rebind.test', true)).answer, [{ address: '93.184.215.14', family: 4 }]);
     assert.deepEqual((await lookup(policy, 'rebind.test', false)).answer, ['93.184.215.14', 4]);
-    for (const answers of [['127.0.0.1'], ['10.0.0.5'], ['169.254.169.254'], ['::1'], ['::ffff:7f00:1'], ['2002:a9fe:a9fe::'], ['93.184.215.14', 'fe80::1']]) {
+    for (const answers of [
+      ['127.0.0.1'],
+      ['10.0.0.5'],
+      ['169.254.169.254'],
+      ['::1'],
+      ['::ffff:7f00:1'],
+      ['2002:a9fe:a9fe::'],
+      ['93.184.215.14', 'fe80::1'],
+    ]) {
       dns.answer('rebind.test', answers);
       const { error } = await lookup(policy, 'rebind.test', true);
       assert.ok(error instanceof AddressNotAllowedError, answers.join(','));

@@ -30,7 +30,9 @@ export function stubResolver(table: Record<string, string[]> = {}): StubResolver
   return {
     asked,
     answer: (name, addresses) => answers.set(name, addresses),
-    rebindAll: () => { rebound = true; },
+    rebindAll: () => {
+      rebound = true;
+    },
     resolve: async (name) => {
       asked.push(name);
       const found = rebound ? ['127.0.0.1'] : answers.get(name);

@@ -1,13 +1,15 @@
 import type { Kysely } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('businesses')
+  await db.schema
+    .createTable('businesses')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
 
-  await db.schema.createTable('api_clients')
+  await db.schema
+    .createTable('api_clients')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('secret_hash', 'text', (c) => c.notNull())
@@ -17,7 +19,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('api_clients_business_idx').on('api_clients').column('business_id').execute();
 
-  await db.schema.createTable('refresh_tokens')
+  await db.schema
+    .createTable('refresh_tokens')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('token_hash', 'text', (c) => c.notNull().unique())
     .addColumn('family_id', 'text', (c) => c.notNull())

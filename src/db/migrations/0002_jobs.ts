@@ -2,7 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import { isPostgres } from '../dialect.ts';
 
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('events')
+  await db.schema
+    .createTable('events')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('type', 'text', (c) => c.notNull())
@@ -12,7 +13,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('events_business_idx').on('events').columns(['business_id', 'created_at']).execute();
 
   // Background jobs (src/jobs/queue.ts). status: pending, running, succeeded, failed.
-  await db.schema.createTable('jobs')
+  await db.schema
+    .createTable('jobs')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('business_id', 'text', (c) => c.references('businesses.id').onDelete('cascade'))
@@ -38,7 +40,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('jobs_business_idx').on('jobs').columns(['business_id', 'created_at']).execute();
 
   // On SQLite one process runs the workers: the one holding this row's lease.
-  await db.schema.createTable('job_locks')
+  await db.schema
+    .createTable('job_locks')
     .addColumn('name', 'text', (c) => c.primaryKey())
     .addColumn('owner', 'text', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())

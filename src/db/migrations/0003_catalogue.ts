@@ -7,7 +7,8 @@
 import type { Kysely } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('drugs')
+  await db.schema
+    .createTable('drugs')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('name_key', 'text', (c) => c.notNull())
@@ -32,7 +33,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('drugs_identity_idx').on('drugs').columns(['name_key', 'maker_key']).execute();
   await db.schema.createIndex('drugs_seq_idx').on('drugs').column('seq').execute();
 
-  await db.schema.createTable('lab_tests')
+  await db.schema
+    .createTable('lab_tests')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('name_key', 'text', (c) => c.notNull().unique())
@@ -49,7 +51,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('lab_tests_seq_idx').on('lab_tests').column('seq').execute();
 
-  await db.schema.createTable('catalogue_meta')
+  await db.schema
+    .createTable('catalogue_meta')
     .addColumn('id', 'integer', (c) => c.primaryKey())
     .addColumn('version', 'bigint', (c) => c.notNull())
     /** Hash of the built-in catalogue files last imported, so a start imports them only when they change. */

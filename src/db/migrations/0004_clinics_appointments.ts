@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 
 /** Clinics, doctors and their assignments; patients kept per business; appointments. */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('clinics')
+  await db.schema
+    .createTable('clinics')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('partner_id', 'text')
@@ -20,7 +21,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('clinics_partner_idx').on('clinics').columns(['business_id', 'partner_id']).unique().execute();
   await db.schema.createIndex('clinics_business_idx').on('clinics').columns(['business_id', 'created_at']).execute();
 
-  await db.schema.createTable('doctors')
+  await db.schema
+    .createTable('doctors')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('partner_id', 'text')
@@ -37,7 +39,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('doctors_partner_idx').on('doctors').columns(['business_id', 'partner_id']).unique().execute();
   await db.schema.createIndex('doctors_business_idx').on('doctors').columns(['business_id', 'created_at']).execute();
 
-  await db.schema.createTable('clinic_doctors')
+  await db.schema
+    .createTable('clinic_doctors')
     .addColumn('clinic_id', 'text', (c) => c.notNull().references('clinics.id').onDelete('cascade'))
     .addColumn('doctor_id', 'text', (c) => c.notNull().references('doctors.id').onDelete('cascade'))
     .addColumn('business_id', 'text', (c) => c.notNull())
@@ -46,7 +49,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('clinic_doctors_doctor_idx').on('clinic_doctors').column('doctor_id').execute();
 
-  await db.schema.createTable('patients')
+  await db.schema
+    .createTable('patients')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('partner_patient_id', 'text')
@@ -56,7 +60,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('patients_partner_idx').on('patients').columns(['business_id', 'partner_patient_id']).unique().execute();
 
-  await db.schema.createTable('appointments')
+  await db.schema
+    .createTable('appointments')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('partner_appointment_id', 'text')

@@ -11,7 +11,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Case ids are compared in the keyset; byte order ("C") keeps paging identical on both dialects.
   const byteOrder = isPostgres(db) ? sql`collate "C"` : sql``;
 
-  await db.schema.createTable('cases')
+  await db.schema
+    .createTable('cases')
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('patient_ref', 'text', (c) => c.notNull())
     .addColumn('id', 'text', (c) => c.notNull().modifyFront(byteOrder))

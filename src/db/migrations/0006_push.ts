@@ -4,7 +4,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   // One set of FCM service-account credentials per business. `sealed` is the whole sa_key,
   // AES-256-GCM under CPS_MASTER_KEY with the business id as associated data; the clear columns
   // are the metadata GET /notification/push-creds shows, so reading them needs no decryption.
-  await db.schema.createTable('push_credentials')
+  await db.schema
+    .createTable('push_credentials')
     .addColumn('business_id', 'text', (c) => c.primaryKey().references('businesses.id').onDelete('cascade'))
     .addColumn('sealed', 'text', (c) => c.notNull())
     .addColumn('project_id', 'text', (c) => c.notNull())
@@ -14,7 +15,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
 
-  await db.schema.createTable('push_devices')
+  await db.schema
+    .createTable('push_devices')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('did', 'text', (c) => c.notNull())
@@ -33,7 +35,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('push_devices_patient_idx').on('push_devices').columns(['business_id', 'patient_ref']).execute();
 
-  await db.schema.createTable('push_notifications')
+  await db.schema
+    .createTable('push_notifications')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('title', 'text', (c) => c.notNull())
@@ -45,7 +48,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 
   // One row per target device: its outcome (pending, sent, failed, dropped).
-  await db.schema.createTable('push_deliveries')
+  await db.schema
+    .createTable('push_deliveries')
     .addColumn('notification_id', 'text', (c) => c.notNull().references('push_notifications.id').onDelete('cascade'))
     .addColumn('did', 'text', (c) => c.notNull())
     .addColumn('business_id', 'text', (c) => c.notNull())

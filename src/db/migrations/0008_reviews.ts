@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 
 /** Reviews left on the hosted review page: one per appointment (the unique index decides races). */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('reviews')
+  await db.schema
+    .createTable('reviews')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id').onDelete('cascade'))
     .addColumn('appointment_id', 'text', (c) => c.notNull().unique().references('appointments.id').onDelete('cascade'))

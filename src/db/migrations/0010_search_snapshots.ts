@@ -8,7 +8,8 @@ import { isPostgres } from '../dialect.ts';
  * release of the search code (`source`); `version` is the catalogue version it holds.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('search_snapshots')
+  await db.schema
+    .createTable('search_snapshots')
     .addColumn('source', 'text', (c) => c.notNull())
     .addColumn('part', 'integer', (c) => c.notNull())
     .addColumn('version', 'bigint', (c) => c.notNull())

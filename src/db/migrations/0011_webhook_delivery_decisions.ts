@@ -8,7 +8,8 @@ import type { Kysely } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   const now = Date.now();
   // A last attempt the worker settled without the handler (its lease ran out, or it threw before sending).
-  await db.updateTable('webhook_deliveries')
+  await db
+    .updateTable('webhook_deliveries')
     .set((eb) => ({
       status: 'failed',
       next_attempt_at: null,
@@ -19,7 +20,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .where('job_id', 'in', db.selectFrom('jobs').select('id').where('status', '=', 'failed'))
     .execute();
   // A retry the queue scheduled: the job's due time is the next attempt's.
-  await db.updateTable('webhook_deliveries')
+  await db
+    .updateTable('webhook_deliveries')
     .set((eb) => ({ next_attempt_at: eb.selectFrom('jobs').select('jobs.due_at').whereRef('jobs.id', '=', 'webhook_deliveries.job_id') }))
     .where('status', '=', 'pending')
     .where('job_id', 'in', db.selectFrom('jobs').select('id').where('status', '=', 'pending'))

@@ -40,10 +40,20 @@ export interface LockedAppointment extends AppointmentView {
  * concurrent changes check their rules one after another. SQLite runs one transaction at a time on
  * its single connection.
  */
-export async function findForUpdate(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<LockedAppointment | undefined> {
+export async function findForUpdate(
+  db: Db,
+  dialect: DialectName,
+  businessId: string,
+  id: string,
+  byPartner: boolean,
+): Promise<LockedAppointment | undefined> {
   const key = byPartner ? 'a.partner_appointment_id' : 'a.id';
-  const locked = compiledOnce(`locked ${dialect} ${byPartner}`, () => views(db, BUSINESS).select('p.details as patient_record_details').where(key, '=', ID)
-    .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p'])));
+  const locked = compiledOnce(`locked ${dialect} ${byPartner}`, () =>
+    views(db, BUSINESS)
+      .select('p.details as patient_record_details')
+      .where(key, '=', ID)
+      .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p'])),
+  );
   // Bounded: an appointment whose view never matches would otherwise be read forever.
   for (let attempt = 0; attempt < 3; attempt++) {
     const row = await run(db, locked, businessId, id);
@@ -51,7 +61,12 @@ export async function findForUpdate(db: Db, dialect: DialectName, businessId: st
     // PostgreSQL rechecks a row changed while it waited for the lock against its new version: when
     // that change moved the appointment to another patient, the join no longer matches and the
     // read comes back empty although the appointment exists. A new read sees the committed move.
-    const exists = await db.selectFrom('appointments as a').select('a.id').where('a.business_id', '=', businessId).where(key, '=', id).executeTakeFirst();
+    const exists = await db
+      .selectFrom('appointments as a')
+      .select('a.id')
+      .where('a.business_id', '=', businessId)
+      .where(key, '=', id)
+      .executeTakeFirst();
     if (!exists) return undefined;
   }
   return undefined;
@@ -62,7 +77,8 @@ export async function updateAppointment(db: Db, businessId: string, id: string, 
 }
 
 function views(db: Db, businessId: string) {
-  return db.selectFrom('appointments as a')
+  return db
+    .selectFrom('appointments as a')
     .innerJoin('clinics as c', 'c.id', 'a.clinic_id')
     .innerJoin('doctors as d', 'd.id', 'a.doctor_id')
     .innerJoin('patients as p', 'p.id', 'a.patient_id')
@@ -71,8 +87,16 @@ function views(db: Db, businessId: string) {
     .where('a.business_id', '=', businessId);
 }
 
-export async function findView(db: Db, dialect: DialectName, businessId: string, id: string, byPartner: boolean): Promise<AppointmentView | undefined> {
-  const query = compiledOnce(`view ${dialect} ${byPartner}`, () => views(db, BUSINESS).where(byPartner ? 'a.partner_appointment_id' : 'a.id', '=', ID));
+export async function findView(
+  db: Db,
+  dialect: DialectName,
+  businessId: string,
+  id: string,
+  byPartner: boolean,
+): Promise<AppointmentView | undefined> {
+  const query = compiledOnce(`view ${dialect} ${byPartner}`, () =>
+    views(db, BUSINESS).where(byPartner ? 'a.partner_appointment_id' : 'a.id', '=', ID),
+  );
   return run(db, query, businessId, id);
 }
 
@@ -120,8 +144,23 @@ export async function listViews(db: Db, businessId: string, filter: ListFilter):
   return query.orderBy('a.start_time').orderBy('a.id').limit(filter.limit).offset(filter.offset).execute();
 }
 
-export async function reviewLinks(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<{ clinic: string | null; doctor: string | null }> {
-  const clinic = await db.selectFrom('clinics').select('review_link').where('business_id', '=', businessId).where('id', '=', clinicId).executeTakeFirst();
-  const doctor = await db.selectFrom('doctors').select('review_link').where('business_id', '=', businessId).where('id', '=', doctorId).executeTakeFirst();
+export async function reviewLinks(
+  db: Db,
+  businessId: string,
+  clinicId: string,
+  doctorId: string,
+): Promise<{ clinic: string | null; doctor: string | null }> {
+  const clinic = await db
+    .selectFrom('clinics')
+    .select('review_link')
+    .where('business_id', '=', businessId)
+    .where('id', '=', clinicId)
+    .executeTakeFirst();
+  const doctor = await db
+    .selectFrom('doctors')
+    .select('review_link')
+    .where('business_id', '=', businessId)
+    .where('id', '=', doctorId)
+    .executeTakeFirst();
   return { clinic: clinic?.review_link ?? null, doctor: doctor?.review_link ?? null };
 }

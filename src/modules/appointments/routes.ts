@@ -9,11 +9,16 @@ import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import type { AppointmentService } from './service.ts';
 
-interface RouteConfig { family: ErrorFamily; auth: RouteAuth }
+interface RouteConfig {
+  family: ErrorFamily;
+  auth: RouteAuth;
+}
 
 const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
 const FreeForm = freeFormObject();
-const DisplayMeta = freeFormObject('Shown on the appointment card: keys up to 30 characters; values a string (up to 50 characters), an integer or a float');
+const DisplayMeta = freeFormObject(
+  'Shown on the appointment card: keys up to 30 characters; values a string (up to 50 characters), an integer or a float',
+);
 const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
 
 const CustomAttributes = Type.Object({
@@ -34,10 +39,12 @@ const PatientDetails = Type.Object({
   gender: Type.Optional(Type.Enum(['M', 'F', 'O'])),
   dob: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-message': 'must be a date, YYYY-MM-DD' })),
   age: Type.Optional(Type.Integer({ minimum: 0, maximum: 150, description: 'Years; the alternative to dob' })),
-  address: Type.Optional(Type.Object({
-    city: Type.Optional(Type.String({ maxLength: 100 })),
-    pincode: Type.Optional(Type.Integer({ minimum: 0, maximum: 9_999_999_999 })),
-  })),
+  address: Type.Optional(
+    Type.Object({
+      city: Type.Optional(Type.String({ maxLength: 100 })),
+      pincode: Type.Optional(Type.Integer({ minimum: 0, maximum: 9_999_999_999 })),
+    }),
+  ),
   partner_patient_id: Type.Optional(Id),
 });
 const Token = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Position in the queue' });
@@ -100,7 +107,7 @@ const Record_ = Type.Object({
 });
 
 const Params = Type.Object({ appointment_id: Type.String({ maxLength: MAX_ID_LENGTH }) });
-const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: '1: appointment_id is the partner\'s id' })) });
+const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: "1: appointment_id is the partner's id" })) });
 const ListQuery = Type.Object({
   clinic_id: Type.Optional(Id),
   doctor_id: Type.Optional(Id),
@@ -120,64 +127,115 @@ export function appointmentRoutes(service: AppointmentService) {
     const tags = ['appointments'];
     const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 
-    app.post('/dr/v1/appointment', {
-      config: write,
-      schema: {
-        tags, summary: 'Book an appointment (status BK)', body: BookBody,
-        response: { 201: Type.Object({ appointment_id: Type.String() }), ...errors, 409: StandardError },
+    app.post(
+      '/dr/v1/appointment',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: 'Book an appointment (status BK)',
+          body: BookBody,
+          response: { 201: Type.Object({ appointment_id: Type.String() }), ...errors, 409: StandardError },
+        },
       },
-    }, async (request, reply) => reply.code(201).send({ appointment_id: await service.book(principalOf(request), request.body) }));
+      async (request, reply) => reply.code(201).send({ appointment_id: await service.book(principalOf(request), request.body) }),
+    );
 
-    app.get('/dr/v1/appointment', {
-      config: read,
-      schema: {
-        tags, summary: 'List appointments by start time, 50 a page', querystring: ListQuery,
-        response: { 200: Type.Object({ appointments: Type.Array(Record_) }), ...errors },
+    app.get(
+      '/dr/v1/appointment',
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: 'List appointments by start time, 50 a page',
+          querystring: ListQuery,
+          response: { 200: Type.Object({ appointments: Type.Array(Record_) }), ...errors },
+        },
       },
-    }, async (request) => ({ appointments: await service.list(principalOf(request).businessId, request.query) }));
+      async (request) => ({ appointments: await service.list(principalOf(request).businessId, request.query) }),
+    );
 
-    app.get('/dr/v1/appointment/:appointment_id', {
-      config: read,
-      schema: { tags, summary: 'Read an appointment', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
-    }, async (request) => service.get(principalOf(request).businessId, request.params.appointment_id, byPartner(request.query)));
-
-    app.patch('/dr/v1/appointment/:appointment_id', {
-      config: write,
-      schema: {
-        tags, summary: 'Update an appointment (partial; partner_meta, custom_attributes, video_connect and display_meta are replaced)',
-        params: Params, querystring: ByPartner, body: UpdateBody, response: { 200: Record_, ...errors },
+    app.get(
+      '/dr/v1/appointment/:appointment_id',
+      {
+        config: read,
+        schema: { tags, summary: 'Read an appointment', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
       },
-    }, async (request) => service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), request.body));
+      async (request) => service.get(principalOf(request).businessId, request.params.appointment_id, byPartner(request.query)),
+    );
 
-    app.post('/dr/v1/appointment/:appointment_id/change-status', {
-      config: write,
-      schema: {
-        tags, summary: 'Mark as no-show (status NS), from any state', params: Params, querystring: ByPartner,
-        body: Type.Object({ status: Type.Literal('NS', { 'x-message': 'must be "NS" (no-show)' }) }),
-        response: { 200: Record_, ...errors },
+    app.patch(
+      '/dr/v1/appointment/:appointment_id',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: 'Update an appointment (partial; partner_meta, custom_attributes, video_connect and display_meta are replaced)',
+          params: Params,
+          querystring: ByPartner,
+          body: UpdateBody,
+          response: { 200: Record_, ...errors },
+        },
       },
-    }, async (request) => service.noShow(principalOf(request), request.params.appointment_id, byPartner(request.query)));
+      async (request) => service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), request.body),
+    );
 
-    app.post('/dr/v1/appointment/:appointment_id/complete', {
-      config: complete,
-      schema: {
-        tags, summary: 'Complete (status CM), from any state; the first completion requests a review',
-        params: Params, querystring: ByPartner, response: { 200: Record_, ...errors },
+    app.post(
+      '/dr/v1/appointment/:appointment_id/change-status',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: 'Mark as no-show (status NS), from any state',
+          params: Params,
+          querystring: ByPartner,
+          body: Type.Object({ status: Type.Literal('NS', { 'x-message': 'must be "NS" (no-show)' }) }),
+          response: { 200: Record_, ...errors },
+        },
       },
-    }, async (request) => service.complete(principalOf(request), request.params.appointment_id, byPartner(request.query)));
+      async (request) => service.noShow(principalOf(request), request.params.appointment_id, byPartner(request.query)),
+    );
 
-    app.put('/dr/v1/appointment/:appointment_id/cancel', {
-      config: write,
-      schema: { tags, summary: 'Cancel (status CN)', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
-    }, async (request) => service.cancel(principalOf(request), request.params.appointment_id, byPartner(request.query)));
-
-    app.post('/dr/v1/appointment/:appointment_id/review-request', {
-      config: write,
-      schema: {
-        tags, summary: 'Request a review now (emits external_review.request)', params: Params, querystring: ByPartner,
-        response: { 202: Type.Object({ event_id: Type.String() }), ...errors },
+    app.post(
+      '/dr/v1/appointment/:appointment_id/complete',
+      {
+        config: complete,
+        schema: {
+          tags,
+          summary: 'Complete (status CM), from any state; the first completion requests a review',
+          params: Params,
+          querystring: ByPartner,
+          response: { 200: Record_, ...errors },
+        },
       },
-    }, async (request, reply) =>
-      reply.code(202).send({ event_id: await service.requestReview(principalOf(request), request.params.appointment_id, byPartner(request.query)) }));
+      async (request) => service.complete(principalOf(request), request.params.appointment_id, byPartner(request.query)),
+    );
+
+    app.put(
+      '/dr/v1/appointment/:appointment_id/cancel',
+      {
+        config: write,
+        schema: { tags, summary: 'Cancel (status CN)', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
+      },
+      async (request) => service.cancel(principalOf(request), request.params.appointment_id, byPartner(request.query)),
+    );
+
+    app.post(
+      '/dr/v1/appointment/:appointment_id/review-request',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: 'Request a review now (emits external_review.request)',
+          params: Params,
+          querystring: ByPartner,
+          response: { 202: Type.Object({ event_id: Type.String() }), ...errors },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .code(202)
+          .send({ event_id: await service.requestReview(principalOf(request), request.params.appointment_id, byPartner(request.query)) }),
+    );
   };
 }

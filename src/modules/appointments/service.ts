@@ -23,8 +23,15 @@ export const PAGE_SIZE = 50;
 export type Status = 'BK' | 'NS' | 'CM' | 'CN';
 export type BookedMode = 'INCLINIC' | 'VIDEO' | 'PHONE';
 
-export interface CustomAttributes { label?: string[]; tags?: string[] }
-export interface VideoConnect { vendor?: string; url?: string; pt_joined?: number }
+export interface CustomAttributes {
+  label?: string[];
+  tags?: string[];
+}
+export interface VideoConnect {
+  vendor?: string;
+  url?: string;
+  pt_joined?: number;
+}
 export type FreeForm = Record<string, unknown>;
 
 export interface BookInput {
@@ -59,7 +66,17 @@ export interface UpdateInput {
   notes?: string;
 }
 
-export const UPDATE_FIELDS = ['custom_attributes', 'partner_meta', 'patient_details', 'token', 'video_connect', 'display_meta', 'start_time', 'end_time', 'notes'] as const;
+export const UPDATE_FIELDS = [
+  'custom_attributes',
+  'partner_meta',
+  'patient_details',
+  'token',
+  'video_connect',
+  'display_meta',
+  'start_time',
+  'end_time',
+  'notes',
+] as const;
 
 /** The appointment record of contract 4: keys without a value are omitted. */
 export interface AppointmentRecord {
@@ -239,7 +256,9 @@ export class AppointmentService {
   }
 
   private exists(): AppError {
-    return new AppError(409, 'partner_appointment_id: an appointment with this partner_appointment_id already exists', { code: 'APPOINTMENT_EXISTS' });
+    return new AppError(409, 'partner_appointment_id: an appointment with this partner_appointment_id already exists', {
+      code: 'APPOINTMENT_EXISTS',
+    });
   }
 
   async get(businessId: string, id: string, byPartner: boolean): Promise<AppointmentRecord> {
@@ -367,7 +386,12 @@ export class AppointmentService {
    * `work` answers what it changed of the view (see `write`): the record is the row read with those
    * changes, so no second read is needed.
    */
-  private async change(businessId: string, id: string, byPartner: boolean, work: (trx: Transaction<Database>, row: repo.LockedAppointment) => Promise<Partial<repo.AppointmentView>>): Promise<AppointmentRecord> {
+  private async change(
+    businessId: string,
+    id: string,
+    byPartner: boolean,
+    work: (trx: Transaction<Database>, row: repo.LockedAppointment) => Promise<Partial<repo.AppointmentView>>,
+  ): Promise<AppointmentRecord> {
     return inTransaction(this.#db, async (trx) => {
       const row = await repo.findForUpdate(trx, this.#dialect, businessId, id, byPartner);
       if (!row) throw notFound();
@@ -377,7 +401,12 @@ export class AppointmentService {
   }
 
   /** Writes `changes` to the locked appointment; answers them with `view`, what else the record shows differently. */
-  private async write(trx: Transaction<Database>, row: repo.AppointmentRow, changes: Partial<repo.AppointmentRow>, view: Partial<repo.AppointmentView> = {}): Promise<Partial<repo.AppointmentView>> {
+  private async write(
+    trx: Transaction<Database>,
+    row: repo.AppointmentRow,
+    changes: Partial<repo.AppointmentRow>,
+    view: Partial<repo.AppointmentView> = {},
+  ): Promise<Partial<repo.AppointmentView>> {
     await repo.updateAppointment(trx, row.business_id, row.id, changes);
     return { ...changes, ...view };
   }
@@ -388,7 +417,8 @@ function resolved(kind: 'clinic' | 'doctor', id: string | undefined, partnerId: 
   if (id === undefined && partnerId === undefined) throw invalid(`${kind}_id`, `send ${kind}_id or partner_${kind}_id`);
   if (id !== undefined && !found.byId) throw invalid(`${kind}_id`, `unknown ${kind}`);
   if (partnerId !== undefined && !found.byPartner) throw invalid(`partner_${kind}_id`, `unknown ${kind}`);
-  if (found.byId && found.byPartner && found.byId !== found.byPartner) throw invalid(`partner_${kind}_id`, `names a different ${kind} than ${kind}_id`);
+  if (found.byId && found.byPartner && found.byId !== found.byPartner)
+    throw invalid(`partner_${kind}_id`, `names a different ${kind} than ${kind}_id`);
   return (found.byId ?? found.byPartner)!;
 }
 

@@ -11,14 +11,16 @@ export async function findRefreshToken(db: Db, tokenHash: string): Promise<Refre
 
 /** Marks the token spent; false when another request spent it first. */
 export async function spendRefreshToken(db: Db, id: string, now: number): Promise<boolean> {
-  const result = await db.updateTable('refresh_tokens').set({ used_at: now })
-    .where('id', '=', id).where('used_at', 'is', null).where('revoked_at', 'is', null)
+  const result = await db
+    .updateTable('refresh_tokens')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
 export async function revokeFamily(db: Db, familyId: string, now: number): Promise<void> {
-  await db.updateTable('refresh_tokens').set({ revoked_at: now })
-    .where('family_id', '=', familyId).where('revoked_at', 'is', null)
-    .execute();
+  await db.updateTable('refresh_tokens').set({ revoked_at: now }).where('family_id', '=', familyId).where('revoked_at', 'is', null).execute();
 }

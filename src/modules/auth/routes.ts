@@ -18,16 +18,24 @@ export function authRoutes(service: AuthService, tokens: AccessTokens) {
   return async function plugin(app: App): Promise<void> {
     const config = { family: 'auth', auth: 'public' } as const;
 
-    app.post('/connect-auth/v1/account/login', {
-      config,
-      schema: {
-        tags: ['auth'],
-        summary: 'Log in with client credentials',
-        description: 'Failed logins spend a budget per client id and per source address (CPS_LOGIN_CLIENT_FAILURES, CPS_LOGIN_ADDRESS_FAILURES per CPS_LOGIN_FAILURE_WINDOW_SECONDS); once one is spent, attempts answer 429 with Retry-After before the secret is checked. A successful login spends nothing. 503 with Retry-After when too many secret checks are already in progress.',
-        body: Type.Object({ client_id: Type.String({ minLength: 1, maxLength: 200 }), client_secret: Type.String({ minLength: 1, maxLength: 500 }) }),
-        response: { 200: TokenPair, 400: AuthError, 401: AuthError, 429: AuthError, 503: AuthError },
+    app.post(
+      '/connect-auth/v1/account/login',
+      {
+        config,
+        schema: {
+          tags: ['auth'],
+          summary: 'Log in with client credentials',
+          description:
+            'Failed logins spend a budget per client id and per source address (CPS_LOGIN_CLIENT_FAILURES, CPS_LOGIN_ADDRESS_FAILURES per CPS_LOGIN_FAILURE_WINDOW_SECONDS); once one is spent, attempts answer 429 with Retry-After before the secret is checked. A successful login spends nothing. 503 with Retry-After when too many secret checks are already in progress.',
+          body: Type.Object({
+            client_id: Type.String({ minLength: 1, maxLength: 200 }),
+            client_secret: Type.String({ minLength: 1, maxLength: 500 }),
+          }),
+          response: { 200: TokenPair, 400: AuthError, 401: AuthError, 429: AuthError, 503: AuthError },
+        },
       },
-    }, async (request) => service.login(request.body.client_id, request.body.client_secret, request.ip));
+      async (request) => service.login(request.body.client_id, request.body.client_secret, request.ip),
+    );
 
     const refreshSchema = {
       tags: ['auth'],
@@ -39,12 +47,16 @@ export function authRoutes(service: AuthService, tokens: AccessTokens) {
       app.post(url, { config, schema: refreshSchema }, async (request) => service.refresh(request.body.refresh_token));
     }
 
-    app.get('/.well-known/jwks.json', {
-      config: { auth: 'public' },
-      schema: { tags: ['auth'], summary: 'Public keys that verify access tokens' },
-    }, async (_request, reply) => {
-      reply.header('cache-control', 'public, max-age=300');
-      return tokens.jwks();
-    });
+    app.get(
+      '/.well-known/jwks.json',
+      {
+        config: { auth: 'public' },
+        schema: { tags: ['auth'], summary: 'Public keys that verify access tokens' },
+      },
+      async (_request, reply) => {
+        reply.header('cache-control', 'public, max-age=300');
+        return tokens.jwks();
+      },
+    );
   };
 }

@@ -43,7 +43,10 @@ export function addressKey(address: string): string {
   const left = head ? head.split(':') : [];
   const right = address.includes('::') && tail ? tail.split(':') : [];
   const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (parseInt(g, 16) || 0).toString(16))
+    .join(':')}::/64`;
 }
 
 export class LoginGuard {
@@ -60,15 +63,25 @@ export class LoginGuard {
     this.#buckets = createBuckets({ redisUrl: options.redisUrl, logger: options.logger, what: 'login throttling', now: () => this.now() });
     this.#limit = options.hashConcurrency > 0 ? pLimit(options.hashConcurrency) : null;
     const registers = options.metrics ? [options.metrics] : [];
-    this.#attempts = new Counter({ name: 'cps_login_attempts_total', help: 'Login attempts by outcome (succeeded, failed, throttled, busy)', labelNames: ['outcome'], registers });
-    this.#verifications = new Counter({ name: 'cps_login_secret_verifications_total', help: 'Client secrets hashed (scrypt) to verify a login', registers });
+    this.#attempts = new Counter({
+      name: 'cps_login_attempts_total',
+      help: 'Login attempts by outcome (succeeded, failed, throttled, busy)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#verifications = new Counter({
+      name: 'cps_login_secret_verifications_total',
+      help: 'Client secrets hashed (scrypt) to verify a login',
+      registers,
+    });
   }
 
   #limits(clientId: string, address: string): BucketLimit[] {
     const { clientFailures, addressFailures, windowSeconds } = this.#options;
     const limits: BucketLimit[] = [];
     if (clientFailures > 0) limits.push({ key: `cps:login:client:${clientId}`, rate: clientFailures / windowSeconds, burst: clientFailures });
-    if (addressFailures > 0) limits.push({ key: `cps:login:address:${addressKey(address)}`, rate: addressFailures / windowSeconds, burst: addressFailures });
+    if (addressFailures > 0)
+      limits.push({ key: `cps:login:address:${addressKey(address)}`, rate: addressFailures / windowSeconds, burst: addressFailures });
     return limits;
   }
 

@@ -7,7 +7,11 @@ export async function insertBusiness(db: Db, business: BusinessesTable): Promise
 
 /** Inserts the business unless one with its id exists; true when this call created it. */
 export async function claimBusiness(db: Db, business: BusinessesTable): Promise<boolean> {
-  const result = await db.insertInto('businesses').values(business).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
+  const result = await db
+    .insertInto('businesses')
+    .values(business)
+    .onConflict((oc) => oc.column('id').doNothing())
+    .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
@@ -16,7 +20,10 @@ export async function findBusiness(db: Db, id: string): Promise<BusinessesTable 
 }
 
 export async function countBusinesses(db: Db): Promise<number> {
-  const row = await db.selectFrom('businesses').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('businesses')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

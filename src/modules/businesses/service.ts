@@ -46,7 +46,8 @@ export class BusinessService {
   /** A new business with one API client holding every scope. */
   async createBusiness(name: string): Promise<Omit<CreatedClient, 'scopes'>> {
     const trimmed = name.trim();
-    if (trimmed.length === 0 || trimmed.length > 200) throw AppError.badRequest('name: must be 1 to 200 characters', { name: ['must be 1 to 200 characters'] });
+    if (trimmed.length === 0 || trimmed.length > 200)
+      throw AppError.badRequest('name: must be 1 to 200 characters', { name: ['must be 1 to 200 characters'] });
     return inTransaction(this.#deps.db, async (trx) => {
       const businessId = newId('biz');
       await repo.insertBusiness(trx, { id: businessId, name: trimmed, created_at: Date.now() });

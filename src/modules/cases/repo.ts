@@ -30,9 +30,13 @@ export async function stampWrite(trx: Db, dialect: DialectName, businessId: stri
   // SQLite: this process's single connection runs one transaction at a time (Kysely's mutex).
   if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'write');
   const now = dialect === 'postgres' ? PG_SECOND_START : sqliteSecondStart();
-  const latest = trx.selectFrom('cases').select('updated_at')
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef)
-    .orderBy('updated_at', 'desc').limit(1);
+  const latest = trx
+    .selectFrom('cases')
+    .select('updated_at')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .orderBy('updated_at', 'desc')
+    .limit(1);
   const greatest = dialect === 'postgres' ? 'greatest' : 'max';
   const row = await sql<{ stamp: number }>`select ${sql.raw(greatest)}(${now}, coalesce((${latest}), 0)) as stamp`.execute(trx);
   return Number(row.rows[0]!.stamp);
@@ -60,7 +64,9 @@ export interface PageQuery {
  */
 export async function listPage(trx: Db, dialect: DialectName, page: PageQuery): Promise<CasesTable[]> {
   const closedBefore = dialect === 'postgres' ? sql<number>`(select ${PG_SECOND_START})` : sqliteSecondStart();
-  let query = trx.selectFrom('cases').selectAll()
+  let query = trx
+    .selectFrom('cases')
+    .selectAll()
     .where('business_id', '=', page.businessId)
     .where('patient_ref', '=', page.patientRef)
     .where('updated_at', '<', closedBefore);
@@ -74,8 +80,12 @@ export async function listPage(trx: Db, dialect: DialectName, page: PageQuery): 
 }
 
 export async function findCase(db: Db, businessId: string, patientRef: string, id: string): Promise<CasesTable | undefined> {
-  return db.selectFrom('cases').selectAll()
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef).where('id', '=', id)
+  return db
+    .selectFrom('cases')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .where('id', '=', id)
     .executeTakeFirst();
 }
 
@@ -86,7 +96,11 @@ export async function insertCase(db: Db, row: CasesTable): Promise<void> {
 export type CaseChanges = Partial<Omit<CasesTable, 'business_id' | 'patient_ref' | 'id' | 'created_at'>>;
 
 export async function updateCase(db: Db, businessId: string, patientRef: string, id: string, changes: CaseChanges): Promise<void> {
-  await db.updateTable('cases').set(changes)
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef).where('id', '=', id)
+  await db
+    .updateTable('cases')
+    .set(changes)
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .where('id', '=', id)
     .execute();
 }

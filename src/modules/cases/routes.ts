@@ -20,13 +20,26 @@ const PatientHeader = Type.Object({
   'x-pt-id': Type.String({ maxLength: MAX_ID_LENGTH, description: "The patient's id within the business (the service's or the partner's)." }),
 });
 const CaseId = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, 'x-message': `must be a string of 1 to ${MAX_ID_LENGTH} characters` });
-const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'epoch seconds', 'x-message': 'must be an integer epoch in seconds' });
+const Epoch = Type.Integer({
+  minimum: 0,
+  maximum: 253_402_300_799,
+  description: 'epoch seconds',
+  'x-message': 'must be an integer epoch in seconds',
+});
 const DisplayName = Type.String({ minLength: 1, maxLength: 200, 'x-message': 'must be a string of 1 to 200 characters' });
 const HI_TYPE_MESSAGE = `must be one of ${HI_TYPES.join(', ')}`;
 const HiTypeSchema = Type.Unsafe<HiType>({ type: 'string', enum: [...HI_TYPES], 'x-message': HI_TYPE_MESSAGE });
-const NullableHiType = Type.Unsafe<HiType | null>({ type: ['string', 'null'], enum: [...HI_TYPES, null], 'x-message': `${HI_TYPE_MESSAGE}, or null` });
+const NullableHiType = Type.Unsafe<HiType | null>({
+  type: ['string', 'null'],
+  enum: [...HI_TYPES, null],
+  'x-message': `${HI_TYPE_MESSAGE}, or null`,
+});
 const CaseType = Type.String({ maxLength: 100, 'x-message': 'must be a string of at most 100 characters' });
-const NullableCaseType = Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 100, 'x-message': 'must be a string of at most 100 characters, or null' });
+const NullableCaseType = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  maxLength: 100,
+  'x-message': 'must be a string of at most 100 characters, or null',
+});
 const PartnerMeta = Type.Object({}, { additionalProperties: true, ...FREE_FORM_LIMITS, description: `free-form object. ${FREE_FORM_DESCRIPTION}` });
 
 const CaseItem = Type.Object({
@@ -89,68 +102,89 @@ export function casesRoutes(service: CasesService) {
       patientRefOf(request);
     });
 
-    app.get('/mr/api/v1/cases', {
-      config: read,
-      schema: {
-        tags: ['cases'],
-        summary: "List a patient's cases, oldest update first, 50 a page; u_at__gt for incremental sync",
-        description: 'A write is listed once the second of its updated_at is over (within 2 s of being acknowledged); '
-          + 'a client that reads to the last page and then lists with u_at__gt = the largest updated_at it saw misses no change.',
-        headers: PatientHeader,
-        querystring: ListQuery,
-        response: { 200: Type.Object({ cases: Type.Array(Case), next_token: Type.Union([Type.String(), Type.Null()]) }), ...errors },
+    app.get(
+      '/mr/api/v1/cases',
+      {
+        config: read,
+        schema: {
+          tags: ['cases'],
+          summary: "List a patient's cases, oldest update first, 50 a page; u_at__gt for incremental sync",
+          description:
+            'A write is listed once the second of its updated_at is over (within 2 s of being acknowledged); ' +
+            'a client that reads to the last page and then lists with u_at__gt = the largest updated_at it saw misses no change.',
+          headers: PatientHeader,
+          querystring: ListQuery,
+          response: { 200: Type.Object({ cases: Type.Array(Case), next_token: Type.Union([Type.String(), Type.Null()]) }), ...errors },
+        },
       },
-    }, async (request) => service.list(await scopeOf(request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }));
+      async (request) => service.list(await scopeOf(request), { offset: request.query.offset, updatedAfter: request.query.u_at__gt }),
+    );
 
-    app.post('/mr/api/v1/cases', {
-      config: write,
-      schema: {
-        tags: ['cases'],
-        summary: 'Create a case for the patient',
-        headers: PatientHeader,
-        body: CreateBody,
-        response: { 201: Type.Object({ id: Type.String() }), ...errors, 409: CasesError },
+    app.post(
+      '/mr/api/v1/cases',
+      {
+        config: write,
+        schema: {
+          tags: ['cases'],
+          summary: 'Create a case for the patient',
+          headers: PatientHeader,
+          body: CreateBody,
+          response: { 201: Type.Object({ id: Type.String() }), ...errors, 409: CasesError },
+        },
       },
-    }, async (request, reply) => reply.code(201).send(await service.create(await scopeOf(request), request.body as NewCase)));
+      async (request, reply) => reply.code(201).send(await service.create(await scopeOf(request), request.body as NewCase)),
+    );
 
-    app.get('/mr/api/v1/cases/:id', {
-      config: read,
-      schema: {
-        tags: ['cases'],
-        summary: 'Read one case (deleted cases are 404)',
-        headers: PatientHeader,
-        params: IdParams,
-        response: { 200: Case, ...errors, 404: CasesError },
+    app.get(
+      '/mr/api/v1/cases/:id',
+      {
+        config: read,
+        schema: {
+          tags: ['cases'],
+          summary: 'Read one case (deleted cases are 404)',
+          headers: PatientHeader,
+          params: IdParams,
+          response: { 200: Case, ...errors, 404: CasesError },
+        },
       },
-    }, async (request) => service.get(await scopeOf(request), request.params.id));
+      async (request) => service.get(await scopeOf(request), request.params.id),
+    );
 
-    app.patch('/mr/api/v1/cases/:id', {
-      config: write,
-      schema: {
-        tags: ['cases'],
-        summary: 'Change the fields sent (partner_meta is replaced, not merged)',
-        headers: PatientHeader,
-        params: IdParams,
-        body: UpdateBody,
-        response: { 204: Type.Null(), ...errors, 404: CasesError },
+    app.patch(
+      '/mr/api/v1/cases/:id',
+      {
+        config: write,
+        schema: {
+          tags: ['cases'],
+          summary: 'Change the fields sent (partner_meta is replaced, not merged)',
+          headers: PatientHeader,
+          params: IdParams,
+          body: UpdateBody,
+          response: { 204: Type.Null(), ...errors, 404: CasesError },
+        },
       },
-    }, async (request, reply) => {
-      await service.update(await scopeOf(request), request.params.id, request.body as CaseChanges);
-      return reply.code(204).send(null);
-    });
+      async (request, reply) => {
+        await service.update(await scopeOf(request), request.params.id, request.body as CaseChanges);
+        return reply.code(204).send(null);
+      },
+    );
 
-    app.delete('/mr/api/v1/cases/:id', {
-      config: write,
-      schema: {
-        tags: ['cases'],
-        summary: 'Delete a case: it stays listed as status D without item',
-        headers: PatientHeader,
-        params: IdParams,
-        response: { 204: Type.Null(), ...errors, 404: CasesError },
+    app.delete(
+      '/mr/api/v1/cases/:id',
+      {
+        config: write,
+        schema: {
+          tags: ['cases'],
+          summary: 'Delete a case: it stays listed as status D without item',
+          headers: PatientHeader,
+          params: IdParams,
+          response: { 204: Type.Null(), ...errors, 404: CasesError },
+        },
       },
-    }, async (request, reply) => {
-      await service.delete(await scopeOf(request), request.params.id);
-      return reply.code(204).send(null);
-    });
+      async (request, reply) => {
+        await service.delete(await scopeOf(request), request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
   };
 }

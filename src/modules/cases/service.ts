@@ -42,8 +42,13 @@ import { CursorCodec } from './cursor.ts';
 import * as repo from './repo.ts';
 
 export const HI_TYPES = [
-  'OPConsultation', 'Prescription', 'DischargeSummary', 'DiagnosticReport',
-  'ImmunizationRecord', 'HealthDocumentRecord', 'WellnessRecord',
+  'OPConsultation',
+  'Prescription',
+  'DischargeSummary',
+  'DiagnosticReport',
+  'ImmunizationRecord',
+  'HealthDocumentRecord',
+  'WellnessRecord',
 ] as const;
 
 export type HiType = (typeof HI_TYPES)[number];
@@ -103,9 +108,10 @@ export interface PatientScope {
 
 const NOT_FOUND = () => new AppError(404, 'No case found with the given ID.', { code: 'NOT_FOUND' });
 const EXISTS = () => new AppError(409, 'Case already exists', { code: 'CONFLICT' });
-const BAD_TOKEN = () => AppError.badRequest('offset: is not a valid page token for this patient and filter', {
-  offset: ['is not a valid page token for this patient and filter'],
-});
+const BAD_TOKEN = () =>
+  AppError.badRequest('offset: is not a valid page token for this patient and filter', {
+    offset: ['is not a valid page token for this patient and filter'],
+  });
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
@@ -179,9 +185,8 @@ export class CasesService {
     });
     const page = rows.slice(0, pageSize);
     const last = page.at(-1);
-    const nextToken = rows.length > pageSize && last
-      ? this.#codec.seal({ updatedAt: last.updated_at, id: last.id, updatedAfter }, businessId, patientRef)
-      : null;
+    const nextToken =
+      rows.length > pageSize && last ? this.#codec.seal({ updatedAt: last.updated_at, id: last.id, updatedAfter }, businessId, patientRef) : null;
     return { cases: page.map(toView), next_token: nextToken };
   }
 
@@ -240,7 +245,13 @@ export class CasesService {
       const row = await repo.findCase(trx, scope.businessId, scope.patientRef, id);
       if (!row || row.status === 'D') throw NOT_FOUND();
       await repo.updateCase(trx, scope.businessId, scope.patientRef, id, {
-        status: 'D', display_name: null, type: null, hi_type: null, partner_meta: null, occurred_at: null, updated_at: updatedAt,
+        status: 'D',
+        display_name: null,
+        type: null,
+        hi_type: null,
+        partner_meta: null,
+        occurred_at: null,
+        updated_at: updatedAt,
       });
     });
   }

@@ -18,32 +18,60 @@ export interface DoctorSummaryRow {
   partner_id: string | null;
 }
 
-export interface Assignment { clinic_id: string; doctor_id: string }
+export interface Assignment {
+  clinic_id: string;
+  doctor_id: string;
+}
 
 export async function insert<T extends Table>(db: Db, table: T, row: Database[T]): Promise<void> {
-  await db.insertInto(table as Table).values(row).execute();
+  await db
+    .insertInto(table as Table)
+    .values(row)
+    .execute();
 }
 
 export async function update<T extends Table>(db: Db, table: T, businessId: string, id: string, changes: Partial<Database[T]>): Promise<void> {
-  await db.updateTable(table as Table).set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
+  await db
+    .updateTable(table as Table)
+    .set(changes)
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .execute();
 }
 
 /** By the service's id, or by the partner's id when `byPartner`. */
 export async function find<T extends Table>(db: Db, table: T, businessId: string, id: string, byPartner: boolean): Promise<Database[T] | undefined> {
-  return (await db.selectFrom(table as Table).selectAll()
+  return (await db
+    .selectFrom(table as Table)
+    .selectAll()
     .where('business_id', '=', businessId)
     .where(byPartner ? 'partner_id' : 'id', '=', id)
     .executeTakeFirst()) as Database[T] | undefined;
 }
 
 export async function list<T extends Table>(db: Db, table: T, businessId: string, limit: number, offset: number): Promise<Array<Database[T]>> {
-  return (await db.selectFrom(table as Table).selectAll().where('business_id', '=', businessId)
-    .orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute()) as Array<Database[T]>;
+  return (await db
+    .selectFrom(table as Table)
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .offset(offset)
+    .execute()) as Array<Database[T]>;
 }
 
-export async function byIds(db: Db, table: Table, businessId: string, ids: readonly string[], byPartner: boolean): Promise<Array<{ id: string; partner_id: string | null }>> {
+export async function byIds(
+  db: Db,
+  table: Table,
+  businessId: string,
+  ids: readonly string[],
+  byPartner: boolean,
+): Promise<Array<{ id: string; partner_id: string | null }>> {
   if (ids.length === 0) return [];
-  return db.selectFrom(table).select(['id', 'partner_id'])
+  return db
+    .selectFrom(table)
+    .select(['id', 'partner_id'])
     .where('business_id', '=', businessId)
     .where(byPartner ? 'partner_id' : 'id', 'in', [...ids])
     .execute();
@@ -57,21 +85,26 @@ export async function partnerIdTaken(db: Db, table: Table, businessId: string, p
 
 export async function doctorsOfClinics(db: Db, businessId: string, clinicIds: readonly string[]): Promise<DoctorSummaryRow[]> {
   if (clinicIds.length === 0) return [];
-  return db.selectFrom('clinic_doctors')
+  return db
+    .selectFrom('clinic_doctors')
     .innerJoin('doctors', 'doctors.id', 'clinic_doctors.doctor_id')
     .select(['clinic_doctors.clinic_id', 'doctors.id', 'doctors.firstname', 'doctors.lastname', 'doctors.partner_id'])
     .where('clinic_doctors.business_id', '=', businessId)
     .where('clinic_doctors.clinic_id', 'in', [...clinicIds])
-    .orderBy('clinic_doctors.created_at').orderBy('doctors.id')
+    .orderBy('clinic_doctors.created_at')
+    .orderBy('doctors.id')
     .execute();
 }
 
 export async function clinicIdsOfDoctors(db: Db, businessId: string, doctorIds: readonly string[]): Promise<Assignment[]> {
   if (doctorIds.length === 0) return [];
-  return db.selectFrom('clinic_doctors').select(['doctor_id', 'clinic_id'])
+  return db
+    .selectFrom('clinic_doctors')
+    .select(['doctor_id', 'clinic_id'])
     .where('business_id', '=', businessId)
     .where('doctor_id', 'in', [...doctorIds])
-    .orderBy('created_at').orderBy('clinic_id')
+    .orderBy('created_at')
+    .orderBy('clinic_id')
     .execute();
 }
 
@@ -79,7 +112,8 @@ export async function clinicIdsOfDoctors(db: Db, businessId: string, doctorIds: 
 export async function assign(db: Db, businessId: string, pairs: readonly Assignment[]): Promise<void> {
   if (pairs.length === 0) return;
   const now = Date.now();
-  await db.insertInto('clinic_doctors')
+  await db
+    .insertInto('clinic_doctors')
     .values(pairs.map((pair) => ({ ...pair, business_id: businessId, created_at: now })))
     .onConflict((oc) => oc.columns(['clinic_id', 'doctor_id']).doNothing())
     .execute();
@@ -96,7 +130,11 @@ export interface PlacementRow {
 }
 
 /** The clinic and the doctor by either id (null where not sent) and their assignment, in one statement. */
-export async function placement(db: Db, businessId: string, ids: { clinicId: string | null; partnerClinicId: string | null; doctorId: string | null; partnerDoctorId: string | null }): Promise<PlacementRow> {
+export async function placement(
+  db: Db,
+  businessId: string,
+  ids: { clinicId: string | null; partnerClinicId: string | null; doctorId: string | null; partnerDoctorId: string | null },
+): Promise<PlacementRow> {
   const query = sql<PlacementRow>`
     select c.by_id as clinic_by_id, c.by_partner as clinic_by_partner, d.by_id as doctor_by_id, d.by_partner as doctor_by_partner,
       exists (select 1 from clinic_doctors cd where cd.business_id = ${businessId}

@@ -10,7 +10,10 @@ import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
 import { ClinicsError, ClinicsNotFound } from '../../http/schemas.ts';
 import type { ClinicService, FieldProblems } from './service.ts';
 
-interface RouteConfig { family: ErrorFamily; auth: RouteAuth }
+interface RouteConfig {
+  family: ErrorFamily;
+  auth: RouteAuth;
+}
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -98,7 +101,7 @@ const Doctor = Type.Object({
 
 const Created = Type.Object({ status: Type.Literal('success'), svcid: Type.String() });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
-const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: '1: the path holds the partner\'s id' })) });
+const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: "1: the path holds the partner's id" })) });
 const Page = Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })) });
 
 const ClinicRead = Type.Object({ status: Type.Literal('success'), clinic: Clinic });
@@ -113,8 +116,11 @@ const write: RouteConfig = { family: 'clinics', auth: { anyOf: ['clinic:write'] 
  * Writes take what the schema refused as data (attachValidation), so that the service reports it
  * together with the rules that need the database: every problem in one answer (contract 5).
  */
-const createRoute = <B extends TSchema>(summary: string, body: B) =>
-  ({ config: write, attachValidation: true, schema: { tags, summary, body, response: { 201: Created, ...errors } } });
+const createRoute = <B extends TSchema>(summary: string, body: B) => ({
+  config: write,
+  attachValidation: true,
+  schema: { tags, summary, body, response: { 201: Created, ...errors } },
+});
 
 const updateRoute = <B extends TSchema, R extends TSchema>(summary: string, body: B, record: R) => ({
   config: write,
@@ -122,11 +128,15 @@ const updateRoute = <B extends TSchema, R extends TSchema>(summary: string, body
   schema: { tags, summary, params: IdParams, querystring: ByPartner, body, response: { 200: record, ...errors, 404: ClinicsNotFound } },
 });
 
-const listRoute = <R extends TSchema>(summary: string, records: R) =>
-  ({ config: read, schema: { tags, summary, querystring: Page, response: { 200: records, ...errors } } });
+const listRoute = <R extends TSchema>(summary: string, records: R) => ({
+  config: read,
+  schema: { tags, summary, querystring: Page, response: { 200: records, ...errors } },
+});
 
-const getRoute = <R extends TSchema>(summary: string, record: R) =>
-  ({ config: read, schema: { tags, summary, params: IdParams, querystring: ByPartner, response: { 200: record, ...errors, 404: ClinicsNotFound } } });
+const getRoute = <R extends TSchema>(summary: string, record: R) => ({
+  config: read,
+  schema: { tags, summary, params: IdParams, querystring: ByPartner, response: { 200: record, ...errors, 404: ClinicsNotFound } },
+});
 
 /**
  * A write's body with what the schema refused of it (field -> messages). A refused path or query stops
@@ -149,27 +159,43 @@ const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 export function clinicRoutes(service: ClinicService) {
   return async function plugin(app: App): Promise<void> {
     app.post('/cdr/v1/clinic', createRoute('Create a clinic', ClinicCreate), async (request, reply) =>
-      reply.code(201).send({ status: 'success', svcid: await service.create('clinic', businessOf(request), ...submitted(request)) }));
+      reply.code(201).send({ status: 'success', svcid: await service.create('clinic', businessOf(request), ...submitted(request)) }),
+    );
 
-    app.get('/cdr/v1/clinic', listRoute('List clinics (50 a page)', Type.Object({ status: Type.Literal('success'), clinics: Type.Array(Clinic) })), async (request) =>
-      ({ status: 'success' as const, clinics: await service.list('clinic', businessOf(request), request.query.page_no ?? 0) }));
+    app.get(
+      '/cdr/v1/clinic',
+      listRoute('List clinics (50 a page)', Type.Object({ status: Type.Literal('success'), clinics: Type.Array(Clinic) })),
+      async (request) => ({ status: 'success' as const, clinics: await service.list('clinic', businessOf(request), request.query.page_no ?? 0) }),
+    );
 
-    app.get('/cdr/v1/clinic/:id', getRoute('Read a clinic with its doctors', ClinicRead), async (request) =>
-      ({ status: 'success' as const, clinic: await service.get('clinic', businessOf(request), request.params.id, byPartner(request.query)) }));
+    app.get('/cdr/v1/clinic/:id', getRoute('Read a clinic with its doctors', ClinicRead), async (request) => ({
+      status: 'success' as const,
+      clinic: await service.get('clinic', businessOf(request), request.params.id, byPartner(request.query)),
+    }));
 
-    app.patch('/cdr/v1/clinic/:id', updateRoute('Change the fields sent; doctor ids sent are added', ClinicUpdate, ClinicRead), async (request) =>
-      ({ status: 'success' as const, clinic: await service.update('clinic', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)) }));
+    app.patch('/cdr/v1/clinic/:id', updateRoute('Change the fields sent; doctor ids sent are added', ClinicUpdate, ClinicRead), async (request) => ({
+      status: 'success' as const,
+      clinic: await service.update('clinic', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)),
+    }));
 
     app.post('/cdr/v1/doctor', createRoute('Create a doctor', DoctorCreate), async (request, reply) =>
-      reply.code(201).send({ status: 'success', svcid: await service.create('doctor', businessOf(request), ...submitted(request)) }));
+      reply.code(201).send({ status: 'success', svcid: await service.create('doctor', businessOf(request), ...submitted(request)) }),
+    );
 
-    app.get('/cdr/v1/doctor', listRoute('List doctors (50 a page)', Type.Object({ status: Type.Literal('success'), doctors: Type.Array(Doctor) })), async (request) =>
-      ({ status: 'success' as const, doctors: await service.list('doctor', businessOf(request), request.query.page_no ?? 0) }));
+    app.get(
+      '/cdr/v1/doctor',
+      listRoute('List doctors (50 a page)', Type.Object({ status: Type.Literal('success'), doctors: Type.Array(Doctor) })),
+      async (request) => ({ status: 'success' as const, doctors: await service.list('doctor', businessOf(request), request.query.page_no ?? 0) }),
+    );
 
-    app.get('/cdr/v1/doctor/:id', getRoute('Read a doctor', DoctorRead), async (request) =>
-      ({ status: 'success' as const, doctor: await service.get('doctor', businessOf(request), request.params.id, byPartner(request.query)) }));
+    app.get('/cdr/v1/doctor/:id', getRoute('Read a doctor', DoctorRead), async (request) => ({
+      status: 'success' as const,
+      doctor: await service.get('doctor', businessOf(request), request.params.id, byPartner(request.query)),
+    }));
 
-    app.patch('/cdr/v1/doctor/:id', updateRoute('Change the fields sent; clinic ids sent are added', DoctorUpdate, DoctorRead), async (request) =>
-      ({ status: 'success' as const, doctor: await service.update('doctor', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)) }));
+    app.patch('/cdr/v1/doctor/:id', updateRoute('Change the fields sent; clinic ids sent are added', DoctorUpdate, DoctorRead), async (request) => ({
+      status: 'success' as const,
+      doctor: await service.update('doctor', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)),
+    }));
   };
 }

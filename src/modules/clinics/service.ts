@@ -107,7 +107,11 @@ const KINDS: { readonly [K in KindName]: Kind<K> } = {
     other: { kind: 'doctor', ids: 'doctor_ids', partnerIds: 'partner_doctor_ids' },
     assignment: (clinicId, doctorId) => ({ clinic_id: clinicId, doctor_id: doctorId }),
     async views(db, businessId, rows) {
-      const doctors = await repo.doctorsOfClinics(db, businessId, rows.map((row) => row.id));
+      const doctors = await repo.doctorsOfClinics(
+        db,
+        businessId,
+        rows.map((row) => row.id),
+      );
       return rows.map((row) => ({
         id: row.id,
         name: row.name,
@@ -118,7 +122,8 @@ const KINDS: { readonly [K in KindName]: Kind<K> } = {
         state: row.state,
         partner_id: row.partner_id,
         review_link: row.review_link,
-        doctors: doctors.filter((d) => d.clinic_id === row.id)
+        doctors: doctors
+          .filter((d) => d.clinic_id === row.id)
           .map((d) => ({ id: d.id, firstname: d.firstname, lastname: d.lastname, partner_id: d.partner_id })),
       }));
     },
@@ -137,7 +142,11 @@ const KINDS: { readonly [K in KindName]: Kind<K> } = {
       return creating ? { specialisations: '[]' } : {};
     },
     async views(db, businessId, rows) {
-      const links = await repo.clinicIdsOfDoctors(db, businessId, rows.map((row) => row.id));
+      const links = await repo.clinicIdsOfDoctors(
+        db,
+        businessId,
+        rows.map((row) => row.id),
+      );
       return rows.map((row) => ({
         id: row.id,
         firstname: row.firstname,
@@ -224,27 +233,52 @@ export class ClinicService {
   async create<K extends KindName>(name: K, businessId: string, input: Input<K>, refused: FieldProblems = {}): Promise<string> {
     const kind: Kind<K> = KINDS[name];
     const id = newId(kind.idPrefix);
-    await this.#guardPartnerId(name, () => inTransaction(this.#deps.db, async (trx) => {
-      const others = await this.#check(trx, kind, businessId, input, refused);
-      const now = Date.now();
-      await repo.insert(trx, kind.table, { ...columnsOf(kind, input, true), id, business_id: businessId, created_at: now, updated_at: now } as Row<K>);
-      await repo.assign(trx, businessId, others.map((otherId) => kind.assignment(id, otherId)));
-    }));
+    await this.#guardPartnerId(name, () =>
+      inTransaction(this.#deps.db, async (trx) => {
+        const others = await this.#check(trx, kind, businessId, input, refused);
+        const now = Date.now();
+        await repo.insert(trx, kind.table, {
+          ...columnsOf(kind, input, true),
+          id,
+          business_id: businessId,
+          created_at: now,
+          updated_at: now,
+        } as Row<K>);
+        await repo.assign(
+          trx,
+          businessId,
+          others.map((otherId) => kind.assignment(id, otherId)),
+        );
+      }),
+    );
     return id;
   }
 
   /** Changes the fields sent and adds the assignments sent; the input is checked before existence. */
-  async update<K extends KindName>(name: K, businessId: string, id: string, byPartner: boolean, input: Partial<Input<K>>, refused: FieldProblems = {}): Promise<View<K>> {
+  async update<K extends KindName>(
+    name: K,
+    businessId: string,
+    id: string,
+    byPartner: boolean,
+    input: Partial<Input<K>>,
+    refused: FieldProblems = {},
+  ): Promise<View<K>> {
     const kind: Kind<K> = KINDS[name];
-    const row = await this.#guardPartnerId(name, () => inTransaction(this.#deps.db, async (trx) => {
-      const row = await repo.find(trx, kind.table, businessId, id, byPartner);
-      const others = await this.#check(trx, kind, businessId, input, refused, row?.id);
-      if (!row) throw AppError.notFound(kind.notFound);
-      const changes = columnsOf(kind, input, false);
-      if (Object.keys(changes).length > 0) await repo.update(trx, kind.table, businessId, row.id, { ...changes, updated_at: Date.now() });
-      await repo.assign(trx, businessId, others.map((otherId) => kind.assignment(row.id, otherId)));
-      return row;
-    }));
+    const row = await this.#guardPartnerId(name, () =>
+      inTransaction(this.#deps.db, async (trx) => {
+        const row = await repo.find(trx, kind.table, businessId, id, byPartner);
+        const others = await this.#check(trx, kind, businessId, input, refused, row?.id);
+        if (!row) throw AppError.notFound(kind.notFound);
+        const changes = columnsOf(kind, input, false);
+        if (Object.keys(changes).length > 0) await repo.update(trx, kind.table, businessId, row.id, { ...changes, updated_at: Date.now() });
+        await repo.assign(
+          trx,
+          businessId,
+          others.map((otherId) => kind.assignment(row.id, otherId)),
+        );
+        return row;
+      }),
+    );
     return this.get(name, businessId, row.id, false);
   }
 
@@ -268,8 +302,10 @@ export class ClinicService {
    */
   async placement(trx: Db, businessId: string, sent: PlacementInput): Promise<Placement> {
     const row = await repo.placement(trx, businessId, {
-      clinicId: sent.clinic_id ?? null, partnerClinicId: sent.partner_clinic_id ?? null,
-      doctorId: sent.doctor_id ?? null, partnerDoctorId: sent.partner_doctor_id ?? null,
+      clinicId: sent.clinic_id ?? null,
+      partnerClinicId: sent.partner_clinic_id ?? null,
+      doctorId: sent.doctor_id ?? null,
+      partnerDoctorId: sent.partner_doctor_id ?? null,
     });
     return {
       clinic: { byId: row.clinic_by_id, byPartner: row.clinic_by_partner },
@@ -282,7 +318,14 @@ export class ClinicService {
    * The rules of a write, reported with what the schema refused; answers the service ids of the other
    * kind to assign. `selfId` is the record being changed, which keeps its own partner_id.
    */
-  async #check<K extends KindName>(trx: Db, kind: Kind<K>, businessId: string, input: Partial<Input<K>>, refused: FieldProblems, selfId?: string): Promise<string[]> {
+  async #check<K extends KindName>(
+    trx: Db,
+    kind: Kind<K>,
+    businessId: string,
+    input: Partial<Input<K>>,
+    refused: FieldProblems,
+    selfId?: string,
+  ): Promise<string[]> {
     const problems = new Problems(refused);
     const value = (field: Field<K> | 'partner_id') => (input as Record<string, unknown>)[field];
     for (const field of [...kind.names, 'partner_id'] as const) {
@@ -300,7 +343,13 @@ export class ClinicService {
   }
 
   /** The ids xor the partner ids of the other kind, as service ids; unknown ones are reported under the field that named them. */
-  async #resolveOthers<K extends KindName>(trx: Db, kind: Kind<K>, businessId: string, input: Partial<Input<K>>, problems: Problems): Promise<string[]> {
+  async #resolveOthers<K extends KindName>(
+    trx: Db,
+    kind: Kind<K>,
+    businessId: string,
+    input: Partial<Input<K>>,
+    problems: Problems,
+  ): Promise<string[]> {
     const { ids, partnerIds } = kind.other;
     const sent = [ids, partnerIds].filter((field) => input[field] !== undefined);
     if (sent.length === 2) {

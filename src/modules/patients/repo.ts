@@ -23,7 +23,9 @@ export interface PatientDetails {
 
 /** The patient whose service id or partner id is `id`; the service id wins if both match. */
 export async function findPatientByAnyId(db: Db, businessId: string, id: string): Promise<PatientRow | undefined> {
-  const rows = await db.selectFrom('patients').selectAll()
+  const rows = await db
+    .selectFrom('patients')
+    .selectAll()
     .where('business_id', '=', businessId)
     .where((eb) => eb.or([eb('id', '=', id), eb('partner_patient_id', '=', id)]))
     .limit(2)
@@ -37,21 +39,30 @@ export async function findPatientByAnyId(db: Db, businessId: string, id: string)
  * get the same row: the unique index turns the second insert into an update of the first's row.
  */
 export async function upsertByPartnerId(db: Db, row: PatientRow): Promise<PatientRow> {
-  return db.insertInto('patients').values(row)
+  return db
+    .insertInto('patients')
+    .values(row)
     .onConflict((oc) => oc.columns(['business_id', 'partner_patient_id']).doUpdateSet({ updated_at: row.updated_at }))
     .returningAll()
     .executeTakeFirstOrThrow();
 }
 
 export async function findByPartnerId(db: Db, businessId: string, partnerPatientId: string): Promise<PatientRow | undefined> {
-  return db.selectFrom('patients').selectAll()
-    .where('business_id', '=', businessId).where('partner_patient_id', '=', partnerPatientId)
+  return db
+    .selectFrom('patients')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('partner_patient_id', '=', partnerPatientId)
     .executeTakeFirst();
 }
 
 export async function setPartnerId(db: Db, businessId: string, id: string, partnerPatientId: string): Promise<void> {
-  await db.updateTable('patients').set({ partner_patient_id: partnerPatientId, updated_at: Date.now() })
-    .where('business_id', '=', businessId).where('id', '=', id).execute();
+  await db
+    .updateTable('patients')
+    .set({ partner_patient_id: partnerPatientId, updated_at: Date.now() })
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function insertPatient(db: Db, row: PatientRow): Promise<void> {
@@ -59,6 +70,10 @@ export async function insertPatient(db: Db, row: PatientRow): Promise<void> {
 }
 
 export async function updatePatientDetails(db: Db, businessId: string, id: string, details: PatientDetails): Promise<void> {
-  await db.updateTable('patients').set({ details: JSON.stringify(details), updated_at: Date.now() })
-    .where('business_id', '=', businessId).where('id', '=', id).execute();
+  await db
+    .updateTable('patients')
+    .set({ details: JSON.stringify(details), updated_at: Date.now() })
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .execute();
 }

@@ -31,7 +31,18 @@ export interface LockedPatient {
 }
 
 /** The fields of interface 2.7, plus age. */
-export const PATIENT_FIELDS = ['designation', 'first_name', 'middle_name', 'last_name', 'mobile', 'gender', 'dob', 'age', 'address', 'partner_patient_id'] as const;
+export const PATIENT_FIELDS = [
+  'designation',
+  'first_name',
+  'middle_name',
+  'last_name',
+  'mobile',
+  'gender',
+  'dob',
+  'age',
+  'address',
+  'partner_patient_id',
+] as const;
 
 /** Only the fields of interface 2.7 (plus age) are kept; setting dob clears age and vice versa. */
 function mergeDetails(current: PatientDetails, changes: PatientDetails): PatientDetails {
@@ -75,7 +86,14 @@ export class PatientService {
     const now = Date.now();
     const details = mergeDetails({}, sent);
     const id = newId('pt');
-    const row = { id, business_id: businessId, partner_patient_id: sent.partner_patient_id ?? null, details: JSON.stringify(details), created_at: now, updated_at: now };
+    const row = {
+      id,
+      business_id: businessId,
+      partner_patient_id: sent.partner_patient_id ?? null,
+      details: JSON.stringify(details),
+      created_at: now,
+      updated_at: now,
+    };
     if (sent.partner_patient_id === undefined) {
       await repo.insertPatient(trx, row);
       return { id, details };
@@ -93,7 +111,13 @@ export class PatientService {
    * `known` is what the appointment knew of its patient; the answer's details are what it keeps from
    * now on.
    */
-  async forUpdate(trx: Db, businessId: string, locked: LockedPatient, known: PatientDetails, sent: PatientDetails): Promise<PatientChoice & { partner_patient_id: string | null }> {
+  async forUpdate(
+    trx: Db,
+    businessId: string,
+    locked: LockedPatient,
+    known: PatientDetails,
+    sent: PatientDetails,
+  ): Promise<PatientChoice & { partner_patient_id: string | null }> {
     let patient: LockedPatient = locked;
     const details = mergeDetails(known, sent);
     const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
@@ -105,7 +129,14 @@ export class PatientService {
       // Another partner id is another patient of the business: the appointment moves to it, and a
       // patient record created now starts from the appointment's details.
       const now = Date.now();
-      const row = { id: newId('pt'), business_id: businessId, partner_patient_id: sent.partner_patient_id!, details: JSON.stringify(details), created_at: now, updated_at: now };
+      const row = {
+        id: newId('pt'),
+        business_id: businessId,
+        partner_patient_id: sent.partner_patient_id!,
+        details: JSON.stringify(details),
+        created_at: now,
+        updated_at: now,
+      };
       patient = await repo.upsertByPartnerId(trx, row);
       if (patient.id === row.id) return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
     }

@@ -40,7 +40,7 @@ export type SendOutcome =
   | { kind: 'drop'; error: string }
   /** This message cannot be delivered; retrying will not help. */
   | { kind: 'fail'; error: string }
-  | { kind: 'retry'; error: string; retryAfterSeconds: number | null; /** the cached access token was refused */ invalidateToken?: boolean };
+  | { kind: 'retry'; error: string; retryAfterSeconds: number | null /** the cached access token was refused */; invalidateToken?: boolean };
 
 // ---- Pure decisions --------------------------------------------------------------------------
 
@@ -119,13 +119,15 @@ export type TokenOutcome =
 export function classifyToken(status: number, body: unknown, retryAfter: string | null, now = Date.now()): TokenOutcome {
   const b = (body ?? {}) as { access_token?: unknown; expires_in?: unknown; error?: unknown };
   if (status >= 200 && status < 300) {
-    if (typeof b.access_token !== 'string' || b.access_token === '') return { kind: 'retry', error: 'OAuth token response without access_token', retryAfterSeconds: null };
+    if (typeof b.access_token !== 'string' || b.access_token === '')
+      return { kind: 'retry', error: 'OAuth token response without access_token', retryAfterSeconds: null };
     const expires = typeof b.expires_in === 'number' ? b.expires_in : Number(b.expires_in);
     return { kind: 'token', accessToken: b.access_token, expiresInSeconds: Number.isFinite(expires) && expires > 0 ? expires : 3600 };
   }
   // Only an RFC 6749 error code is repeated to the client, not free text from the endpoint.
   const code = typeof b.error === 'string' && /^[a-z_]{1,64}$/i.test(b.error) ? ` ${b.error}` : '';
-  if (status === 429 || status >= 500) return { kind: 'retry', error: `OAuth token endpoint ${status}${code}`, retryAfterSeconds: parseRetryAfter(retryAfter, now) };
+  if (status === 429 || status >= 500)
+    return { kind: 'retry', error: `OAuth token endpoint ${status}${code}`, retryAfterSeconds: parseRetryAfter(retryAfter, now) };
   return { kind: 'fail', error: `OAuth token endpoint refused the service account: ${status}${code}` };
 }
 
@@ -195,12 +197,14 @@ export class FcmClient {
     const key = `${businessId}\0${version}`;
     let pending = this.fetching.get(key);
     if (!pending) {
-      pending = this.requestToken(account, signal).then((outcome) => {
-        if (outcome.kind === 'token') {
-          this.tokens.set(businessId, { version, accessToken: outcome.accessToken, expiresAt: this.now() + outcome.expiresInSeconds * 1000 });
-        }
-        return outcome;
-      }).finally(() => this.fetching.delete(key));
+      pending = this.requestToken(account, signal)
+        .then((outcome) => {
+          if (outcome.kind === 'token') {
+            this.tokens.set(businessId, { version, accessToken: outcome.accessToken, expiresAt: this.now() + outcome.expiresInSeconds * 1000 });
+          }
+          return outcome;
+        })
+        .finally(() => this.fetching.delete(key));
       this.fetching.set(key, pending);
     }
     return pending;

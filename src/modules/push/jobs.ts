@@ -20,13 +20,17 @@ export async function enqueueDeliveries(trx: Db, businessId: string, notificatio
 }
 
 export function registerDeliveryJobs(ctx: AppContext, service: PushService): void {
-  ctx.jobs.register<DeliveryJob>(PUSH_DELIVER, async ({ job, signal }) => {
-    if (job.businessId) await service.deliver(job.businessId, job.payload, signal);
-  }, {
-    concurrency: CONCURRENCY,
-    retrySchedule: ctx.config.pushRetrySchedule,
-    onFailedAttempt: async (db, job, outcome, cause) => {
-      if (job.businessId) await service.recordFailedAttempt(db, job.businessId, job.payload, outcome, cause);
+  ctx.jobs.register<DeliveryJob>(
+    PUSH_DELIVER,
+    async ({ job, signal }) => {
+      if (job.businessId) await service.deliver(job.businessId, job.payload, signal);
     },
-  });
+    {
+      concurrency: CONCURRENCY,
+      retrySchedule: ctx.config.pushRetrySchedule,
+      onFailedAttempt: async (db, job, outcome, cause) => {
+        if (job.businessId) await service.recordFailedAttempt(db, job.businessId, job.payload, outcome, cause);
+      },
+    },
+  );
 }

@@ -1,9 +1,7 @@
 /** SQL of the push module; every statement is scoped by business_id. */
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../../db/index.ts';
-import type {
-  PushCredentialsTable, PushDeliveriesTable, PushDeliveryStatus, PushDevicesTable, PushNotificationsTable,
-} from '../../db/schema.ts';
+import type { PushCredentialsTable, PushDeliveriesTable, PushDeliveryStatus, PushDevicesTable, PushNotificationsTable } from '../../db/schema.ts';
 
 export type CredentialsRow = Selectable<PushCredentialsTable>;
 export type DeviceRow = Selectable<PushDevicesTable>;
@@ -13,14 +11,18 @@ export type DeliveryRow = Selectable<PushDeliveriesTable>;
 // ---- Credentials -----------------------------------------------------------------------------
 
 export async function upsertCredentials(db: Db, row: Insertable<PushCredentialsTable>): Promise<void> {
-  await db.insertInto('push_credentials').values(row)
-    .onConflict((oc) => oc.column('business_id').doUpdateSet({
-      sealed: row.sealed,
-      project_id: row.project_id,
-      client_email: row.client_email,
-      private_key_id: row.private_key_id,
-      updated_at: row.updated_at,
-    }))
+  await db
+    .insertInto('push_credentials')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('business_id').doUpdateSet({
+        sealed: row.sealed,
+        project_id: row.project_id,
+        client_email: row.client_email,
+        private_key_id: row.private_key_id,
+        updated_at: row.updated_at,
+      }),
+    )
     .execute();
 }
 
@@ -38,7 +40,9 @@ export async function deleteCredentials(db: Db, businessId: string): Promise<boo
 /** Insert, or replace every field of the business's device with the same `did`. */
 export async function upsertDevice(db: Db, row: Insertable<PushDevicesTable>): Promise<void> {
   const { id: _id, business_id: _b, did: _d, created_at: _c, ...changes } = row;
-  await db.insertInto('push_devices').values(row)
+  await db
+    .insertInto('push_devices')
+    .values(row)
     .onConflict((oc) => oc.columns(['business_id', 'did']).doUpdateSet(changes))
     .execute();
 }
@@ -50,9 +54,7 @@ export async function deleteDevice(db: Db, businessId: string, did: string): Pro
 
 /** Drops a device whose token FCM refused, unless it re-registered with a new token meanwhile. */
 export async function dropDevice(db: Db, businessId: string, did: string, fcmToken: string): Promise<void> {
-  await db.deleteFrom('push_devices')
-    .where('business_id', '=', businessId).where('did', '=', did).where('fcm_token', '=', fcmToken)
-    .execute();
+  await db.deleteFrom('push_devices').where('business_id', '=', businessId).where('did', '=', did).where('fcm_token', '=', fcmToken).execute();
 }
 
 export async function getDevice(db: Db, businessId: string, did: string): Promise<DeviceRow | undefined> {
@@ -66,9 +68,13 @@ export async function devicesByDid(db: Db, businessId: string, dids: string[]): 
 }
 
 export async function devicesOfPatient(db: Db, businessId: string, patientRef: string): Promise<string[]> {
-  const rows = await db.selectFrom('push_devices').select('did')
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef)
-    .orderBy('did').execute();
+  const rows = await db
+    .selectFrom('push_devices')
+    .select('did')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .orderBy('did')
+    .execute();
   return rows.map((r) => r.did);
 }
 
@@ -78,15 +84,20 @@ export async function insertNotification(db: Db, row: Insertable<PushNotificatio
   await db.insertInto('push_notifications').values(row).execute();
   // Chunks keep every insert under SQLite's and PostgreSQL's bound-parameter limits.
   for (let i = 0; i < dids.length; i += 200) {
-    await db.insertInto('push_deliveries').values(dids.slice(i, i + 200).map((did) => ({
-      notification_id: row.id,
-      did,
-      business_id: row.business_id,
-      status: 'pending' as const,
-      error: null,
-      fcm_message: null,
-      updated_at: row.created_at,
-    }))).execute();
+    await db
+      .insertInto('push_deliveries')
+      .values(
+        dids.slice(i, i + 200).map((did) => ({
+          notification_id: row.id,
+          did,
+          business_id: row.business_id,
+          status: 'pending' as const,
+          error: null,
+          fcm_message: null,
+          updated_at: row.created_at,
+        })),
+      )
+      .execute();
   }
 }
 
@@ -95,21 +106,35 @@ export async function getNotification(db: Db, businessId: string, id: string): P
 }
 
 export async function listDeliveries(db: Db, businessId: string, notificationId: string): Promise<DeliveryRow[]> {
-  return db.selectFrom('push_deliveries').selectAll()
-    .where('business_id', '=', businessId).where('notification_id', '=', notificationId)
-    .orderBy('did').execute();
+  return db
+    .selectFrom('push_deliveries')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('notification_id', '=', notificationId)
+    .orderBy('did')
+    .execute();
 }
 
 export async function getDelivery(db: Db, businessId: string, notificationId: string, did: string): Promise<DeliveryRow | undefined> {
-  return db.selectFrom('push_deliveries').selectAll()
-    .where('business_id', '=', businessId).where('notification_id', '=', notificationId).where('did', '=', did)
+  return db
+    .selectFrom('push_deliveries')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('notification_id', '=', notificationId)
+    .where('did', '=', did)
     .executeTakeFirst();
 }
 
 /** Records an attempt's outcome; only a pending delivery changes, so a repeated job cannot undo a result. */
-export async function settleDelivery(db: Db, businessId: string, notificationId: string, did: string,
-  change: { status: PushDeliveryStatus; error: string | null; fcmMessage?: string | null }): Promise<boolean> {
-  const result = await db.updateTable('push_deliveries')
+export async function settleDelivery(
+  db: Db,
+  businessId: string,
+  notificationId: string,
+  did: string,
+  change: { status: PushDeliveryStatus; error: string | null; fcmMessage?: string | null },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('push_deliveries')
     .set((eb) => ({
       status: change.status,
       error: change.error,
@@ -117,7 +142,9 @@ export async function settleDelivery(db: Db, businessId: string, notificationId:
       attempts: eb('attempts', '+', 1),
       updated_at: Date.now(),
     }))
-    .where('business_id', '=', businessId).where('notification_id', '=', notificationId).where('did', '=', did)
+    .where('business_id', '=', businessId)
+    .where('notification_id', '=', notificationId)
+    .where('did', '=', did)
     .where('status', '=', 'pending')
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
@@ -125,9 +152,12 @@ export async function settleDelivery(db: Db, businessId: string, notificationId:
 
 /** A transient failure: the delivery stays pending with the latest error. */
 export async function noteRetry(db: Db, businessId: string, notificationId: string, did: string, error: string): Promise<void> {
-  await db.updateTable('push_deliveries')
+  await db
+    .updateTable('push_deliveries')
     .set((eb) => ({ error, attempts: eb('attempts', '+', 1), updated_at: Date.now() }))
-    .where('business_id', '=', businessId).where('notification_id', '=', notificationId).where('did', '=', did)
+    .where('business_id', '=', businessId)
+    .where('notification_id', '=', notificationId)
+    .where('did', '=', did)
     .where('status', '=', 'pending')
     .execute();
 }

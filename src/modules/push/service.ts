@@ -34,8 +34,17 @@ export interface PushDeps {
 // ---- Credentials -----------------------------------------------------------------------------
 
 export const SA_KEY_MEMBERS = [
-  'type', 'project_id', 'private_key_id', 'private_key', 'client_email', 'client_id', 'auth_uri', 'token_uri',
-  'auth_provider_x509_cert_url', 'client_x509_cert_url', 'universal_domain',
+  'type',
+  'project_id',
+  'private_key_id',
+  'private_key',
+  'client_email',
+  'client_id',
+  'auth_uri',
+  'token_uri',
+  'auth_provider_x509_cert_url',
+  'client_x509_cert_url',
+  'universal_domain',
 ] as const;
 
 export type SaKey = Record<(typeof SA_KEY_MEMBERS)[number], string>;
@@ -185,7 +194,9 @@ export class PushService {
     const key = validateSaKey(input, this.#deps.env);
     // The service will POST to token_uri: in production it must be, and resolve to, a public address.
     if (await this.#deps.outbound.check(new URL(key.token_uri))) {
-      throw AppError.badRequest('Invalid sa_key', { 'sa_key.token_uri': ['must not be or resolve to a loopback, private, link-local, metadata or other non-public address'] });
+      throw AppError.badRequest('Invalid sa_key', {
+        'sa_key.token_uri': ['must not be or resolve to a loopback, private, link-local, metadata or other non-public address'],
+      });
     }
     const now = Date.now();
     await repo.upsertCredentials(this.#deps.db, {
@@ -205,7 +216,12 @@ export class PushService {
     const db = this.#deps.db;
     const row = await repo.getCredentials(db, businessId);
     if (!row) throw AppError.notFound('No push credentials are stored for this business');
-    return { project_id: row.project_id, client_email: row.client_email, private_key_id: row.private_key_id, updated_at: Math.floor(row.updated_at / 1000) };
+    return {
+      project_id: row.project_id,
+      client_email: row.client_email,
+      private_key_id: row.private_key_id,
+      updated_at: Math.floor(row.updated_at / 1000),
+    };
   }
 
   async removeCredentials(businessId: string): Promise<void> {
@@ -222,7 +238,11 @@ export class PushService {
     const privateKey = parseRsaPrivateKey(key.private_key);
     if (!privateKey) throw new Error('stored private key does not parse');
     const account: ServiceAccount = {
-      project_id: key.project_id, private_key_id: key.private_key_id, client_email: key.client_email, token_uri: key.token_uri, privateKey,
+      project_id: key.project_id,
+      private_key_id: key.private_key_id,
+      client_email: key.client_email,
+      token_uri: key.token_uri,
+      privateKey,
     };
     return { account, version: credentialsVersion(account, row.updated_at) };
   }
@@ -260,13 +280,15 @@ export class PushService {
       throw AppError.badRequest('Give exactly one of patient_id or device_ids', { message: ['Give exactly one of patient_id or device_ids'] });
     }
     const reserved = Object.keys(input.data ?? {}).filter((key) => RESERVED_DATA_KEY.test(key));
-    if (reserved.length > 0) throw AppError.badRequest(`data: reserved key ${reserved.join(', ')}`, { data: reserved.map((k) => `reserved key "${k}"`) });
+    if (reserved.length > 0)
+      throw AppError.badRequest(`data: reserved key ${reserved.join(', ')}`, { data: reserved.map((k) => `reserved key "${k}"`) });
     const size = Buffer.byteLength(JSON.stringify({ title: input.title, body: input.body, data: input.data ?? {} }));
     if (size > MAX_PAYLOAD_BYTES) throw AppError.badRequest(`title, body and data together exceed FCM's ${MAX_PAYLOAD_BYTES} bytes`);
 
     return inTransaction(this.#deps.db, async (trx) => {
       // Sending needs credentials; checked now so the caller learns it at once rather than per device.
-      if (!(await repo.getCredentials(trx, businessId))) throw AppError.badRequest('Push credentials are not configured: POST /notification/push-creds first');
+      if (!(await repo.getCredentials(trx, businessId)))
+        throw AppError.badRequest('Push credentials are not configured: POST /notification/push-creds first');
       let dids: string[];
       if (hasDevices) {
         const wanted = [...new Set(input.device_ids!)];
@@ -279,16 +301,20 @@ export class PushService {
         if (dids.length === 0) throw AppError.notFound('No devices are registered for this patient');
       }
       const id = newId('ntf');
-      await repo.insertNotification(trx, {
-        id,
-        business_id: businessId,
-        title: input.title,
-        body: input.body,
-        data: input.data && Object.keys(input.data).length > 0 ? JSON.stringify(input.data) : null,
-        patient_ref: input.patient_id ?? null,
-        created_by: clientId,
-        created_at: Date.now(),
-      }, dids);
+      await repo.insertNotification(
+        trx,
+        {
+          id,
+          business_id: businessId,
+          title: input.title,
+          body: input.body,
+          data: input.data && Object.keys(input.data).length > 0 ? JSON.stringify(input.data) : null,
+          patient_ref: input.patient_id ?? null,
+          created_by: clientId,
+          created_at: Date.now(),
+        },
+        dids,
+      );
       await this.#deps.enqueueDeliveries(trx, businessId, id, dids);
       return id;
     });
@@ -339,12 +365,18 @@ export class PushService {
     }
     if (!loaded) return settle('failed', 'push credentials are not configured');
 
-    const outcome = await this.#deps.fcm.send(businessId, loaded.account, loaded.version, {
-      token: device.fcm_token,
-      title: notification.title,
-      body: notification.body,
-      data: notification.data ? (JSON.parse(notification.data) as Record<string, string>) : null,
-    }, signal);
+    const outcome = await this.#deps.fcm.send(
+      businessId,
+      loaded.account,
+      loaded.version,
+      {
+        token: device.fcm_token,
+        title: notification.title,
+        body: notification.body,
+        data: notification.data ? (JSON.parse(notification.data) as Record<string, string>) : null,
+      },
+      signal,
+    );
 
     switch (outcome.kind) {
       case 'sent':
@@ -356,7 +388,10 @@ export class PushService {
         return settle('failed', outcome.error);
       case 'retry':
         // The queue logs the retry itself; this adds which device it was.
-        this.#deps.logger.debug({ notification_id: notificationId, did, business_id: businessId, error: outcome.error, retry_after: outcome.retryAfterSeconds }, 'push attempt failed');
+        this.#deps.logger.debug(
+          { notification_id: notificationId, did, business_id: businessId, error: outcome.error, retry_after: outcome.retryAfterSeconds },
+          'push attempt failed',
+        );
         throw new PushRetry(outcome.error, outcome.retryAfterSeconds);
     }
   }

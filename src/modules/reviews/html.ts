@@ -148,9 +148,13 @@ function visitLine(visit: Visit, timeZone: string): SafeHtml {
 }
 
 export function formPage(visit: Visit, timeZone: string, input: FormInput = { rating: '', comment: '' }, errors: FormErrors = {}): string {
-  const problems = [errors.rating && { id: 'rating-1', text: errors.rating }, errors.comment && { id: 'comment', text: errors.comment }]
-    .filter((p): p is { id: string; text: string } => Boolean(p));
-  const summary = problems.length === 0 ? '' : html`<div class="summary" role="alert" aria-labelledby="summary-title">
+  const problems = [errors.rating && { id: 'rating-1', text: errors.rating }, errors.comment && { id: 'comment', text: errors.comment }].filter(
+    (p): p is { id: string; text: string } => Boolean(p),
+  );
+  const summary =
+    problems.length === 0
+      ? ''
+      : html`<div class="summary" role="alert" aria-labelledby="summary-title">
 <h2 id="summary-title">Please check your review</h2>
 <ul>${problems.map((p) => html`<li><a href="#${p.id}">${p.text}</a></li>`)}</ul>
 </div>`;
@@ -203,8 +207,9 @@ export function notFoundPage(): string {
 }
 
 export function errorPage(status: number): string {
-  const [heading, text] = status >= 500
-    ? ['Something went wrong', 'We could not handle your review just now. Please try again in a few minutes.']
-    : ['The form could not be read', 'Please go back, check your review and send it again.'];
+  const [heading, text] =
+    status >= 500
+      ? ['Something went wrong', 'We could not handle your review just now. Please try again in a few minutes.']
+      : ['The form could not be read', 'Please go back, check your review and send it again.'];
   return layout({ title: heading, heading: null, body: html`<h1>${heading}</h1>\n<p>${text}</p>` });
 }

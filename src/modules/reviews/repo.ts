@@ -23,18 +23,29 @@ export interface ReviewTarget {
 }
 
 export async function findTargetByToken(db: Db, token: string): Promise<ReviewTarget | undefined> {
-  return db.selectFrom('appointments as a')
-    // The clinic and doctor of the appointment's own business, however they were joined.
-    .innerJoin('clinics as c', (join) => join.onRef('c.id', '=', 'a.clinic_id').onRef('c.business_id', '=', 'a.business_id'))
-    .innerJoin('doctors as d', (join) => join.onRef('d.id', '=', 'a.doctor_id').onRef('d.business_id', '=', 'a.business_id'))
-    .leftJoin('reviews as r', 'r.appointment_id', 'a.id')
-    .select([
-      'a.id as appointment_id', 'a.business_id', 'a.clinic_id', 'a.doctor_id', 'a.patient_id', 'a.start_time',
-      'c.name as clinic_name', 'd.firstname as doctor_firstname', 'd.lastname as doctor_lastname',
-      'r.id as review_id', 'r.rating as review_rating',
-    ])
-    .where('a.review_token', '=', token)
-    .executeTakeFirst();
+  return (
+    db
+      .selectFrom('appointments as a')
+      // The clinic and doctor of the appointment's own business, however they were joined.
+      .innerJoin('clinics as c', (join) => join.onRef('c.id', '=', 'a.clinic_id').onRef('c.business_id', '=', 'a.business_id'))
+      .innerJoin('doctors as d', (join) => join.onRef('d.id', '=', 'a.doctor_id').onRef('d.business_id', '=', 'a.business_id'))
+      .leftJoin('reviews as r', 'r.appointment_id', 'a.id')
+      .select([
+        'a.id as appointment_id',
+        'a.business_id',
+        'a.clinic_id',
+        'a.doctor_id',
+        'a.patient_id',
+        'a.start_time',
+        'c.name as clinic_name',
+        'd.firstname as doctor_firstname',
+        'd.lastname as doctor_lastname',
+        'r.id as review_id',
+        'r.rating as review_rating',
+      ])
+      .where('a.review_token', '=', token)
+      .executeTakeFirst()
+  );
 }
 
 export async function insertReview(db: Db, review: ReviewsTable): Promise<void> {

@@ -33,10 +33,7 @@ export interface FormErrors {
   comment?: string;
 }
 
-export type PageState =
-  | { kind: 'not_found' }
-  | { kind: 'form'; visit: Visit }
-  | { kind: 'received'; visit: Visit };
+export type PageState = { kind: 'not_found' } | { kind: 'form'; visit: Visit } | { kind: 'received'; visit: Visit };
 
 export type SubmitOutcome =
   | { kind: 'not_found' }
@@ -90,7 +87,8 @@ export function validateForm(body: unknown): { input: FormInput; errors: FormErr
   const input: FormInput = { rating: (rawRating ?? '').trim(), comment: rawComment === null ? '' : normalizeComment(rawComment) };
   const errors: FormErrors = {};
   const rating = /^[1-5]$/.test(input.rating) ? Number(input.rating) : 0;
-  if (rating === 0) errors.rating = rawRating !== null && input.rating === '' ? 'Choose a rating from 1 to 5.' : 'The rating must be a whole number from 1 to 5.';
+  if (rating === 0)
+    errors.rating = rawRating !== null && input.rating === '' ? 'Choose a rating from 1 to 5.' : 'The rating must be a whole number from 1 to 5.';
   if (rawComment === null) {
     errors.comment = 'The comment could not be read; please write it again.';
   } else {

@@ -22,7 +22,12 @@ export function searchModule(ctx: AppContext): SearchModule {
     storedSnapshotMinDrugs: LARGE_CATALOGUE_DRUGS,
   });
   const search = new SearchService({ catalogue, cacheBytes: config.searchCacheBytes });
-  const limiter = createSearchRateLimiter({ rate: config.searchRateLimit, burst: config.searchRateBurst, redisUrl: config.redisUrl, logger: ctx.logger });
+  const limiter = createSearchRateLimiter({
+    rate: config.searchRateLimit,
+    burst: config.searchRateBurst,
+    redisUrl: config.redisUrl,
+    logger: ctx.logger,
+  });
   let loading: Promise<void> | null = null;
   return {
     name: 'search',

@@ -16,8 +16,12 @@ export async function catalogueVersion(db: Db): Promise<number> {
  * serialises concurrent imports, so each reads the rows the previous one committed.
  */
 export async function bumpVersion(db: Db): Promise<number> {
-  const row = await db.updateTable('catalogue_meta').set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', 1)
-    .returning('version').executeTakeFirstOrThrow();
+  const row = await db
+    .updateTable('catalogue_meta')
+    .set((eb) => ({ version: eb('version', '+', 1) }))
+    .where('id', '=', 1)
+    .returning('version')
+    .executeTakeFirstOrThrow();
   return Number(row.version);
 }
 
@@ -36,7 +40,11 @@ export async function drugsByNameKeys(db: Db, nameKeys: string[]): Promise<Drugs
 }
 
 export async function insertDrugs(db: Db, rows: DrugsTable[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 100) await db.insertInto('drugs').values(rows.slice(i, i + 100)).execute();
+  for (let i = 0; i < rows.length; i += 100)
+    await db
+      .insertInto('drugs')
+      .values(rows.slice(i, i + 100))
+      .execute();
 }
 
 export async function updateDrug(db: Db, row: DrugsTable): Promise<void> {
@@ -55,13 +63,22 @@ export interface ChangesCursor {
  * (seq, id) index, so a page costs its own rows. Everything (after < 0) is read in id order, a walk
  * of the primary key.
  */
-export async function drugsChangedAfter(db: Db, after: number, from: ChangesCursor, pageSize: number): Promise<Array<DrugRecordRow & { seq: number }>> {
+export async function drugsChangedAfter(
+  db: Db,
+  after: number,
+  from: ChangesCursor,
+  pageSize: number,
+): Promise<Array<DrugRecordRow & { seq: number }>> {
   // Only what the index keeps: the composition JSON and the import keys would be garbage at once.
   const query = db.selectFrom('drugs').select([...DRUG_RECORD_COLUMNS, 'seq']);
   if (after < 0) return query.where('id', '>', from.id).orderBy('id').limit(pageSize).execute();
-  return query.where('seq', '>', after)
+  return query
+    .where('seq', '>', after)
     .where((eb) => eb.or([eb('seq', '>', from.seq), eb.and([eb('seq', '=', from.seq), eb('id', '>', from.id)])]))
-    .orderBy('seq').orderBy('id').limit(pageSize).execute();
+    .orderBy('seq')
+    .orderBy('id')
+    .limit(pageSize)
+    .execute();
 }
 
 export async function labsByNameKeys(db: Db, nameKeys: string[]): Promise<LabTestsTable[]> {
@@ -70,7 +87,11 @@ export async function labsByNameKeys(db: Db, nameKeys: string[]): Promise<LabTes
 }
 
 export async function insertLabs(db: Db, rows: LabTestsTable[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 100) await db.insertInto('lab_tests').values(rows.slice(i, i + 100)).execute();
+  for (let i = 0; i < rows.length; i += 100)
+    await db
+      .insertInto('lab_tests')
+      .values(rows.slice(i, i + 100))
+      .execute();
 }
 
 export async function updateLab(db: Db, row: LabTestsTable): Promise<void> {
@@ -98,7 +119,11 @@ export async function catalogueHolds(db: Db, drugId: string | null, labId: strin
 
 /** How many drugs there are, or (with `changedAfter`) how many changed after that version. */
 export async function drugCount(db: Db, changedAfter = -1): Promise<number> {
-  const row = await db.selectFrom('drugs').select((eb) => eb.fn.countAll().as('count')).where('seq', '>', changedAfter).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('drugs')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .where('seq', '>', changedAfter)
+    .executeTakeFirstOrThrow();
   return Number(row.count);
 }
 
@@ -124,9 +149,15 @@ export async function storedSnapshotVersion(db: Db, source: string): Promise<num
 export async function* storedSnapshotParts(db: Db, source: string): AsyncGenerator<Buffer> {
   let writtenAt: number | null = null;
   for (let part = 0; ; part++) {
-    const row = await db.selectFrom('search_snapshots').select(['written_at', 'data']).where('source', '=', source).where('part', '=', part).executeTakeFirst();
+    const row = await db
+      .selectFrom('search_snapshots')
+      .select(['written_at', 'data'])
+      .where('source', '=', source)
+      .where('part', '=', part)
+      .executeTakeFirst();
     if (!row) return;
-    if (writtenAt !== null && Number(row.written_at) !== writtenAt) throw new Error('the stored search index snapshot was replaced while it was read');
+    if (writtenAt !== null && Number(row.written_at) !== writtenAt)
+      throw new Error('the stored search index snapshot was replaced while it was read');
     writtenAt = Number(row.written_at);
     yield row.data;
   }
@@ -138,18 +169,24 @@ export async function* storedSnapshotParts(db: Db, source: string): AsyncGenerat
  * PostgreSQL its parts collide with these). Snapshots of other code older than a week go.
  */
 export async function storeSnapshot(db: Db, source: string, version: number, snapshot: Buffer): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const stored = await storedSnapshotVersion(trx, source);
-    if (stored !== null && stored > version) return false;
-    const now = Date.now();
-    await trx.deleteFrom('search_snapshots').where((eb) => eb.or([eb('source', '=', source), eb('written_at', '<', now - OTHER_SOURCE_SNAPSHOT_MS)])).execute();
-    for (let part = 0, at = 0; at < snapshot.length; part++, at += SNAPSHOT_PART_BYTES) {
-      const data = snapshot.subarray(at, at + SNAPSHOT_PART_BYTES);
-      await trx.insertInto('search_snapshots').values({ source, part, version, written_at: now, data }).execute();
-    }
-    return true;
-  }).catch((error: unknown) => {
-    if (isUniqueViolation(error)) return false;
-    throw error;
-  });
+  return db
+    .transaction()
+    .execute(async (trx) => {
+      const stored = await storedSnapshotVersion(trx, source);
+      if (stored !== null && stored > version) return false;
+      const now = Date.now();
+      await trx
+        .deleteFrom('search_snapshots')
+        .where((eb) => eb.or([eb('source', '=', source), eb('written_at', '<', now - OTHER_SOURCE_SNAPSHOT_MS)]))
+        .execute();
+      for (let part = 0, at = 0; at < snapshot.length; part++, at += SNAPSHOT_PART_BYTES) {
+        const data = snapshot.subarray(at, at + SNAPSHOT_PART_BYTES);
+        await trx.insertInto('search_snapshots').values({ source, part, version, written_at: now, data }).execute();
+      }
+      return true;
+    })
+    .catch((error: unknown) => {
+      if (isUniqueViolation(error)) return false;
+      throw error;
+    });
 }

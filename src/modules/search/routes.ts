@@ -38,7 +38,9 @@ const Drug = Type.Object({
   soa: Type.Boolean(),
   drug_name_match: Type.Boolean({ description: 'The normalised name equals the normalised query' }),
   include_suggestion: Type.Optional(Type.Boolean()),
-  highlighted_fields: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Matched parts wrapped in <em>, the rest HTML-escaped' })),
+  highlighted_fields: Type.Optional(
+    Type.Record(Type.String(), Type.String(), { description: 'Matched parts wrapped in <em>, the rest HTML-escaped' }),
+  ),
   is_otc: Type.Union([Type.Boolean(), Type.Null()]),
 });
 
@@ -70,24 +72,40 @@ export function searchRoutes(ctx: AppContext, search: SearchService, limiter: Se
       limiter,
       burst: ctx.config.searchRateBurst,
       key: (request) => principalOf(request).clientId,
-      refused: (seconds) => new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } }),
+      refused: (seconds) =>
+        new AppError(429, `Too many requests: the search rate limit is ${ctx.config.searchRateLimit} per second; retry in ${seconds} s`, {
+          headers: { 'retry-after': String(seconds) },
+        }),
     });
 
-    app.get('/medical-db/v1/drugs-and-labs', {
-      config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: true },
-      schema: {
-        tags: ['search'],
-        summary: 'Search drugs and laboratory tests',
-        description: 'Ranked as a prescriber expects: exact name, names starting with the query, word-prefix matches in name and composition, then typo-tolerant matches. 404 with empty lists when nothing matches.',
-        security: [{ bearerAuth: [] }],
-        querystring: Query,
-        response: { 200: SearchResponse, 404: SearchResponse, 400: SearchError, 401: SearchError, 403: SearchError, 429: SearchError, 500: SearchError },
+    app.get(
+      '/medical-db/v1/drugs-and-labs',
+      {
+        config: { family: 'search', auth: { anyOf: ['search'] }, rateLimit: true },
+        schema: {
+          tags: ['search'],
+          summary: 'Search drugs and laboratory tests',
+          description:
+            'Ranked as a prescriber expects: exact name, names starting with the query, word-prefix matches in name and composition, then typo-tolerant matches. 404 with empty lists when nothing matches.',
+          security: [{ bearerAuth: [] }],
+          querystring: Query,
+          response: {
+            200: SearchResponse,
+            404: SearchResponse,
+            400: SearchError,
+            401: SearchError,
+            403: SearchError,
+            429: SearchError,
+            500: SearchError,
+          },
+        },
       },
-    }, (request, reply) => {
-      // Serialized by the route's own response schema; a cached answer goes out synchronously.
-      const answer = search.answer(request.query, (status, result) => reply.code(status).serialize(result) as string);
-      if (answer instanceof Promise) return (async () => sendAnswer(reply, await answer))();
-      sendAnswer(reply, answer);
-    });
+      (request, reply) => {
+        // Serialized by the route's own response schema; a cached answer goes out synchronously.
+        const answer = search.answer(request.query, (status, result) => reply.code(status).serialize(result) as string);
+        if (answer instanceof Promise) return (async () => sendAnswer(reply, await answer))();
+        sendAnswer(reply, answer);
+      },
+    );
   };
 }

@@ -67,9 +67,13 @@ export class SearchService {
     const wordsKey = `${type} ${limit} ${query.words.map((word) => word.text).join(' ')}`;
     let answer = cache?.get(version, wordsKey);
     if (answer === undefined) {
-      const result: SearchResult = type === 'lab'
-        ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
-        : { drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit, query))), lab_tests: [] };
+      const result: SearchResult =
+        type === 'lab'
+          ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
+          : {
+              drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit, query))),
+              lab_tests: [],
+            };
       const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;
       answer = { status, body: Buffer.from(serialize(status, result)) };
       cache?.set(version, wordsKey, answer);

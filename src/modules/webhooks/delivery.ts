@@ -81,8 +81,14 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]):
     const chunk = rows.slice(start, start + FAN_OUT_CHUNK);
     // The jobs first: their key is the (event, subscription) pair, so a repeated dispatch gets the
     // existing jobs back and the delivery insert below adds nothing for them.
-    const jobIds = await queue.enqueue(trx, chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, key: keys[start + i]! })));
-    added += await repo.insertDeliveries(trx, chunk.map((row, i) => ({ ...row, job_id: jobIds[i]! })));
+    const jobIds = await queue.enqueue(
+      trx,
+      chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, key: keys[start + i]! })),
+    );
+    added += await repo.insertDeliveries(
+      trx,
+      chunk.map((row, i) => ({ ...row, job_id: jobIds[i]! })),
+    );
   }
   return added;
 }
@@ -187,7 +193,11 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   }
   if (statusCode === 410) {
     // The receiver says the endpoint is gone for good: stop sending to it until re-enabled.
-    await repo.updateSubscription(db, input.businessId, row.subscription_id, { status: 'disabled', disabled_reason: 'endpoint answered 410 Gone', updated_at: Date.now() });
+    await repo.updateSubscription(db, input.businessId, row.subscription_id, {
+      status: 'disabled',
+      disabled_reason: 'endpoint answered 410 Gone',
+      updated_at: Date.now(),
+    });
     deps.outcomes?.inc({ outcome: 'disabled' });
     deps.logger.warn(log, 'webhook endpoint answered 410 Gone; subscription disabled');
     throw new DeliveryRefused('HTTP 410 (the subscription was disabled)', 410);
@@ -202,14 +212,30 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
  * receiver (or tried to) counts, with what it answered; a failure before sending (the database)
  * changes only the state, so the partner never sees an internal error.
  */
-export async function recordFailedAttempt(db: Db, businessId: string, deliveryId: string, outcome: FailedAttempt, cause: unknown, outcomes?: Counter<'outcome'>): Promise<void> {
+export async function recordFailedAttempt(
+  db: Db,
+  businessId: string,
+  deliveryId: string,
+  outcome: FailedAttempt,
+  cause: unknown,
+  outcomes?: Counter<'outcome'>,
+): Promise<void> {
   const sent = cause instanceof DeliveryRetry || cause instanceof DeliveryRefused;
   const nextAttemptAt = outcome.status === 'pending' ? outcome.dueAt : null;
   if (sent) {
     if (cause instanceof DeliveryRetry) outcomes?.inc({ outcome: outcome.status === 'pending' ? 'retried' : 'failed' });
-    await repo.recordAttempt(db, businessId, deliveryId, { status: outcome.status, lastStatusCode: cause.statusCode, lastError: cause.message, nextAttemptAt });
+    await repo.recordAttempt(db, businessId, deliveryId, {
+      status: outcome.status,
+      lastStatusCode: cause.statusCode,
+      lastError: cause.message,
+      nextAttemptAt,
+    });
   } else {
-    await repo.settleDelivery(db, businessId, deliveryId, { status: outcome.status, nextAttemptAt, lastErrorIfNone: outcome.status === 'failed' ? 'the delivery could not be attempted' : null });
+    await repo.settleDelivery(db, businessId, deliveryId, {
+      status: outcome.status,
+      nextAttemptAt,
+      lastErrorIfNone: outcome.status === 'failed' ? 'the delivery could not be attempted' : null,
+    });
   }
 }
 

@@ -42,87 +42,114 @@ export function webhookRoutes(service: WebhookService) {
     const config: FastifyContextConfig = { family: 'standard', auth: { anyOf: ['webhook:admin'] } };
     const tags = ['webhooks'];
 
-    app.post(BASE, {
-      config,
-      schema: {
-        tags,
-        summary: 'Register a webhook endpoint; the signing key is returned only here',
-        body: Type.Object({
-          endpoint: Endpoint,
-          event_names: Type.Optional(EventNames),
-          signing_key: Type.Optional(SigningKey),
-          protocol: Type.Optional(Protocol),
-        }),
-        response: { 201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String() }), ...Errors },
+    app.post(
+      BASE,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Register a webhook endpoint; the signing key is returned only here',
+          body: Type.Object({
+            endpoint: Endpoint,
+            event_names: Type.Optional(EventNames),
+            signing_key: Type.Optional(SigningKey),
+            protocol: Type.Optional(Protocol),
+          }),
+          response: { 201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String() }), ...Errors },
+        },
       },
-    }, async (request, reply) => {
-      const created = await service.createSubscription(principalOf(request).businessId, request.body);
-      return reply.code(201).send({ id: created.id, status: 'success', signing_key: created.signing_key });
-    });
+      async (request, reply) => {
+        const created = await service.createSubscription(principalOf(request).businessId, request.body);
+        return reply.code(201).send({ id: created.id, status: 'success', signing_key: created.signing_key });
+      },
+    );
 
-    app.get(BASE, {
-      config,
-      schema: {
-        tags,
-        summary: 'List the webhook subscriptions (without signing keys)',
-        response: { 200: Type.Object({ data: Type.Array(Subscription), msg: Type.Literal('success') }), ...Errors },
+    app.get(
+      BASE,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'List the webhook subscriptions (without signing keys)',
+          response: { 200: Type.Object({ data: Type.Array(Subscription), msg: Type.Literal('success') }), ...Errors },
+        },
       },
-    }, async (request) => ({ data: await service.listSubscriptions(principalOf(request).businessId), msg: 'success' as const }));
+      async (request) => ({ data: await service.listSubscriptions(principalOf(request).businessId), msg: 'success' as const }),
+    );
 
-    app.patch(`${BASE}/:id`, {
-      config,
-      schema: {
-        tags,
-        summary: 'Change the endpoint, event names, signing key (the old one signs too for 24 h) or status',
-        params: IdParams,
-        body: Type.Union([Type.Object({
-          endpoint: Type.Optional(Endpoint),
-          event_names: Type.Optional(EventNames),
-          signing_key: Type.Optional(SigningKey),
-          status: Type.Optional(Status),
-          protocol: Type.Optional(Protocol),
-        }), Type.Null()]),
-        response: { 200: Subscription, ...Errors },
+    app.patch(
+      `${BASE}/:id`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Change the endpoint, event names, signing key (the old one signs too for 24 h) or status',
+          params: IdParams,
+          body: Type.Union([
+            Type.Object({
+              endpoint: Type.Optional(Endpoint),
+              event_names: Type.Optional(EventNames),
+              signing_key: Type.Optional(SigningKey),
+              status: Type.Optional(Status),
+              protocol: Type.Optional(Protocol),
+            }),
+            Type.Null(),
+          ]),
+          response: { 200: Subscription, ...Errors },
+        },
       },
-    }, async (request) => service.updateSubscription(principalOf(request).businessId, request.params.id, request.body ?? {}));
+      async (request) => service.updateSubscription(principalOf(request).businessId, request.params.id, request.body ?? {}),
+    );
 
-    app.delete(`${BASE}/:id`, {
-      config,
-      schema: {
-        tags,
-        summary: 'Delete a webhook subscription and its deliveries',
-        params: IdParams,
-        response: { 200: Type.Object({ status: Type.Literal('webhook deleted successfully'), msg: Type.Literal('success') }), ...Errors },
+    app.delete(
+      `${BASE}/:id`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Delete a webhook subscription and its deliveries',
+          params: IdParams,
+          response: { 200: Type.Object({ status: Type.Literal('webhook deleted successfully'), msg: Type.Literal('success') }), ...Errors },
+        },
       },
-    }, async (request) => {
-      await service.deleteSubscription(principalOf(request).businessId, request.params.id);
-      return { status: 'webhook deleted successfully' as const, msg: 'success' as const };
-    });
+      async (request) => {
+        await service.deleteSubscription(principalOf(request).businessId, request.params.id);
+        return { status: 'webhook deleted successfully' as const, msg: 'success' as const };
+      },
+    );
 
-    app.get(`${BASE}/:id/deliveries`, {
-      config,
-      schema: {
-        tags,
-        summary: 'Deliveries of a subscription, newest first, 50 a page',
-        params: IdParams,
-        querystring: Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })) }),
-        response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...Errors },
+    app.get(
+      `${BASE}/:id/deliveries`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Deliveries of a subscription, newest first, 50 a page',
+          params: IdParams,
+          querystring: Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })) }),
+          response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...Errors },
+        },
       },
-    }, async (request) => ({
-      data: await service.listDeliveries(principalOf(request).businessId, request.params.id, request.query.page_no ?? 0),
-    }));
+      async (request) => ({
+        data: await service.listDeliveries(principalOf(request).businessId, request.params.id, request.query.page_no ?? 0),
+      }),
+    );
 
-    app.post(`${BASE}/:id/deliveries/:event_id/retry`, {
-      config,
-      schema: {
-        tags,
-        summary: 'Queue a delivery again, due now',
-        params: Type.Object({ id: Type.String({ maxLength: 100 }), event_id: Type.String({ maxLength: 100 }) }),
-        response: { 202: Type.Object({ status: Type.Literal('pending'), msg: Type.Literal('success') }), ...Errors },
+    app.post(
+      `${BASE}/:id/deliveries/:event_id/retry`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Queue a delivery again, due now',
+          params: Type.Object({ id: Type.String({ maxLength: 100 }), event_id: Type.String({ maxLength: 100 }) }),
+          response: { 202: Type.Object({ status: Type.Literal('pending'), msg: Type.Literal('success') }), ...Errors },
+        },
       },
-    }, async (request, reply) => {
-      await service.retryDelivery(principalOf(request).businessId, request.params.id, request.params.event_id);
-      return reply.code(202).send({ status: 'pending', msg: 'success' });
-    });
+      async (request, reply) => {
+        await service.retryDelivery(principalOf(request).businessId, request.params.id, request.params.event_id);
+        return reply.code(202).send({ status: 'pending', msg: 'success' });
+      },
+    );
   };
 }

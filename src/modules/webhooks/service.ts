@@ -74,7 +74,11 @@ function checkSigningKey(key: string): string {
  * The endpoint as stored: an absolute http(s) URL (a bare host/path takes `protocol`'s scheme),
  * matching `protocol` when given; in production https to a public host only (the outbound policy).
  */
-async function normaliseEndpoint(policy: OutboundPolicy, endpoint: string, protocol: 'https' | 'http' | undefined): Promise<{ endpoint: string; protocol: 'https' | 'http' }> {
+async function normaliseEndpoint(
+  policy: OutboundPolicy,
+  endpoint: string,
+  protocol: 'https' | 'http' | undefined,
+): Promise<{ endpoint: string; protocol: 'https' | 'http' }> {
   const raw = endpoint.trim();
   let url: URL;
   try {
@@ -88,8 +92,11 @@ async function normaliseEndpoint(policy: OutboundPolicy, endpoint: string, proto
   if (url.hash) url.hash = '';
   const refused = await policy.check(url);
   if (refused) {
-    throw invalid(refused.addressClass === 'not https' ? 'endpoint: must use https'
-      : 'endpoint: must not be or resolve to a loopback, private, link-local, metadata or other non-public address');
+    throw invalid(
+      refused.addressClass === 'not https'
+        ? 'endpoint: must use https'
+        : 'endpoint: must not be or resolve to a loopback, private, link-local, metadata or other non-public address',
+    );
   }
   return { endpoint: url.toString(), protocol: scheme };
 }
@@ -136,28 +143,28 @@ export class WebhookService {
     const { endpoint, protocol } = await normaliseEndpoint(this.#deps.outbound, input.endpoint, input.protocol);
     const id = newId('whs');
     const now = Date.now();
-    await repo.insertSubscription(this.#deps.db, {
-      id,
-      business_id: businessId,
-      endpoint,
-      protocol,
-      event_names: JSON.stringify(eventNames),
-      status: 'active',
-      signing_key: encrypt(this.#deps.masterKey, signingKey, repo.keyAssociatedData(id)),
-      previous_signing_key: null,
-      previous_key_expires_at: null,
-      disabled_reason: null,
-      created_at: now,
-      updated_at: now,
-    }).catch(duplicate);
+    await repo
+      .insertSubscription(this.#deps.db, {
+        id,
+        business_id: businessId,
+        endpoint,
+        protocol,
+        event_names: JSON.stringify(eventNames),
+        status: 'active',
+        signing_key: encrypt(this.#deps.masterKey, signingKey, repo.keyAssociatedData(id)),
+        previous_signing_key: null,
+        previous_key_expires_at: null,
+        disabled_reason: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .catch(duplicate);
     return { id, signing_key: signingKey };
   }
 
   async listSubscriptions(businessId: string): Promise<SubscriptionView[]> {
     return (await repo.listSubscriptions(this.#deps.db, businessId)).map(toView);
   }
-
-
 
   async updateSubscription(businessId: string, id: string, input: UpdateInput): Promise<SubscriptionView> {
     const eventNames = input.event_names === undefined ? undefined : checkEventNames(input.event_names);

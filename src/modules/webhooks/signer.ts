@@ -24,9 +24,11 @@ export function keyBytes(key: string): Buffer | null {
 
 /** The `webhook-signature` header value: one `v1,` signature per key, space-separated. */
 export function signatureHeader(keys: readonly string[], id: string, timestamp: number, body: string): string {
-  return keys.map((key) => {
-    const bytes = keyBytes(key);
-    if (!bytes) throw new Error('invalid signing key');
-    return `v1,${createHmac('sha256', bytes).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-  }).join(' ');
+  return keys
+    .map((key) => {
+      const bytes = keyBytes(key);
+      if (!bytes) throw new Error('invalid signing key');
+      return `v1,${createHmac('sha256', bytes).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
 }

@@ -45,24 +45,34 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   };
 
   const queue: DeliveryQueue = {
-    enqueue: (db, deliveries) => enqueueMany(db, deliveries.map(({ businessId, deliveryId, key }) =>
-      ({ kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key }))),
+    enqueue: (db, deliveries) =>
+      enqueueMany(
+        db,
+        deliveries.map(({ businessId, deliveryId, key }) => ({ kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key })),
+      ),
     async retry(db, businessId, deliveryId, jobId, key) {
       const job = jobId ? await retryJob(db, jobId, { businessId }) : null;
       return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key });
     },
   };
 
-  ctx.jobs.register<{ deliveryId: string }>(DELIVERY_JOB, async ({ job, signal }) => {
-    await attempt(deps, { businessId: job.businessId!, deliveryId: job.payload.deliveryId, attempt: job.attempts, signal });
-  }, {
-    retrySchedule: ctx.config.webhookRetrySchedule,
-    concurrency: DELIVERY_CONCURRENCY,
-    leaseMs: LEASE_MS,
-    onFailedAttempt: (db, job, outcome, cause) => recordFailedAttempt(db, job.businessId!, job.payload.deliveryId, outcome, cause, deps.outcomes),
-  });
+  ctx.jobs.register<{ deliveryId: string }>(
+    DELIVERY_JOB,
+    async ({ job, signal }) => {
+      await attempt(deps, { businessId: job.businessId!, deliveryId: job.payload.deliveryId, attempt: job.attempts, signal });
+    },
+    {
+      retrySchedule: ctx.config.webhookRetrySchedule,
+      concurrency: DELIVERY_CONCURRENCY,
+      leaseMs: LEASE_MS,
+      onFailedAttempt: (db, job, outcome, cause) => recordFailedAttempt(db, job.businessId!, job.payload.deliveryId, outcome, cause, deps.outcomes),
+    },
+  );
 
-  for (const type of EVENT_NAMES) ctx.jobs.onEvent(type, async (trx, events) => { await fanOut(trx, queue, events); });
+  for (const type of EVENT_NAMES)
+    ctx.jobs.onEvent(type, async (trx, events) => {
+      await fanOut(trx, queue, events);
+    });
 
   return { queue, sender };
 }

@@ -22,20 +22,43 @@ describe(`appointments: concurrency (${DIALECT})`, () => {
     for (let round = 0; round < 3; round++) {
       const id = await book(t, p, { patient_details: { first_name: 'Start' } });
       const fields: Array<[string, unknown]> = [
-        ['designation', 'Dr'], ['first_name', 'Kiran'], ['middle_name', 'S'], ['last_name', 'Patil'],
-        ['gender', 'F'], ['address', { city: 'Nagpur' }], ['mobile', '+919900000000'], ['age', 41],
+        ['designation', 'Dr'],
+        ['first_name', 'Kiran'],
+        ['middle_name', 'S'],
+        ['last_name', 'Patil'],
+        ['gender', 'F'],
+        ['address', { city: 'Nagpur' }],
+        ['mobile', '+919900000000'],
+        ['age', 41],
       ];
       const patches = fields.map(([field, value]) => call('PATCH', `/dr/v1/appointment/${id}`, { patient_details: { [field]: value } }));
-      const tokenPatches = Array.from({ length: 4 }, (_, i) => call('PATCH', `/dr/v1/appointment/${id}`, { token: i + 1, start_time: START + 60 * (i + 1), end_time: START + 60 * (i + 1) + 900 }));
+      const tokenPatches = Array.from({ length: 4 }, (_, i) =>
+        call('PATCH', `/dr/v1/appointment/${id}`, { token: i + 1, start_time: START + 60 * (i + 1), end_time: START + 60 * (i + 1) + 900 }),
+      );
       const completes = Array.from({ length: 4 }, () => call('POST', `/dr/v1/appointment/${id}/complete`));
-      const [patchResults, tokenResults, completeResults] = await Promise.all([Promise.all(patches), Promise.all(tokenPatches), Promise.all(completes)]);
+      const [patchResults, tokenResults, completeResults] = await Promise.all([
+        Promise.all(patches),
+        Promise.all(tokenPatches),
+        Promise.all(completes),
+      ]);
 
       for (const response of [...patchResults, ...completeResults]) assert.equal(response.statusCode, 200, response.body);
       const final = (await call('GET', `/dr/v1/appointment/${id}`)).json();
       assert.equal(final.status, 'CM');
-      assert.deepEqual(final.patient_details, {
-        first_name: 'Kiran', designation: 'Dr', middle_name: 'S', last_name: 'Patil', gender: 'F', address: { city: 'Nagpur' }, mobile: '+919900000000', age: 41,
-      }, 'no patient field written in parallel was lost');
+      assert.deepEqual(
+        final.patient_details,
+        {
+          first_name: 'Kiran',
+          designation: 'Dr',
+          middle_name: 'S',
+          last_name: 'Patil',
+          gender: 'F',
+          address: { city: 'Nagpur' },
+          mobile: '+919900000000',
+          age: 41,
+        },
+        'no patient field written in parallel was lost',
+      );
 
       // A reschedule either ran before the first completion (200, status BK) or was refused after it.
       const applied = tokenResults.filter((r) => r.statusCode === 200);
@@ -44,7 +67,10 @@ describe(`appointments: concurrency (${DIALECT})`, () => {
         else assert.match(response.json().error.message, /completed appointment cannot be rescheduled/);
       }
       if (applied.length > 0) {
-        assert.ok(applied.some((r) => r.json().token === final.token && r.json().start_time === final.start_time), 'the last reschedule is the one kept');
+        assert.ok(
+          applied.some((r) => r.json().token === final.token && r.json().start_time === final.start_time),
+          'the last reschedule is the one kept',
+        );
       } else {
         assert.equal(final.start_time, START);
       }
@@ -57,10 +83,17 @@ describe(`appointments: concurrency (${DIALECT})`, () => {
     for (let round = 0; round < 3; round++) {
       const id = await book(t, p, { patient_details: { first_name: 'Start', partner_patient_id: `mv-${round}-start` } });
       // Partner ids repeat, so appointments move back and forth between patients that exist.
-      const moves = Array.from({ length: 8 }, (_, i) => call('PATCH', `/dr/v1/appointment/${id}`, {
-        token: i + 1, patient_details: { first_name: `N${i}`, partner_patient_id: `mv-${round}-${i % 3}` },
-      }));
-      const others = [call('PATCH', `/dr/v1/appointment/${id}`, { notes: 'kept' }), call('POST', `/dr/v1/appointment/${id}/change-status`, { status: 'NS' }), call('POST', `/dr/v1/appointment/${id}/complete`)];
+      const moves = Array.from({ length: 8 }, (_, i) =>
+        call('PATCH', `/dr/v1/appointment/${id}`, {
+          token: i + 1,
+          patient_details: { first_name: `N${i}`, partner_patient_id: `mv-${round}-${i % 3}` },
+        }),
+      );
+      const others = [
+        call('PATCH', `/dr/v1/appointment/${id}`, { notes: 'kept' }),
+        call('POST', `/dr/v1/appointment/${id}/change-status`, { status: 'NS' }),
+        call('POST', `/dr/v1/appointment/${id}/complete`),
+      ];
       const [moved, changed] = await Promise.all([Promise.all(moves), Promise.all(others)]);
       for (const response of [...moved, ...changed]) assert.equal(response.statusCode, 200, response.body);
 
@@ -86,13 +119,26 @@ describe(`appointments: concurrency (${DIALECT})`, () => {
   });
 
   it('parallel bookings: one partner_appointment_id wins, one patient per partner_patient_id', async () => {
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => call('POST', '/dr/v1/appointment', bookingBody(p, {
-      partner_appointment_id: 'pa-race', patient_details: { first_name: `P${i}`, partner_patient_id: 'pp-race-1' },
-    }))));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        call(
+          'POST',
+          '/dr/v1/appointment',
+          bookingBody(p, {
+            partner_appointment_id: 'pa-race',
+            patient_details: { first_name: `P${i}`, partner_patient_id: 'pp-race-1' },
+          }),
+        ),
+      ),
+    );
     assert.deepEqual(responses.map((r) => r.statusCode).sort(), [201, 409, 409, 409, 409, 409]);
     for (const response of responses.filter((r) => r.statusCode === 409)) assert.equal(response.json().error.code, 'APPOINTMENT_EXISTS');
 
-    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => book(t, p, { patient_details: { [`${i % 2 ? 'first' : 'last'}_name`]: `N${i}`, partner_patient_id: 'pp-race-2' } })));
+    const ids = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        book(t, p, { patient_details: { [`${i % 2 ? 'first' : 'last'}_name`]: `N${i}`, partner_patient_id: 'pp-race-2' } }),
+      ),
+    );
     const records = await Promise.all(ids.map(async (id) => (await call('GET', `/dr/v1/appointment/${id}`)).json()));
     assert.equal(new Set(records.map((r) => r.patient_id)).size, 1);
   });

@@ -27,7 +27,10 @@ describe(`appointments: errors (${DIALECT})`, () => {
     it('names an unknown clinic or doctor, and a doctor not assigned to the clinic', async () => {
       const other = await createPractice(t, { client: p.client });
       assertInvalid(await call('POST', '/dr/v1/appointment', bookingBody(p, { clinic_id: 'cli_nope' })), 'clinic_id');
-      assertInvalid(await call('POST', '/dr/v1/appointment', bookingBody(p, { clinic_id: undefined, partner_clinic_id: 'nope' })), 'partner_clinic_id');
+      assertInvalid(
+        await call('POST', '/dr/v1/appointment', bookingBody(p, { clinic_id: undefined, partner_clinic_id: 'nope' })),
+        'partner_clinic_id',
+      );
       assertInvalid(await call('POST', '/dr/v1/appointment', bookingBody(p, { doctor_id: 'doc_nope' })), 'doctor_id');
       assertInvalid(await call('POST', '/dr/v1/appointment', bookingBody(p, { doctor_id: other.doctorId })), 'doctor_id');
       assertInvalid(await call('POST', '/dr/v1/appointment', bookingBody(p, { clinic_id: undefined })), 'clinic_id');
@@ -113,7 +116,11 @@ describe(`appointments: errors (${DIALECT})`, () => {
     });
 
     it('cannot reschedule a completed, cancelled or no-show appointment, but can change other fields', async () => {
-      for (const [method, path, body] of [['POST', 'complete', undefined], ['PUT', 'cancel', undefined], ['POST', 'change-status', { status: 'NS' }]] as const) {
+      for (const [method, path, body] of [
+        ['POST', 'complete', undefined],
+        ['PUT', 'cancel', undefined],
+        ['POST', 'change-status', { status: 'NS' }],
+      ] as const) {
         const id = await book(t, p);
         await call(method, `/dr/v1/appointment/${id}/${path}`, body);
         assertInvalid(await call('PATCH', `/dr/v1/appointment/${id}`, { start_time: START + 60 }), 'start_time');
@@ -155,7 +162,11 @@ describe(`appointments: errors (${DIALECT})`, () => {
         ['POST', '/review-request', undefined],
       ];
       for (const [method, suffix, body] of operations) {
-        for (const url of [`/dr/v1/appointment/apt_unknown${suffix}`, `/dr/v1/appointment/pa-known${suffix}`, `/dr/v1/appointment/${id}${suffix}?partner_id=1`]) {
+        for (const url of [
+          `/dr/v1/appointment/apt_unknown${suffix}`,
+          `/dr/v1/appointment/pa-known${suffix}`,
+          `/dr/v1/appointment/${id}${suffix}?partner_id=1`,
+        ]) {
           const response = await call(method, url, body);
           assert.equal(response.statusCode, 404, `${method} ${url}`);
           assert.deepEqual(response.json(), { error: { code: 'APPOINTMENT_NOT_FOUND', message: 'Appointment not found' } });
@@ -165,10 +176,20 @@ describe(`appointments: errors (${DIALECT})`, () => {
 
     it('checks input before existence, and rejects malformed JSON and other content types', async () => {
       assertInvalid(await call('PATCH', '/dr/v1/appointment/apt_unknown', { token: 'x' }), 'token');
-      const malformed = await t.app.inject({ method: 'PATCH', url: '/dr/v1/appointment/apt_unknown', headers: { auth: p.client.token, 'content-type': 'application/json' }, payload: '{"token":' });
+      const malformed = await t.app.inject({
+        method: 'PATCH',
+        url: '/dr/v1/appointment/apt_unknown',
+        headers: { auth: p.client.token, 'content-type': 'application/json' },
+        payload: '{"token":',
+      });
       assert.equal(malformed.statusCode, 400);
       assert.equal(malformed.json().error.code, 'INVALID_REQUEST');
-      const text = await t.app.inject({ method: 'PATCH', url: '/dr/v1/appointment/apt_unknown', headers: { auth: p.client.token, 'content-type': 'application/xml' }, payload: '<token>1</token>' });
+      const text = await t.app.inject({
+        method: 'PATCH',
+        url: '/dr/v1/appointment/apt_unknown',
+        headers: { auth: p.client.token, 'content-type': 'application/xml' },
+        payload: '<token>1</token>',
+      });
       assert.equal(text.statusCode, 415);
       assert.equal(text.json().error.code, 'INVALID_REQUEST');
     });

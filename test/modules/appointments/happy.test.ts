@@ -22,13 +22,22 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
       partner_clinic_id: p.partnerClinicId,
       partner_doctor_id: p.partnerDoctorId,
       appointment_details: {
-        start_time: START, end_time: START + 600, mode: 'VIDEO',
+        start_time: START,
+        end_time: START + 600,
+        mode: 'VIDEO',
         custom_attributes: { label: ['first visit'], tags: ['vip'] },
         video_connect: { vendor: 'meet', url: 'https://meet.example/abc' },
       },
       patient_details: {
-        designation: 'Mr', first_name: 'Ravi', middle_name: '', last_name: 'Kumar', mobile: '+919812345678', gender: 'M',
-        dob: '1990-04-01', address: { city: 'Pune', pincode: 411001 }, partner_patient_id: 'pp-happy-1',
+        designation: 'Mr',
+        first_name: 'Ravi',
+        middle_name: '',
+        last_name: 'Kumar',
+        mobile: '+919812345678',
+        gender: 'M',
+        dob: '1990-04-01',
+        address: { city: 'Pune', pincode: 411001 },
+        partner_patient_id: 'pp-happy-1',
       },
       token: 7,
       partner_meta: { ehr: { visit: 'v-1' }, flags: [1, 2] },
@@ -59,8 +68,15 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
       end_time: START + 600,
       token: 7,
       patient_details: {
-        designation: 'Mr', first_name: 'Ravi', middle_name: '', last_name: 'Kumar', mobile: '+919812345678', gender: 'M',
-        dob: '1990-04-01', address: { city: 'Pune', pincode: 411001 }, partner_patient_id: 'pp-happy-1',
+        designation: 'Mr',
+        first_name: 'Ravi',
+        middle_name: '',
+        last_name: 'Kumar',
+        mobile: '+919812345678',
+        gender: 'M',
+        dob: '1990-04-01',
+        address: { city: 'Pune', pincode: 411001 },
+        partner_patient_id: 'pp-happy-1',
       },
       custom_attributes: { label: ['first visit'], tags: ['vip'] },
       video_connect: { vendor: 'meet', url: 'https://meet.example/abc' },
@@ -127,8 +143,19 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
   it('updates partially: objects replaced, patient details field by field, reschedule', async () => {
     const id = await book(t, p, {
       partner_appointment_id: 'pa-upd',
-      appointment_details: { start_time: START, end_time: START + 900, custom_attributes: { label: ['a'], tags: ['x'] }, video_connect: { vendor: 'zoom' } },
-      patient_details: { first_name: 'Ravi', last_name: 'Kumar', dob: '1990-04-01', address: { city: 'Pune', pincode: 411001 }, partner_patient_id: 'pp-upd' },
+      appointment_details: {
+        start_time: START,
+        end_time: START + 900,
+        custom_attributes: { label: ['a'], tags: ['x'] },
+        video_connect: { vendor: 'zoom' },
+      },
+      patient_details: {
+        first_name: 'Ravi',
+        last_name: 'Kumar',
+        dob: '1990-04-01',
+        address: { city: 'Pune', pincode: 411001 },
+        partner_patient_id: 'pp-upd',
+      },
       partner_meta: { a: 1, b: 2 },
       display_meta: { one: 'x', two: 2 },
       token: 3,
@@ -151,9 +178,17 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.deepEqual(record.custom_attributes, { tags: ['y'] });
     assert.deepEqual(record.display_meta, { three: 3.5 });
     assert.deepEqual(record.video_connect, { url: 'http://video.example/room', pt_joined: START + 10 });
-    assert.deepEqual(record.patient_details, {
-      first_name: 'Ravi', last_name: 'Sharma', age: 35, address: { city: 'Mumbai', pincode: 411001 }, partner_patient_id: 'pp-upd',
-    }, 'age clears dob; other fields kept');
+    assert.deepEqual(
+      record.patient_details,
+      {
+        first_name: 'Ravi',
+        last_name: 'Sharma',
+        age: 35,
+        address: { city: 'Mumbai', pincode: 411001 },
+        partner_patient_id: 'pp-upd',
+      },
+      'age clears dob; other fields kept',
+    );
     assert.equal(record.token, 0);
     assert.equal(record.start_time, START + 3600);
     assert.equal(record.end_time, START + 4500);
@@ -214,7 +249,10 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(first.statusCode, 200);
     const record = first.json();
     const second = await t.app.inject({
-      method: 'POST', url: `/dr/v1/appointment/${id}/complete/`, headers: { auth: practice.client.token, 'content-type': 'application/json' }, payload: '',
+      method: 'POST',
+      url: `/dr/v1/appointment/${id}/complete/`,
+      headers: { auth: practice.client.token, 'content-type': 'application/json' },
+      payload: '',
     });
     assert.equal(second.statusCode, 200);
     assert.deepEqual(second.json(), record, 'completing again changes nothing');
@@ -246,7 +284,10 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
   });
 
   it('uses the doctor review link, else the clinic one; the caller is the client_id', async () => {
-    const both = await createPractice(t, { clinic: { review_link: 'https://r.example/clinic' }, doctor: { review_link: 'https://r.example/doctor' } });
+    const both = await createPractice(t, {
+      clinic: { review_link: 'https://r.example/clinic' },
+      doctor: { review_link: 'https://r.example/doctor' },
+    });
     const clinicOnly = await createPractice(t, { clinic: { review_link: 'https://r.example/clinic' } });
     const completer = await createTestClient(t.ctx, { businessId: both.client.businessId, scopes: ['appointment:complete'] });
     await request(t, completer.token, 'POST', `/dr/v1/appointment/${await book(t, both)}/complete`);
@@ -275,7 +316,10 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     const second = await createPractice(t, { client: practice.client });
     // 2030-03-17 00:00 in Asia/Kolkata is 2030-03-16T18:30:00Z.
     const midnight = Date.UTC(2030, 2, 16, 18, 30) / 1000;
-    const late = await book(t, practice, { appointment_details: { start_time: midnight - 60, end_time: midnight + 600 }, patient_details: { first_name: 'A', partner_patient_id: 'pp-list' } });
+    const late = await book(t, practice, {
+      appointment_details: { start_time: midnight - 60, end_time: midnight + 600 },
+      patient_details: { first_name: 'A', partner_patient_id: 'pp-list' },
+    });
     const early = await book(t, practice, { appointment_details: { start_time: midnight, end_time: midnight + 600 } });
     const other = await book(t, second, { appointment_details: { start_time: midnight + 3600, end_time: midnight + 4000 } });
     const list = async (query: string) => {
@@ -296,7 +340,8 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.deepEqual(full, await (await request(t, practice.client.token, 'GET', `/dr/v1/appointment/${late}`)).json());
 
     const paged = await createPractice(t);
-    for (let i = 0; i < 51; i++) await book(t, paged, { appointment_details: { start_time: START + (51 - i) * 60, end_time: START + (51 - i) * 60 + 30 } });
+    for (let i = 0; i < 51; i++)
+      await book(t, paged, { appointment_details: { start_time: START + (51 - i) * 60, end_time: START + (51 - i) * 60 + 30 } });
     const page0 = (await request(t, paged.client.token, 'GET', '/dr/v1/appointment?page_no=0')).json().appointments;
     const page1 = (await request(t, paged.client.token, 'GET', '/dr/v1/appointment/?page_no=1')).json().appointments;
     assert.equal(page0.length, 50);

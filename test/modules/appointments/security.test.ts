@@ -81,7 +81,10 @@ describe(`appointments: security (${DIALECT})`, () => {
       ['POST', '/review-request', undefined],
     ];
     for (const [method, suffix, body] of operations) {
-      for (const [theirs, unknown] of [[`${id}${suffix}`, `apt_unknown${suffix}`], [`pa-sec${suffix}?partner_id=1`, `pa-unknown${suffix}?partner_id=1`]]) {
+      for (const [theirs, unknown] of [
+        [`${id}${suffix}`, `apt_unknown${suffix}`],
+        [`pa-sec${suffix}?partner_id=1`, `pa-unknown${suffix}?partner_id=1`],
+      ]) {
         const a = await request(t, stranger.client.token, method, `/dr/v1/appointment/${theirs}`, body);
         const b = await request(t, stranger.client.token, method, `/dr/v1/appointment/${unknown}`, body);
         assert.equal(a.statusCode, 404, `${method} ${theirs}`);
@@ -103,12 +106,25 @@ describe(`appointments: security (${DIALECT})`, () => {
     const withTheirClinic = await request(t, stranger.client.token, 'POST', '/dr/v1/appointment', bookingBody(stranger, { clinic_id: p.clinicId }));
     assert.equal(withTheirClinic.statusCode, 400);
     assert.match(withTheirClinic.json().error.message, /clinic_id/);
-    const withTheirDoctor = await request(t, stranger.client.token, 'POST', '/dr/v1/appointment', bookingBody(stranger, { doctor_id: undefined, partner_doctor_id: p.partnerDoctorId }));
+    const withTheirDoctor = await request(
+      t,
+      stranger.client.token,
+      'POST',
+      '/dr/v1/appointment',
+      bookingBody(stranger, { doctor_id: undefined, partner_doctor_id: p.partnerDoctorId }),
+    );
     assert.equal(withTheirDoctor.statusCode, 400);
     assert.match(withTheirDoctor.json().error.message, /partner_doctor_id/);
-    const samePartnerId = await request(t, stranger.client.token, 'POST', '/dr/v1/appointment', bookingBody(stranger, {
-      partner_appointment_id: 'pa-sec', patient_details: { first_name: 'X', partner_patient_id: 'pp-shared' },
-    }));
+    const samePartnerId = await request(
+      t,
+      stranger.client.token,
+      'POST',
+      '/dr/v1/appointment',
+      bookingBody(stranger, {
+        partner_appointment_id: 'pa-sec',
+        patient_details: { first_name: 'X', partner_patient_id: 'pp-shared' },
+      }),
+    );
     assert.equal(samePartnerId.statusCode, 201);
     const mine = await book(t, p, { patient_details: { first_name: 'Y', partner_patient_id: 'pp-shared' } });
     const theirs = (await request(t, stranger.client.token, 'GET', `/dr/v1/appointment/${samePartnerId.json().appointment_id}`)).json();
@@ -120,7 +136,12 @@ describe(`appointments: security (${DIALECT})`, () => {
   it('never logs tokens or patient mobile numbers', async () => {
     // An app of its own whose logger records everything down to trace level.
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const database = await createTestDatabase();
     const config = testConfig(database, { LOG_LEVEL: 'trace' });
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });

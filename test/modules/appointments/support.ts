@@ -18,13 +18,25 @@ export async function request(t: TestApp, token: string, method: string, url: st
 }
 
 /** A business (or another practice within `client`'s business) with one clinic and one doctor. */
-export async function createPractice(t: TestApp, options: { client?: TestClient; clinic?: Record<string, unknown>; doctor?: Record<string, unknown> } = {}): Promise<Practice> {
+export async function createPractice(
+  t: TestApp,
+  options: { client?: TestClient; clinic?: Record<string, unknown>; doctor?: Record<string, unknown> } = {},
+): Promise<Practice> {
   const client = options.client ?? (await createTestClient(t.ctx));
   const n = ++counter;
-  const doctor = await request(t, client.token, 'POST', '/cdr/v1/doctor/', { firstname: 'Asha', lastname: 'Rao', partner_id: `pd-${n}`, ...options.doctor });
+  const doctor = await request(t, client.token, 'POST', '/cdr/v1/doctor/', {
+    firstname: 'Asha',
+    lastname: 'Rao',
+    partner_id: `pd-${n}`,
+    ...options.doctor,
+  });
   assert.equal(doctor.statusCode, 201, doctor.body);
   const clinic = await request(t, client.token, 'POST', '/cdr/v1/clinic/', {
-    name: 'Sunrise Clinic', address: '1 MG Road', partner_id: `pc-${n}`, doctor_ids: [doctor.json().svcid], ...options.clinic,
+    name: 'Sunrise Clinic',
+    address: '1 MG Road',
+    partner_id: `pc-${n}`,
+    doctor_ids: [doctor.json().svcid],
+    ...options.clinic,
   });
   assert.equal(clinic.statusCode, 201, clinic.body);
   return { client, clinicId: clinic.json().svcid, doctorId: doctor.json().svcid, partnerClinicId: `pc-${n}`, partnerDoctorId: `pd-${n}` };
@@ -50,6 +62,12 @@ export async function book(t: TestApp, practice: Practice, overrides: Record<str
 }
 
 export async function events(t: TestApp, businessId: string) {
-  const rows = await t.ctx.storage.db.selectFrom('events').selectAll().where('business_id', '=', businessId).orderBy('created_at').orderBy('id').execute();
+  const rows = await t.ctx.storage.db
+    .selectFrom('events')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map((row) => ({ id: row.id, type: row.type, payload: JSON.parse(row.payload) }));
 }

@@ -17,7 +17,10 @@ describe(`appointments: review requests reach webhooks (${DIALECT})`, () => {
     const practice = await createPractice(t, { doctor: { review_link: 'https://r.example/doctor' } });
     const receiver = await startReceiver();
     const subscribed = await t.app.inject({
-      method: 'POST', url: '/notification/v1/connect/webhook/subscriptions', headers: bearer(practice.client.token), payload: { endpoint: receiver.url },
+      method: 'POST',
+      url: '/notification/v1/connect/webhook/subscriptions',
+      headers: bearer(practice.client.token),
+      payload: { endpoint: receiver.url },
     });
     assert.equal(subscribed.statusCode, 201, subscribed.body);
     const id = await book(t, practice);

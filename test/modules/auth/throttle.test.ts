@@ -143,7 +143,9 @@ describe(`login throttling (${DIALECT})`, () => {
   describe('bounded hashing', () => {
     let t: TestApp;
     before(async () => {
-      t = await createTestApp({ env: { CPS_LOGIN_HASH_CONCURRENCY: '1', CPS_LOGIN_HASH_QUEUE: '1', CPS_LOGIN_CLIENT_FAILURES: '6', CPS_LOGIN_ADDRESS_FAILURES: '0' } });
+      t = await createTestApp({
+        env: { CPS_LOGIN_HASH_CONCURRENCY: '1', CPS_LOGIN_HASH_QUEUE: '1', CPS_LOGIN_CLIENT_FAILURES: '6', CPS_LOGIN_ADDRESS_FAILURES: '0' },
+      });
     });
     after(() => t.close());
 
@@ -152,11 +154,16 @@ describe(`login throttling (${DIALECT})`, () => {
       const guard = t.modules.auth.guard;
       // Verifications held open: one runs, one waits, so the queue is full.
       let release!: (valid: boolean) => void;
-      const gate = new Promise<boolean>((resolve) => { release = resolve; });
+      const gate = new Promise<boolean>((resolve) => {
+        release = resolve;
+      });
       const held = [guard.verify(() => gate), guard.verify(() => gate)];
       const busy = [];
       for (let i = 0; i < 4; i++) busy.push(await login(t.app, 'cl_flood', 'cs_wrong'));
-      assert.deepEqual(busy.map((r) => r.statusCode), [503, 503, 503, 503]);
+      assert.deepEqual(
+        busy.map((r) => r.statusCode),
+        [503, 503, 503, 503],
+      );
       assert.deepEqual(busy[0]!.json(), { code: 503, error: 'Too many logins in progress; retry in 1 s' });
       assert.equal(busy[0]!.headers['retry-after'], '1');
       assert.equal(await counter(t, 'cps_login_attempts_total', 'busy'), 4);
@@ -246,13 +253,20 @@ describe(`login throttling (${DIALECT})`, () => {
     });
     after(() => t.close());
 
-    const viaProxy = (forwardedFor: string) => t.app.inject({
-      method: 'POST', url: LOGIN, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwardedFor },
-      payload: { client_id: 'cl_nobody', client_secret: 'cs_wrong' },
-    });
+    const viaProxy = (forwardedFor: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: LOGIN,
+        remoteAddress: '127.0.0.1',
+        headers: { 'x-forwarded-for': forwardedFor },
+        payload: { client_id: 'cl_nobody', client_secret: 'cs_wrong' },
+      });
 
-    it('budgets by the forwarded client address, not the proxy\'s', async () => {
-      assert.deepEqual([(await viaProxy('203.0.113.7')).statusCode, (await viaProxy('203.0.113.7')).statusCode, (await viaProxy('203.0.113.7')).statusCode], [401, 401, 429]);
+    it("budgets by the forwarded client address, not the proxy's", async () => {
+      assert.deepEqual(
+        [(await viaProxy('203.0.113.7')).statusCode, (await viaProxy('203.0.113.7')).statusCode, (await viaProxy('203.0.113.7')).statusCode],
+        [401, 401, 429],
+      );
       assert.equal((await viaProxy('198.51.100.9')).statusCode, 401, 'another client behind the same proxy has its own budget');
     });
   });

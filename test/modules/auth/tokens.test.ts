@@ -49,7 +49,9 @@ describe(`auth tokens (${DIALECT})`, () => {
     it('refreshes on both paths, each refresh token once, ignoring SDK headers', async () => {
       const first = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
       const second = await t.app.inject({
-        method: 'POST', url: '/connect-auth/v1/account/refresh', payload: { refresh_token: first.refresh_token },
+        method: 'POST',
+        url: '/connect-auth/v1/account/refresh',
+        payload: { refresh_token: first.refresh_token },
         headers: { 'client-id': client.clientId, 'jwt-payload': '{}' },
       });
       assert.equal(second.statusCode, 200);
@@ -146,18 +148,29 @@ describe(`auth tokens (${DIALECT})`, () => {
       const valid = await t.ctx.tokens.issue(client.clientId, client.businessId, ['search']);
       assert.ok(await t.ctx.tokens.verify(valid));
       const [h, p, s] = valid.split('.');
-      const tamperedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), b_id: 'biz_other' })).toString('base64url');
+      const tamperedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), b_id: 'biz_other' })).toString(
+        'base64url',
+      );
       assert.equal(await t.ctx.tokens.verify(`${h}.${tamperedPayload}.${s}`), null, 'tampered');
       const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT', kid: t.ctx.keys.signing.kid })).toString('base64url')}.${p}.`;
       assert.equal(await t.ctx.tokens.verify(none), null, 'alg none');
       const foreign = await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
       const foreignSameKid = await new SignJWT({ client_id: client.clientId, b_id: client.businessId, scope: 'search' })
-        .setProtectedHeader({ alg: 'EdDSA', kid: t.ctx.keys.signing.kid }).setIssuer('http://cps.test').setSubject(client.clientId)
-        .setIssuedAt().setExpirationTime('10m').setJti('x').sign(foreign.privateKey);
+        .setProtectedHeader({ alg: 'EdDSA', kid: t.ctx.keys.signing.kid })
+        .setIssuer('http://cps.test')
+        .setSubject(client.clientId)
+        .setIssuedAt()
+        .setExpirationTime('10m')
+        .setJti('x')
+        .sign(foreign.privateKey);
       assert.equal(await t.ctx.tokens.verify(foreignSameKid), null, 'foreign key with our kid');
       const expired = await new SignJWT({ client_id: client.clientId, b_id: client.businessId, scope: 'search' })
-        .setProtectedHeader({ alg: 'EdDSA', kid: t.ctx.keys.signing.kid }).setIssuer('http://cps.test').setSubject(client.clientId)
-        .setIssuedAt(Math.floor(Date.now() / 1000) - 7200).setExpirationTime(Math.floor(Date.now() / 1000) - 3600).setJti('x')
+        .setProtectedHeader({ alg: 'EdDSA', kid: t.ctx.keys.signing.kid })
+        .setIssuer('http://cps.test')
+        .setSubject(client.clientId)
+        .setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
+        .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
+        .setJti('x')
         .sign(t.ctx.keys.signing.privateKey);
       assert.equal(await t.ctx.tokens.verify(expired), null, 'expired');
       for (const bad of [`${h}.${tamperedPayload}.${s}`, none, foreignSameKid, expired, 'garbage']) await verifyRejects(bad);

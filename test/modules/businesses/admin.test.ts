@@ -22,7 +22,11 @@ describe(`admin API (${DIALECT})`, () => {
       assert.equal(created.statusCode, 201);
       const body = created.json();
       assert.deepEqual(Object.keys(body).sort(), ['business_id', 'client_id', 'client_secret']);
-      const login = await t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', payload: { client_id: body.client_id, client_secret: body.client_secret } });
+      const login = await t.app.inject({
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        payload: { client_id: body.client_id, client_secret: body.client_secret },
+      });
       assert.equal(login.statusCode, 200);
       const claims = await t.ctx.tokens.verify(login.json().access_token);
       assert.equal(claims?.businessId, body.business_id);
@@ -31,14 +35,23 @@ describe(`admin API (${DIALECT})`, () => {
 
     it('creates a client with chosen scopes, or all scopes without a body', async () => {
       const business = (await t.app.inject({ method: 'POST', url: '/admin/v1/businesses', headers: admin, payload: { name: 'B' } })).json();
-      const scoped = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: { scopes: ['search', 'cases:read'] } });
+      const scoped = await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/businesses/${business.business_id}/clients`,
+        headers: admin,
+        payload: { scopes: ['search', 'cases:read'] },
+      });
       assert.equal(scoped.statusCode, 201);
       assert.deepEqual(scoped.json().scopes, ['search', 'cases:read']);
       assert.equal(scoped.json().business_id, business.business_id);
       const all = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin });
       assert.equal(all.statusCode, 201);
       assert.equal(all.json().scopes.length, 8);
-      const login = await t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', payload: { client_id: scoped.json().client_id, client_secret: scoped.json().client_secret } });
+      const login = await t.app.inject({
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        payload: { client_id: scoped.json().client_id, client_secret: scoped.json().client_secret },
+      });
       assert.deepEqual((await t.ctx.tokens.verify(login.json().access_token))?.scopes, ['search', 'cases:read']);
     });
   });
@@ -50,17 +63,31 @@ describe(`admin API (${DIALECT})`, () => {
       assert.equal(noName.json().error.code, 'INVALID_REQUEST');
       assert.match(noName.json().error.message, /name/);
       const business = (await t.app.inject({ method: 'POST', url: '/admin/v1/businesses', headers: admin, payload: { name: 'C' } })).json();
-      const badScope = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: { scopes: ['root'] } });
+      const badScope = await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/businesses/${business.business_id}/clients`,
+        headers: admin,
+        payload: { scopes: ['root'] },
+      });
       assert.equal(badScope.statusCode, 400);
       assert.match(badScope.json().error.message, /scopes/);
     });
 
     it('400 for an explicit empty scope list, storing no client; no list still grants every scope', async () => {
-      const business = (await t.app.inject({ method: 'POST', url: '/admin/v1/businesses', headers: admin, payload: { name: 'Empty scopes' } })).json();
+      const business = (
+        await t.app.inject({ method: 'POST', url: '/admin/v1/businesses', headers: admin, payload: { name: 'Empty scopes' } })
+      ).json();
       const clientsBefore = await t.ctx.storage.db.selectFrom('api_clients').select('id').where('business_id', '=', business.business_id).execute();
-      const empty = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: { scopes: [] } });
+      const empty = await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/businesses/${business.business_id}/clients`,
+        headers: admin,
+        payload: { scopes: [] },
+      });
       assert.equal(empty.statusCode, 400);
-      assert.deepEqual(empty.json(), { error: { code: 'INVALID_REQUEST', message: 'scopes: must list at least one scope, or be left out for every scope' } });
+      assert.deepEqual(empty.json(), {
+        error: { code: 'INVALID_REQUEST', message: 'scopes: must list at least one scope, or be left out for every scope' },
+      });
       const clientsAfter = await t.ctx.storage.db.selectFrom('api_clients').select('id').where('business_id', '=', business.business_id).execute();
       assert.equal(clientsAfter.length, clientsBefore.length, 'nothing stored');
       const noList = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: {} });

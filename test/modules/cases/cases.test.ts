@@ -15,9 +15,13 @@ describe(`cases (${DIALECT})`, () => {
   describe('happy', () => {
     it('creates, reads, updates and lists a case with every field', async () => {
       const api = casesApi(t.app, client.token, 'pt-happy');
-      const created = await api.create(newCase('c1', {
-        type: 'OP', hi_type: 'OPConsultation', partner_meta: { facility: 'F1', hrn: { id: 7, tags: ['a'] } },
-      }));
+      const created = await api.create(
+        newCase('c1', {
+          type: 'OP',
+          hi_type: 'OPConsultation',
+          partner_meta: { facility: 'F1', hrn: { id: 7, tags: ['a'] } },
+        }),
+      );
       assert.equal(created.statusCode, 201);
       assert.deepEqual(created.json(), { id: 'c1' });
       assert.equal(created.headers['cache-control'], 'no-store');
@@ -28,10 +32,17 @@ describe(`cases (${DIALECT})`, () => {
       assert.equal(body.id, 'c1');
       assert.equal(body.status, 'A');
       assert.ok(Number.isInteger(body.updated_at) && Math.abs(body.updated_at - Date.now() / 1000) < 5, 'updated_at is epoch seconds');
-      assert.deepEqual({ ...body.item, created_at: 0 }, {
-        display_name: 'Case c1', type: 'OP', hi_type: 'OPConsultation',
-        partner_meta: { facility: 'F1', hrn: { id: 7, tags: ['a'] } }, created_at: 0, occurred_at: 1_700_000_000,
-      });
+      assert.deepEqual(
+        { ...body.item, created_at: 0 },
+        {
+          display_name: 'Case c1',
+          type: 'OP',
+          hi_type: 'OPConsultation',
+          partner_meta: { facility: 'F1', hrn: { id: 7, tags: ['a'] } },
+          created_at: 0,
+          occurred_at: 1_700_000_000,
+        },
+      );
       assert.ok(Math.abs(body.item.created_at - Date.now() / 1000) < 5, 'created_at is epoch seconds');
 
       const patched = await api.update('c1', { display_name: 'Renamed', partner_meta: { only: true }, type: null });
@@ -174,8 +185,15 @@ describe(`cases (${DIALECT})`, () => {
     });
 
     it('ignores unknown fields and accepts every hi_type of the contract', async () => {
-      for (const [i, hiType] of ['OPConsultation', 'Prescription', 'DischargeSummary', 'DiagnosticReport',
-        'ImmunizationRecord', 'HealthDocumentRecord', 'WellnessRecord'].entries()) {
+      for (const [i, hiType] of [
+        'OPConsultation',
+        'Prescription',
+        'DischargeSummary',
+        'DiagnosticReport',
+        'ImmunizationRecord',
+        'HealthDocumentRecord',
+        'WellnessRecord',
+      ].entries()) {
         const response = await api().create(newCase(`h${i}`, { hi_type: hiType, surprise: true, created_at: 5 }));
         assert.equal(response.statusCode, 201, hiType);
       }
@@ -188,10 +206,14 @@ describe(`cases (${DIALECT})`, () => {
         assert.equal(response.statusCode, 400, JSON.stringify(body));
         assert.equal(response.json().code, 'INVALID_REQUEST');
       }
-      assert.deepEqual((await api().update('u1', { type: 5 })).json(),
-        { error: 'type: must be a string of at most 100 characters, or null', code: 'INVALID_REQUEST' });
-      assert.deepEqual((await api().update('u1', { hi_type: 5 })).json().error,
-        'hi_type: must be one of OPConsultation, Prescription, DischargeSummary, DiagnosticReport, ImmunizationRecord, HealthDocumentRecord, WellnessRecord, or null');
+      assert.deepEqual((await api().update('u1', { type: 5 })).json(), {
+        error: 'type: must be a string of at most 100 characters, or null',
+        code: 'INVALID_REQUEST',
+      });
+      assert.deepEqual(
+        (await api().update('u1', { hi_type: 5 })).json().error,
+        'hi_type: must be one of OPConsultation, Prescription, DischargeSummary, DiagnosticReport, ImmunizationRecord, HealthDocumentRecord, WellnessRecord, or null',
+      );
       assert.equal((await api().update('u1', { hi_type: null })).statusCode, 204);
       const missingBody = await t.app.inject({ method: 'PATCH', url: `${BASE}/u1`, headers: { ...bearer(client.token), 'x-pt-id': 'pt-errors' } });
       assert.equal(missingBody.statusCode, 400);
@@ -210,7 +232,13 @@ describe(`cases (${DIALECT})`, () => {
     });
 
     it('validates the list query', async () => {
-      for (const query of [{ u_at__gt: 'yesterday' }, { u_at__gt: -5 }, { u_at__gt: '1.5' }, { u_at__gt: '1e20' }, { u_at__gt: '99999999999999999999' }]) {
+      for (const query of [
+        { u_at__gt: 'yesterday' },
+        { u_at__gt: -5 },
+        { u_at__gt: '1.5' },
+        { u_at__gt: '1e20' },
+        { u_at__gt: '99999999999999999999' },
+      ]) {
         const response = await api().list(query);
         assert.equal(response.statusCode, 400, JSON.stringify(query));
         assert.deepEqual(Object.keys(response.json()).sort(), ['code', 'error']);
@@ -220,7 +248,12 @@ describe(`cases (${DIALECT})`, () => {
 
     it('rejects a malformed JSON body and another content type in the cases body', async () => {
       const headers = { ...bearer(client.token), 'x-pt-id': 'pt-errors' };
-      const malformed = await t.app.inject({ method: 'POST', url: BASE, headers: { ...headers, 'content-type': 'application/json' }, payload: '{"id":' });
+      const malformed = await t.app.inject({
+        method: 'POST',
+        url: BASE,
+        headers: { ...headers, 'content-type': 'application/json' },
+        payload: '{"id":',
+      });
       assert.equal(malformed.statusCode, 400);
       assert.equal(malformed.json().code, 'INVALID_REQUEST');
       const text = await t.app.inject({ method: 'POST', url: BASE, headers: { ...headers, 'content-type': 'text/plain' }, payload: 'hello' });
@@ -264,8 +297,14 @@ describe(`cases (${DIALECT})`, () => {
       assert.equal((await bob.remove('shared-id')).statusCode, 404);
       assert.equal((await bob.create(newCase('shared-id', { display_name: 'Bob' }))).statusCode, 201, 'ids are unique per patient');
       await untilSecondIsOver();
-      assert.deepEqual((await bob.list()).json().cases.map((c: CaseJson) => c.item?.display_name), ['Bob']);
-      assert.deepEqual((await alice.list()).json().cases.map((c: CaseJson) => c.item?.display_name), ['Case shared-id']);
+      assert.deepEqual(
+        (await bob.list()).json().cases.map((c: CaseJson) => c.item?.display_name),
+        ['Bob'],
+      );
+      assert.deepEqual(
+        (await alice.list()).json().cases.map((c: CaseJson) => c.item?.display_name),
+        ['Case shared-id'],
+      );
     });
 
     it("keeps businesses apart: another business's case answers exactly like an unknown one", async () => {

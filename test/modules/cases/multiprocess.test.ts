@@ -89,9 +89,12 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
       while (Date.now() < deadline) {
         const id = ids[Math.floor(Math.random() * ids.length)]!;
         const roll = Math.random();
-        const { status } = roll < 0.45 ? await call(server, patient, 'POST', '', newCase(id))
-          : roll < 0.85 ? await call(server, patient, 'PATCH', `/${id}`, { display_name: `v${Math.random()}`, partner_meta: { roll } })
-            : await call(server, patient, 'DELETE', `/${id}`);
+        const { status } =
+          roll < 0.45
+            ? await call(server, patient, 'POST', '', newCase(id))
+            : roll < 0.85
+              ? await call(server, patient, 'PATCH', `/${id}`, { display_name: `v${Math.random()}`, partner_meta: { roll } })
+              : await call(server, patient, 'DELETE', `/${id}`);
         assert.ok([201, 204, 404, 409].includes(status), `unexpected ${status}`);
         if (status < 300) effective++;
       }
@@ -137,8 +140,12 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
     for (const patient of patients) await syncOnce(patient);
 
     for (const patient of patients) {
-      const rows = await storage.db.selectFrom('cases').selectAll()
-        .where('business_id', '=', businessId).where('patient_ref', '=', patient).execute();
+      const rows = await storage.db
+        .selectFrom('cases')
+        .selectAll()
+        .where('business_id', '=', businessId)
+        .where('patient_ref', '=', patient)
+        .execute();
       const server = rows.map((row) => toView(row) as CaseJson).sort((a, b) => (a.id < b.id ? -1 : 1));
       const mine = [...local.get(patient)!.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
       assert.deepEqual(mine, server, patient);

@@ -17,11 +17,17 @@ describe(`cases: a patient by either id (${DIALECT})`, () => {
     const { db } = t.ctx.storage;
     const patient = await new PatientService({ db }).forBooking(db, client.businessId, { partner_patient_id: 'partner-77' });
     const created = await t.app.inject({
-      method: 'POST', url: '/mr/api/v1/cases', headers: { ...bearer(client.token), 'x-pt-id': 'partner-77' },
+      method: 'POST',
+      url: '/mr/api/v1/cases',
+      headers: { ...bearer(client.token), 'x-pt-id': 'partner-77' },
       payload: { id: 'case-1', display_name: 'OPD visit', occurred_at: 1_700_000_000 },
     });
     assert.equal(created.statusCode, 201);
-    const byService = await t.app.inject({ method: 'GET', url: '/mr/api/v1/cases/case-1', headers: { ...bearer(client.token), 'x-pt-id': patient.id } });
+    const byService = await t.app.inject({
+      method: 'GET',
+      url: '/mr/api/v1/cases/case-1',
+      headers: { ...bearer(client.token), 'x-pt-id': patient.id },
+    });
     assert.equal(byService.statusCode, 200);
     assert.equal(byService.json().id, 'case-1');
     const other = await createTestClient(t.ctx);

@@ -27,7 +27,8 @@ export function casesApi(app: App, token: string, patient: string) {
     },
     create: (body: Record<string, unknown>) => app.inject({ method: 'POST', url: BASE, headers, payload: body }),
     get: (id: string) => app.inject({ method: 'GET', url: `${BASE}/${encodeURIComponent(id)}`, headers }),
-    update: (id: string, body: unknown) => app.inject({ method: 'PATCH', url: `${BASE}/${encodeURIComponent(id)}`, headers, payload: body as object }),
+    update: (id: string, body: unknown) =>
+      app.inject({ method: 'PATCH', url: `${BASE}/${encodeURIComponent(id)}`, headers, payload: body as object }),
     remove: (id: string) => app.inject({ method: 'DELETE', url: `${BASE}/${encodeURIComponent(id)}`, headers }),
     /** Every page from `query` on, following next_token. */
     async all(query: Record<string, string | number> = {}): Promise<{ cases: CaseJson[]; pages: PageJson[] }> {
@@ -56,6 +57,7 @@ export function newCase(id: string, extra: Record<string, unknown> = {}): Record
 
 /** True when (updated_at, id) ascends strictly along the list. */
 export function isKeysetOrdered(cases: CaseJson[]): boolean {
-  return cases.every((c, i) => i === 0 || cases[i - 1]!.updated_at < c.updated_at
-    || (cases[i - 1]!.updated_at === c.updated_at && cases[i - 1]!.id < c.id));
+  return cases.every(
+    (c, i) => i === 0 || cases[i - 1]!.updated_at < c.updated_at || (cases[i - 1]!.updated_at === c.updated_at && cases[i - 1]!.id < c.id),
+  );
 }

@@ -11,17 +11,31 @@ import { casesApi, isKeysetOrdered, newCase, untilSecondIsOver, type CaseJson, t
 
 /** Cases written straight to the table, in seconds long past, so paging needs no waiting. */
 async function insertCases(db: Db, businessId: string, patientRef: string, rows: Array<{ id: string; second: number }>): Promise<void> {
-  await db.insertInto('cases').values(rows.map((row): CasesTable => ({
-    business_id: businessId, patient_ref: patientRef, id: row.id, status: 'A', display_name: `Case ${row.id}`,
-    type: null, hi_type: 'Prescription', partner_meta: '{}', occurred_at: 1_600_000_000_000,
-    created_at: row.second * 1000, updated_at: row.second * 1000,
-  }))).execute();
+  await db
+    .insertInto('cases')
+    .values(
+      rows.map(
+        (row): CasesTable => ({
+          business_id: businessId,
+          patient_ref: patientRef,
+          id: row.id,
+          status: 'A',
+          display_name: `Case ${row.id}`,
+          type: null,
+          hi_type: 'Prescription',
+          partner_meta: '{}',
+          occurred_at: 1_600_000_000_000,
+          created_at: row.second * 1000,
+          updated_at: row.second * 1000,
+        }),
+      ),
+    )
+    .execute();
 }
 
 /** What the server holds for a patient, as the listing would show it. */
 async function serverState(db: Db, businessId: string, patientRef: string): Promise<CaseJson[]> {
-  const rows = await db.selectFrom('cases').selectAll()
-    .where('business_id', '=', businessId).where('patient_ref', '=', patientRef).execute();
+  const rows = await db.selectFrom('cases').selectAll().where('business_id', '=', businessId).where('patient_ref', '=', patientRef).execute();
   return rows.map((row) => toView(row) as CaseJson).sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
@@ -44,12 +58,21 @@ describe(`cases sync (${DIALECT})`, () => {
   describe('happy', () => {
     it('pages 50 at a time in (updated_at, id) order across equal timestamps, next_token null on the last page', async () => {
       const { cases, pages } = await casesApi(t.app, client.token, 'pager').all();
-      assert.deepEqual(pages.map((page) => page.cases.length), [50, 50, 30]);
-      assert.deepEqual(pages.map((page) => typeof page.next_token), ['string', 'string', 'object']);
+      assert.deepEqual(
+        pages.map((page) => page.cases.length),
+        [50, 50, 30],
+      );
+      assert.deepEqual(
+        pages.map((page) => typeof page.next_token),
+        ['string', 'string', 'object'],
+      );
       assert.equal(pages[2]!.next_token, null);
       assert.ok(isKeysetOrdered(cases), 'strictly ascending (updated_at, id), so no duplicates');
       const want = [...expected].sort((a, b) => a.second - b.second || (a.id < b.id ? -1 : 1));
-      assert.deepEqual(cases.map((c) => [c.updated_at, c.id]), want.map((c) => [c.second, c.id]));
+      assert.deepEqual(
+        cases.map((c) => [c.updated_at, c.id]),
+        want.map((c) => [c.second, c.id]),
+      );
       assert.ok(pages[0]!.cases.at(-1)!.updated_at === pages[1]!.cases[0]!.updated_at, 'a page boundary falls inside one second');
     });
 
@@ -81,7 +104,11 @@ describe(`cases sync (${DIALECT})`, () => {
       const sameSecond = Math.floor(Date.now() / 1000) === Math.floor(start / 1000);
       const written = (await api.get('early')).json().updated_at as number;
       if (sameSecond) {
-        assert.deepEqual(first.map((c) => c.id), ['before'], 'the writes of the current second are not listed yet');
+        assert.deepEqual(
+          first.map((c) => c.id),
+          ['before'],
+          'the writes of the current second are not listed yet',
+        );
       }
       assert.ok(first.every((c) => c.updated_at < written));
       const maxSeen = Math.max(...first.map((c) => c.updated_at));
@@ -98,7 +125,14 @@ describe(`cases sync (${DIALECT})`, () => {
       const token = ((await api.list()).json() as PageJson).next_token!;
       const middle = Math.floor(token.length / 2);
       const altered = token.slice(0, middle) + (token[middle] === 'A' ? 'B' : 'A') + token.slice(middle + 1);
-      for (const forged of ['abc', 'not a token!', altered, token.slice(0, -4), `${token}AAAA`, Buffer.from('{"updatedAt":0,"id":""}').toString('base64url')]) {
+      for (const forged of [
+        'abc',
+        'not a token!',
+        altered,
+        token.slice(0, -4),
+        `${token}AAAA`,
+        Buffer.from('{"updatedAt":0,"id":""}').toString('base64url'),
+      ]) {
         const response = await api.list({ offset: forged });
         assert.equal(response.statusCode, 400, forged);
         assert.deepEqual(Object.keys(response.json()).sort(), ['code', 'error']);
@@ -148,8 +182,17 @@ describe(`cases sync (${DIALECT})`, () => {
       await inTransaction(db, async (trx) => {
         const updatedAt = await repo.stampWrite(trx, dialect, client.businessId, patient);
         await repo.insertCase(trx, {
-          business_id: client.businessId, patient_ref: patient, id: 'slow', status: 'A', display_name: 'Slow', type: null,
-          hi_type: null, partner_meta: '{}', occurred_at: 0, created_at: updatedAt, updated_at: updatedAt,
+          business_id: client.businessId,
+          patient_ref: patient,
+          id: 'slow',
+          status: 'A',
+          display_name: 'Slow',
+          type: null,
+          hi_type: null,
+          partner_meta: '{}',
+          occurred_at: 0,
+          created_at: updatedAt,
+          updated_at: updatedAt,
         });
         await untilSecondIsOver();
         listing = api.all();
@@ -172,9 +215,12 @@ describe(`cases sync (${DIALECT})`, () => {
         while (Date.now() < deadline) {
           const id = ids[Math.floor(Math.random() * ids.length)]!;
           const roll = Math.random();
-          const response = roll < 0.45 ? await api.create(newCase(id))
-            : roll < 0.85 ? await api.update(id, { display_name: `v${Math.random()}`, partner_meta: { n: roll } })
-              : await api.remove(id);
+          const response =
+            roll < 0.45
+              ? await api.create(newCase(id))
+              : roll < 0.85
+                ? await api.update(id, { display_name: `v${Math.random()}`, partner_meta: { n: roll } })
+                : await api.remove(id);
           assert.ok([201, 204, 404, 409].includes(response.statusCode), response.body);
           if (response.statusCode < 300) effective++;
         }

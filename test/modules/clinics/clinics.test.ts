@@ -28,26 +28,48 @@ describe(`clinics and doctors (${DIALECT})`, () => {
     it('creates a clinic with doctors and reads it by service id and by partner id, with and without the slash', async () => {
       const doctorId = await createDoctor({ partner_id: 'doc-happy-1' });
       const response = await call('POST', '/cdr/v1/clinic/', {
-        name: 'Sunrise Clinic', address: '1 MG Road', partner_id: 'cl-happy-1', pincode: '560001', contact: '08012345678',
-        doctor_ids: [doctorId], city: 'Bengaluru', state: 'KA', review_link: 'https://reviews.example/sunrise',
+        name: 'Sunrise Clinic',
+        address: '1 MG Road',
+        partner_id: 'cl-happy-1',
+        pincode: '560001',
+        contact: '08012345678',
+        doctor_ids: [doctorId],
+        city: 'Bengaluru',
+        state: 'KA',
+        review_link: 'https://reviews.example/sunrise',
       });
       assert.equal(response.statusCode, 201);
       const { status, svcid } = response.json();
       assert.equal(status, 'success');
       assert.match(svcid, /^cli_/);
       const expected = {
-        id: svcid, name: 'Sunrise Clinic', address: '1 MG Road', pincode: '560001', contact: '08012345678', city: 'Bengaluru', state: 'KA',
-        partner_id: 'cl-happy-1', review_link: 'https://reviews.example/sunrise',
+        id: svcid,
+        name: 'Sunrise Clinic',
+        address: '1 MG Road',
+        pincode: '560001',
+        contact: '08012345678',
+        city: 'Bengaluru',
+        state: 'KA',
+        partner_id: 'cl-happy-1',
+        review_link: 'https://reviews.example/sunrise',
         doctors: [{ id: doctorId, firstname: 'Asha', lastname: 'Rao', partner_id: 'doc-happy-1' }],
       };
-      for (const url of [`/cdr/v1/clinic/${svcid}/`, `/cdr/v1/clinic/${svcid}`, '/cdr/v1/clinic/cl-happy-1/?partner_id=1', '/cdr/v1/clinic/cl-happy-1?partner_id=1']) {
+      for (const url of [
+        `/cdr/v1/clinic/${svcid}/`,
+        `/cdr/v1/clinic/${svcid}`,
+        '/cdr/v1/clinic/cl-happy-1/?partner_id=1',
+        '/cdr/v1/clinic/cl-happy-1?partner_id=1',
+      ]) {
         const read = await call('GET', url);
         assert.equal(read.statusCode, 200, url);
         assert.deepEqual(read.json(), { status: 'success', clinic: expected });
       }
       const list = await call('GET', '/cdr/v1/clinic');
       assert.equal(list.json().status, 'success');
-      assert.deepEqual(list.json().clinics.find((c: { id: string }) => c.id === svcid), expected);
+      assert.deepEqual(
+        list.json().clinics.find((c: { id: string }) => c.id === svcid),
+        expected,
+      );
     });
 
     it('also takes the path without the trailing slash and assigns doctors by partner id', async () => {
@@ -55,7 +77,10 @@ describe(`clinics and doctors (${DIALECT})`, () => {
       const response = await call('POST', '/cdr/v1/clinic', { name: 'North', address: '2 Hill St', partner_doctor_ids: ['doc-happy-2'] });
       assert.equal(response.statusCode, 201);
       const clinic = (await call('GET', `/cdr/v1/clinic/${response.json().svcid}`)).json().clinic;
-      assert.deepEqual(clinic.doctors.map((d: { partner_id: string }) => d.partner_id), ['doc-happy-2']);
+      assert.deepEqual(
+        clinic.doctors.map((d: { partner_id: string }) => d.partner_id),
+        ['doc-happy-2'],
+      );
       assert.equal(clinic.pincode, null);
       assert.equal(clinic.review_link, null);
     });
@@ -80,25 +105,46 @@ describe(`clinics and doctors (${DIALECT})`, () => {
       const clinicA = await createClinic({ partner_id: 'cl-happy-4' });
       const clinicB = await createClinic({});
       const response = await call('POST', '/cdr/v1/doctor', {
-        firstname: 'Meera', lastname: 'Iyer', gender: 'F', mobile: '+919800000001', email: 'meera@example.com',
-        specialisations: ['Dermatology'], partner_id: 'doc-happy-4', review_link: 'https://r.example/meera', partner_clinic_ids: ['cl-happy-4'],
+        firstname: 'Meera',
+        lastname: 'Iyer',
+        gender: 'F',
+        mobile: '+919800000001',
+        email: 'meera@example.com',
+        specialisations: ['Dermatology'],
+        partner_id: 'doc-happy-4',
+        review_link: 'https://r.example/meera',
+        partner_clinic_ids: ['cl-happy-4'],
       });
       assert.equal(response.statusCode, 201);
       const id = response.json().svcid;
       const expected = {
-        id, firstname: 'Meera', lastname: 'Iyer', gender: 'F', mobile: '+919800000001', email: 'meera@example.com',
-        specialisations: ['Dermatology'], partner_id: 'doc-happy-4', review_link: 'https://r.example/meera', clinic_ids: [clinicA],
+        id,
+        firstname: 'Meera',
+        lastname: 'Iyer',
+        gender: 'F',
+        mobile: '+919800000001',
+        email: 'meera@example.com',
+        specialisations: ['Dermatology'],
+        partner_id: 'doc-happy-4',
+        review_link: 'https://r.example/meera',
+        clinic_ids: [clinicA],
       };
       assert.deepEqual((await call('GET', `/cdr/v1/doctor/${id}/`)).json(), { status: 'success', doctor: expected });
       assert.deepEqual((await call('GET', '/cdr/v1/doctor/doc-happy-4?partner_id=1')).json().doctor, expected);
-      assert.deepEqual((await call('GET', '/cdr/v1/doctor/')).json().doctors.find((d: { id: string }) => d.id === id), expected);
+      assert.deepEqual(
+        (await call('GET', '/cdr/v1/doctor/')).json().doctors.find((d: { id: string }) => d.id === id),
+        expected,
+      );
       const updated = await call('PATCH', `/cdr/v1/doctor/${id}`, { lastname: 'Iyer-Shah', clinic_ids: [clinicB] });
       assert.equal(updated.statusCode, 200);
       assert.equal(updated.json().doctor.lastname, 'Iyer-Shah');
       assert.equal(updated.json().doctor.firstname, 'Meera');
       assert.deepEqual(updated.json().doctor.clinic_ids.sort(), [clinicA, clinicB].sort());
       const clinic = (await call('GET', `/cdr/v1/clinic/${clinicB}`)).json().clinic;
-      assert.deepEqual(clinic.doctors.map((d: { id: string }) => d.id), [id]);
+      assert.deepEqual(
+        clinic.doctors.map((d: { id: string }) => d.id),
+        [id],
+      );
     });
 
     it('lists 50 a page with page_no from 0', async () => {
@@ -139,7 +185,10 @@ describe(`clinics and doctors (${DIALECT})`, () => {
       const doctorId = await createDoctor({});
       await createClinic({ partner_id: 'cl-dup' });
       const response = await call('POST', '/cdr/v1/clinic/', {
-        address: 'x', contact: '0801234567890', partner_id: 'cl-dup', doctor_ids: [doctorId, 'doc_missing'],
+        address: 'x',
+        contact: '0801234567890',
+        partner_id: 'cl-dup',
+        doctor_ids: [doctorId, 'doc_missing'],
       });
       assert.equal(response.statusCode, 400);
       assert.deepEqual(response.json(), {
@@ -158,7 +207,11 @@ describe(`clinics and doctors (${DIALECT})`, () => {
 
     it('names unknown partner doctor ids, blank names, a non-https review link and wrong types', async () => {
       const response = await call('POST', '/cdr/v1/clinic', {
-        name: '  ', address: 'B', partner_doctor_ids: ['nobody'], review_link: 'http://insecure.example', city: 5,
+        name: '  ',
+        address: 'B',
+        partner_doctor_ids: ['nobody'],
+        review_link: 'http://insecure.example',
+        city: 5,
       });
       assert.equal(response.statusCode, 400);
       assert.deepEqual(response.json(), {
@@ -186,7 +239,12 @@ describe(`clinics and doctors (${DIALECT})`, () => {
 
     it('validates doctors: required names, clinic ids xor, unknown clinics, duplicate partner_id', async () => {
       await createDoctor({ partner_id: 'doc-dup' });
-      const response = await call('POST', '/cdr/v1/doctor/', { lastname: 'X', partner_id: 'doc-dup', clinic_ids: ['cli_nope'], email: 'not-an-email' });
+      const response = await call('POST', '/cdr/v1/doctor/', {
+        lastname: 'X',
+        partner_id: 'doc-dup',
+        clinic_ids: ['cli_nope'],
+        email: 'not-an-email',
+      });
       assert.equal(response.statusCode, 400);
       assert.deepEqual(response.json(), {
         firstname: ['This field is required.'],
@@ -212,11 +270,19 @@ describe(`clinics and doctors (${DIALECT})`, () => {
         assert.deepEqual(response.json(), { status: 'error', message });
       }
       assert.deepEqual((await call('PATCH', '/cdr/v1/clinic/cli_unknown', { city: 'X' })).json(), { status: 'error', message: 'Clinic not found' });
-      assert.deepEqual((await call('PATCH', '/cdr/v1/doctor/doc_unknown', { lastname: 'X' })).json(), { status: 'error', message: 'Doctor not found' });
+      assert.deepEqual((await call('PATCH', '/cdr/v1/doctor/doc_unknown', { lastname: 'X' })).json(), {
+        status: 'error',
+        message: 'Doctor not found',
+      });
     });
 
     it('answers malformed JSON with 400 in the clinics body', async () => {
-      const response = await t.app.inject({ method: 'POST', url: '/cdr/v1/clinic/', headers: { auth: client.token, 'content-type': 'application/json' }, payload: '{"name": ' });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/cdr/v1/clinic/',
+        headers: { auth: client.token, 'content-type': 'application/json' },
+        payload: '{"name": ',
+      });
       assert.equal(response.statusCode, 400);
       assert.ok(Array.isArray(response.json().message));
     });
@@ -227,7 +293,12 @@ describe(`clinics and doctors (${DIALECT})`, () => {
       const reader = await createTestClient(t.ctx, { businessId: client.businessId, scopes: ['search'] });
       const clinicId = await createClinic({});
       const doctorId = await createDoctor({});
-      for (const [method, url] of [['POST', '/cdr/v1/clinic/'], ['PATCH', `/cdr/v1/clinic/${clinicId}`], ['POST', '/cdr/v1/doctor/'], ['PATCH', `/cdr/v1/doctor/${doctorId}`]]) {
+      for (const [method, url] of [
+        ['POST', '/cdr/v1/clinic/'],
+        ['PATCH', `/cdr/v1/clinic/${clinicId}`],
+        ['POST', '/cdr/v1/doctor/'],
+        ['PATCH', `/cdr/v1/doctor/${doctorId}`],
+      ]) {
         const anonymous = await t.app.inject({ method: method as 'POST', url, payload: { name: 'x' } });
         assert.equal(anonymous.statusCode, 401, `${method} ${url}`);
         assert.ok(Array.isArray(anonymous.json().message));
@@ -266,7 +337,12 @@ describe(`clinics and doctors (${DIALECT})`, () => {
       assert.deepEqual((await call('GET', '/cdr/v1/doctor/', undefined, other.token)).json().doctors, []);
       const borrowing = await call('POST', '/cdr/v1/clinic/', { name: 'X', address: 'Y', doctor_ids: [doctorId] }, other.token);
       assert.deepEqual(borrowing.json(), { doctor_ids: [`Unknown doctor id: ${doctorId}`] });
-      const borrowingByPartner = await call('POST', '/cdr/v1/doctor/', { firstname: 'X', lastname: 'Y', partner_clinic_ids: ['iso-clinic'] }, other.token);
+      const borrowingByPartner = await call(
+        'POST',
+        '/cdr/v1/doctor/',
+        { firstname: 'X', lastname: 'Y', partner_clinic_ids: ['iso-clinic'] },
+        other.token,
+      );
       assert.deepEqual(borrowingByPartner.json(), { partner_clinic_ids: ['Unknown partner clinic id: iso-clinic'] });
       const samePartnerId = await call('POST', '/cdr/v1/clinic/', { name: 'X', address: 'Y', partner_id: 'iso-clinic' }, other.token);
       assert.equal(samePartnerId.statusCode, 201, 'partner ids are unique per business only');

@@ -61,13 +61,27 @@ describe(`operations (${DIALECT})`, () => {
 
   it('logs redact tokens, secrets, private keys and mobile numbers', () => {
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const logger = createLogger('info', sink);
-    logger.info({
-      req: { headers: { authorization: 'Bearer eyJsecret', auth: 'eyJraw' } },
-      body: { client_secret: 'cs_secret', refresh_token: 'rt_secret', sa_key: { private_key: 'PEMSECRET' }, patient_details: { mobile: '+919876543210' } },
-      client_secret: 'cs_top', mobile: '+911234567890',
-    }, 'probe');
+    logger.info(
+      {
+        req: { headers: { authorization: 'Bearer eyJsecret', auth: 'eyJraw' } },
+        body: {
+          client_secret: 'cs_secret',
+          refresh_token: 'rt_secret',
+          sa_key: { private_key: 'PEMSECRET' },
+          patient_details: { mobile: '+919876543210' },
+        },
+        client_secret: 'cs_top',
+        mobile: '+911234567890',
+      },
+      'probe',
+    );
     const text = lines.join('');
     for (const secret of ['eyJsecret', 'eyJraw', 'cs_secret', 'rt_secret', 'PEMSECRET', '+919876543210', 'cs_top', '+911234567890']) {
       assert.ok(!text.includes(secret), `${secret} leaked: ${text}`);

@@ -8,7 +8,10 @@ import { createPushTest, type PushTest } from './support.ts';
 
 /** Lines of the PEM body: no part of any of them may appear anywhere. */
 function keyFragments(pem: string): string[] {
-  return pem.split('\n').filter((line) => line.length > 20 && !line.startsWith('-----')).map((line) => line.slice(0, 24));
+  return pem
+    .split('\n')
+    .filter((line) => line.length > 20 && !line.startsWith('-----'))
+    .map((line) => line.slice(0, 24));
 }
 
 describe(`push credentials (${DIALECT})`, () => {
@@ -34,7 +37,11 @@ describe(`push credentials (${DIALECT})`, () => {
       const replaced = await t.post('/notification/push-creds', { sa_key: t.saKey({ project_id: 'second-project', private_key_id: 'kid-2' }) });
       assert.equal(replaced.statusCode, 200);
       assert.equal((await t.get('/notification/push-creds')).json().project_id, 'second-project');
-      const rows = await t.ctx.storage.db.selectFrom('push_credentials').select('business_id').where('business_id', '=', t.client.businessId).execute();
+      const rows = await t.ctx.storage.db
+        .selectFrom('push_credentials')
+        .select('business_id')
+        .where('business_id', '=', t.client.businessId)
+        .execute();
       assert.equal(rows.length, 1, 'one set per business');
 
       const removed = await t.app.inject({ method: 'DELETE', url: '/notification/push-creds', headers: bearer(t.client.token) });
@@ -63,7 +70,14 @@ describe(`push credentials (${DIALECT})`, () => {
     it('400 names every invalid member at once', async () => {
       const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
       const response = await t.post('/notification/push-creds', {
-        sa_key: t.saKey({ type: 'user', private_key: ec, client_email: 'not-an-email', token_uri: 'http://oauth.example.com/token', client_id: '', universal_domain: undefined }),
+        sa_key: t.saKey({
+          type: 'user',
+          private_key: ec,
+          client_email: 'not-an-email',
+          token_uri: 'http://oauth.example.com/token',
+          client_id: '',
+          universal_domain: undefined,
+        }),
       });
       assert.equal(response.statusCode, 400);
       const body = response.json();
@@ -78,13 +92,25 @@ describe(`push credentials (${DIALECT})`, () => {
       const typed = await t.post('/notification/push-creds', { sa_key: t.saKey({ project_id: 5 }) });
       assert.equal(typed.statusCode, 400);
       assert.match(typed.json().message, /sa_key\.project_id: must be a string/);
-      const garbage = await t.post('/notification/push-creds', { sa_key: t.saKey({ private_key: '-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n' }) });
+      const garbage = await t.post('/notification/push-creds', {
+        sa_key: t.saKey({ private_key: '-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n' }),
+      });
       assert.equal(garbage.statusCode, 400);
       assert.match(garbage.json().message, /sa_key\.private_key: must be a PEM-encoded RSA private key/);
-      const malformed = await t.app.inject({ method: 'POST', url: '/notification/push-creds', headers: { ...bearer(t.client.token), 'content-type': 'application/json' }, payload: '{"sa_key":' });
+      const malformed = await t.app.inject({
+        method: 'POST',
+        url: '/notification/push-creds',
+        headers: { ...bearer(t.client.token), 'content-type': 'application/json' },
+        payload: '{"sa_key":',
+      });
       assert.equal(malformed.statusCode, 400);
       assert.equal(malformed.json().error_code, 400);
-      const text = await t.app.inject({ method: 'POST', url: '/notification/push-creds', headers: { ...bearer(t.client.token), 'content-type': 'text/plain' }, payload: 'x' });
+      const text = await t.app.inject({
+        method: 'POST',
+        url: '/notification/push-creds',
+        headers: { ...bearer(t.client.token), 'content-type': 'text/plain' },
+        payload: 'x',
+      });
       assert.equal(text.statusCode, 415);
       assert.equal(text.json().error_code, 415);
     });
@@ -95,7 +121,11 @@ describe(`push credentials (${DIALECT})`, () => {
       assert.equal(none.json().error_code, 401);
       assert.equal((await t.post('/notification/push-creds', {}, 'not-a-token')).json().error_code, 401);
       const searcher = await createTestClient(t.ctx, { scopes: ['search'], businessId: t.client.businessId });
-      for (const [method, url] of [['POST', '/notification/push-creds'], ['GET', '/notification/push-creds'], ['DELETE', '/notification/push-creds']] as const) {
+      for (const [method, url] of [
+        ['POST', '/notification/push-creds'],
+        ['GET', '/notification/push-creds'],
+        ['DELETE', '/notification/push-creds'],
+      ] as const) {
         const response = await t.app.inject({ method, url, headers: bearer(searcher.token), ...(method === 'POST' ? { payload: {} } : {}) });
         assert.equal(response.statusCode, 403, `${method} ${url}`);
         assert.equal(response.json().error_code, 403);
@@ -114,12 +144,21 @@ describe(`push credentials (${DIALECT})`, () => {
     it('the stored row is sealed: no key text, a fresh nonce per write, unreadable without the master key or under another business', async () => {
       const key = t.saKey();
       await t.post('/notification/push-creds', { sa_key: key });
-      const first = await t.ctx.storage.db.selectFrom('push_credentials').select('sealed').where('business_id', '=', t.client.businessId).executeTakeFirstOrThrow();
+      const first = await t.ctx.storage.db
+        .selectFrom('push_credentials')
+        .select('sealed')
+        .where('business_id', '=', t.client.businessId)
+        .executeTakeFirstOrThrow();
       await t.post('/notification/push-creds', { sa_key: key });
-      const second = await t.ctx.storage.db.selectFrom('push_credentials').selectAll().where('business_id', '=', t.client.businessId).executeTakeFirstOrThrow();
+      const second = await t.ctx.storage.db
+        .selectFrom('push_credentials')
+        .selectAll()
+        .where('business_id', '=', t.client.businessId)
+        .executeTakeFirstOrThrow();
       assert.notEqual(first.sealed, second.sealed, 'fresh nonce');
       const row = JSON.stringify(second);
-      for (const fragment of [...keyFragments(t.key.pem), 'BEGIN PRIVATE KEY', String(key.client_id)]) assert.ok(!row.includes(fragment), `row holds ${fragment}`);
+      for (const fragment of [...keyFragments(t.key.pem), 'BEGIN PRIVATE KEY', String(key.client_id)])
+        assert.ok(!row.includes(fragment), `row holds ${fragment}`);
       assert.throws(() => decrypt(randomBytes(32), second.sealed, t.client.businessId));
       assert.throws(() => decrypt(t.ctx.keys.masterKey, second.sealed, 'another-business'));
       assert.equal(JSON.parse(decrypt(t.ctx.keys.masterKey, second.sealed, t.client.businessId)).private_key, t.key.pem);

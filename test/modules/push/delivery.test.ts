@@ -43,11 +43,19 @@ describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
         { did: 'ok', status: 'sent', error: null },
       ]);
       const devices = await t.ctx.storage.db.selectFrom('push_devices').select('did').where('business_id', '=', t.client.businessId).execute();
-      assert.deepEqual(devices.map((d) => d.did), ['ok'], 'dropped devices are removed');
+      assert.deepEqual(
+        devices.map((d) => d.did),
+        ['ok'],
+        'dropped devices are removed',
+      );
 
       const request = requestsFor('ok')[0]!;
       assert.equal(request.project, 'demo-project');
-      assert.deepEqual(request.message, { token: token('ok'), notification: { title: 'Hello', body: 'Your report is ready' }, data: { kind: 'report' } });
+      assert.deepEqual(request.message, {
+        token: token('ok'),
+        notification: { title: 'Hello', body: 'Your report is ready' },
+        data: { kind: 'report' },
+      });
       assert.equal(t.oauth.rejected.length, 0);
       assert.equal(t.oauth.verified.length, 1, 'the assertion verified once; the token reused for all three');
       assert.equal(t.oauth.verified[0]!.payload.iss, 'fcm-sender@demo-project.iam.gserviceaccount.com');
@@ -57,7 +65,11 @@ describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
     it('a 503 is retried and then delivered', async () => {
       t.fcm.byToken.set(token('flaky'), [unavailable('0'), { status: 200, body: { name: 'projects/demo-project/messages/9' } }]);
       const { report } = await sendTo(['flaky']);
-      assert.deepEqual(await report(), { notification_id: (await report()).notification_id, status: 'sent', devices: [{ did: 'flaky', status: 'sent', error: null }] });
+      assert.deepEqual(await report(), {
+        notification_id: (await report()).notification_id,
+        status: 'sent',
+        devices: [{ did: 'flaky', status: 'sent', error: null }],
+      });
       assert.equal(requestsFor('flaky').length, 2);
     });
 
@@ -66,8 +78,12 @@ describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
       const before = Date.now();
       const { id, report } = await sendTo(['busy']);
       assert.deepEqual((await report()).devices, [{ did: 'busy', status: 'pending', error: 'FCM 503 UNAVAILABLE' }]);
-      const job = await t.ctx.storage.db.selectFrom('jobs').select(['status', 'due_at']).where('kind', '=', 'push.deliver')
-        .where('payload', 'like', `%${id}%`).executeTakeFirstOrThrow();
+      const job = await t.ctx.storage.db
+        .selectFrom('jobs')
+        .select(['status', 'due_at'])
+        .where('kind', '=', 'push.deliver')
+        .where('payload', 'like', `%${id}%`)
+        .executeTakeFirstOrThrow();
       assert.equal(job.status, 'pending');
       assert.ok(job.due_at >= before + 120_000, 'due no sooner than Retry-After');
     });
@@ -101,8 +117,16 @@ describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
       const sent = await t.post('/notification/send', { patient_id: patient, title: 'T', body: 'B' });
       await t.app.inject({ method: 'DELETE', url: '/notification/delete-device', headers: { ...bearer(t.client.token), 'device-id': 'leaving' } });
       // Sealed under another master key, as after CPS_MASTER_KEY changed.
-      const row = await t.ctx.storage.db.selectFrom('push_credentials').selectAll().where('business_id', '=', t.client.businessId).executeTakeFirstOrThrow();
-      await t.ctx.storage.db.updateTable('push_credentials').set({ sealed: encrypt(randomBytes(32), 'x', t.client.businessId) }).where('business_id', '=', t.client.businessId).execute();
+      const row = await t.ctx.storage.db
+        .selectFrom('push_credentials')
+        .selectAll()
+        .where('business_id', '=', t.client.businessId)
+        .executeTakeFirstOrThrow();
+      await t.ctx.storage.db
+        .updateTable('push_credentials')
+        .set({ sealed: encrypt(randomBytes(32), 'x', t.client.businessId) })
+        .where('business_id', '=', t.client.businessId)
+        .execute();
       await t.deliver();
       assert.deepEqual((await t.get(`/notification/send/${sent.json().notification_id}`)).json().devices, [
         { did: 'leaving', status: 'dropped', error: 'device removed' },
@@ -113,8 +137,9 @@ describe(`push delivery over FCM HTTP v1 (${DIALECT})`, () => {
       const again = await t.post('/notification/send', { device_ids: ['staying'], title: 'T', body: 'B' });
       await t.app.inject({ method: 'DELETE', url: '/notification/push-creds', headers: bearer(t.client.token) });
       await t.deliver();
-      assert.deepEqual((await t.get(`/notification/send/${again.json().notification_id}`)).json().devices,
-        [{ did: 'staying', status: 'failed', error: 'push credentials are not configured' }]);
+      assert.deepEqual((await t.get(`/notification/send/${again.json().notification_id}`)).json().devices, [
+        { did: 'staying', status: 'failed', error: 'push credentials are not configured' },
+      ]);
       assert.equal((await t.post('/notification/push-creds', { sa_key: t.saKey() })).statusCode, 200);
     });
   });
@@ -135,7 +160,9 @@ describe(`push delivery with the workers running (${DIALECT})`, () => {
     const t = await createPushTest();
     try {
       await t.post('/notification/push-creds', { sa_key: t.saKey() });
-      await t.post('/notification/add-device', { devicePayload: { did: 'bg', 'fcm-id': 'fcm-bg-token', 'app-version': '1' } }, undefined, { 'x-pt-id': 'pt-bg' });
+      await t.post('/notification/add-device', { devicePayload: { did: 'bg', 'fcm-id': 'fcm-bg-token', 'app-version': '1' } }, undefined, {
+        'x-pt-id': 'pt-bg',
+      });
       await t.ctx.jobs.start();
       const id = (await t.post('/notification/send', { patient_id: 'pt-bg', title: 'T', body: 'B' })).json().notification_id;
       let status = 'pending';

@@ -28,14 +28,21 @@ describe(`push devices (${DIALECT})`, () => {
       assert.equal(stored?.patient_ref, 'pt-77');
       assert.equal(stored?.app_platform, 'android');
 
-      const again = await t.post('/notification/add-device', device('d-1', 'fcm-token-new', { 'os-version': '14' }), undefined, { 'x-pt-id': 'pt-78' });
+      const again = await t.post('/notification/add-device', device('d-1', 'fcm-token-new', { 'os-version': '14' }), undefined, {
+        'x-pt-id': 'pt-78',
+      });
       assert.equal(again.statusCode, 200);
       const updated = await row('d-1');
       assert.equal(updated?.fcm_token, 'fcm-token-new');
       assert.equal(updated?.patient_ref, 'pt-78');
       assert.equal(updated?.os_version, '14');
       assert.equal(updated?.id, stored?.id, 'same device row');
-      const count = await t.ctx.storage.db.selectFrom('push_devices').select('did').where('business_id', '=', t.client.businessId).where('did', '=', 'd-1').execute();
+      const count = await t.ctx.storage.db
+        .selectFrom('push_devices')
+        .select('did')
+        .where('business_id', '=', t.client.businessId)
+        .where('did', '=', 'd-1')
+        .execute();
       assert.equal(count.length, 1);
 
       // Registering again without X-Pt-Id unties it (the device may have changed hands).

@@ -83,15 +83,20 @@ export class FakeOAuth {
         const body = new URLSearchParams(await readBody(request));
         const scripted = this.script.shift();
         if (scripted) return send(response, scripted);
-        if (request.method !== 'POST' || !request.url?.startsWith('/token')
-          || request.headers['content-type'] !== 'application/x-www-form-urlencoded'
-          || body.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') {
+        if (
+          request.method !== 'POST' ||
+          !request.url?.startsWith('/token') ||
+          request.headers['content-type'] !== 'application/x-www-form-urlencoded' ||
+          body.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+        ) {
           this.rejected.push('bad request shape');
           return send(response, { status: 400, body: { error: 'invalid_request' } });
         }
         try {
           const { payload, protectedHeader } = await jwtVerify(body.get('assertion') ?? '', publicKey, {
-            algorithms: ['RS256'], issuer: expected.iss, audience: `${this.url}/token`,
+            algorithms: ['RS256'],
+            issuer: expected.iss,
+            audience: `${this.url}/token`,
           });
           if (protectedHeader.kid !== expected.kid) throw new Error('kid');
           this.verified.push({ header: protectedHeader, payload });
@@ -171,12 +176,26 @@ export class FakeFcm {
 
 export const UNREGISTERED: Reply = {
   status: 404,
-  body: { error: { code: 404, message: 'Requested entity was not found.', status: 'NOT_FOUND', details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }] } },
+  body: {
+    error: {
+      code: 404,
+      message: 'Requested entity was not found.',
+      status: 'NOT_FOUND',
+      details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }],
+    },
+  },
 };
 
 export const INVALID_TOKEN: Reply = {
   status: 400,
-  body: { error: { code: 400, message: 'The registration token is not a valid FCM registration token', status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }] } },
+  body: {
+    error: {
+      code: 400,
+      message: 'The registration token is not a valid FCM registration token',
+      status: 'INVALID_ARGUMENT',
+      details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'INVALID_ARGUMENT' }],
+    },
+  },
 };
 
 export function unavailable(retryAfter?: string): Reply {

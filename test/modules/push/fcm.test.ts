@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import {
-  FCM_SCOPE, FcmClient, MAX_RETRY_AFTER_SECONDS, classifySend, classifyToken, parseRetryAfter, tokenUsable, type ServiceAccount,
+  FCM_SCOPE,
+  FcmClient,
+  MAX_RETRY_AFTER_SECONDS,
+  classifySend,
+  classifyToken,
+  parseRetryAfter,
+  tokenUsable,
+  type ServiceAccount,
 } from '../../../src/modules/push/fcm.ts';
 import { OutboundClient } from '../../../src/security/outbound-client.ts';
 import { FakeFcm, FakeOAuth, INVALID_TOKEN, UNREGISTERED, rsaKey, unavailable, type RsaKey } from './fakes.ts';
@@ -22,13 +29,27 @@ describe('FCM decisions (pure)', () => {
     assert.deepEqual(classifySend(200, { name: 'projects/p/messages/1' }, null), { kind: 'sent', name: 'projects/p/messages/1' });
     assert.deepEqual(classifySend(404, UNREGISTERED.body, null), { kind: 'drop', error: 'UNREGISTERED' });
     assert.deepEqual(classifySend(400, INVALID_TOKEN.body, null), { kind: 'drop', error: 'INVALID_ARGUMENT' });
-    const badData = { error: { code: 400, status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.data[0].key' }] }] } };
+    const badData = {
+      error: {
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.data[0].key' }] }],
+      },
+    };
     assert.equal(classifySend(400, badData, null).kind, 'fail', 'a bad message is not a dead device');
     assert.deepEqual(classifySend(503, unavailable().body, '12'), { kind: 'retry', error: 'FCM 503 UNAVAILABLE', retryAfterSeconds: 12 });
     assert.equal(classifySend(429, { error: { status: 'RESOURCE_EXHAUSTED', details: [{ errorCode: 'QUOTA_EXCEEDED' }] } }, null).kind, 'retry');
     assert.equal(classifySend(500, null, null).kind, 'retry');
-    assert.deepEqual(classifySend(401, { error: { status: 'UNAUTHENTICATED' } }, null), { kind: 'retry', error: 'FCM 401 UNAUTHENTICATED', retryAfterSeconds: null, invalidateToken: true });
-    assert.deepEqual(classifySend(403, { error: { status: 'PERMISSION_DENIED', details: [{ errorCode: 'SENDER_ID_MISMATCH' }] } }, null), { kind: 'fail', error: 'FCM 403 SENDER_ID_MISMATCH' });
+    assert.deepEqual(classifySend(401, { error: { status: 'UNAUTHENTICATED' } }, null), {
+      kind: 'retry',
+      error: 'FCM 401 UNAUTHENTICATED',
+      retryAfterSeconds: null,
+      invalidateToken: true,
+    });
+    assert.deepEqual(classifySend(403, { error: { status: 'PERMISSION_DENIED', details: [{ errorCode: 'SENDER_ID_MISMATCH' }] } }, null), {
+      kind: 'fail',
+      error: 'FCM 403 SENDER_ID_MISMATCH',
+    });
   });
 
   it('classifies token responses and the cache margin', () => {
@@ -53,7 +74,13 @@ describe('FCM client against local OAuth and FCM servers', () => {
     key = rsaKey();
     oauth = await new FakeOAuth(key.publicKey, { iss: email, kid }).start();
     fcm = await new FakeFcm().start();
-    account = { project_id: 'demo-project', private_key_id: kid, client_email: email, token_uri: oauth.tokenUri, privateKey: createPrivateKey(key.pem) };
+    account = {
+      project_id: 'demo-project',
+      private_key_id: kid,
+      client_email: email,
+      token_uri: oauth.tokenUri,
+      privateKey: createPrivateKey(key.pem),
+    };
   });
   after(async () => {
     http.close();
@@ -111,7 +138,11 @@ describe('FCM client against local OAuth and FCM servers', () => {
     assert.equal(oauth.verified.length, before + 1, 'a fresh token after the 401');
 
     const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-    const outcome = await new FcmClient({ http, fcmUrl: fcm.url }).send('b4', { ...account, privateKey: other }, 'v1', { token: 'x', title: 'a', body: 'b' });
+    const outcome = await new FcmClient({ http, fcmUrl: fcm.url }).send('b4', { ...account, privateKey: other }, 'v1', {
+      token: 'x',
+      title: 'a',
+      body: 'b',
+    });
     assert.equal(outcome.kind, 'fail');
     assert.match(outcome.kind === 'fail' ? outcome.error : '', /400 invalid_grant/);
 
@@ -124,7 +155,9 @@ describe('FCM client against local OAuth and FCM servers', () => {
     const client = new FcmClient({ http, fcmUrl: fcm.url, maxInFlight: 2 });
     await client.send('b6', account, 'v1', { token: 'warm', title: 'a', body: 'b' });
     let release!: () => void;
-    fcm.gate = new Promise((resolve) => { release = resolve; });
+    fcm.gate = new Promise((resolve) => {
+      release = resolve;
+    });
     fcm.maxInFlight = 0;
     const sends = Array.from({ length: 6 }, (_, n) => client.send('b6', account, 'v1', { token: `many-${n}`, title: 'a', body: 'b' }));
     while (fcm.inFlight < 2) await new Promise((resolve) => setImmediate(resolve));

@@ -33,10 +33,19 @@ describe(`push token_uri under the outbound policy in production (${DIALECT})`, 
 
   it('refuses at upload a token_uri on a non-public address, in any spelling, with 400 in the notifications body; stores nothing', async () => {
     for (const tokenUri of [
-      'https://127.0.0.1/token', 'https://2130706433/token', 'https://0x7f.1/token', 'https://[::1]/token',
-      'https://169.254.169.254/computeMetadata/v1/', 'https://[::ffff:a9fe:a9fe]/token', 'https://[fd00:ec2::254]/latest',
-      'https://100.100.100.200/latest/meta-data', 'https://metadata.google.internal/token', 'https://localhost./token',
-      'https://oauth.intranet.test/token', 'https://oauth.cgnat.test/token', 'https://oauth.teredo.test/token',
+      'https://127.0.0.1/token',
+      'https://2130706433/token',
+      'https://0x7f.1/token',
+      'https://[::1]/token',
+      'https://169.254.169.254/computeMetadata/v1/',
+      'https://[::ffff:a9fe:a9fe]/token',
+      'https://[fd00:ec2::254]/latest',
+      'https://100.100.100.200/latest/meta-data',
+      'https://metadata.google.internal/token',
+      'https://localhost./token',
+      'https://oauth.intranet.test/token',
+      'https://oauth.cgnat.test/token',
+      'https://oauth.teredo.test/token',
     ]) {
       const response = await t.post('/notification/push-creds', { sa_key: t.saKey({ token_uri: tokenUri }) });
       assert.equal(response.statusCode, 400, tokenUri);
@@ -56,7 +65,9 @@ describe(`push token_uri under the outbound policy in production (${DIALECT})`, 
       dns.answer('oauth.rebind.test', ['93.184.215.14']);
       const saved = await t.post('/notification/push-creds', { sa_key: t.saKey({ token_uri: `https://oauth.rebind.test:${listener.port}/token` }) });
       assert.equal(saved.statusCode, 200, saved.body);
-      await t.post('/notification/add-device', { devicePayload: { did: 'phone', 'fcm-id': 'fcm-phone-token', 'app-version': '1' } }, undefined, { 'x-pt-id': 'pt-1' });
+      await t.post('/notification/add-device', { devicePayload: { did: 'phone', 'fcm-id': 'fcm-phone-token', 'app-version': '1' } }, undefined, {
+        'x-pt-id': 'pt-1',
+      });
       const sent = await t.post('/notification/send', { patient_id: 'pt-1', title: 'T', body: 'B' });
       assert.equal(sent.statusCode, 202, sent.body);
       // Every name now answers loopback, where the listener waits.
@@ -64,11 +75,19 @@ describe(`push token_uri under the outbound policy in production (${DIALECT})`, 
       const asked = dns.asked.length;
       await t.deliver();
       assert.equal(listener.connections(), 0, 'nothing reached the loopback listener');
-      assert.deepEqual(dns.asked.slice(asked), ['oauth.rebind.test', 'oauth.rebind.test', 'oauth.rebind.test'], 'each attempt (CPS_PUSH_RETRY_SCHEDULE=0,0) asked DNS in the socket lookup');
+      assert.deepEqual(
+        dns.asked.slice(asked),
+        ['oauth.rebind.test', 'oauth.rebind.test', 'oauth.rebind.test'],
+        'each attempt (CPS_PUSH_RETRY_SCHEDULE=0,0) asked DNS in the socket lookup',
+      );
       assert.equal(t.fcm.requests.length, 0);
       const report = (await t.get(`/notification/send/${sent.json().notification_id}`)).json();
       assert.deepEqual(report.devices, [{ did: 'phone', status: 'failed', error: 'OAuth token endpoint: address not allowed' }]);
-      const stored = await t.ctx.storage.db.selectFrom('push_deliveries').select('error').where('business_id', '=', t.client.businessId).executeTakeFirstOrThrow();
+      const stored = await t.ctx.storage.db
+        .selectFrom('push_deliveries')
+        .select('error')
+        .where('business_id', '=', t.client.businessId)
+        .executeTakeFirstOrThrow();
       assert.equal(stored.error, 'OAuth token endpoint: address not allowed');
       const logged = t.logs.find((line) => line.includes('refused by the outbound address policy'));
       assert.ok(logged, 'the refusal is logged');
@@ -110,7 +129,9 @@ describe(`push delivery errors name the class of failure (${DIALECT})`, () => {
     await t.post('/notification/add-device', { devicePayload: { did, 'fcm-id': `fcm-${did}`, 'app-version': '1' } });
     const sent = await t.post('/notification/send', { device_ids: [did], title: 'T', body: 'B' });
     await t.deliver();
-    const [device] = (await t.app.inject({ method: 'GET', url: `/notification/send/${sent.json().notification_id}`, headers: bearer(t.client.token) })).json().devices;
+    const [device] = (
+      await t.app.inject({ method: 'GET', url: `/notification/send/${sent.json().notification_id}`, headers: bearer(t.client.token) })
+    ).json().devices;
     assert.equal(device.status, 'failed');
     return device.error;
   }

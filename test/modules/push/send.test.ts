@@ -7,7 +7,12 @@ import { createPushTest, type PushTest } from './support.ts';
 describe(`push send bookkeeping (${DIALECT})`, () => {
   let t: PushTest;
   const addDevice = (did: string, patient?: string, token = t.client.token) =>
-    t.post('/notification/add-device', { devicePayload: { did, 'fcm-id': `tok-${did}`, 'app-version': '1' } }, token, patient ? { 'x-pt-id': patient } : {});
+    t.post(
+      '/notification/add-device',
+      { devicePayload: { did, 'fcm-id': `tok-${did}`, 'app-version': '1' } },
+      token,
+      patient ? { 'x-pt-id': patient } : {},
+    );
 
   before(async () => {
     t = await createPushTest();
@@ -20,7 +25,12 @@ describe(`push send bookkeeping (${DIALECT})`, () => {
 
   describe('happy', () => {
     it("202 for a patient's devices; the report lists each device pending", async () => {
-      const sent = await t.post('/notification/send', { patient_id: 'pt-1', title: 'Reminder', body: 'Your appointment is tomorrow', data: { appointment_id: 'ap_1' } });
+      const sent = await t.post('/notification/send', {
+        patient_id: 'pt-1',
+        title: 'Reminder',
+        body: 'Your appointment is tomorrow',
+        data: { appointment_id: 'ap_1' },
+      });
       assert.equal(sent.statusCode, 202, sent.body);
       const { notification_id } = sent.json();
       assert.equal(typeof notification_id, 'string');
@@ -29,7 +39,10 @@ describe(`push send bookkeeping (${DIALECT})`, () => {
       assert.deepEqual(report.json(), {
         notification_id,
         status: 'pending',
-        devices: [{ did: 'p1-a', status: 'pending', error: null }, { did: 'p1-b', status: 'pending', error: null }],
+        devices: [
+          { did: 'p1-a', status: 'pending', error: null },
+          { did: 'p1-b', status: 'pending', error: null },
+        ],
       });
       const jobs = await t.ctx.storage.db.selectFrom('jobs').select(['kind', 'business_id']).where('kind', '=', 'push.deliver').execute();
       assert.ok(jobs.length >= 2, 'one delivery job per device, stored with the notification');
@@ -39,7 +52,10 @@ describe(`push send bookkeeping (${DIALECT})`, () => {
       const sent = await t.post('/notification/send', { device_ids: ['p2-a', 'p1-a', 'p2-a'], title: 'T', body: 'B' });
       assert.equal(sent.statusCode, 202);
       const report = (await t.get(`/notification/send/${sent.json().notification_id}/`)).json();
-      assert.deepEqual(report.devices.map((d: { did: string }) => d.did), ['p1-a', 'p2-a']);
+      assert.deepEqual(
+        report.devices.map((d: { did: string }) => d.did),
+        ['p1-a', 'p2-a'],
+      );
     });
 
     it('the overall status follows the devices', () => {
@@ -101,9 +117,14 @@ describe(`push send bookkeeping (${DIALECT})`, () => {
       const mine = (await t.post('/notification/send', { patient_id: 'pt-2', title: 'T', body: 'B' })).json().notification_id;
       const other = await createTestClient(t.ctx);
       await t.post('/notification/push-creds', { sa_key: t.saKey() }, other.token);
-      assert.deepEqual((await t.get(`/notification/send/${mine}`, other.token)).json(), { message: `Unknown notification: ${mine}`, error_code: 404 });
-      assert.deepEqual((await t.post('/notification/send', { device_ids: ['p2-a'], title: 'T', body: 'B' }, other.token)).json(),
-        { message: 'Unknown device: p2-a', error_code: 404 });
+      assert.deepEqual((await t.get(`/notification/send/${mine}`, other.token)).json(), {
+        message: `Unknown notification: ${mine}`,
+        error_code: 404,
+      });
+      assert.deepEqual((await t.post('/notification/send', { device_ids: ['p2-a'], title: 'T', body: 'B' }, other.token)).json(), {
+        message: 'Unknown device: p2-a',
+        error_code: 404,
+      });
       assert.equal((await t.post('/notification/send', { patient_id: 'pt-2', title: 'T', body: 'B' }, other.token)).statusCode, 404);
     });
   });

@@ -33,7 +33,12 @@ export async function createPushTest(env: Record<string, string> = {}, options: 
   const oauth = await new FakeOAuth(key.publicKey, { iss: String(base.client_email), kid: String(base.private_key_id) }).start();
   const fcm = await new FakeFcm().start();
   const logs: string[] = [];
-  const sink = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
 
   const database = await createTestDatabase();
   const config = testConfig(database, { CPS_FCM_URL: fcm.url, CPS_PUSH_RETRY_SCHEDULE: '0,0', ...env });
@@ -47,7 +52,15 @@ export async function createPushTest(env: Record<string, string> = {}, options: 
   const client = await createTestClient(ctx);
 
   return {
-    app, ctx, modules, database, key, oauth, fcm, logs, client,
+    app,
+    ctx,
+    modules,
+    database,
+    key,
+    oauth,
+    fcm,
+    logs,
+    client,
     saKey: (overrides = {}) => saKey(key, oauth.tokenUri, overrides),
     post: (url, body, token = client.token, headers = {}) =>
       app.inject({ method: 'POST', url, headers: { ...bearer(token), ...headers }, payload: body as object }),

@@ -41,7 +41,9 @@ describe('review page in a browser', { skip }, () => {
   });
 
   /** A page that records every CSP refusal and page error, so a blocked style or script fails the test. */
-  async function open(options: BrowserContextOptions & { javaScriptEnabled?: boolean }): Promise<{ page: Page; problems: string[]; close(): Promise<void> }> {
+  async function open(
+    options: BrowserContextOptions & { javaScriptEnabled?: boolean },
+  ): Promise<{ page: Page; problems: string[]; close(): Promise<void> }> {
     const context = await browser.newContext(options);
     const page = await context.newPage();
     const problems: string[] = [];
@@ -130,7 +132,7 @@ describe('review page in a browser', { skip }, () => {
   });
 
   test('small phone (320 px): everything fits, the options keep their names', async () => {
-    const { token } = await bookOne(t, { clinic: { name: 'Dr. Mehta\'s Multispeciality Hospital and Diagnostic Centre' } });
+    const { token } = await bookOne(t, { clinic: { name: "Dr. Mehta's Multispeciality Hospital and Diagnostic Centre" } });
     const { page, problems, close } = await open({ ...PHONE, viewport: { width: 320, height: 640 } });
     try {
       await page.goto(`${base}/reviews/${token}`);

@@ -44,7 +44,12 @@ describe('review page: errors', () => {
       assert.doesNotMatch(response.body, / checked>/, 'no rating is preselected');
     }
     // An empty body is a missing rating too.
-    const empty = await t.app.inject({ method: 'POST', url: `/reviews/${token}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' });
+    const empty = await t.app.inject({
+      method: 'POST',
+      url: `/reviews/${token}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: '',
+    });
     assert.equal(empty.statusCode, 400);
     assert.match(textOf(empty.body), /Choose a rating/);
     assert.deepEqual((await listReviews(t, practice.client.token)).json(), { reviews: [] });
@@ -83,7 +88,9 @@ describe('review page: errors', () => {
   test('a body the form cannot have still answers an HTML page (415), and the API keeps refusing forms', async () => {
     const { practice, token } = await bookOne(t);
     const multipart = await t.app.inject({
-      method: 'POST', url: `/reviews/${token}`, headers: { 'content-type': 'multipart/form-data; boundary=x' },
+      method: 'POST',
+      url: `/reviews/${token}`,
+      headers: { 'content-type': 'multipart/form-data; boundary=x' },
       payload: '--x\r\nContent-Disposition: form-data; name="rating"\r\n\r\n5\r\n--x--\r\n',
     });
     assert.equal(multipart.statusCode, 415);
@@ -91,7 +98,10 @@ describe('review page: errors', () => {
     assert.match(textOf(multipart.body), /The form could not be read/);
     // The form parser is registered for the review pages only.
     const booking = await t.app.inject({
-      method: 'POST', url: '/dr/v1/appointment', headers: { auth: practice.client.token, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'clinic_id=x',
+      method: 'POST',
+      url: '/dr/v1/appointment',
+      headers: { auth: practice.client.token, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'clinic_id=x',
     });
     assert.equal(booking.statusCode, 415);
     assert.equal(booking.json().error.code, 'INVALID_REQUEST');

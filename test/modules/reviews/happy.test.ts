@@ -55,18 +55,23 @@ describe('review page: happy path', () => {
     assert.equal(list.statusCode, 200);
     const { reviews } = list.json();
     assert.equal(reviews.length, 1);
-    const patientId = (await t.ctx.storage.db.selectFrom('appointments').select('patient_id').where('id', '=', appointmentId).executeTakeFirstOrThrow()).patient_id;
+    const patientId = (
+      await t.ctx.storage.db.selectFrom('appointments').select('patient_id').where('id', '=', appointmentId).executeTakeFirstOrThrow()
+    ).patient_id;
     const review = reviews[0];
-    assert.deepEqual({ ...review, created_at: undefined }, {
-      appointment_id: appointmentId,
-      doctor_id: practice.doctorId,
-      clinic_id: practice.clinicId,
-      patient_id: patientId,
-      rating: 4,
-      // Trimmed, and the browser's CRLF line break kept as one character.
-      comment: 'Kind and on time.\nThank you!',
-      created_at: undefined,
-    });
+    assert.deepEqual(
+      { ...review, created_at: undefined },
+      {
+        appointment_id: appointmentId,
+        doctor_id: practice.doctorId,
+        clinic_id: practice.clinicId,
+        patient_id: patientId,
+        rating: 4,
+        // Trimmed, and the browser's CRLF line break kept as one character.
+        comment: 'Kind and on time.\nThank you!',
+        created_at: undefined,
+      },
+    );
     assert.ok(Number.isInteger(review.created_at));
     assert.ok(Math.abs(review.created_at - Date.now() / 1000) < 60, 'created_at is epoch seconds');
   });
@@ -108,7 +113,11 @@ describe('review page: happy path', () => {
     // Newest first (by the stored millisecond time; the id breaks ties), and the pages do not overlap.
     const all = [...page0, ...page1].map((r: { appointment_id: string }) => r.appointment_id);
     assert.deepEqual([...all].sort(), [...ids].sort());
-    const stored = await t.ctx.storage.db.selectFrom('reviews').select(['appointment_id', 'created_at']).where('business_id', '=', first.client.businessId).execute();
+    const stored = await t.ctx.storage.db
+      .selectFrom('reviews')
+      .select(['appointment_id', 'created_at'])
+      .where('business_id', '=', first.client.businessId)
+      .execute();
     const times = new Map(stored.map((r) => [r.appointment_id, Number(r.created_at)]));
     for (let i = 1; i < all.length; i++) assert.ok(times.get(all[i - 1]!)! >= times.get(all[i]!)!, 'newest first');
     assert.deepEqual((await listReviews(t, token, '?page_no=2')).json(), { reviews: [] });

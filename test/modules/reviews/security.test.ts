@@ -37,7 +37,7 @@ describe('review page: security', () => {
     const again = await postForm(t, token, { rating: '9', comment });
     assert.equal(again.statusCode, 400);
     assert.ok(again.body.includes('&lt;/textarea&gt;&lt;script&gt;alert(3)&lt;/script&gt;</textarea>'));
-    assert.equal(again.body.match(/<script>/g)?.length, 1, 'only the page\'s own script');
+    assert.equal(again.body.match(/<script>/g)?.length, 1, "only the page's own script");
 
     // Stored and listed as written: escaping is the page's business, not the data's.
     const thanks = await postForm(t, token, { rating: '3', comment });
@@ -59,10 +59,18 @@ describe('review page: security', () => {
       await t.app.inject({ method: 'POST', url: `/reviews/${token}`, headers: { 'content-type': 'text/plain' }, payload: 'rating=5' }),
       await postForm(t, token, { rating: '5' }),
     ];
-    assert.deepEqual(outcomes.map((r) => r.statusCode), [200, 400, 404, 200, 409, 415, 201]);
+    assert.deepEqual(
+      outcomes.map((r) => r.statusCode),
+      [200, 400, 404, 200, 409, 415, 201],
+    );
     for (const response of outcomes) {
       const csp = String(response.headers['content-security-policy']);
-      const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+      const directives = new Map(
+        csp
+          .split(';')
+          .map((d) => d.trim().split(/\s+/))
+          .map(([name, ...values]) => [name!, values]),
+      );
       assert.deepEqual(directives.get('default-src'), ["'none'"]);
       assert.deepEqual(directives.get('form-action'), ["'self'"]);
       assert.deepEqual(directives.get('frame-ancestors'), ["'none'"]);
@@ -88,7 +96,12 @@ describe('review page: security', () => {
     assert.equal((await postForm(t, token, { rating: '4', comment: 'private' })).statusCode, 201);
     const stranger = await createTestClient(t.ctx, { scopes: ['appointment:write', 'clinic:write'] });
     await bookOne(t, { practice: await createPractice(t, { client: stranger }) });
-    for (const query of ['', `?clinic_id=${practice.clinicId}`, `?doctor_id=${practice.doctorId}`, `?clinic_id=${practice.clinicId}&doctor_id=${practice.doctorId}`]) {
+    for (const query of [
+      '',
+      `?clinic_id=${practice.clinicId}`,
+      `?doctor_id=${practice.doctorId}`,
+      `?clinic_id=${practice.clinicId}&doctor_id=${practice.doctorId}`,
+    ]) {
       const response = await listReviews(t, stranger.token, query);
       assert.equal(response.statusCode, 200);
       // Exactly as for ids that do not exist.
@@ -107,7 +120,12 @@ describe('review page: security', () => {
 describe('review page: the token stays out of the logs', () => {
   test('request logs show the route pattern, never the link', async () => {
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const database = await createTestDatabase();
     const config = testConfig(database);
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });

@@ -37,5 +37,9 @@ export function listReviews(t: TestApp, token: string, query = '') {
 
 /** The text of an HTML page without tags, whitespace collapsed, for assertions on what it says. */
 export function textOf(page: string): string {
-  return page.replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/g, ' ').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+  return page
+    .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/g, ' ')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
 }

@@ -26,7 +26,10 @@ interface Doc {
 
 const describeDoc = (doc: Doc): IndexedFields => ({
   names: [doc.name],
-  fields: [[FIELD_NAME, doc.name], [FIELD_GENERIC, doc.generic]],
+  fields: [
+    [FIELD_NAME, doc.name],
+    [FIELD_GENERIC, doc.generic],
+  ],
   demoted: false,
   nameLength: doc.name.length,
   parts: 1,
@@ -54,7 +57,11 @@ describe('search index: incremental updates', () => {
 
   it('finds names added in several batches by prefix, as an index built with all of them does', () => {
     const base = Array.from({ length: 50 }, (_, i) => ({ id: `b${i}`, name: `Basepril ${i} Tablet`, generic: 'Ramipril (5mg)' }));
-    const added = Array.from({ length: 300 }, (_, i) => ({ id: `n${i}`, name: `${['Zolfen', 'Zolmit', 'Zolpid'][i % 3]} ${i} Tablet`, generic: 'Zolpidem (10mg)' }));
+    const added = Array.from({ length: 300 }, (_, i) => ({
+      id: `n${i}`,
+      name: `${['Zolfen', 'Zolmit', 'Zolpid'][i % 3]} ${i} Tablet`,
+      generic: 'Zolpidem (10mg)',
+    }));
     const updated = new SearchIndex<Doc>(describeDoc);
     updated.build(base);
     updated.upsert(added.slice(0, 120));
@@ -95,12 +102,21 @@ describe('search index: incremental updates', () => {
 describe('search index: what matched', () => {
   it('returns the words a typo matched with the hits, leaving the parsed query as it was, and highlighting reads them', () => {
     const index = new SearchIndex<Doc>(describeDoc);
-    index.build([{ id: 'a', name: 'Dolo 650 Tablet', generic: 'Paracetamol (650mg)' }, { id: 'b', name: 'Pan 40 Tablet', generic: 'Pantoprazole (40mg)' }]);
+    index.build([
+      { id: 'a', name: 'Dolo 650 Tablet', generic: 'Paracetamol (650mg)' },
+      { id: 'b', name: 'Pan 40 Tablet', generic: 'Pantoprazole (40mg)' },
+    ]);
     const query = parseQuery('paracetmol 650');
     const parsed = structuredClone(query);
     const hits = index.search(query, 10);
-    assert.deepEqual(hits.map((hit) => hit.record.name), ['Dolo 650 Tablet']);
-    assert.deepEqual(hits[0]!.typoMatches.map((words) => [...words]), [['paracetamol'], []]);
+    assert.deepEqual(
+      hits.map((hit) => hit.record.name),
+      ['Dolo 650 Tablet'],
+    );
+    assert.deepEqual(
+      hits[0]!.typoMatches.map((words) => [...words]),
+      [['paracetamol'], []],
+    );
     assert.deepEqual(query, parsed, 'the search writes nothing into its input');
     const generic = hits[0]!.record.generic;
     assert.equal(highlight(generic, highlightRanges(generic, query, hits[0]!.typoMatches, false)), '<em>Paracetamol</em> (<em>650</em>mg)');
@@ -119,14 +135,20 @@ describe('search index: snapshots', () => {
     index.build(docs);
     const taken = index.snapshot();
     // The catalogue writes the snapshot in the background: upserts may come before it is encoded.
-    index.upsert([{ id: 'a', name: 'Dolo 500 Tablet', generic: 'Paracetamol (500mg)' }, { id: 'c', name: 'Calpol Tablet', generic: 'Paracetamol (500mg)' }]);
+    index.upsert([
+      { id: 'a', name: 'Dolo 500 Tablet', generic: 'Paracetamol (500mg)' },
+      { id: 'c', name: 'Calpol Tablet', generic: 'Paracetamol (500mg)' },
+    ]);
     const restored = new SearchIndex<Doc>(describeDoc);
     restored.restore(taken.index, ArrayStore.restore<Doc>(taken.records));
     assert.equal(restored.size, 2);
     assert.deepEqual(restored.all(), docs);
     assert.deepEqual(names(restored, 'dolo'), ['Dolo 650 Tablet']);
     // The same upserts then give the same index as the one that took them.
-    restored.upsert([{ id: 'a', name: 'Dolo 500 Tablet', generic: 'Paracetamol (500mg)' }, { id: 'c', name: 'Calpol Tablet', generic: 'Paracetamol (500mg)' }]);
+    restored.upsert([
+      { id: 'a', name: 'Dolo 500 Tablet', generic: 'Paracetamol (500mg)' },
+      { id: 'c', name: 'Calpol Tablet', generic: 'Paracetamol (500mg)' },
+    ]);
     assert.equal(restored.size, index.size);
     assert.deepEqual(new Set(names(restored, 'paracetamol')), new Set(names(index, 'paracetamol')));
   });
@@ -134,24 +156,39 @@ describe('search index: snapshots', () => {
 
 describe('search index: early stop', () => {
   it('returns what walking every posting returns, for every query of the relevance set and its prefixes', async () => {
-    const files = [path.join(BUILTIN_DIR, 'drugs.ndjson'), ...(HAS_SHARED_DATA ? [shared('medicine_details_1mg_11k.csv'), shared('onemg_drugs_2k.csv')] : [])];
+    const files = [
+      path.join(BUILTIN_DIR, 'drugs.ndjson'),
+      ...(HAS_SHARED_DATA ? [shared('medicine_details_1mg_11k.csv'), shared('onemg_drugs_2k.csv')] : []),
+    ];
     const interner = new Interner();
     const records: DrugRecord[] = [];
     for (const file of files) {
       const source = await openDrugSource(file);
-      for await (const input of source.rows) if (input) records.push(drugRecordFromRow({ ...newDrugRow(input, 1, 0), id: `d${records.length}` }, interner));
+      for await (const input of source.rows)
+        if (input) records.push(drugRecordFromRow({ ...newDrugRow(input, 1, 0), id: `d${records.length}` }, interner));
     }
     const fast = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore());
     const exhaustive = new SearchIndex<DrugRecord>(describeDrug, () => new DrugStore(), { exhaustive: true });
     fast.build(records);
     exhaustive.build(records);
-    const queries = new Set(Object.values(QUERIES).flat().filter((c) => !c.lab).map((c) => c.q));
+    const queries = new Set(
+      Object.values(QUERIES)
+        .flat()
+        .filter((c) => !c.lab)
+        .map((c) => c.q),
+    );
     for (const q of [...queries]) for (let i = 1; i < q.length; i++) queries.add(q.slice(0, i));
     const differences: string[] = [];
     for (const q of queries) {
       for (const limit of [1, 3, 10, 40]) {
-        const a = fast.search(parseQuery(q), limit).map((hit) => hit.record.id).join();
-        const b = exhaustive.search(parseQuery(q), limit).map((hit) => hit.record.id).join();
+        const a = fast
+          .search(parseQuery(q), limit)
+          .map((hit) => hit.record.id)
+          .join();
+        const b = exhaustive
+          .search(parseQuery(q), limit)
+          .map((hit) => hit.record.id)
+          .join();
         if (a !== b) differences.push(`${q} (limit ${limit})`);
       }
     }

@@ -53,8 +53,16 @@ describe('catalogue changes reach every process', () => {
     await searchUntil(t.app, client.token, 'qqqzzz', 0).catch(() => {}); // loaded, and the name is unknown
     const dir = mkdtempSync(path.join(tmpdir(), 'cps-fresh-'));
     const file = path.join(dir, 'drugs.ndjson');
-    writeFileSync(file, `${JSON.stringify({ name: 'Freshazole 20 Tablet', manufacturer_name: 'Fresh Labs', composition: [{ salt: 'Freshazole', strength: '20mg' }], discontinued: false })}\n`);
-    const env = { ...process.env, CPS_DATA_DIR: t.database.dataDir, LOG_LEVEL: 'silent', ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}) };
+    writeFileSync(
+      file,
+      `${JSON.stringify({ name: 'Freshazole 20 Tablet', manufacturer_name: 'Fresh Labs', composition: [{ salt: 'Freshazole', strength: '20mg' }], discontinued: false })}\n`,
+    );
+    const env = {
+      ...process.env,
+      CPS_DATA_DIR: t.database.dataDir,
+      LOG_LEVEL: 'silent',
+      ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
+    };
     const { stdout, stderr } = await run(process.execPath, [CLI, 'import', 'drugs', file], { env });
     const summary = JSON.parse(stdout);
     assert.equal(summary.inserted, 1);
@@ -80,7 +88,10 @@ describe('rate limit buckets', () => {
   it('refills at the rate and holds at most the burst (in memory)', () => {
     const bucket = new MemoryTokenBucket(2, 3);
     const now = 1_000_000;
-    assert.deepEqual([1, 2, 3].map(() => bucket.take('c', now).current <= 3), [true, true, true]);
+    assert.deepEqual(
+      [1, 2, 3].map(() => bucket.take('c', now).current <= 3),
+      [true, true, true],
+    );
     const refused = bucket.take('c', now);
     assert.equal(refused.current, 4);
     assert.equal(refused.ttl, 500, 'one token every 500 ms at 2/s');
@@ -96,7 +107,10 @@ describe('rate limit buckets', () => {
     try {
       await Promise.all([a.connected(), b.connected()]);
       const results = [await a.take(key), await b.take(key), await a.take(key), await b.take(key)];
-      assert.deepEqual(results.map((r) => r.current > 3), [false, false, false, true]);
+      assert.deepEqual(
+        results.map((r) => r.current > 3),
+        [false, false, false, true],
+      );
       assert.ok(results[3]!.ttl > 0 && results[3]!.ttl <= 1000);
     } finally {
       await a.close();

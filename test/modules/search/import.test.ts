@@ -23,9 +23,13 @@ async function drug(t: TestApp, name: string) {
 describe('derivations', () => {
   it('parses compositions with stray spaces and nested parentheses', () => {
     assert.deepEqual(parseComposition('Amoxycillin  (500mg) +  Clavulanic Acid (125mg) '), [
-      { salt: 'Amoxycillin', strength: '500mg' }, { salt: 'Clavulanic Acid', strength: '125mg' }]);
+      { salt: 'Amoxycillin', strength: '500mg' },
+      { salt: 'Clavulanic Acid', strength: '125mg' },
+    ]);
     assert.deepEqual(parseComposition('Ambroxol (30mg/5ml) ', ' Levosalbutamol (1 mg/5ml)'), [
-      { salt: 'Ambroxol', strength: '30mg/5ml' }, { salt: 'Levosalbutamol', strength: '1mg/5ml' }]);
+      { salt: 'Ambroxol', strength: '30mg/5ml' },
+      { salt: 'Levosalbutamol', strength: '1mg/5ml' },
+    ]);
   });
 
   it('gives one generic id per composition, whatever the order and spacing', () => {
@@ -72,13 +76,16 @@ describe('imports', () => {
   });
 
   it('tolerates stray spaces, duplicate rows and bad lines', async () => {
-    const csv = file('az.csv', [
-      'id,name,price(₹),Is_discontinued,manufacturer_name,type,pack_size_label,short_composition1,short_composition2',
-      '1, Testocil 500  Tablet ,10,FALSE,  Testo Labs  Ltd ,allopathy,strip of 10 tablets,Testocillin  (500mg) , Clavutest (125mg) ',
-      '2,Testocil 500 Tablet,10,FALSE,Testo Labs Ltd,allopathy,strip of 10 tablets,Testocillin (500mg),Clavutest (125mg)',
-      '3,,10,FALSE,Testo Labs Ltd,allopathy,strip of 10 tablets,X (1mg),',
-      '4,Oldtest Tablet,10,TRUE,Testo Labs Ltd,allopathy,strip of 10 tablets,Testocillin (250mg),',
-    ].join('\n'));
+    const csv = file(
+      'az.csv',
+      [
+        'id,name,price(₹),Is_discontinued,manufacturer_name,type,pack_size_label,short_composition1,short_composition2',
+        '1, Testocil 500  Tablet ,10,FALSE,  Testo Labs  Ltd ,allopathy,strip of 10 tablets,Testocillin  (500mg) , Clavutest (125mg) ',
+        '2,Testocil 500 Tablet,10,FALSE,Testo Labs Ltd,allopathy,strip of 10 tablets,Testocillin (500mg),Clavutest (125mg)',
+        '3,,10,FALSE,Testo Labs Ltd,allopathy,strip of 10 tablets,X (1mg),',
+        '4,Oldtest Tablet,10,TRUE,Testo Labs Ltd,allopathy,strip of 10 tablets,Testocillin (250mg),',
+      ].join('\n'),
+    );
     const summary = await importFile(t, 'drugs', csv);
     assert.equal(summary.layout, 'az-medicines');
     assert.deepEqual([summary.read, summary.inserted, summary.skipped], [4, 2, 1]);
@@ -93,8 +100,14 @@ describe('imports', () => {
   });
 
   it('keeps a discontinued mark and other fields a later file does not give', async () => {
-    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'Keepme 5 Tablet', manufacturer_name: 'Keep Pharma', discontinued: true, is_otc: true, product_sku: 'strip of 10 tablets' }], 'test');
-    const summary = await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'KEEPME-5 tablet', manufacturer_name: 'Keep Pharma Pvt. Ltd.', composition: [{ salt: 'Keepazole', strength: '5mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(
+      [{ name: 'Keepme 5 Tablet', manufacturer_name: 'Keep Pharma', discontinued: true, is_otc: true, product_sku: 'strip of 10 tablets' }],
+      'test',
+    );
+    const summary = await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(
+      [{ name: 'KEEPME-5 tablet', manufacturer_name: 'Keep Pharma Pvt. Ltd.', composition: [{ salt: 'Keepazole', strength: '5mg' }] }],
+      'test',
+    );
     assert.deepEqual([summary.inserted, summary.updated], [0, 1]);
     const rows = await t.ctx.storage.db.selectFrom('drugs').selectAll().where('name_key', '=', 'keepme 5 tablet').execute();
     assert.equal(rows.length, 1);
@@ -112,7 +125,9 @@ describe('imports', () => {
 
 describe('imports of the shared catalogues', { skip: !HAS_SHARED_DATA && 'no ../shared/data' }, () => {
   let t: TestApp;
-  before(async () => { t = await createTestApp(); });
+  before(async () => {
+    t = await createTestApp();
+  });
   after(() => t.close());
 
   it('reads all three drug layouts and never creates the same product twice', async () => {
@@ -131,9 +146,13 @@ describe('imports of the shared catalogues', { skip: !HAS_SHARED_DATA && 'no ../
     const augmentin = await drug(t, 'Augmentin 625 Duo Tablet');
     assert.equal(augmentin.length, 1, '"strip of 10 tablets" and "10 tablets in 1 strip" are one pack');
     assert.equal(augmentin[0]!.is_otc, 0, '1mg pages say "Prescription Required"');
-    const duplicates = await t.ctx.storage.db.selectFrom('drugs')
-      .select(['name_key', 'maker_key', 'pack_key']).select((eb) => eb.fn.countAll<number>().as('n'))
-      .groupBy(['name_key', 'maker_key', 'pack_key']).having((eb) => eb.fn.countAll(), '>', 1).execute();
+    const duplicates = await t.ctx.storage.db
+      .selectFrom('drugs')
+      .select(['name_key', 'maker_key', 'pack_key'])
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .groupBy(['name_key', 'maker_key', 'pack_key'])
+      .having((eb) => eb.fn.countAll(), '>', 1)
+      .execute();
     assert.deepEqual(duplicates, []);
 
     const discontinued = await t.ctx.storage.db.selectFrom('drugs').select('discontinued').where('discontinued', '=', 1).execute();

@@ -30,8 +30,11 @@ describe('words', () => {
   });
 
   it('gives the words of the general expression for every text of the catalogues', () => {
-    const files = [path.join(BUILTIN_DIR, 'drugs.ndjson'), path.join(BUILTIN_DIR, 'labs.ndjson'),
-      ...(HAS_SHARED_DATA ? [shared('az_medicines_india_sample500.csv'), shared('medicine_details_1mg_11k.csv'), shared('onemg_drugs_2k.csv')] : [])];
+    const files = [
+      path.join(BUILTIN_DIR, 'drugs.ndjson'),
+      path.join(BUILTIN_DIR, 'labs.ndjson'),
+      ...(HAS_SHARED_DATA ? [shared('az_medicines_india_sample500.csv'), shared('medicine_details_1mg_11k.csv'), shared('onemg_drugs_2k.csv')] : []),
+    ];
     let texts = 0;
     for (const file of files) {
       // Every line, cut at quotes and commas: names, compositions, makers and packs as the importers see them.

@@ -122,12 +122,13 @@ export const QUERIES: Record<string, Case[]> = {
   ],
 };
 
-
 /** The failures of one query, given the names an engine returned (best first). */
 export function judge(c: Case, names: string[], firstExact?: boolean): string[] {
   const failures: string[] = [];
   const shown = `"${c.q}" -> [${names.slice(0, 5).join(' | ')}]`;
-  c.top?.forEach((pattern, i) => { if (!pattern.test(names[i] ?? '')) failures.push(`${shown}: #${i + 1} should match ${pattern}`); });
+  c.top?.forEach((pattern, i) => {
+    if (!pattern.test(names[i] ?? '')) failures.push(`${shown}: #${i + 1} should match ${pattern}`);
+  });
   if (c.within && !names.slice(0, c.within[1]).some((name) => c.within![0].test(name))) {
     failures.push(`${shown}: ${c.within[0]} not in the first ${c.within[1]}`);
   }

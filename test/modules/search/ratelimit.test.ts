@@ -6,7 +6,9 @@ import { createSearchApp, type SearchApp } from './support.ts';
 
 describe(`search rate limit headers (${DIALECT})`, () => {
   let t: SearchApp;
-  before(async () => { t = await createSearchApp({ env: { CPS_SEARCH_RATE_LIMIT: '2', CPS_SEARCH_RATE_BURST: '3' } }); });
+  before(async () => {
+    t = await createSearchApp({ env: { CPS_SEARCH_RATE_LIMIT: '2', CPS_SEARCH_RATE_BURST: '3' } });
+  });
   after(() => t.close());
 
   it('x-ratelimit-limit, -remaining and -reset on each answer; 429 with Retry-After once the burst is spent', async () => {
@@ -14,10 +16,25 @@ describe(`search rate limit headers (${DIALECT})`, () => {
     assert.equal(unauthenticated.statusCode, 401);
     assert.equal(unauthenticated.headers['x-ratelimit-limit'], undefined, 'authentication comes first and takes no token');
 
-    const answers = [await t.search({ q: 'dolo' }), await t.search({ q: 'qqqzzz' }), await t.search({ q: 'dolo' }), await t.search({ q: 'dolo', limit: 0 })];
-    assert.deepEqual(answers.map((a) => a.status), [200, 404, 200, 429], 'the limit comes before input checks');
-    assert.deepEqual(answers.map((a) => a.headers['x-ratelimit-limit']), ['3', '3', '3', '3']);
-    assert.deepEqual(answers.map((a) => a.headers['x-ratelimit-remaining']), ['2', '1', '0', '0']);
+    const answers = [
+      await t.search({ q: 'dolo' }),
+      await t.search({ q: 'qqqzzz' }),
+      await t.search({ q: 'dolo' }),
+      await t.search({ q: 'dolo', limit: 0 }),
+    ];
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 404, 200, 429],
+      'the limit comes before input checks',
+    );
+    assert.deepEqual(
+      answers.map((a) => a.headers['x-ratelimit-limit']),
+      ['3', '3', '3', '3'],
+    );
+    assert.deepEqual(
+      answers.map((a) => a.headers['x-ratelimit-remaining']),
+      ['2', '1', '0', '0'],
+    );
     for (const answer of answers) assert.ok(Number(answer.headers['x-ratelimit-reset']) >= 1);
     assert.equal(answers[0]!.headers['retry-after'], undefined);
     const refused = answers[3]!;

@@ -53,7 +53,13 @@ describe(`relevance: ${count} queries`, { skip: !HAS_SHARED_DATA && 'no ../share
       const failures: string[] = [];
       for (const c of Object.values(QUERIES).flat()) {
         const hits = c.lab ? fresh.labs.search(parseQuery(c.q), 10) : fresh.drugs.search(parseQuery(c.q), 10);
-        failures.push(...judge(c, hits.map((hit) => hit.record.name), c.lab ? undefined : hits[0]?.exact === true));
+        failures.push(
+          ...judge(
+            c,
+            hits.map((hit) => hit.record.name),
+            c.lab ? undefined : hits[0]?.exact === true,
+          ),
+        );
       }
       assert.deepEqual(failures, []);
     } finally {

@@ -2,7 +2,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openStorage } from '../../../src/db/index.ts';
-import { catalogueVersion, drugsChangedAfter, storedSnapshotParts, storedSnapshotVersion, storeSnapshot, type ChangesCursor } from '../../../src/modules/search/repo.ts';
+import {
+  catalogueVersion,
+  drugsChangedAfter,
+  storedSnapshotParts,
+  storedSnapshotVersion,
+  storeSnapshot,
+  type ChangesCursor,
+} from '../../../src/modules/search/repo.ts';
 import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
@@ -17,7 +24,7 @@ describe(`search repository: changed drugs by page (${DIALECT})`, () => {
 
   async function readAll(since: number, pageSize: number): Promise<Array<{ id: string; name: string; seq: number }>> {
     const rows: Array<{ id: string; name: string; seq: number }> = [];
-    for (let from: ChangesCursor = { seq: since, id: '' }; ;) {
+    for (let from: ChangesCursor = { seq: since, id: '' }; ; ) {
       const page = await drugsChangedAfter(t.ctx.storage.db, since, from, pageSize);
       rows.push(...page.map((row) => ({ id: row.id, name: row.name, seq: Number(row.seq) })));
       if (page.length < pageSize) return rows;
@@ -27,13 +34,28 @@ describe(`search repository: changed drugs by page (${DIALECT})`, () => {
 
   it('returns each change after a version once, in (version, id) order, across pages', async () => {
     const before = await catalogueVersion(t.ctx.storage.db);
-    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(['Pagezole 1', 'Pagezole 2', 'Pagezole 3', 'Pagezole 4', 'Pagezole 5'].map(drug), 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(
+      ['Pagezole 1', 'Pagezole 2', 'Pagezole 3', 'Pagezole 4', 'Pagezole 5'].map(drug),
+      'test',
+    );
     const middle = await catalogueVersion(t.ctx.storage.db);
     await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(['Pagezole 6', 'Pagezole 7', 'Pagezole 8'].map(drug), 'test');
     // An update moves a product of the first batch to the newest version.
-    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ ...drug('Pagezole 2'), product_sku: undefined, composition: [{ salt: 'Pagingazole', strength: '20mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(
+      [{ ...drug('Pagezole 2'), product_sku: undefined, composition: [{ salt: 'Pagingazole', strength: '20mg' }] }],
+      'test',
+    );
     const all = await readAll(before, 3);
-    assert.deepEqual(all.map((row) => row.name).sort(), ['Pagezole 1', 'Pagezole 2', 'Pagezole 3', 'Pagezole 4', 'Pagezole 5', 'Pagezole 6', 'Pagezole 7', 'Pagezole 8']);
+    assert.deepEqual(all.map((row) => row.name).sort(), [
+      'Pagezole 1',
+      'Pagezole 2',
+      'Pagezole 3',
+      'Pagezole 4',
+      'Pagezole 5',
+      'Pagezole 6',
+      'Pagezole 7',
+      'Pagezole 8',
+    ]);
     const order = all.map((row) => `${String(row.seq).padStart(12, '0')} ${row.id}`);
     assert.deepEqual(order, [...order].sort(), 'version, then id');
     assert.equal(all.find((row) => row.name === 'Pagezole 2')!.seq, await catalogueVersion(t.ctx.storage.db));
@@ -42,7 +64,10 @@ describe(`search repository: changed drugs by page (${DIALECT})`, () => {
     // The first load (after < 0) reads everything in id order.
     const everything = await readAll(-1, 1000);
     assert.ok(everything.length >= 8);
-    assert.deepEqual(everything.map((row) => row.id), everything.map((row) => row.id).sort());
+    assert.deepEqual(
+      everything.map((row) => row.id),
+      everything.map((row) => row.id).sort(),
+    );
   });
 });
 
@@ -72,7 +97,9 @@ describe(`search repository: stored index snapshots (${DIALECT})`, () => {
     assert.ok((await stored('release-a')).equals(newer));
   });
 
-  it('keeps one whole snapshot when two processes store theirs at the same moment', { skip: DIALECT === 'sqlite' && 'SQLite takes one writer at a time' }, async () => {
+  it('keeps one whole snapshot when two processes store theirs at the same moment', {
+    skip: DIALECT === 'sqlite' && 'SQLite takes one writer at a time',
+  }, async () => {
     const other = openStorage({ databaseUrl: t.database.databaseUrl, dataDir: t.database.dataDir });
     try {
       const mine = Buffer.alloc(9 * 1024 * 1024, 1);

@@ -17,7 +17,9 @@ function assertGenericErr(body: any, status: number, mentions?: string) {
 
 describe('search: happy path', () => {
   let t: SearchApp;
-  before(async () => { t = await createSearchApp(); });
+  before(async () => {
+    t = await createSearchApp();
+  });
   after(() => t.close());
 
   it('returns drugs with every field of interface 2.1 and 2.2', async () => {
@@ -79,7 +81,10 @@ describe('search: happy path', () => {
     const names = body.drugs.map((d: any) => d.name);
     const old = names.indexOf('Oldcetz 10 Tablet');
     assert.ok(old > names.indexOf('Cetzine 10mg Tablet'));
-    assert.ok(body.drugs.slice(old).every((d: any) => d.include_suggestion === false), 'only discontinued after it');
+    assert.ok(
+      body.drugs.slice(old).every((d: any) => d.include_suggestion === false),
+      'only discontinued after it',
+    );
     const exact = await t.search({ q: 'oldcetz 10 tablet' });
     assert.equal(exact.body.drugs[0].name, 'Oldcetz 10 Tablet');
     assert.equal(exact.body.drugs[0].include_suggestion, false);
@@ -127,17 +132,25 @@ describe('search: happy path', () => {
       assert.equal(again.headers['content-type'], 'application/json; charset=utf-8');
       assert.deepEqual(again.body, dolo.body);
     }
-    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'Cachezole 5 Tablet', manufacturer_name: 'Cache Labs', composition: [{ salt: 'Cachezole', strength: '5mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(
+      [{ name: 'Cachezole 5 Tablet', manufacturer_name: 'Cache Labs', composition: [{ salt: 'Cachezole', strength: '5mg' }] }],
+      'test',
+    );
     await t.modules.search.catalogue.refresh();
     const after = await t.search({ q: 'cachezole' });
     assert.equal(after.status, 200);
-    assert.deepEqual(after.body.drugs.map((d: { name: string }) => d.name), ['Cachezole 5 Tablet']);
+    assert.deepEqual(
+      after.body.drugs.map((d: { name: string }) => d.name),
+      ['Cachezole 5 Tablet'],
+    );
   });
 });
 
 describe('search: errors', () => {
   let t: SearchApp;
-  before(async () => { t = await createSearchApp({ files: [] }); });
+  before(async () => {
+    t = await createSearchApp({ files: [] });
+  });
   after(() => t.close());
 
   const cases: Array<[string, Record<string, string | number>, string]> = [
@@ -167,7 +180,9 @@ describe('search: errors', () => {
 
 describe('search: security and rate limit', () => {
   let t: SearchApp;
-  before(async () => { t = await createSearchApp({ env: { CPS_SEARCH_RATE_LIMIT: '1', CPS_SEARCH_RATE_BURST: '3' } }); });
+  before(async () => {
+    t = await createSearchApp({ env: { CPS_SEARCH_RATE_LIMIT: '1', CPS_SEARCH_RATE_BURST: '3' } });
+  });
   after(() => t.close());
 
   it('401 without a token or with a bad one, 403 without the search scope (before input checks)', async () => {

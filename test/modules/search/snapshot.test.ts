@@ -18,13 +18,33 @@ import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.t
 import { createTestApp, type TestApp } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
 
-const DRUG_QUERIES = ['dolo', 'paracetamol', 'pan 40', 'azithral', 'zerodol sp', 'amoxycillin clavulanic', 'montair lc', 'paracitamol', 'glycomet gp 2'];
+const DRUG_QUERIES = [
+  'dolo',
+  'paracetamol',
+  'pan 40',
+  'azithral',
+  'zerodol sp',
+  'amoxycillin clavulanic',
+  'montair lc',
+  'paracitamol',
+  'glycomet gp 2',
+];
 const LAB_QUERIES = ['cbc', 'lft', 'thyroid', 'hba1c'];
 
 function answers(catalogue: Catalogue): string[] {
   return [
-    ...DRUG_QUERIES.map((q) => catalogue.drugs.search(parseQuery(q), 20).map((hit) => `${hit.record.id}:${hit.exact}:${hit.namePrefix}:${JSON.stringify(hit.record)}`).join()),
-    ...LAB_QUERIES.map((q) => catalogue.labs.search(parseQuery(q), 20).map((hit) => JSON.stringify(hit.record)).join()),
+    ...DRUG_QUERIES.map((q) =>
+      catalogue.drugs
+        .search(parseQuery(q), 20)
+        .map((hit) => `${hit.record.id}:${hit.exact}:${hit.namePrefix}:${JSON.stringify(hit.record)}`)
+        .join(),
+    ),
+    ...LAB_QUERIES.map((q) =>
+      catalogue.labs
+        .search(parseQuery(q), 20)
+        .map((hit) => JSON.stringify(hit.record))
+        .join(),
+    ),
   ];
 }
 
@@ -70,7 +90,10 @@ describe('search index snapshots', () => {
   it('a new process reads the snapshot, applies later changes and answers like the process that built it', async () => {
     const app = t.modules.search.catalogue;
     assert.equal(app.loadedFrom, 'database');
-    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs([{ name: 'Snapshotazole 10 Tablet', manufacturer_name: 'Later Labs', composition: [{ salt: 'Snapshotazole', strength: '10mg' }] }], 'test');
+    await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(
+      [{ name: 'Snapshotazole 10 Tablet', manufacturer_name: 'Later Labs', composition: [{ salt: 'Snapshotazole', strength: '10mg' }] }],
+      'test',
+    );
     await app.refresh();
     const restored = await load(t, file);
     opened.push(restored);
@@ -79,7 +102,10 @@ describe('search index snapshots', () => {
     assert.equal(restored.drugs.size, app.drugs.size);
     assert.equal(restored.labs.size, app.labs.size);
     assert.deepEqual(answers(restored), answers(app));
-    assert.deepEqual(restored.drugs.search(parseQuery('snapshotazole'), 5).map((hit) => hit.record.name), ['Snapshotazole 10 Tablet']);
+    assert.deepEqual(
+      restored.drugs.search(parseQuery('snapshotazole'), 5).map((hit) => hit.record.name),
+      ['Snapshotazole 10 Tablet'],
+    );
   });
 
   it('builds a large catalogue in a builder process and reads the snapshot it writes', async () => {
@@ -130,8 +156,15 @@ describe('search index snapshots', () => {
     assert.equal(fromFile.loadedFrom, 'snapshot');
 
     // A damaged stored snapshot is ignored: the process builds.
-    await db.updateTable('search_snapshots').set({ data: Buffer.from('CPSSNAP1 and then nothing useful') }).execute();
-    const fromDamaged = new Catalogue(db, silent, { snapshotFile: path.join(dir, 'damaged-stored-index.bin'), storedSnapshotMinDrugs: 0, pollIntervalMs: 60_000 });
+    await db
+      .updateTable('search_snapshots')
+      .set({ data: Buffer.from('CPSSNAP1 and then nothing useful') })
+      .execute();
+    const fromDamaged = new Catalogue(db, silent, {
+      snapshotFile: path.join(dir, 'damaged-stored-index.bin'),
+      storedSnapshotMinDrugs: 0,
+      pollIntervalMs: 60_000,
+    });
     opened.push(fromDamaged);
     await fromDamaged.start();
     assert.equal(fromDamaged.loadedFrom, 'database');
@@ -165,7 +198,9 @@ describe('search index snapshots', () => {
     const builds = catalogue.drugs.builds;
     const size = catalogue.drugs.size;
     const added = Array.from({ length: Math.max(1100, size) }, (_, i) => ({
-      name: `Rebuildazole ${i + 1} Tablet`, manufacturer_name: 'Worker Labs', composition: [{ salt: 'Rebuildazole', strength: `${i + 1}mg` }],
+      name: `Rebuildazole ${i + 1} Tablet`,
+      manufacturer_name: 'Worker Labs',
+      composition: [{ salt: 'Rebuildazole', strength: `${i + 1}mg` }],
     }));
     assert.ok(catalogue.drugs.wouldRebuildWith(added.length));
     await new CatalogueImporter({ db: t.ctx.storage.db }).importDrugs(added, 'test');
@@ -179,7 +214,10 @@ describe('search index snapshots', () => {
     assert.equal(catalogue.drugs.size, size + added.length);
     assert.equal(catalogue.drugs.builds, builds, 'nothing was built in this thread');
     assert.equal(catalogue.drugs.rebuildDue, false);
-    assert.deepEqual(catalogue.drugs.search(parseQuery('rebuildazole 17'), 1).map((hit) => hit.record.name), ['Rebuildazole 17 Tablet']);
+    assert.deepEqual(
+      catalogue.drugs.search(parseQuery('rebuildazole 17'), 1).map((hit) => hit.record.name),
+      ['Rebuildazole 17 Tablet'],
+    );
   });
 
   it('removes temporary files that a killed writer left, not one being written', async () => {
@@ -191,7 +229,10 @@ describe('search index snapshots', () => {
     const hourAgo = new Date(Date.now() - 3_600_000);
     utimesSync(stale, hourAgo, hourAgo);
     writeFileSync(fresh, 'being written by another process');
-    await writeSnapshotFile(target, encodeSnapshot({ source: 'test' }, { part: { meta: { n: 1 }, texts: { words: 'dolo' }, arrays: { ids: new Uint32Array([7, 8]) } } }));
+    await writeSnapshotFile(
+      target,
+      encodeSnapshot({ source: 'test' }, { part: { meta: { n: 1 }, texts: { words: 'dolo' }, arrays: { ids: new Uint32Array([7, 8]) } } }),
+    );
     assert.equal(existsSync(stale), false);
     assert.equal(existsSync(fresh), true);
     const read = decodeSnapshot((await readSnapshotFile(target))!);

@@ -30,7 +30,10 @@ export interface SearchApp extends TestApp {
 /** A test app with the fixture catalogue imported (on top of the built-in one) and loaded. */
 export async function createSearchApp(options: { env?: Record<string, string>; files?: Array<['drugs' | 'labs', string]> } = {}): Promise<SearchApp> {
   const t = await createTestApp({ env: options.env });
-  const files = options.files ?? [['labs', path.join(FIXTURES, 'labs.ndjson')], ['drugs', path.join(FIXTURES, 'drugs.ndjson')]];
+  const files = options.files ?? [
+    ['labs', path.join(FIXTURES, 'labs.ndjson')],
+    ['drugs', path.join(FIXTURES, 'drugs.ndjson')],
+  ];
   await t.modules.search.catalogue.start();
   for (const [kind, file] of files) await importFile(t, kind, file);
   await t.modules.search.catalogue.refresh();
@@ -40,7 +43,11 @@ export async function createSearchApp(options: { env?: Record<string, string>; f
     client,
     async search(query, token = client.token) {
       const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
-      const response = await t.app.inject({ method: 'GET', url: `/medical-db/v1/drugs-and-labs?${qs}`, headers: { authorization: `Bearer ${token}` } });
+      const response = await t.app.inject({
+        method: 'GET',
+        url: `/medical-db/v1/drugs-and-labs?${qs}`,
+        headers: { authorization: `Bearer ${token}` },
+      });
       return { status: response.statusCode, body: response.json(), headers: response.headers };
     },
   };

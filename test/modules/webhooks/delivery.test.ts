@@ -19,7 +19,12 @@ describe(`webhook delivery (${DIALECT})`, () => {
   after(() => t.close());
 
   async function subscribe(receiver: Receiver, who: TestClient = client, extra: Record<string, unknown> = {}) {
-    const response = await t.app.inject({ method: 'POST', url: BASE, headers: bearer(who.token), payload: { endpoint: `${receiver.url}/${randomBytes(4).toString('hex')}`, ...extra } });
+    const response = await t.app.inject({
+      method: 'POST',
+      url: BASE,
+      headers: bearer(who.token),
+      payload: { endpoint: `${receiver.url}/${randomBytes(4).toString('hex')}`, ...extra },
+    });
     assert.equal(response.statusCode, 201, response.body);
     return response.json() as { id: string; signing_key: string };
   }
@@ -48,11 +53,23 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.deepEqual(Object.keys(body).sort(), ['business_id', 'client_id', 'data', 'event', 'event_time', 'timestamp']);
       assert.equal(body.event, 'external_review.request');
       const list = await deliveries(sub.id);
-      assert.deepEqual(list, [{ event_id: eventId, event: 'external_review.request', status: 'succeeded', attempts: 1, last_status_code: 200, last_error: null, next_attempt_at: null }]);
+      assert.deepEqual(list, [
+        {
+          event_id: eventId,
+          event: 'external_review.request',
+          status: 'succeeded',
+          attempts: 1,
+          last_status_code: 200,
+          last_error: null,
+          next_attempt_at: null,
+        },
+      ]);
     });
 
     it('retries a failing receiver with the same webhook-id and body until it succeeds', async () => {
-      const receiver = await startReceiver((_d, nth) => (nth < 3 ? { status: nth === 1 ? 500 : 302, headers: { location: '/elsewhere' } } : { status: 202 }));
+      const receiver = await startReceiver((_d, nth) =>
+        nth < 3 ? { status: nth === 1 ? 500 : 302, headers: { location: '/elsewhere' } } : { status: 202 },
+      );
       const sub = await subscribe(receiver);
       const eventId = await recordReviewEvent(t.ctx.storage, client.businessId);
       await t.ctx.jobs.runDue();
@@ -78,7 +95,15 @@ describe(`webhook delivery (${DIALECT})`, () => {
       await t.ctx.jobs.runDue();
       assert.equal(receiver.received.length, 3, 'one attempt plus one per delay');
       let [delivery] = await deliveries(sub.id);
-      assert.deepEqual(delivery, { event_id: eventId, event: 'external_review.request', status: 'failed', attempts: 3, last_status_code: 503, last_error: 'HTTP 503', next_attempt_at: null });
+      assert.deepEqual(delivery, {
+        event_id: eventId,
+        event: 'external_review.request',
+        status: 'failed',
+        attempts: 3,
+        last_status_code: 503,
+        last_error: 'HTTP 503',
+        next_attempt_at: null,
+      });
 
       answer = { status: 200 };
       const retry = await t.app.inject({ method: 'POST', url: `${BASE}/${sub.id}/deliveries/${eventId}/retry`, headers: bearer(client.token) });
@@ -107,7 +132,11 @@ describe(`webhook delivery (${DIALECT})`, () => {
       const wait = (delivery!.next_attempt_at as number) - Date.now() / 1000;
       assert.ok(wait > 100 && wait <= 121, `next attempt in ${wait} s`);
       // The queue decided the time once; the delivery row records that same decision.
-      const row = await t.ctx.storage.db.selectFrom('webhook_deliveries').select(['next_attempt_at', 'job_id']).where('subscription_id', '=', sub.id).executeTakeFirstOrThrow();
+      const row = await t.ctx.storage.db
+        .selectFrom('webhook_deliveries')
+        .select(['next_attempt_at', 'job_id'])
+        .where('subscription_id', '=', sub.id)
+        .executeTakeFirstOrThrow();
       const job = await t.ctx.storage.db.selectFrom('jobs').select(['due_at', 'status']).where('id', '=', row.job_id!).executeTakeFirstOrThrow();
       assert.equal(job.status, 'pending');
       assert.equal(row.next_attempt_at, job.due_at);
@@ -137,7 +166,12 @@ describe(`webhook delivery (${DIALECT})`, () => {
       const receiver = await startReceiver();
       const sub = await subscribe(receiver);
       const newKey = `whsec_${randomBytes(32).toString('base64')}`;
-      const patched = await t.app.inject({ method: 'PATCH', url: `${BASE}/${sub.id}`, headers: bearer(client.token), payload: { signing_key: newKey } });
+      const patched = await t.app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${sub.id}`,
+        headers: bearer(client.token),
+        payload: { signing_key: newKey },
+      });
       assert.equal(patched.statusCode, 200);
       await recordReviewEvent(t.ctx.storage, client.businessId);
       await t.ctx.jobs.runDue();
@@ -145,7 +179,11 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.equal(String(rotated.headers['webhook-signature']).split(' ').length, 2);
       for (const key of [sub.signing_key, newKey]) new Webhook(key).verify(rotated.body, rotated.headers as Record<string, string>);
       // After the overlap only the new key signs.
-      await t.ctx.storage.db.updateTable('webhook_subscriptions').set({ previous_key_expires_at: Date.now() - 1 }).where('id', '=', sub.id).execute();
+      await t.ctx.storage.db
+        .updateTable('webhook_subscriptions')
+        .set({ previous_key_expires_at: Date.now() - 1 })
+        .where('id', '=', sub.id)
+        .execute();
       await recordReviewEvent(t.ctx.storage, client.businessId);
       await t.ctx.jobs.runDue();
       await receiver.close();
@@ -173,8 +211,13 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.equal(list.length, 30);
       for (const delivery of list) {
         assert.deepEqual(delivery, {
-          event_id: delivery.event_id, event: 'external_review.request', status: 'succeeded', attempts: 1,
-          last_status_code: answered.get(String(delivery.event_id)), last_error: null, next_attempt_at: null,
+          event_id: delivery.event_id,
+          event: 'external_review.request',
+          status: 'succeeded',
+          attempts: 1,
+          last_status_code: answered.get(String(delivery.event_id)),
+          last_error: null,
+          next_attempt_at: null,
         });
       }
       assert.deepEqual(new Set(answered.values()), new Set([200, 204]));
@@ -193,9 +236,17 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.equal(first.length, 50);
       assert.equal(second.length, 2);
       // Newest first: by event time, ties (the same millisecond) by id.
-      const events = await t.ctx.storage.db.selectFrom('events').select(['id', 'created_at']).where('id', 'in', ids)
-        .orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
-      assert.deepEqual([...first, ...second].map((d) => d.event_id), events.map((e) => e.id));
+      const events = await t.ctx.storage.db
+        .selectFrom('events')
+        .select(['id', 'created_at'])
+        .where('id', 'in', ids)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute();
+      assert.deepEqual(
+        [...first, ...second].map((d) => d.event_id),
+        events.map((e) => e.id),
+      );
     });
   });
 
@@ -215,7 +266,12 @@ describe(`webhook delivery (${DIALECT})`, () => {
       const sub = await subscribe(receiver);
       const eventId = await recordReviewEvent(t.ctx.storage, client.businessId);
       await t.ctx.jobs.runDue();
-      const dispatch = await t.ctx.storage.db.selectFrom('jobs').select('id').where('kind', '=', 'event.dispatch').where('dedupe_key', '=', eventId).executeTakeFirstOrThrow();
+      const dispatch = await t.ctx.storage.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('kind', '=', 'event.dispatch')
+        .where('dedupe_key', '=', eventId)
+        .executeTakeFirstOrThrow();
       await retryJob(t.ctx.storage.db, dispatch.id);
       await t.ctx.jobs.runDue();
       await receiver.close();
@@ -273,11 +329,20 @@ describe(`webhook delivery in production (${DIALECT})`, () => {
   it('never connects to a hostname that resolves to 127.0.0.1', async () => {
     const client = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
     const receiver = await startReceiver();
-    const created = await t.app.inject({ method: 'POST', url: BASE, headers: bearer(client.token), payload: { endpoint: 'https://93.184.215.14/hook' } });
+    const created = await t.app.inject({
+      method: 'POST',
+      url: BASE,
+      headers: bearer(client.token),
+      payload: { endpoint: 'https://93.184.215.14/hook' },
+    });
     assert.equal(created.statusCode, 201);
     const id = created.json().id;
     // The name now resolves to loopback, as after DNS rebinding: the connect-time check refuses it.
-    await t.ctx.storage.db.updateTable('webhook_subscriptions').set({ endpoint: `https://localhost:${receiver.port}/hook` }).where('id', '=', id).execute();
+    await t.ctx.storage.db
+      .updateTable('webhook_subscriptions')
+      .set({ endpoint: `https://localhost:${receiver.port}/hook` })
+      .where('id', '=', id)
+      .execute();
     await recordReviewEvent(t.ctx.storage, client.businessId);
     await t.ctx.jobs.runDue();
     await receiver.close();

@@ -27,31 +27,59 @@ describe(`webhook endpoints under the outbound policy in production (${DIALECT})
     });
     t = await createTestApp({
       env: productionEnv({ CPS_WEBHOOK_RETRY_SCHEDULE: '0' }),
-      context: (ctx) => { ctx.outbound = new OutboundClient({ publicOnly: true, resolve: dns.resolve }); },
+      context: (ctx) => {
+        ctx.outbound = new OutboundClient({ publicOnly: true, resolve: dns.resolve });
+      },
     });
     client = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
   });
   after(() => t.close());
 
   const create = (endpoint: string) => t.app.inject({ method: 'POST', url: BASE, headers: bearer(client.token), payload: { endpoint } });
-  const stored = async () => (await t.ctx.storage.db.selectFrom('webhook_subscriptions').select(['id', 'endpoint']).where('business_id', '=', client.businessId).execute());
+  const stored = async () =>
+    await t.ctx.storage.db.selectFrom('webhook_subscriptions').select(['id', 'endpoint']).where('business_id', '=', client.businessId).execute();
 
   it('refuses at registration every non-public address, spelling and name, with 400 in the standard body', async () => {
     const before = (await stored()).length;
     for (const endpoint of [
-      'https://2130706433/hook', 'https://0177.0.0.1/hook', 'https://0x7f.1/hook', 'https://127.1/hook', 'https://127.0.0.1./hook',
-      'https://[0:0:0:0:0:FFFF:7F00:1]/hook', 'https://[::ffff:a9fe:a9fe]/hook', 'https://[64:ff9b::a9fe:a9fe]/hook',
-      'https://[64:ff9b:1::808:808]/hook', 'https://[2002:7f00:1::]/hook', 'https://[2001:0:808:808::80ff:fffe]/hook',
-      'https://[fe80::1]/hook', 'https://[ff02::1]/hook', 'https://100.64.0.1/hook', 'https://100.100.100.200/hook',
-      'https://198.18.0.1/hook', 'https://192.0.2.1/hook', 'https://224.0.0.1/hook', 'https://255.255.255.255/hook',
-      'https://metadata.google.internal/computeMetadata/v1/', 'https://LOCALHOST./hook',
-      'https://intranet.test/hook', 'https://mixed.test/hook', 'https://mapped.test/hook', 'https://sixtofour.test/hook',
+      'https://2130706433/hook',
+      'https://0177.0.0.1/hook',
+      'https://0x7f.1/hook',
+      'https://127.1/hook',
+      'https://127.0.0.1./hook',
+      'https://[0:0:0:0:0:FFFF:7F00:1]/hook',
+      'https://[::ffff:a9fe:a9fe]/hook',
+      'https://[64:ff9b::a9fe:a9fe]/hook',
+      'https://[64:ff9b:1::808:808]/hook',
+      'https://[2002:7f00:1::]/hook',
+      'https://[2001:0:808:808::80ff:fffe]/hook',
+      'https://[fe80::1]/hook',
+      'https://[ff02::1]/hook',
+      'https://100.64.0.1/hook',
+      'https://100.100.100.200/hook',
+      'https://198.18.0.1/hook',
+      'https://192.0.2.1/hook',
+      'https://224.0.0.1/hook',
+      'https://255.255.255.255/hook',
+      'https://metadata.google.internal/computeMetadata/v1/',
+      'https://LOCALHOST./hook',
+      'https://intranet.test/hook',
+      'https://mixed.test/hook',
+      'https://mapped.test/hook',
+      'https://sixtofour.test/hook',
     ]) {
       const response = await create(endpoint);
       assert.equal(response.statusCode, 400, endpoint);
-      assert.deepEqual(response.json(), {
-        error: { code: 'INVALID_REQUEST', message: 'endpoint: must not be or resolve to a loopback, private, link-local, metadata or other non-public address' },
-      }, endpoint);
+      assert.deepEqual(
+        response.json(),
+        {
+          error: {
+            code: 'INVALID_REQUEST',
+            message: 'endpoint: must not be or resolve to a loopback, private, link-local, metadata or other non-public address',
+          },
+        },
+        endpoint,
+      );
     }
     const plain = await create('http://partner.test/hook');
     assert.equal(plain.statusCode, 400);
@@ -63,7 +91,12 @@ describe(`webhook endpoints under the outbound policy in production (${DIALECT})
     const created = await create('https://partner.test/hooks/ok');
     assert.equal(created.statusCode, 201, created.body);
     const id = created.json().id as string;
-    const moved = await t.app.inject({ method: 'PATCH', url: `${BASE}/${id}`, headers: bearer(client.token), payload: { endpoint: 'https://intranet.test/hook' } });
+    const moved = await t.app.inject({
+      method: 'PATCH',
+      url: `${BASE}/${id}`,
+      headers: bearer(client.token),
+      payload: { endpoint: 'https://intranet.test/hook' },
+    });
     assert.equal(moved.statusCode, 400);
     assert.equal(moved.json().error.code, 'INVALID_REQUEST');
     assert.equal((await stored()).find((s) => s.id === id)?.endpoint, 'https://partner.test/hooks/ok');
@@ -74,7 +107,12 @@ describe(`webhook endpoints under the outbound policy in production (${DIALECT})
     const partner = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
     try {
       dns.answer('rebind.test', ['93.184.215.14']);
-      const created = await t.app.inject({ method: 'POST', url: BASE, headers: bearer(partner.token), payload: { endpoint: `https://rebind.test:${listener.port}/hook` } });
+      const created = await t.app.inject({
+        method: 'POST',
+        url: BASE,
+        headers: bearer(partner.token),
+        payload: { endpoint: `https://rebind.test:${listener.port}/hook` },
+      });
       assert.equal(created.statusCode, 201, created.body);
       const id = created.json().id as string;
       // DNS rebinding: every name now answers loopback, where the listener waits.
@@ -85,8 +123,16 @@ describe(`webhook endpoints under the outbound policy in production (${DIALECT})
       assert.equal(listener.connections(), 0, 'nothing reached the loopback listener');
       assert.deepEqual(dns.asked.slice(asked), ['rebind.test', 'rebind.test'], 'each attempt resolved the name in the socket lookup');
       const response = await t.app.inject({ method: 'GET', url: `${BASE}/${id}/deliveries`, headers: bearer(partner.token) });
-      assert.deepEqual(response.json().data.map((d: Record<string, unknown>) => [d.status, d.attempts, d.last_status_code, d.last_error]), [['failed', 2, null, 'address not allowed']]);
-      const job = await t.ctx.storage.db.selectFrom('jobs').select('last_error').where('kind', '=', 'webhook.delivery').where('business_id', '=', partner.businessId).executeTakeFirstOrThrow();
+      assert.deepEqual(
+        response.json().data.map((d: Record<string, unknown>) => [d.status, d.attempts, d.last_status_code, d.last_error]),
+        [['failed', 2, null, 'address not allowed']],
+      );
+      const job = await t.ctx.storage.db
+        .selectFrom('jobs')
+        .select('last_error')
+        .where('kind', '=', 'webhook.delivery')
+        .where('business_id', '=', partner.businessId)
+        .executeTakeFirstOrThrow();
       assert.equal(job.last_error, 'address not allowed', 'the job keeps the class too');
     } finally {
       await listener.close();
@@ -108,7 +154,8 @@ describe(`webhook delivery errors name the class of failure (${DIALECT})`, () =>
     assert.equal(created.statusCode, 201, created.body);
     await recordReviewEvent(t.ctx.storage, client.businessId);
     await t.ctx.jobs.runDue();
-    const [delivery] = (await t.app.inject({ method: 'GET', url: `${BASE}/${created.json().id}/deliveries`, headers: bearer(client.token) })).json().data;
+    const [delivery] = (await t.app.inject({ method: 'GET', url: `${BASE}/${created.json().id}/deliveries`, headers: bearer(client.token) })).json()
+      .data;
     assert.equal(delivery.status, 'failed');
     return delivery.last_error;
   }

@@ -22,16 +22,28 @@ async function json(response: Response): Promise<any> {
 
 /** A business, its token and a subscription to `endpoint`, through the server's own API. */
 async function subscribe(url: string, endpoint: string): Promise<{ businessId: string; token: string; subscriptionId: string }> {
-  const business = await json(await fetch(`${url}/admin/v1/businesses`, {
-    method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Webhook Clinic' }),
-  }));
-  const login = await json(await fetch(`${url}/connect-auth/v1/account/login`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: business.client_id, client_secret: business.client_secret }),
-  }));
+  const business = await json(
+    await fetch(`${url}/admin/v1/businesses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Webhook Clinic' }),
+    }),
+  );
+  const login = await json(
+    await fetch(`${url}/connect-auth/v1/account/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: business.client_id, client_secret: business.client_secret }),
+    }),
+  );
   const token = login.access_token as string;
-  const subscription = await json(await fetch(`${url}${BASE}`, {
-    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint }),
-  }));
+  const subscription = await json(
+    await fetch(`${url}${BASE}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ endpoint }),
+    }),
+  );
   return { businessId: business.business_id, token, subscriptionId: subscription.id };
 }
 
@@ -39,13 +51,15 @@ async function subscribe(url: string, endpoint: string): Promise<{ businessId: s
 async function recordEvents(storage: Storage, businessId: string, count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i += 10) {
-    ids.push(...await inTransaction(storage.db, async (trx) => {
-      const batch: string[] = [];
-      for (let j = i; j < Math.min(count, i + 10); j++) {
-        batch.push(await recordEvent(trx, { businessId, type: 'external_review.request', payload: reviewEvent(businessId, j) }));
-      }
-      return batch;
-    }));
+    ids.push(
+      ...(await inTransaction(storage.db, async (trx) => {
+        const batch: string[] = [];
+        for (let j = i; j < Math.min(count, i + 10); j++) {
+          batch.push(await recordEvent(trx, { businessId, type: 'external_review.request', payload: reviewEvent(businessId, j) }));
+        }
+        return batch;
+      })),
+    );
   }
   return ids;
 }
@@ -87,8 +101,18 @@ describe(`webhook delivery across processes (${DIALECT})`, () => {
       const ids = await recordEvents(storage, businessId, 20);
       // Killed once every event has its deliveries (the event dispatch's own crash recovery is the
       // jobs' business) and some attempts are under way.
-      await until(async () => receiver.received.length >= 5 &&
-        Number((await storage.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n) === 20);
+      await until(
+        async () =>
+          receiver.received.length >= 5 &&
+          Number(
+            (
+              await storage.db
+                .selectFrom('webhook_deliveries')
+                .select((eb) => eb.fn.countAll().as('n'))
+                .executeTakeFirstOrThrow()
+            ).n,
+          ) === 20,
+      );
       await killHard(server);
       phase = 'ok';
       // Anything received from now on was sent by the restarted process.
@@ -108,7 +132,9 @@ describe(`webhook delivery across processes (${DIALECT})`, () => {
     }
   });
 
-  it('shares 200 events between two processes on PostgreSQL, each attempt sent once at a time', { skip: !PG_URL && 'needs PostgreSQL (npm run test:pg)' }, async () => {
+  it('shares 200 events between two processes on PostgreSQL, each attempt sent once at a time', {
+    skip: !PG_URL && 'needs PostgreSQL (npm run test:pg)',
+  }, async () => {
     // Every seventh event fails its first attempt, so retries too are claimed across processes.
     const receiver = await startReceiver((delivery, nth) => {
       const n = Number(JSON.parse(delivery.body).data.appointment_id.slice(4));

@@ -8,7 +8,10 @@ import { createSender, parseRetryAfter } from '../../../src/modules/webhooks/sen
 import { failureClass, OutboundClient } from '../../../src/security/outbound-client.ts';
 import { generateSigningKey, keyBytes, signatureHeader } from '../../../src/modules/webhooks/signer.ts';
 
-interface Received { headers: IncomingMessage['headers']; body: string }
+interface Received {
+  headers: IncomingMessage['headers'];
+  body: string;
+}
 
 async function receiver(handle: (req: IncomingMessage, res: ServerResponse, body: string) => void) {
   const received: Received[] = [];
@@ -25,8 +28,14 @@ async function receiver(handle: (req: IncomingMessage, res: ServerResponse, body
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    port, received, connections: () => connections,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    port,
+    received,
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -36,7 +45,11 @@ describe('webhook signer', () => {
     assert.ok(keyBytes(key));
     const body = JSON.stringify({ event: 'external_review.request', data: { a: 'é' } });
     const timestamp = Math.floor(Date.now() / 1000);
-    const headers = { 'webhook-id': 'evt_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader([key], 'evt_1', timestamp, body) };
+    const headers = {
+      'webhook-id': 'evt_1',
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader([key], 'evt_1', timestamp, body),
+    };
     assert.deepEqual(new Webhook(key).verify(body, headers), JSON.parse(body));
     assert.equal(headers['webhook-signature'], new Webhook(key).sign('evt_1', new Date(timestamp * 1000), body));
     assert.throws(() => new Webhook(generateSigningKey()).verify(body, headers));
@@ -68,8 +81,16 @@ describe('webhook sender', () => {
   const client = new OutboundClient({ publicOnly: false });
   before(async () => {
     server = await receiver((req, res) => {
-      if (req.url === '/redirect') { res.writeHead(302, { location: '/ok' }); res.end(); return; }
-      if (req.url === '/busy') { res.writeHead(503, { 'retry-after': '120' }); res.end('busy'); return; }
+      if (req.url === '/redirect') {
+        res.writeHead(302, { location: '/ok' });
+        res.end();
+        return;
+      }
+      if (req.url === '/busy') {
+        res.writeHead(503, { 'retry-after': '120' });
+        res.end('busy');
+        return;
+      }
       if (req.url === '/hang') return; // never answers
       res.writeHead(204);
       res.end();
@@ -110,7 +131,11 @@ describe('webhook sender', () => {
   it('refuses loopback in production before connecting (the policy itself is tested in test/security)', async () => {
     const production = new OutboundClient({ publicOnly: true });
     const before = server.connections();
-    for (const endpoint of [`https://localhost:${server.port}/hook`, `https://127.0.0.1:${server.port}/hook`, `http://localhost:${server.port}/hook`]) {
+    for (const endpoint of [
+      `https://localhost:${server.port}/hook`,
+      `https://127.0.0.1:${server.port}/hook`,
+      `http://localhost:${server.port}/hook`,
+    ]) {
       await assert.rejects(createSender(production).send(endpoint, {}, '{}'), (error) => failureClass(error) === 'address not allowed');
     }
     production.close();

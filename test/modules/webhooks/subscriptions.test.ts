@@ -46,7 +46,12 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
 
     it('keeps a given signing key, event names and http protocol (development)', async () => {
       const key = `whsec_${randomBytes(24).toString('base64')}`;
-      const created = await create({ endpoint: 'http://127.0.0.1:9/hook', event_names: ['external_review.request'], signing_key: key, protocol: 'http' });
+      const created = await create({
+        endpoint: 'http://127.0.0.1:9/hook',
+        event_names: ['external_review.request'],
+        signing_key: key,
+        protocol: 'http',
+      });
       assert.equal(created.statusCode, 201);
       assert.equal(created.json().signing_key, key);
       const item = (await list()).json().data.find((s: { id: string }) => s.id === created.json().id);
@@ -55,13 +60,23 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
 
     it('updates endpoint, event names, status and key, answering the item', async () => {
       const id = (await create({ endpoint: 'https://partner.example/hooks/update' })).json().id;
-      const patched = await t.app.inject({ method: 'PATCH', url: `${BASE}/${id}`, headers: bearer(client.token), payload: { endpoint: 'https://partner.example/hooks/updated', status: 'disabled' } });
+      const patched = await t.app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${id}`,
+        headers: bearer(client.token),
+        payload: { endpoint: 'https://partner.example/hooks/updated', status: 'disabled' },
+      });
       assert.equal(patched.statusCode, 200);
       assert.equal(patched.json().id, id);
       assert.equal(patched.json().endpoint, 'https://partner.example/hooks/updated');
       assert.equal(patched.json().status, 'disabled');
       assert.equal(patched.json().signing_key, undefined);
-      const enabled = await t.app.inject({ method: 'PATCH', url: `${BASE}/${id}/`, headers: bearer(client.token), payload: { status: 'active', signing_key: `whsec_${randomBytes(32).toString('base64')}` } });
+      const enabled = await t.app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${id}/`,
+        headers: bearer(client.token),
+        payload: { status: 'active', signing_key: `whsec_${randomBytes(32).toString('base64')}` },
+      });
       assert.equal(enabled.statusCode, 200);
       assert.equal(enabled.json().status, 'active');
       assert.equal(enabled.json().signing_key, undefined);
@@ -91,7 +106,12 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
       assert.equal(dup.statusCode, 400);
       assert.deepEqual(dup.json(), { error: { code: 'INVALID_REQUEST', message: 'requested endpoint is already registered' } });
       const id = (await create({ endpoint: 'https://partner.example/hooks/dup2' })).json().id;
-      const moved = await t.app.inject({ method: 'PATCH', url: `${BASE}/${id}`, headers: bearer(client.token), payload: { endpoint: 'https://partner.example/hooks/dup' } });
+      const moved = await t.app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${id}`,
+        headers: bearer(client.token),
+        payload: { endpoint: 'https://partner.example/hooks/dup' },
+      });
       assert.equal(moved.statusCode, 400);
       assert.equal(moved.json().error.message, 'requested endpoint is already registered');
     });
@@ -102,7 +122,12 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
       assert.equal(response.json().error.code, 'INVALID_REQUEST');
       assert.match(response.json().error.message, /event_names/);
       const id = (await create({ endpoint: 'https://partner.example/hooks/ev2' })).json().id;
-      const patched = await t.app.inject({ method: 'PATCH', url: `${BASE}/${id}`, headers: bearer(client.token), payload: { event_names: ['nope'] } });
+      const patched = await t.app.inject({
+        method: 'PATCH',
+        url: `${BASE}/${id}`,
+        headers: bearer(client.token),
+        payload: { event_names: ['nope'] },
+      });
       assert.equal(patched.statusCode, 400);
     });
 
@@ -131,7 +156,9 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
 
     it('404 NOT_FOUND for unknown ids', async () => {
       for (const [method, url] of [
-        ['PATCH', `${BASE}/whs_nope`], ['DELETE', `${BASE}/whs_nope`], ['GET', `${BASE}/whs_nope/deliveries`],
+        ['PATCH', `${BASE}/whs_nope`],
+        ['DELETE', `${BASE}/whs_nope`],
+        ['GET', `${BASE}/whs_nope/deliveries`],
         ['POST', `${BASE}/whs_nope/deliveries/evt_nope/retry`],
       ] as const) {
         const response = await t.app.inject({ method, url, headers: bearer(client.token), ...(method === 'PATCH' ? { payload: {} } : {}) });
@@ -155,9 +182,24 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
     it("another business's subscription answers exactly like an unknown one", async () => {
       const id = (await create({ endpoint: 'https://partner.example/hooks/private' })).json().id;
       assert.ok(!(await list(other)).json().data.some((s: { id: string }) => s.id === id));
-      for (const [method, path] of [['PATCH', ''], ['DELETE', ''], ['GET', '/deliveries'], ['POST', '/deliveries/evt_x/retry']] as const) {
-        const theirs = await t.app.inject({ method, url: `${BASE}/${id}${path}`, headers: bearer(other.token), ...(method === 'PATCH' ? { payload: { status: 'disabled' } } : {}) });
-        const unknown = await t.app.inject({ method, url: `${BASE}/whs_unknown${path}`, headers: bearer(other.token), ...(method === 'PATCH' ? { payload: { status: 'disabled' } } : {}) });
+      for (const [method, path] of [
+        ['PATCH', ''],
+        ['DELETE', ''],
+        ['GET', '/deliveries'],
+        ['POST', '/deliveries/evt_x/retry'],
+      ] as const) {
+        const theirs = await t.app.inject({
+          method,
+          url: `${BASE}/${id}${path}`,
+          headers: bearer(other.token),
+          ...(method === 'PATCH' ? { payload: { status: 'disabled' } } : {}),
+        });
+        const unknown = await t.app.inject({
+          method,
+          url: `${BASE}/whs_unknown${path}`,
+          headers: bearer(other.token),
+          ...(method === 'PATCH' ? { payload: { status: 'disabled' } } : {}),
+        });
         assert.equal(theirs.statusCode, 404);
         assert.equal(theirs.body, unknown.body.replace('whs_unknown', id));
       }
@@ -187,9 +229,17 @@ describe(`webhook subscriptions in production (${DIALECT})`, () => {
 
   it('accepts only https endpoints on public addresses', async () => {
     for (const endpoint of [
-      'http://93.184.215.14/hook', 'https://localhost/hook', 'https://127.0.0.1/hook', 'https://10.1.2.3/hook',
-      'https://192.168.1.1/hook', 'https://172.20.0.1/hook', 'https://169.254.169.254/latest/meta-data', 'https://[::1]/hook',
-      'https://[fd00:ec2::254]/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://0.0.0.0/hook',
+      'http://93.184.215.14/hook',
+      'https://localhost/hook',
+      'https://127.0.0.1/hook',
+      'https://10.1.2.3/hook',
+      'https://192.168.1.1/hook',
+      'https://172.20.0.1/hook',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[::1]/hook',
+      'https://[fd00:ec2::254]/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://0.0.0.0/hook',
     ]) {
       const response = await t.app.inject({ method: 'POST', url: BASE, headers: bearer(client.token), payload: { endpoint } });
       assert.equal(response.statusCode, 400, endpoint);
@@ -197,7 +247,12 @@ describe(`webhook subscriptions in production (${DIALECT})`, () => {
     }
     const ok = await t.app.inject({ method: 'POST', url: BASE, headers: bearer(client.token), payload: { endpoint: 'https://93.184.215.14/hook' } });
     assert.equal(ok.statusCode, 201);
-    const moved = await t.app.inject({ method: 'PATCH', url: `${BASE}/${ok.json().id}`, headers: bearer(client.token), payload: { endpoint: 'https://127.0.0.1/hook' } });
+    const moved = await t.app.inject({
+      method: 'PATCH',
+      url: `${BASE}/${ok.json().id}`,
+      headers: bearer(client.token),
+      payload: { endpoint: 'https://127.0.0.1/hook' },
+    });
     assert.equal(moved.statusCode, 400);
   });
 });

@@ -61,7 +61,11 @@ export async function startReceiver(answer: (delivery: Delivery, nth: number) =>
     received,
     connections: () => connections,
     maxConcurrentPerId: () => maxConcurrent,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

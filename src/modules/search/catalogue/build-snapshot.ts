@@ -14,8 +14,21 @@ import { snapshotKey } from './snapshot-key.ts';
  * Builds the index here from the database and writes its snapshot to the file and, for a large
  * catalogue, to the database.
  */
-export async function buildSnapshot(db: Kysely<Database>, logger: Logger, snapshotFile: string, storedSnapshotMinDrugs: number | null, onSnapshotFileWritten?: () => void): Promise<void> {
-  const catalogue = new Catalogue(db, logger, { builtin: false, snapshotFile, readSnapshot: false, storedSnapshotMinDrugs, onSnapshotFileWritten, pollIntervalMs: 3_600_000 });
+export async function buildSnapshot(
+  db: Kysely<Database>,
+  logger: Logger,
+  snapshotFile: string,
+  storedSnapshotMinDrugs: number | null,
+  onSnapshotFileWritten?: () => void,
+): Promise<void> {
+  const catalogue = new Catalogue(db, logger, {
+    builtin: false,
+    snapshotFile,
+    readSnapshot: false,
+    storedSnapshotMinDrugs,
+    onSnapshotFileWritten,
+    pollIntervalMs: 3_600_000,
+  });
   await catalogue.start();
   // Waits for the snapshot to be written.
   await catalogue.stop();
@@ -26,7 +39,12 @@ export async function buildSnapshot(db: Kysely<Database>, logger: Logger, snapsh
  * so far behind that a server starting from it would rebuild, builds the index and stores a new one,
  * so the next server to start reads it instead of building for seconds. Whether it did.
  */
-export async function refreshStoredSnapshot(db: Kysely<Database>, logger: Logger, snapshotFile: string, minDrugs = LARGE_CATALOGUE_DRUGS): Promise<boolean> {
+export async function refreshStoredSnapshot(
+  db: Kysely<Database>,
+  logger: Logger,
+  snapshotFile: string,
+  minDrugs = LARGE_CATALOGUE_DRUGS,
+): Promise<boolean> {
   const drugs = await repo.drugCount(db);
   if (drugs < minDrugs) return false;
   const stored = await repo.storedSnapshotVersion(db, snapshotKey());

@@ -43,7 +43,10 @@ export class IndexBuilder {
   constructor(options: IndexBuilderOptions, snapshot: { file: string; storedSnapshotMinDrugs: number | null }, logger: Logger) {
     this.minDrugs = options.minDrugs;
     this.data = {
-      databaseUrl: options.databaseUrl, dataDir: options.dataDir, snapshotFile: snapshot.file, logLevel: options.logLevel,
+      databaseUrl: options.databaseUrl,
+      dataDir: options.dataDir,
+      snapshotFile: snapshot.file,
+      logLevel: options.logLevel,
       storedSnapshotMinDrugs: snapshot.storedSnapshotMinDrugs,
     };
     this.logger = logger;

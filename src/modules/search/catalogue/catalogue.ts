@@ -113,11 +113,16 @@ export class Catalogue {
       if (this.stopped) return;
       await this.refresh();
       this.loaded = true;
-      this.logger.info({ drugs: this.drugs.size, lab_tests: this.labs.size, version: this.version, load_ms: Math.round(performance.now() - started) }, 'search catalogue loaded');
+      this.logger.info(
+        { drugs: this.drugs.size, lab_tests: this.labs.size, version: this.version, load_ms: Math.round(performance.now() - started) },
+        'search catalogue loaded',
+      );
       this.poller.start();
     })();
     // A failed load (database briefly away) is retried by the next caller.
-    this.loading.catch(() => { this.loading = null; });
+    this.loading.catch(() => {
+      this.loading = null;
+    });
     return this.loading;
   }
 
@@ -135,13 +140,17 @@ export class Catalogue {
    */
   refresh(): Promise<void> {
     if (this.refreshing) {
-      this.nextRefresh ??= this.refreshing.catch(() => {}).then(() => {
-        this.nextRefresh = null;
-        return this.stopped ? undefined : this.refresh();
-      });
+      this.nextRefresh ??= this.refreshing
+        .catch(() => {})
+        .then(() => {
+          this.nextRefresh = null;
+          return this.stopped ? undefined : this.refresh();
+        });
       return this.nextRefresh;
     }
-    this.refreshing = this.applyChanges().finally(() => { this.refreshing = null; });
+    this.refreshing = this.applyChanges().finally(() => {
+      this.refreshing = null;
+    });
     return this.refreshing;
   }
 
@@ -150,7 +159,10 @@ export class Catalogue {
       // The builder finished a rebuild: its snapshot replaces the indexes, then what changed since applies.
       if (!this.took(await this.snapshots.restore(this))) {
         this.builder.fail();
-        this.logger.warn({ file: this.snapshots.file }, 'the snapshot of a rebuild in the builder process was not usable; rebuilding here from now on');
+        this.logger.warn(
+          { file: this.snapshots.file },
+          'the snapshot of a rebuild in the builder process was not usable; rebuilding here from now on',
+        );
       }
     }
     const version = await repo.catalogueVersion(this.db);

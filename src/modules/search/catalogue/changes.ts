@@ -20,7 +20,7 @@ export class ChangeReader {
 
   /** Passes every drug changed after version `after` (every drug for -1) to `add`, in version order. */
   async drugsAfter(after: number, add: (record: DrugRecord) => void): Promise<void> {
-    for (let from: repo.ChangesCursor = { seq: after, id: '' }; ;) {
+    for (let from: repo.ChangesCursor = { seq: after, id: '' }; ; ) {
       const page = await repo.drugsChangedAfter(this.db, after, from, PAGE);
       for (const row of page) add(drugRecordFromRow(row, this.interner));
       if (page.length < PAGE) break;

@@ -19,15 +19,20 @@ async function build(data: IndexBuilderData): Promise<void> {
   try {
     // The server reads the file as soon as it is written; storing it in the database (a second or so
     // at 250,000 products) goes on meanwhile.
-    await buildSnapshot(storage.db, createLogger(data.logLevel), data.snapshotFile, data.storedSnapshotMinDrugs, () => process.send?.('snapshot file written'));
+    await buildSnapshot(storage.db, createLogger(data.logLevel), data.snapshotFile, data.storedSnapshotMinDrugs, () =>
+      process.send?.('snapshot file written'),
+    );
   } finally {
     await storage.destroy();
   }
 }
 
 process.once('message', (data: IndexBuilderData) => {
-  build(data).then(() => process.exit(0), (error: unknown) => {
-    process.stderr.write(`index builder: ${(error as Error).stack ?? String(error)}\n`);
-    process.exit(1);
-  });
+  build(data).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`index builder: ${(error as Error).stack ?? String(error)}\n`);
+      process.exit(1);
+    },
+  );
 });

@@ -23,14 +23,19 @@ export class Poller {
   start(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.refresh().then(() => {
-        if (this.failing) this.logger.info('catalogue refresh works again');
-        this.failing = false;
-      }, (error: unknown) => {
-        // Once per outage: the poll goes on at its interval until the database answers.
-        if (!this.failing) this.logger.warn(errorLogFields(error), 'catalogue refresh failed; will retry');
-        this.failing = true;
-      }).finally(() => this.start());
+      this.refresh()
+        .then(
+          () => {
+            if (this.failing) this.logger.info('catalogue refresh works again');
+            this.failing = false;
+          },
+          (error: unknown) => {
+            // Once per outage: the poll goes on at its interval until the database answers.
+            if (!this.failing) this.logger.warn(errorLogFields(error), 'catalogue refresh failed; will retry');
+            this.failing = true;
+          },
+        )
+        .finally(() => this.start());
     }, this.intervalMs);
     this.timer.unref();
   }

@@ -35,7 +35,12 @@ function filesOf(root: string, entries: string[]): string[] {
 /** A hash of the names and contents of the files of `entries` (files or folders) under `root`. */
 export function contentHash(root: string, entries: string[]): string {
   const hash = createHash('sha256');
-  for (const file of filesOf(root, entries)) hash.update(file).update('\0').update(readFileSync(path.join(root, file))).update('\0');
+  for (const file of filesOf(root, entries))
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(path.join(root, file)))
+      .update('\0');
   return hash.digest('hex');
 }
 

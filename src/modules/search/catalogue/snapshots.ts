@@ -19,7 +19,10 @@ import { snapshotKey } from './snapshot-key.ts';
 
 /** The snapshot file of one database, in the data directory (the database URL is hashed, never written). */
 export function snapshotFileFor(dataDir: string, databaseUrl: string | null): string {
-  const database = createHash('sha256').update(databaseUrl ?? path.resolve(dataDir)).digest('hex').slice(0, 16);
+  const database = createHash('sha256')
+    .update(databaseUrl ?? path.resolve(dataDir))
+    .digest('hex')
+    .slice(0, 16);
   return path.join(dataDir, `search-index-${database}.bin`);
 }
 
@@ -108,7 +111,10 @@ export class IndexSnapshots {
       const { drugs, drugRecords, labs, labRecords } = snapshot.sections;
       indexes.drugs.restore(drugs!, DrugStore.restore(drugRecords!));
       indexes.labs.restore(labs!, ArrayStore.restore<LabRecord>(labRecords!));
-      this.logger.info({ from, version: fields.version, drugs: indexes.drugs.size, read_ms: Math.round(performance.now() - started) }, 'search index snapshot read');
+      this.logger.info(
+        { from, version: fields.version, drugs: indexes.drugs.size, read_ms: Math.round(performance.now() - started) },
+        'search index snapshot read',
+      );
       return fields.version;
     } catch (error) {
       this.logger.warn({ err: error, from }, 'search index snapshot unreadable; ignored');
@@ -140,12 +146,16 @@ export class IndexSnapshots {
       this.options.onFileWritten?.();
       if (!store) return;
       try {
-        if (await repo.storeSnapshot(this.db, fields.source, version, Buffer.concat(pieces))) this.logger.info({ version }, 'search index snapshot stored in the database');
+        if (await repo.storeSnapshot(this.db, fields.source, version, Buffer.concat(pieces)))
+          this.logger.info({ version }, 'search index snapshot stored in the database');
       } catch (error) {
         this.logger.warn({ err: error }, 'search index snapshot not stored in the database; the file is written');
       }
-    })().catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
-      .finally(() => { this.writing = null; });
+    })()
+      .catch((error: unknown) => this.logger.warn({ err: error, file }, 'search index snapshot not written'))
+      .finally(() => {
+        this.writing = null;
+      });
   }
 
   /** Settles once a snapshot being written is on disk (or failed). */

@@ -68,9 +68,10 @@ export function commonName(ingredients: Ingredient[]): string {
  * case and spacing, give the same id. Deterministic, so every process and every import agrees.
  */
 export function genericId(ingredients: Ingredient[], fallbackName: string): string {
-  const parts = ingredients.length > 0
-    ? ingredients.map((i) => `${normalizedName(i.salt)}:${fold(i.strength).replace(/\s+/g, '')}`).sort()
-    : [`name:${normalizedName(fallbackName)}`];
+  const parts =
+    ingredients.length > 0
+      ? ingredients.map((i) => `${normalizedName(i.salt)}:${fold(i.strength).replace(/\s+/g, '')}`).sort()
+      : [`name:${normalizedName(fallbackName)}`];
   return `gen_${createHash('sha256').update(parts.join('|')).digest('hex').slice(0, 16)}`;
 }
 
@@ -126,8 +127,54 @@ export function dosageOf(form: string): DosageInfo {
   };
 }
 
-const CONTAINERS = new Set(['strip', 'strips', 'bottle', 'bottles', 'tube', 'tubes', 'packet', 'packets', 'pack', 'vial', 'vials', 'box', 'sachet', 'sachets', 'ampoule', 'ampoules', 'jar', 'can', 'cartridge', 'penfill', 'flexpen', 'pen', 'kit', 'dropper', 'container', 'blister', 'pouch', 'respule', 'respules', 'syringe']);
-const UNIT_ALIASES: Record<string, string> = { gm: 'g', gms: 'g', grams: 'g', gram: 'g', g: 'g', ml: 'ml', mls: 'ml', l: 'l', ltr: 'l', litre: 'l', kg: 'kg', mg: 'mg', mcg: 'mcg', iu: 'iu' };
+const CONTAINERS = new Set([
+  'strip',
+  'strips',
+  'bottle',
+  'bottles',
+  'tube',
+  'tubes',
+  'packet',
+  'packets',
+  'pack',
+  'vial',
+  'vials',
+  'box',
+  'sachet',
+  'sachets',
+  'ampoule',
+  'ampoules',
+  'jar',
+  'can',
+  'cartridge',
+  'penfill',
+  'flexpen',
+  'pen',
+  'kit',
+  'dropper',
+  'container',
+  'blister',
+  'pouch',
+  'respule',
+  'respules',
+  'syringe',
+]);
+const UNIT_ALIASES: Record<string, string> = {
+  gm: 'g',
+  gms: 'g',
+  grams: 'g',
+  gram: 'g',
+  g: 'g',
+  ml: 'ml',
+  mls: 'ml',
+  l: 'l',
+  ltr: 'l',
+  litre: 'l',
+  kg: 'kg',
+  mg: 'mg',
+  mcg: 'mcg',
+  iu: 'iu',
+};
 
 /**
  * The pack as a comparable key: only counts, containers and units, so "strip of 10 tablets" and
@@ -153,7 +200,9 @@ const MAKER_NOISE = new Set(['ltd', 'limited', 'pvt', 'private', 'inc', 'llp', '
 
 /** The manufacturer for de-duplication: "Sanofi India  Ltd" and "Sanofi India Pvt. Ltd." are one maker. */
 export function makerKey(maker: string): string {
-  return words(maker).filter((w) => !MAKER_NOISE.has(w)).join(' ');
+  return words(maker)
+    .filter((w) => !MAKER_NOISE.has(w))
+    .join(' ');
 }
 
 export function nameKey(name: string): string {

@@ -413,7 +413,11 @@ export class SearchIndex<T extends { id: string }> {
   /** Walks every posting instead of stopping runs early: for tests that check the early stop changes nothing. */
   private readonly exhaustive: boolean;
 
-  constructor(describe: (record: T) => IndexedFields, newStore: () => RecordStore<T> = () => new ArrayStore<T & { id: string }>(), options: { exhaustive?: boolean } = {}) {
+  constructor(
+    describe: (record: T) => IndexedFields,
+    newStore: () => RecordStore<T> = () => new ArrayStore<T & { id: string }>(),
+    options: { exhaustive?: boolean } = {},
+  ) {
     this.describe = describe;
     this.newStore = newStore;
     this.store = newStore();
@@ -481,7 +485,8 @@ export class SearchIndex<T extends { id: string }> {
       const fields = this.describe(store.get(row));
       const info = docInfo(fields);
       rowInfo[row] = info;
-      sortKeys[row] = (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
+      sortKeys[row] =
+        (((info & INFO_DEMOTED ? 1 : 0) << 18) + (((info >>> INFO_PARTS_SHIFT) & 255) << 10) + Math.min(info & 1023, 999)) * 2 ** 32 + row;
       firstNames[row] = (fields.names[0] ?? '').toLowerCase();
       docTerms.length = 0;
       docMasks.length = 0;
@@ -527,7 +532,7 @@ export class SearchIndex<T extends { id: string }> {
     // catalogue longest first), so the order is the same whatever order the records came in, on every
     // database and after any history of updates. Code-unit order, not localeCompare: locale comparisons
     // cost seconds.
-    for (let from = 0; from < n;) {
+    for (let from = 0; from < n; ) {
       let to = from + 1;
       while (to < n && Math.floor(sortKeys[to]! / 2 ** 32) === Math.floor(sortKeys[from]! / 2 ** 32)) to++;
       if (to - from > 1) {
@@ -632,10 +637,16 @@ export class SearchIndex<T extends { id: string }> {
       arrays: {
         // Copied: an upsert marks the document it replaces in place, and the caller may encode the
         // snapshot after upserts that followed the build.
-        rowOf: this.rowOf.subarray(0, n), info: this.info.slice(0, n),
-        vocabStarts: this.vocab.starts, postSeg: this.postSeg, postFlat: this.postFlat,
-        fwd: this.fwd.subarray(0, this.fwdStart[n]!), fwdStart: this.fwdStart.subarray(0, n + 1),
-        keyStarts: this.keys.starts, keyDocs: this.keyDocs, keyBounds: this.keyBounds,
+        rowOf: this.rowOf.subarray(0, n),
+        info: this.info.slice(0, n),
+        vocabStarts: this.vocab.starts,
+        postSeg: this.postSeg,
+        postFlat: this.postFlat,
+        fwd: this.fwd.subarray(0, this.fwdStart[n]!),
+        fwdStart: this.fwdStart.subarray(0, n + 1),
+        keyStarts: this.keys.starts,
+        keyDocs: this.keyDocs,
+        keyBounds: this.keyBounds,
         // Copied: upserts change id slots in place.
         idSlots: this.ids.slots.slice(),
       },
@@ -921,7 +932,7 @@ export class SearchIndex<T extends { id: string }> {
     /** Rows 0..depth are valid for the first `depth` characters of the word starting at text[held]. */
     let held = 0;
     let depth = 0;
-    for (let t = 0; t < this.builtTerms;) {
+    for (let t = 0; t < this.builtTerms; ) {
       const start = starts[t]!;
       const length = starts[t + 1]! - start;
       let i = 0;
@@ -1005,7 +1016,7 @@ export class SearchIndex<T extends { id: string }> {
     }
     const extra = this.extraKeys;
     let lo = 0;
-    for (let hi = extra.length; lo < hi;) {
+    for (let hi = extra.length; lo < hi; ) {
       const mid = (lo + hi) >>> 1;
       if (extra[mid]! < prefix) lo = mid + 1;
       else hi = mid;
@@ -1060,7 +1071,12 @@ export class SearchIndex<T extends { id: string }> {
       hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     }
     for (const [slot, e] of expansions.entries()) this.clearKinds(slot, e);
-    return hits.map((h) => ({ record: this.store.get(this.rowOf[h.doc]!), exact: this.exactMark[h.doc] === gen, namePrefix: this.prefixMark[h.doc] === gen, typoMatches }));
+    return hits.map((h) => ({
+      record: this.store.get(this.rowOf[h.doc]!),
+      exact: this.exactMark[h.doc] === gen,
+      namePrefix: this.prefixMark[h.doc] === gen,
+      typoMatches,
+    }));
   }
 
   /**
@@ -1077,7 +1093,11 @@ export class SearchIndex<T extends { id: string }> {
       this.visitGen = 0;
     }
     const pass: RankPass = {
-      visit: ++this.visitGen, gen, driver, limit, top: [],
+      visit: ++this.visitGen,
+      gen,
+      driver,
+      limit,
+      top: [],
       required: expansions.map((e) => e.word.required),
       tables: expansions.map((_, slot) => this.kindTables[slot]!),
       los: expansions.map((e) => e.lo),
@@ -1174,7 +1194,8 @@ export class SearchIndex<T extends { id: string }> {
       let marks = this.filterMarks[filters.length];
       if (!marks || marks.length < this.docCount) marks = this.filterMarks[filters.length] = new Uint32Array(this.seen.length);
       const markTerm = (term: number) => {
-        if (term < this.builtTerms) for (let i = this.postSeg[term * SEGMENTS]!, end = this.postSeg[(term + 1) * SEGMENTS]!; i < end; i++) marks[this.postFlat[i]!] = visit;
+        if (term < this.builtTerms)
+          for (let i = this.postSeg[term * SEGMENTS]!, end = this.postSeg[(term + 1) * SEGMENTS]!; i < end; i++) marks[this.postFlat[i]!] = visit;
         const extra = this.extra.get(term);
         if (extra) for (const posting of extra) marks[posting >>> 4] = visit;
       };

@@ -13,7 +13,12 @@ import type { ParsedQuery } from './query.ts';
  * matches, and (when the name matched by starting with the query) the leading part of the name that
  * the query covers.
  */
-export function highlightRanges(text: string, query: ParsedQuery, typoMatches: ReadonlyArray<ReadonlySet<string>>, namePrefix: boolean): Array<[number, number]> {
+export function highlightRanges(
+  text: string,
+  query: ParsedQuery,
+  typoMatches: ReadonlyArray<ReadonlySet<string>>,
+  namePrefix: boolean,
+): Array<[number, number]> {
   const ranges: Array<[number, number]> = [];
   const list = spans(text);
   if (namePrefix && query.compact !== '') {
@@ -70,7 +75,11 @@ export function highlight(text: string, ranges: Array<[number, number]>): string
 export function drugHighlights(hit: Hit<DrugRecord>, query: ParsedQuery): Record<string, string> | null {
   const record = hit.record;
   const out: Record<string, string> = {};
-  const fields: Array<[string, string, boolean]> = [['name', record.name, hit.namePrefix], ['generic_name', record.generic_name, false], ['common_name', record.common_name, false]];
+  const fields: Array<[string, string, boolean]> = [
+    ['name', record.name, hit.namePrefix],
+    ['generic_name', record.generic_name, false],
+    ['common_name', record.common_name, false],
+  ];
   for (const [field, text, prefix] of fields) {
     const ranges = highlightRanges(text, query, hit.typoMatches, prefix);
     if (ranges.length > 0) out[field] = highlight(text, ranges);

@@ -104,7 +104,20 @@ export class Interner {
 }
 
 /** The columns a drug record is made of: loading reads only these. */
-export const DRUG_RECORD_COLUMNS = ['id', 'name', 'manufacturer_name', 'product_type', 'product_sku', 'generic_name', 'generic_id', 'common_name', 'action_class', 'is_otc', 'discontinued', 'soa'] as const;
+export const DRUG_RECORD_COLUMNS = [
+  'id',
+  'name',
+  'manufacturer_name',
+  'product_type',
+  'product_sku',
+  'generic_name',
+  'generic_id',
+  'common_name',
+  'action_class',
+  'is_otc',
+  'discontinued',
+  'soa',
+] as const;
 export type DrugRecordRow = Pick<DrugsTable, (typeof DRUG_RECORD_COLUMNS)[number]>;
 
 export function drugRecordFromRow(row: DrugRecordRow, interner: Interner): DrugRecord {
@@ -138,7 +151,10 @@ export function labRecordFromRow(row: LabTestsTable): LabRecord {
 }
 
 /** The derived composition fields of a drug row. */
-export function compositionFields(composition: Ingredient[], name: string): Pick<DrugsTable, 'composition' | 'generic_name' | 'generic_id' | 'common_name'> {
+export function compositionFields(
+  composition: Ingredient[],
+  name: string,
+): Pick<DrugsTable, 'composition' | 'generic_name' | 'generic_id' | 'common_name'> {
   return {
     composition: JSON.stringify(composition),
     generic_name: genericName(composition) || name,

@@ -99,7 +99,27 @@ const FORMS: Array<{ form: string; words: string[]; unit?: string }> = [
   { form: 'capsule', words: ['capsule', 'capsules', 'cap', 'caps', 'capsul', 'transcaps', 'softgel', 'softgels', 'liquigel'], unit: 'capsule' },
   { form: 'syrup', words: ['syrup', 'syrups', 'syp', 'syr', 'expectorant', 'linctus', 'elixir', 'tonic'], unit: 'ml' },
   { form: 'suspension', words: ['suspension', 'susp'], unit: 'ml' },
-  { form: 'injection', words: ['injection', 'injections', 'inj', 'injectable', 'vial', 'vials', 'ampoule', 'ampoules', 'amp', 'penfill', 'flexpen', 'kwikpen', 'cartridge', 'prefilled', 'syringe'], unit: 'ml' },
+  {
+    form: 'injection',
+    words: [
+      'injection',
+      'injections',
+      'inj',
+      'injectable',
+      'vial',
+      'vials',
+      'ampoule',
+      'ampoules',
+      'amp',
+      'penfill',
+      'flexpen',
+      'kwikpen',
+      'cartridge',
+      'prefilled',
+      'syringe',
+    ],
+    unit: 'ml',
+  },
   { form: 'infusion', words: ['infusion', 'infusions', 'iv'], unit: 'ml' },
   { form: 'vaccine', words: ['vaccine', 'vaccines'] },
   { form: 'cream', words: ['cream', 'creams', 'crm'] },
@@ -109,7 +129,11 @@ const FORMS: Array<{ form: string; words: string[]; unit?: string }> = [
   { form: 'solution', words: ['solution', 'solutions', 'sol', 'soln', 'liquid', 'mouthwash', 'gargle', 'paint'], unit: 'ml' },
   { form: 'drops', words: ['drops', 'drop', 'gtt', 'gtts'], unit: 'drop' },
   { form: 'spray', words: ['spray', 'sprays', 'nasal'] },
-  { form: 'inhaler', words: ['inhaler', 'inhalers', 'mdi', 'transhaler', 'evohaler', 'autohaler', 'inhalation', 'rotacap', 'rotacaps', 'respicap', 'respicaps'], unit: 'puff' },
+  {
+    form: 'inhaler',
+    words: ['inhaler', 'inhalers', 'mdi', 'transhaler', 'evohaler', 'autohaler', 'inhalation', 'rotacap', 'rotacaps', 'respicap', 'respicaps'],
+    unit: 'puff',
+  },
   { form: 'respules', words: ['respules', 'respule', 'nebuliser', 'nebulizer'] },
   { form: 'powder', words: ['powder', 'powders', 'dusting'] },
   { form: 'granules', words: ['granules', 'granule'] },
@@ -141,7 +165,24 @@ export function unitOfForm(form: string): string | undefined {
 }
 
 /** Units of strength: matched when present, never required (a name rarely spells them). */
-export const UNIT_WORDS: ReadonlySet<string> = new Set(['mg', 'mcg', 'ug', 'ml', 'g', 'gm', 'gms', 'kg', 'iu', 'l', 'w', 'v', 'unit', 'units', 'mmol', 'meq']);
+export const UNIT_WORDS: ReadonlySet<string> = new Set([
+  'mg',
+  'mcg',
+  'ug',
+  'ml',
+  'g',
+  'gm',
+  'gms',
+  'kg',
+  'iu',
+  'l',
+  'w',
+  'v',
+  'unit',
+  'units',
+  'mmol',
+  'meq',
+]);
 
 /** Filler words of typed queries ("amoxycillin and clavulanic acid"): matched when present, never required. */
 export const FILLER_WORDS: ReadonlySet<string> = new Set(['and', 'with', 'of', 'in', 'for', 'the', 'plus', 'test']);

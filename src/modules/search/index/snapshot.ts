@@ -107,7 +107,10 @@ async function removeStaleTemporaries(file: string): Promise<void> {
   const dir = path.dirname(file);
   for (const name of await readdir(dir).catch(() => [])) {
     if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
-    const stale = await stat(path.join(dir, name)).then((s) => Date.now() - s.mtimeMs > STALE_TEMPORARY_MS, () => false);
+    const stale = await stat(path.join(dir, name)).then(
+      (s) => Date.now() - s.mtimeMs > STALE_TEMPORARY_MS,
+      () => false,
+    );
     if (stale) await rm(path.join(dir, name), { force: true });
   }
 }
@@ -141,7 +144,8 @@ export function decodeSnapshot(buffer: Buffer): Snapshot | null {
   const sections: Record<string, SnapshotParts> = {};
   for (const [name, section] of Object.entries(header.sections)) {
     const parts: SnapshotParts = { meta: section.meta, texts: {}, arrays: {} };
-    for (const [key, at] of Object.entries(section.texts)) parts.texts[key] = buffer.toString(at.encoding, base + at.offset, base + at.offset + at.bytes);
+    for (const [key, at] of Object.entries(section.texts))
+      parts.texts[key] = buffer.toString(at.encoding, base + at.offset, base + at.offset + at.bytes);
     for (const [key, at] of Object.entries(section.arrays)) {
       // Copied out of the buffer so that the buffer (texts included) can be freed.
       const start = buffer.byteOffset + base + at.offset;

@@ -160,8 +160,12 @@ export class DrugStore implements RecordStore<DrugRecord> {
   private names = new TextColumn();
   private strings = new StringTable();
   private tables: Record<(typeof TABLE_COLUMNS)[number], Uint32Array> = {
-    manufacturer_name: new Uint32Array(0), product_type: new Uint32Array(0), product_sku: new Uint32Array(0),
-    generic_name: new Uint32Array(0), generic_id: new Uint32Array(0), common_name: new Uint32Array(0),
+    manufacturer_name: new Uint32Array(0),
+    product_type: new Uint32Array(0),
+    product_sku: new Uint32Array(0),
+    generic_name: new Uint32Array(0),
+    generic_id: new Uint32Array(0),
+    common_name: new Uint32Array(0),
   };
   /** Action classes repeat across thousands of products: one frozen object each, numbered from 1. */
   private actionClasses: Array<Record<string, unknown>> = [];
@@ -242,7 +246,12 @@ export class DrugStore implements RecordStore<DrugRecord> {
     const parts: SnapshotParts = {
       meta: { count: n, strings: this.strings.strings.slice(), actionClasses: this.actionClasses.map((value) => JSON.stringify(value)) },
       texts: {},
-      arrays: { actionClass: this.actionClass.subarray(0, n), otc: this.otc.subarray(0, n), flags: this.flags.subarray(0, n), parts: this.parts.subarray(0, n) },
+      arrays: {
+        actionClass: this.actionClass.subarray(0, n),
+        otc: this.otc.subarray(0, n),
+        flags: this.flags.subarray(0, n),
+        parts: this.parts.subarray(0, n),
+      },
     };
     for (const column of TABLE_COLUMNS) parts.arrays[column] = this.tables[column].subarray(0, n);
     this.ids.snapshot('ids', parts);

@@ -37,7 +37,12 @@ async function withProgress(kind: string, source: Source<unknown>, work: (option
  * snapshot (see refreshStoredSnapshot), so that a server started after the import reads it instead of
  * building. The summary says whether it did.
  */
-export async function runImport(db: Kysely<Database>, kind: 'drugs' | 'labs', file: string, config: Pick<Config, 'dataDir' | 'databaseUrl' | 'logLevel'>): Promise<ImportSummary & { index_snapshot_stored: boolean }> {
+export async function runImport(
+  db: Kysely<Database>,
+  kind: 'drugs' | 'labs',
+  file: string,
+  config: Pick<Config, 'dataDir' | 'databaseUrl' | 'logLevel'>,
+): Promise<ImportSummary & { index_snapshot_stored: boolean }> {
   let summary: ImportSummary;
   if (kind === 'drugs') {
     const source = await openDrugSource(file);

@@ -44,12 +44,13 @@ function mergeDrug(existing: DrugsTable | undefined, input: DrugInput, seq: numb
   // A pack text with nothing countable in it ("Packaging not mentioned") says nothing about the pack.
   const givenSku = clean(input.product_sku);
   const sku = (givenSku && packKey(givenSku) !== '' ? givenSku : '') || existing?.product_sku || null;
-  const composition: Ingredient[] = input.composition && input.composition.length > 0
-    ? input.composition
-    : existing ? (JSON.parse(existing.composition) as Ingredient[]) : [];
+  const composition: Ingredient[] =
+    input.composition && input.composition.length > 0 ? input.composition : existing ? (JSON.parse(existing.composition) as Ingredient[]) : [];
   const productType = input.product_type
     ? canonicalForm(input.product_type, name, sku)
-    : existing && existing.product_type !== 'other' ? existing.product_type : canonicalForm(undefined, name, sku);
+    : existing && existing.product_type !== 'other'
+      ? existing.product_type
+      : canonicalForm(undefined, name, sku);
   return {
     id: existing?.id ?? newId('drg'),
     name,
@@ -119,10 +120,17 @@ interface Importer<I, R> {
  * version (so other processes pick the change up) unless nothing in it changed.
  */
 async function importBatches<I, R extends { id: string; seq: number; updated_at: number }>(
-  db: Kysely<Database>, inputs: AsyncIterable<I | null> | Iterable<I | null>, layout: string, options: ImportOptions, importer: Importer<I, R>,
+  db: Kysely<Database>,
+  inputs: AsyncIterable<I | null> | Iterable<I | null>,
+  layout: string,
+  options: ImportOptions,
+  importer: Importer<I, R>,
 ): Promise<ImportSummary> {
   const summary: ImportSummary = { kind: importer.kind, layout, read: 0, inserted: 0, updated: 0, unchanged: 0, skipped: 0, version: 0 };
-  for await (const batch of batches(inputs, options.batchSize ?? 500, () => { summary.read++; summary.skipped++; })) {
+  for await (const batch of batches(inputs, options.batchSize ?? 500, () => {
+    summary.read++;
+    summary.skipped++;
+  })) {
     summary.read += batch.length;
     const valid = batch.filter((input) => importer.isValid(input));
     summary.skipped += batch.length - valid.length;
@@ -154,7 +162,12 @@ async function importBatches<I, R extends { id: string; seq: number; updated_at:
   return summary;
 }
 
-function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+function importDrugs(
+  db: Kysely<Database>,
+  inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>,
+  layout: string,
+  options: ImportOptions = {},
+): Promise<ImportSummary> {
   return importBatches<DrugInput, DrugsTable>(db, inputs, layout, options, {
     kind: 'drugs',
     isValid: (input) => clean(input.name) !== '' && clean(input.manufacturer_name) !== '',
@@ -172,10 +185,10 @@ function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | nul
       const plan: BatchPlan<DrugsTable> = { originals: new Map(existing.map((row) => [row.id, row])), inserts: new Map(), updates: new Map() };
       for (const input of valid) {
         const identity = `${nameKey(clean(input.name))}\u0000${makerKey(clean(input.manufacturer_name))}`;
-        const pack = packKey(clean(input.product_sku));  // '' when the file gives no usable pack
+        const pack = packKey(clean(input.product_sku)); // '' when the file gives no usable pack
         const candidates = byIdentity.get(identity) ?? [];
-        const match = candidates.find((row) => row.pack_key === pack)
-          ?? (pack === '' ? candidates[0] : candidates.find((row) => row.pack_key === ''));
+        const match =
+          candidates.find((row) => row.pack_key === pack) ?? (pack === '' ? candidates[0] : candidates.find((row) => row.pack_key === ''));
         const merged = mergeDrug(match, input, seq, now);
         if (match) candidates[candidates.indexOf(match)] = merged;
         else candidates.push(merged);
@@ -190,7 +203,11 @@ function importDrugs(db: Kysely<Database>, inputs: AsyncIterable<DrugInput | nul
 function mergeLab(existing: LabTestsTable | undefined, input: LabInput, seq: number, now: number): LabTestsTable {
   const name = clean(input.name);
   const abbreviations = new Map<string, string>();
-  const given = [...(existing ? (JSON.parse(existing.abbreviations) as string[]) : []), ...(input.abbreviations ?? []), ...derivedLabAbbreviations(name)];
+  const given = [
+    ...(existing ? (JSON.parse(existing.abbreviations) as string[]) : []),
+    ...(input.abbreviations ?? []),
+    ...derivedLabAbbreviations(name),
+  ];
   for (const abbreviation of given.map(clean)) {
     const key = abbreviation.toLowerCase();
     if (abbreviation !== '' && !abbreviations.has(key)) abbreviations.set(key, abbreviation);
@@ -212,15 +229,26 @@ function mergeLab(existing: LabTestsTable | undefined, input: LabInput, seq: num
   };
 }
 
-function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+function importLabs(
+  db: Kysely<Database>,
+  inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>,
+  layout: string,
+  options: ImportOptions = {},
+): Promise<ImportSummary> {
   return importBatches<LabInput, LabTestsTable>(db, inputs, layout, options, {
     kind: 'labs',
     isValid: (input) => nameKey(clean(input.name)) !== '',
     insert: repo.insertLabs,
     update: repo.updateLab,
     async plan(trx, valid, seq, now) {
-      const existing = new Map((await repo.labsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))])).map((row) => [row.name_key, row]));
-      const plan: BatchPlan<LabTestsTable> = { originals: new Map([...existing.values()].map((row) => [row.id, row])), inserts: new Map(), updates: new Map() };
+      const existing = new Map(
+        (await repo.labsByNameKeys(trx, [...new Set(valid.map((input) => nameKey(clean(input.name))))])).map((row) => [row.name_key, row]),
+      );
+      const plan: BatchPlan<LabTestsTable> = {
+        originals: new Map([...existing.values()].map((row) => [row.id, row])),
+        inserts: new Map(),
+        updates: new Map(),
+      };
       for (const input of valid) {
         const key = nameKey(clean(input.name));
         const merged = mergeLab(existing.get(key), input, seq, now);
@@ -231,7 +259,6 @@ function importLabs(db: Kysely<Database>, inputs: AsyncIterable<LabInput | null>
     },
   });
 }
-
 
 export interface CatalogueImporterDeps {
   db: Kysely<Database>;
@@ -245,11 +272,19 @@ export class CatalogueImporter {
     this.#deps = deps;
   }
 
-  importDrugs(inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+  importDrugs(
+    inputs: AsyncIterable<DrugInput | null> | Iterable<DrugInput | null>,
+    layout: string,
+    options: ImportOptions = {},
+  ): Promise<ImportSummary> {
     return importDrugs(this.#deps.db, inputs, layout, options);
   }
 
-  importLabs(inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>, layout: string, options: ImportOptions = {}): Promise<ImportSummary> {
+  importLabs(
+    inputs: AsyncIterable<LabInput | null> | Iterable<LabInput | null>,
+    layout: string,
+    options: ImportOptions = {},
+  ): Promise<ImportSummary> {
     return importLabs(this.#deps.db, inputs, layout, options);
   }
 }

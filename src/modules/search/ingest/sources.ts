@@ -33,7 +33,14 @@ async function firstLine(file: string): Promise<string> {
   try {
     const buffer = Buffer.alloc(64 * 1024);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return buffer.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '').split(/\r?\n/).find((line) => line.trim() !== '') ?? '';
+    return (
+      buffer
+        .subarray(0, bytesRead)
+        .toString('utf8')
+        .replace(/^\uFEFF/, '')
+        .split(/\r?\n/)
+        .find((line) => line.trim() !== '') ?? ''
+    );
   } finally {
     await handle.close();
   }
@@ -104,7 +111,9 @@ async function* csvRows(stream: NodeJS.ReadableStream): AsyncGenerator<Row | nul
       continue;
     }
     const row: Row = {};
-    header.forEach((name, i) => { row[name] = fields[i] ?? ''; });
+    header.forEach((name, i) => {
+      row[name] = fields[i] ?? '';
+    });
     yield row;
   }
   if (pending.trim() !== '' && header !== null) yield null;
@@ -124,7 +133,10 @@ async function* ndjsonRows(stream: NodeJS.ReadableStream): AsyncGenerator<Record
   }
 }
 
-async function openSource<T>(file: string, detect: (header: string, isJson: boolean) => { layout: string; read: (stream: NodeJS.ReadableStream) => AsyncIterable<T | null> } | null): Promise<Source<T>> {
+async function openSource<T>(
+  file: string,
+  detect: (header: string, isJson: boolean) => { layout: string; read: (stream: NodeJS.ReadableStream) => AsyncIterable<T | null> } | null,
+): Promise<Source<T>> {
   let totalBytes: number;
   try {
     totalBytes = (await stat(file)).size;
@@ -173,7 +185,8 @@ export function drugFromNdjson(value: Record<string, unknown> | null): DrugInput
   const maker = str(value.manufacturer_name);
   if (!name || !maker) return null;
   let actionClass: Record<string, unknown> | undefined;
-  if (value.action_class && typeof value.action_class === 'object' && !Array.isArray(value.action_class)) actionClass = { ...(value.action_class as Record<string, unknown>) };
+  if (value.action_class && typeof value.action_class === 'object' && !Array.isArray(value.action_class))
+    actionClass = { ...(value.action_class as Record<string, unknown>) };
   else if (str(value.action_class)) actionClass = { name: str(value.action_class) };
   const atc = str(value.atc);
   if (atc) actionClass = { ...actionClass, atc_code: atc };
@@ -232,8 +245,10 @@ export function openDrugSource(file: string): Promise<Source<DrugInput>> {
     if (isJson) return { layout: 'ndjson', read: (s) => mapRows(ndjsonRows(s), (row) => drugFromNdjson(row)) };
     const columns = new Set(csvHeader(header));
     if (columns.has('short_composition1') && columns.has('name')) return { layout: 'az-medicines', read: (s) => mapRows(csvRows(s), drugFromAz) };
-    if (columns.has('Medicine Name') && columns.has('Composition')) return { layout: '1mg-medicine-details', read: (s) => mapRows(csvRows(s), drugFromOnemgDetails) };
-    if (columns.has('Drug Name') && columns.has('Composition')) return { layout: '1mg-product-pages', read: (s) => mapRows(csvRows(s), drugFromOnemgPages) };
+    if (columns.has('Medicine Name') && columns.has('Composition'))
+      return { layout: '1mg-medicine-details', read: (s) => mapRows(csvRows(s), drugFromOnemgDetails) };
+    if (columns.has('Drug Name') && columns.has('Composition'))
+      return { layout: '1mg-product-pages', read: (s) => mapRows(csvRows(s), drugFromOnemgPages) };
     return null;
   });
 }
@@ -268,7 +283,8 @@ export function openLabSource(file: string): Promise<Source<LabInput>> {
   return openSource<LabInput>(file, (header, isJson) => {
     if (isJson) return { layout: 'ndjson', read: (s) => mapRows(ndjsonRows(s), (row) => labFromNdjson(row)) };
     const columns = new Set(csvHeader(header));
-    if (columns.has('LOINC_NUM') && columns.has('LONG_COMMON_NAME')) return { layout: 'loinc-lab-orders', read: (s) => mapRows(csvRows(s), labFromLoinc) };
+    if (columns.has('LOINC_NUM') && columns.has('LONG_COMMON_NAME'))
+      return { layout: 'loinc-lab-orders', read: (s) => mapRows(csvRows(s), labFromLoinc) };
     return null;
   });
 }
