@@ -33,7 +33,7 @@ import pg from 'pg';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { inTransaction, type Db, type Storage } from '../db/index.ts';
 import { errorLogFields, logLevelFor } from '../db/unavailable.ts';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { loadEvents, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
 import {
@@ -116,6 +116,12 @@ const LOCK_NAME = 'workers';
 const MAX_POLL_BACKOFF_MS = 5000;
 /** PostgreSQL: a lost LISTEN connection is reopened this long after it failed. */
 const LISTEN_RETRY_MS = 1000;
+/**
+ * SQLite: how often the workers look for commits of other processes (`PRAGMA data_version`, read from
+ * shared memory), so jobs another process enqueued (a second server, the cps command) need not wait
+ * for the poll. Nothing signals across processes on SQLite otherwise.
+ */
+const SQLITE_CHANGE_CHECK_MS = 50;
 
 export class JobQueue {
   readonly workerId: string;
@@ -143,6 +149,9 @@ export class JobQueue {
   /** PostgreSQL: LISTEN is in effect on a live connection. */
   private listening = false;
   private lockTimer: NodeJS.Timeout | null = null;
+  /** SQLite: the timer that looks for other processes' commits, and the data version it saw last. */
+  private changeTimer: NodeJS.Timeout | null = null;
+  private dataVersion: number | null = null;
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
   private polls = 0;
@@ -254,6 +263,7 @@ export class JobQueue {
       this.state = 'stopped';
       if (this.pollTimer) clearTimeout(this.pollTimer);
       if (this.lockTimer) clearTimeout(this.lockTimer);
+      this.stopWatchingOtherProcesses();
       localWake.off('job', this.onLocalWake);
       const listener = this.listener;
       this.listener = null;
@@ -314,9 +324,38 @@ export class JobQueue {
   private async begin(): Promise<void> {
     this.state = 'running';
     this.logger.info({ worker_id: this.workerId, kinds: [...this.kinds.keys()], database: this.storage.dialect }, 'job workers started');
-    if (this.storage.dialect === 'postgres') await this.listen();
-    else localWake.on('job', this.onLocalWake);
+    if (this.storage.dialect === 'postgres') {
+      await this.listen();
+    } else {
+      localWake.on('job', this.onLocalWake);
+      this.watchOtherProcesses();
+    }
     this.pollNow();
+  }
+
+  /** SQLite: polls at once when another process has committed since the last look. */
+  private watchOtherProcesses(): void {
+    if (this.changeTimer) return;
+    this.dataVersion = null;
+    this.changeTimer = setInterval(() => {
+      if (this.state !== 'running') return;
+      sql<{ data_version: number }>`pragma data_version`.execute(this.storage.db).then(
+        ({ rows }) => {
+          const version = rows[0]?.data_version ?? null;
+          if (this.dataVersion !== null && version !== this.dataVersion) this.pollNow();
+          this.dataVersion = version;
+        },
+        () => {
+          // The database is away or closing: the poll reports outages.
+        },
+      );
+    }, SQLITE_CHANGE_CHECK_MS);
+    this.changeTimer.unref();
+  }
+
+  private stopWatchingOtherProcesses(): void {
+    if (this.changeTimer) clearInterval(this.changeTimer);
+    this.changeTimer = null;
   }
 
   private wake(kindName?: string): void {
@@ -679,6 +718,7 @@ export class JobQueue {
       this.state = 'waiting-for-lock';
       if (this.pollTimer) clearTimeout(this.pollTimer);
       this.pollTimer = null;
+      this.stopWatchingOtherProcesses();
       localWake.off('job', this.onLocalWake);
     } else if (!held && first) {
       this.logger.warn(

@@ -3,7 +3,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { Registry } from 'prom-client';
 import { createLogger } from '../../src/logger.ts';
-import { enqueue, getJob } from '../../src/jobs/queue.ts';
+import { openStorage } from '../../src/db/index.ts';
+import { enqueue, getJob, jobRow } from '../../src/jobs/queue.ts';
 import { JobQueue } from '../../src/jobs/worker.ts';
 import { DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
@@ -76,6 +77,38 @@ describe(`job wake-ups (${DIALECT})`, () => {
       assert.deepEqual(ran.sort(), [first, second].sort());
     } finally {
       await queue.stop(0);
+    }
+  });
+});
+
+describe(`jobs another process enqueues (${DIALECT})`, () => {
+  let f: JobsFixture;
+  before(async () => {
+    f = await createJobsFixture();
+  });
+  after(() => f.close());
+
+  it('are claimed without waiting for the poll (PostgreSQL: NOTIFY; SQLite: the data version other connections change)', async () => {
+    const ran: string[] = [];
+    const queue = new JobQueue(f.storage, createLogger('silent'), new Registry(), { pollMs: 60_000 });
+    queue.register('test.elsewhere', async ({ job }) => {
+      ran.push(job.id);
+    });
+    await queue.start();
+    // A connection of its own, written to directly: no in-process signal reaches the queue.
+    const other = openStorage({ databaseUrl: f.database.databaseUrl, dataDir: f.database.dataDir, poolSize: 1 });
+    try {
+      await until(() => queue.working);
+      // The start polls once; the job comes after that poll has looked.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const row = jobRow({ kind: 'test.elsewhere', businessId: f.businessId, payload: {} });
+      await other.db.insertInto('jobs').values(row).execute();
+      const deadline = Date.now() + 5000;
+      while (!ran.includes(row.id) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.ok(ran.includes(row.id), 'claimed within 5 s (the poll is a minute)');
+    } finally {
+      await queue.stop(0);
+      await other.destroy();
     }
   });
 });
