@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { buildApp, createContext } from '../src/app.ts';
 import type { App } from '../src/http/app-type.ts';
 import { loadConfig, type Config } from '../src/config.ts';
@@ -90,13 +91,20 @@ export interface TestApp {
  * before the app is built; `setup` may add routes (e.g. probes of each error family) before it is ready.
  */
 export async function createTestApp(
-  options: { env?: Record<string, string>; keys?: Keys; context?: (ctx: AppContext) => void; setup?: (app: App) => void | Promise<void> } = {},
+  options: {
+    env?: Record<string, string>;
+    keys?: Keys;
+    /** The app's logger (default: silent); tests of what is logged pass one writing to a sink. */
+    logger?: Logger;
+    context?: (ctx: AppContext) => void;
+    setup?: (app: App) => void | Promise<void>;
+  } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = testConfig(database, options.env);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
-  const ctx = createContext(config, storage, options.keys ?? (await testKeys()), createLogger('silent'));
+  const ctx = createContext(config, storage, options.keys ?? (await testKeys()), options.logger ?? createLogger('silent'));
   options.context?.(ctx);
   const modules = createModules(ctx);
   const app = await buildApp(ctx, modules);

@@ -2,10 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
-import { buildApp, createContext } from '../../../src/app.ts';
-import { openStorage } from '../../../src/db/index.ts';
-import { migrateToLatest } from '../../../src/db/migrate.ts';
-import { createTestApp, createTestClient, createTestDatabase, DIALECT, testConfig, testKeys, type TestApp } from '../../support.ts';
+import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { book, bookingBody, createPractice, events, request, type Practice } from './support.ts';
 
 describe(`appointments: security (${DIALECT})`, () => {
@@ -142,15 +139,8 @@ describe(`appointments: security (${DIALECT})`, () => {
         done();
       },
     });
-    const database = await createTestDatabase();
-    const config = testConfig(database, { LOG_LEVEL: 'trace' });
-    const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
-    await migrateToLatest(storage.db);
-    const ctx = createContext(config, storage, await testKeys(), createLogger('trace', sink));
-    const app = await buildApp(ctx);
-    await app.ready();
+    const logged = await createTestApp({ env: { LOG_LEVEL: 'trace' }, logger: createLogger('trace', sink) });
     try {
-      const logged = { app, ctx, database, close: async () => {} } as TestApp;
       const practice = await createPractice(logged);
       const mobile = '+917700112233';
       const target = await book(logged, practice, { patient_details: { first_name: 'Log', mobile } });
@@ -162,9 +152,7 @@ describe(`appointments: security (${DIALECT})`, () => {
         assert.ok(!logs.includes(secret), `logs do not contain ${secret.slice(0, 8)}...`);
       }
     } finally {
-      await app.close();
-      await storage.destroy();
-      await database.drop();
+      await logged.close();
     }
   });
 });

@@ -2,12 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { buildApp, createContext } from '../../../src/app.ts';
-import { createModules } from '../../../src/modules/index.ts';
-import { openStorage } from '../../../src/db/index.ts';
-import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { createLogger } from '../../../src/logger.ts';
-import { createTestApp, createTestClient, createTestDatabase, testConfig, testKeys, type TestApp } from '../../support.ts';
+import { createTestApp, createTestClient, type TestApp } from '../../support.ts';
 import { createPractice } from '../appointments/support.ts';
 import { bookOne, listReviews, postForm } from './support.ts';
 
@@ -126,15 +122,8 @@ describe('review page: the token stays out of the logs', () => {
         done();
       },
     });
-    const database = await createTestDatabase();
-    const config = testConfig(database);
-    const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
-    await migrateToLatest(storage.db);
-    const ctx = createContext(config, storage, await testKeys(), createLogger('info', sink));
-    const modules = createModules(ctx);
-    const app = await buildApp(ctx, modules);
-    await app.ready();
-    const t: TestApp = { app, ctx, modules, database, close: async () => {} };
+    const t = await createTestApp({ logger: createLogger('info', sink) });
+    const { app } = t;
     try {
       const { token } = await bookOne(t);
       await app.inject({ url: `/reviews/${token}` });
@@ -149,9 +138,7 @@ describe('review page: the token stays out of the logs', () => {
       assert.equal(requests.length, 6, 'the requests are still logged');
       assert.ok(requests.every((entry) => entry.method === 'GET' || entry.method === 'POST'));
     } finally {
-      await app.close();
-      await storage.destroy();
-      await database.drop();
+      await t.close();
     }
   });
 });
