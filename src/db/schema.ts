@@ -197,6 +197,8 @@ export interface ClinicsTable {
   review_link: string | null;
   created_at: number;
   updated_at: number;
+  /** Soft delete: set, the clinic is gone for reads and bookings; its appointments keep naming it. */
+  deleted_at: number | null;
 }
 
 export interface DoctorsTable {
@@ -213,6 +215,8 @@ export interface DoctorsTable {
   review_link: string | null;
   created_at: number;
   updated_at: number;
+  /** Soft delete, as for clinics. */
+  deleted_at: number | null;
 }
 
 export interface ClinicDoctorsTable {

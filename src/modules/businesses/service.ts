@@ -76,6 +76,12 @@ export class BusinessService {
     });
   }
 
+  /** The business's id and name. */
+  async find(businessId: string): Promise<{ id: string; name: string } | undefined> {
+    const business = await repo.findBusiness(this.#deps.db, businessId);
+    return business && { id: business.id, name: business.name };
+  }
+
   /** The client `clientId` unless it is disabled; `db` may be the caller's transaction. */
   async findActiveClient(db: Db, clientId: string): Promise<ApiClientsTable | undefined> {
     return repo.findActiveClient(db, clientId);

@@ -1,8 +1,10 @@
 /**
  * SQL for clinics, doctors and their assignments; every query is scoped by business. Clinics and
- * doctors are queried alike, so the queries take the table.
+ * doctors are queried alike, so the queries take the table. A deleted record (`deleted_at` set) is
+ * found by no query but the appointments' own reads; its assignments are removed with it.
  */
 import { sql } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 
@@ -39,14 +41,74 @@ export async function update<T extends Table>(db: Db, table: T, businessId: stri
     .execute();
 }
 
-/** By the service's id, or by the partner's id when `byPartner`. */
-export async function find<T extends Table>(db: Db, table: T, businessId: string, id: string, byPartner: boolean): Promise<Database[T] | undefined> {
+/**
+ * By the service's id, or by the partner's id when `byPartner`; `lock` holds the row until the
+ * transaction ends (PostgreSQL; SQLite runs one transaction at a time).
+ */
+export async function find<T extends Table>(
+  db: Db,
+  table: T,
+  businessId: string,
+  id: string,
+  byPartner: boolean,
+  lock = false,
+): Promise<Database[T] | undefined> {
   return (await db
     .selectFrom(table as Table)
     .selectAll()
     .where('business_id', '=', businessId)
     .where(byPartner ? 'partner_id' : 'id', '=', id)
+    .where('deleted_at', 'is', null)
+    .$if(lock && isPostgres(db), (q) => q.forUpdate())
     .executeTakeFirst()) as Database[T] | undefined;
+}
+
+/** Every record of the business, oldest first. */
+export async function all<T extends Table>(db: Db, table: T, businessId: string): Promise<Array<Database[T]>> {
+  return (await db
+    .selectFrom(table as Table)
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('deleted_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute()) as Array<Database[T]>;
+}
+
+export async function softDelete(db: Db, table: Table, businessId: string, id: string, now: number): Promise<void> {
+  await db.updateTable(table).set({ deleted_at: now, updated_at: now }).where('business_id', '=', businessId).where('id', '=', id).execute();
+  await db
+    .deleteFrom('clinic_doctors')
+    .where('business_id', '=', businessId)
+    .where(table === 'clinics' ? 'clinic_id' : 'doctor_id', '=', id)
+    .execute();
+}
+
+/**
+ * Whether an appointment not cancelled and not yet over names the clinic or doctor. Read here rather
+ * than through the appointments service, which depends on this module.
+ */
+export async function hasUpcomingAppointment(db: Db, table: Table, businessId: string, id: string, now: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('appointments')
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where(table === 'clinics' ? 'clinic_id' : 'doctor_id', '=', id)
+    .where('status', '<>', 'CN')
+    .where('end_time', '>', now)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function businessAssignments(db: Db, businessId: string): Promise<Assignment[]> {
+  return db
+    .selectFrom('clinic_doctors')
+    .select(['clinic_id', 'doctor_id'])
+    .where('business_id', '=', businessId)
+    .orderBy('created_at')
+    .orderBy('doctor_id')
+    .execute();
 }
 
 export async function list<T extends Table>(db: Db, table: T, businessId: string, limit: number, offset: number): Promise<Array<Database[T]>> {
@@ -54,6 +116,7 @@ export async function list<T extends Table>(db: Db, table: T, businessId: string
     .selectFrom(table as Table)
     .selectAll()
     .where('business_id', '=', businessId)
+    .where('deleted_at', 'is', null)
     .orderBy('created_at')
     .orderBy('id')
     .limit(limit)
@@ -74,11 +137,28 @@ export async function byIds(
     .select(['id', 'partner_id'])
     .where('business_id', '=', businessId)
     .where(byPartner ? 'partner_id' : 'id', 'in', [...ids])
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+export async function clinicsByIds(db: Db, businessId: string, ids: readonly string[]): Promise<ClinicRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('clinics')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('id', 'in', [...ids])
+    .where('deleted_at', 'is', null)
     .execute();
 }
 
 export async function partnerIdTaken(db: Db, table: Table, businessId: string, partnerId: string, exceptId?: string): Promise<boolean> {
-  let query = db.selectFrom(table).select('id').where('business_id', '=', businessId).where('partner_id', '=', partnerId);
+  let query = db
+    .selectFrom(table)
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where('partner_id', '=', partnerId)
+    .where('deleted_at', 'is', null);
   if (exceptId) query = query.where('id', '<>', exceptId);
   return (await query.executeTakeFirst()) !== undefined;
 }
@@ -129,19 +209,26 @@ export interface PlacementRow {
   assigned: boolean | number;
 }
 
-/** The clinic and the doctor by either id (null where not sent) and their assignment, in one statement. */
+/**
+ * The clinic and the doctor by either id (null where not sent) and their assignment, in one statement.
+ * On PostgreSQL the clinic and doctor found are locked (shared) until the transaction ends: a delete
+ * (which locks them for update) waits for the booking and then sees its appointment, and a booking
+ * that waited for a delete finds the record gone.
+ */
 export async function placement(
   db: Db,
   businessId: string,
   ids: { clinicId: string | null; partnerClinicId: string | null; doctorId: string | null; partnerDoctorId: string | null },
 ): Promise<PlacementRow> {
+  const lock = isPostgres(db) ? sql` for share` : sql``;
+  const alive = sql`deleted_at is null`;
   const query = sql<PlacementRow>`
     select c.by_id as clinic_by_id, c.by_partner as clinic_by_partner, d.by_id as doctor_by_id, d.by_partner as doctor_by_partner,
       exists (select 1 from clinic_doctors cd where cd.business_id = ${businessId}
         and cd.clinic_id = coalesce(c.by_id, c.by_partner) and cd.doctor_id = coalesce(d.by_id, d.by_partner)) as assigned
-    from (select (select id from clinics where business_id = ${businessId} and id = ${ids.clinicId}) as by_id,
-                 (select id from clinics where business_id = ${businessId} and partner_id = ${ids.partnerClinicId}) as by_partner) c,
-         (select (select id from doctors where business_id = ${businessId} and id = ${ids.doctorId}) as by_id,
-                 (select id from doctors where business_id = ${businessId} and partner_id = ${ids.partnerDoctorId}) as by_partner) d`;
+    from (select (select id from clinics where business_id = ${businessId} and id = ${ids.clinicId} and ${alive}${lock}) as by_id,
+                 (select id from clinics where business_id = ${businessId} and partner_id = ${ids.partnerClinicId} and ${alive}${lock}) as by_partner) c,
+         (select (select id from doctors where business_id = ${businessId} and id = ${ids.doctorId} and ${alive}${lock}) as by_id,
+                 (select id from doctors where business_id = ${businessId} and partner_id = ${ids.partnerDoctorId} and ${alive}${lock}) as by_partner) d`;
   return (await query.execute(db)).rows[0]!;
 }

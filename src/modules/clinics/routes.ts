@@ -1,13 +1,15 @@
 /**
  * Clinics and doctors `/cdr/v1` (contract section 5): DRF-style error bodies, header `auth`. `?partner_id=1`
- * makes the path's `{id}` the partner's id.
+ * makes the path's `{id}` the partner's id. Eka's directory reads under `/dr/v1` (`directory.ts`) answer
+ * in Eka's shapes, with the error bodies of the `/dr` family.
  */
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
-import { ClinicsError, ClinicsNotFound } from '../../http/schemas.ts';
+import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import type { DirectoryService } from './directory.ts';
 import type { ClinicService, FieldProblems } from './service.ts';
 
 interface RouteConfig {
@@ -107,10 +109,79 @@ const Page = Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, max
 const ClinicRead = Type.Object({ status: Type.Literal('success'), clinic: Clinic });
 const DoctorRead = Type.Object({ status: Type.Literal('success'), doctor: Doctor });
 
+const Deleted = Type.Object({ status: Type.Literal('success'), message: Type.String() });
+
+/* Eka's shapes (doc-tool.yaml); partner_id is the service's addition, where the record has one. */
+const PartnerId = Type.Optional(Type.String());
+const EkaClinic = Type.Object({
+  clinic_id: Type.String(),
+  partner_id: PartnerId,
+  name: Type.String(),
+  address: Type.Object({
+    line1: Type.String(),
+    city: Type.Optional(Type.String()),
+    state: Type.Optional(Type.String()),
+    pincode: Type.Optional(Type.String()),
+  }),
+});
+const EkaClinicRead = Type.Object({ success: Type.Literal(true), data: Type.Object({ clinic: EkaClinic }) });
+const EkaDoctorRead = Type.Object({
+  id: Type.String(),
+  partner_id: PartnerId,
+  profile: Type.Object({
+    personal: Type.Object({
+      salutation: Type.String(),
+      first_name: Type.String(),
+      middle_name: Type.String(),
+      last_name: Type.String(),
+      dob: Type.String({ description: 'Not kept: always empty' }),
+      gender: Type.String(),
+      email: Type.Optional(Type.String()),
+    }),
+    professional: Type.Object({
+      active: Type.Boolean(),
+      about: Type.String(),
+      language: Type.Array(Type.Object({ code: Type.String(), language: Type.String() })),
+      degree: Type.Array(
+        Type.Object({
+          name: Type.String(),
+          branch_name: Type.String(),
+          college_name: Type.String(),
+          start_year: Type.String(),
+          end_year: Type.String(),
+        }),
+      ),
+      major_speciality: Type.Object({ name: Type.String({ description: 'The first specialisation' }), code: Type.String() }),
+      speciality: Type.Array(Type.Object({ name: Type.String() })),
+      clinics: Type.Array(
+        Type.Object({
+          id: Type.String(),
+          partner_id: PartnerId,
+          name: Type.String(),
+          contacts: Type.Array(Type.Object({ name: Type.String(), number: Type.String() })),
+          address: Type.Object({ line1: Type.String(), city: Type.String(), country: Type.String(), state: Type.String(), pin: Type.String() }),
+        }),
+      ),
+      default_clinic: Type.String({ description: 'The first clinic assigned, or empty' }),
+    }),
+  }),
+});
+const EkaEntities = Type.Object({
+  status_code: Type.Literal(200),
+  success: Type.Literal(true),
+  data: Type.Object({
+    clinics: Type.Array(Type.Object({ clinic_id: Type.String(), partner_id: PartnerId, name: Type.String(), doctors: Type.Array(Type.String()) })),
+    doctors: Type.Array(Type.Object({ doctor_id: Type.String(), partner_id: PartnerId, name: Type.String() })),
+    business: Type.Object({ business_id: Type.String(), name: Type.String() }),
+  }),
+});
+const drErrors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
+
 const errors = { 400: ClinicsError, 401: ClinicsError, 403: ClinicsError };
 const tags = ['clinics'];
 const read: RouteConfig = { family: 'clinics', auth: { anyOf: [] } };
 const write: RouteConfig = { family: 'clinics', auth: { anyOf: ['clinic:write'] } };
+const directoryRead: RouteConfig = { family: 'appointments', auth: read.auth };
 
 /*
  * Writes take what the schema refused as data (attachValidation), so that the service reports it
@@ -138,6 +209,18 @@ const getRoute = <R extends TSchema>(summary: string, record: R) => ({
   schema: { tags, summary, params: IdParams, querystring: ByPartner, response: { 200: record, ...errors, 404: ClinicsNotFound } },
 });
 
+const deleteRoute = <P extends TSchema>(summary: string, params: P) => ({
+  config: write,
+  schema: { tags, summary, params, querystring: ByPartner, response: { 200: Deleted, ...errors, 404: ClinicsNotFound, 409: ClinicsError } },
+});
+
+const directoryRoute = <P extends TSchema, R extends TSchema>(summary: string, params: P, record: R) => ({
+  config: directoryRead,
+  schema: { tags, summary, params, querystring: ByPartner, response: { 200: record, ...drErrors } },
+});
+
+const PathId = Type.String({ maxLength: MAX_ID_LENGTH });
+
 /**
  * A write's body with what the schema refused of it (field -> messages). A refused path or query stops
  * here: the service would otherwise look the record up with it. When the body was refused, the query
@@ -156,7 +239,7 @@ function submitted<T>(request: { body: T; validationError?: FastifyRequest['vali
 const businessOf = (request: FastifyRequest) => principalOf(request).businessId;
 const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 
-export function clinicRoutes(service: ClinicService) {
+export function clinicRoutes(service: ClinicService, directory: DirectoryService) {
   return async function plugin(app: App): Promise<void> {
     app.post('/cdr/v1/clinic', createRoute('Create a clinic', ClinicCreate), async (request, reply) =>
       reply.code(201).send({ status: 'success', svcid: await service.create('clinic', businessOf(request), ...submitted(request)) }),
@@ -197,5 +280,41 @@ export function clinicRoutes(service: ClinicService) {
       status: 'success' as const,
       doctor: await service.update('doctor', businessOf(request), request.params.id, byPartner(request.query), ...submitted(request)),
     }));
+
+    const deleteSummary = (kind: string) =>
+      `Delete a ${kind} (soft): refused (409) while an appointment not cancelled and not yet over names it; its appointments stay readable and its partner id is free again`;
+    app.delete('/cdr/v1/clinic/:clinic_id', deleteRoute(deleteSummary('clinic'), Type.Object({ clinic_id: PathId })), async (request) => {
+      await service.delete('clinic', businessOf(request), request.params.clinic_id, byPartner(request.query));
+      return { status: 'success' as const, message: 'Clinic Deleted Successfully' };
+    });
+
+    app.delete('/cdr/v1/doctor/:doc_id', deleteRoute(deleteSummary('doctor'), Type.Object({ doc_id: PathId })), async (request) => {
+      await service.delete('doctor', businessOf(request), request.params.doc_id, byPartner(request.query));
+      return { status: 'success' as const, message: 'Doctor Deleted Successfully' };
+    });
+
+    app.get(
+      '/dr/v1/business/clinic/:clinic_id',
+      directoryRoute("Read a clinic (Eka's shape)", Type.Object({ clinic_id: PathId }), EkaClinicRead),
+      async (request) => ({
+        success: true as const,
+        data: { clinic: await directory.clinic(businessOf(request), request.params.clinic_id, byPartner(request.query)) },
+      }),
+    );
+
+    app.get(
+      '/dr/v1/doctor/:doctor_id',
+      directoryRoute("Read a doctor's profile (Eka's shape)", Type.Object({ doctor_id: PathId }), EkaDoctorRead),
+      async (request) => directory.doctor(businessOf(request), request.params.doctor_id, byPartner(request.query)),
+    );
+
+    app.get(
+      '/dr/v1/business/entities',
+      {
+        config: directoryRead,
+        schema: { tags, summary: "The business's clinics and doctors (Eka's shape)", response: { 200: EkaEntities, ...drErrors } },
+      },
+      async (request) => ({ status_code: 200 as const, success: true as const, data: await directory.entities(businessOf(request)) }),
+    );
   };
 }

@@ -296,6 +296,25 @@ export class ClinicService {
   }
 
   /**
+   * A soft delete: the record is then unknown to every read, write and booking, its assignments are
+   * removed, and the appointments that name it keep reading as they were. Refused (409) while an
+   * appointment not cancelled and not yet over names it. The row is locked first, so a booking in
+   * flight either commits before (and is seen here) or finds the record gone (see `repo.placement`).
+   */
+  async delete(name: KindName, businessId: string, id: string, byPartner: boolean): Promise<void> {
+    const kind = KINDS[name];
+    await inTransaction(this.#deps.db, async (trx) => {
+      const row = await repo.find(trx, kind.table, businessId, id, byPartner, true);
+      if (!row) throw AppError.notFound(kind.notFound);
+      const now = Date.now();
+      if (await repo.hasUpcomingAppointment(trx, kind.table, businessId, row.id, now)) {
+        throw AppError.conflict(`This ${name} has upcoming appointments that are not cancelled: cancel them first.`);
+      }
+      await repo.softDelete(trx, kind.table, businessId, row.id, now);
+    });
+  }
+
+  /**
    * The clinic and doctor a booking names, each by the service's id and/or the partner's (undefined:
    * not sent): the service ids found for each id sent, and whether the clinic and doctor found are
    * assigned; one statement in the caller's transaction.
