@@ -183,6 +183,22 @@ export async function listViews(db: Db, businessId: string, filter: ListFilter):
   return query.orderBy('a.start_time').orderBy('a.id').limit(filter.limit).offset(filter.offset).execute();
 }
 
+/** A patient's appointments, newest first, after the keyset position `before` (start_time, id). */
+export async function listForPatient(
+  db: Db,
+  businessId: string,
+  patientId: string,
+  before: { startTime: number; id: string } | null,
+  limit: number,
+): Promise<AppointmentView[]> {
+  let query = views(db, businessId).where('a.patient_id', '=', patientId);
+  if (before !== null) {
+    const { startTime, id } = before;
+    query = query.where((eb) => eb.or([eb('a.start_time', '<', startTime), eb.and([eb('a.start_time', '=', startTime), eb('a.id', '<', id)])]));
+  }
+  return query.orderBy('a.start_time', 'desc').orderBy('a.id', 'desc').limit(limit).execute();
+}
+
 export async function reviewLinks(
   db: Db,
   businessId: string,

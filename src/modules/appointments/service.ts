@@ -287,6 +287,28 @@ export class AppointmentService {
     return rows.map(toRecord);
   }
 
+  /**
+   * A patient's appointments (its service id), newest first, PAGE_SIZE a page; `next_token` (sent
+   * back as `offset`) continues after the last one, null on the last page.
+   */
+  async listForPatient(
+    businessId: string,
+    patientId: string,
+    offset?: string,
+  ): Promise<{ appointments: AppointmentRecord[]; next_token: string | null }> {
+    let before: { startTime: number; id: string } | null = null;
+    if (offset !== undefined) {
+      const match = /^(\d{1,16})\.(.+)$/s.exec(Buffer.from(offset, 'base64url').toString('utf8'));
+      if (!match) throw invalid('offset', 'is not a page token of this listing');
+      before = { startTime: Number(match[1]), id: match[2]! };
+    }
+    const rows = await repo.listForPatient(this.#db, businessId, patientId, before, PAGE_SIZE + 1);
+    const page = rows.slice(0, PAGE_SIZE);
+    const last = page.at(-1);
+    const nextToken = rows.length > PAGE_SIZE && last ? Buffer.from(`${last.start_time}.${last.id}`).toString('base64url') : null;
+    return { appointments: page.map(toRecord), next_token: nextToken };
+  }
+
   async update(principal: Principal, id: string, byPartner: boolean, input: UpdateInput): Promise<AppointmentRecord> {
     if (!UPDATE_FIELDS.some((field) => input[field] !== undefined)) {
       throw new AppError(400, `The update is empty: send at least one of ${UPDATE_FIELDS.join(', ')}`, { code: 'INVALID_REQUEST' });

@@ -63,8 +63,9 @@ export interface PatientInput {
   partner_patient_id?: string;
   designation?: string;
   first_name?: string;
-  middle_name?: string;
-  last_name?: string;
+  /** null clears it (a whole name sent in one piece). */
+  middle_name?: string | null;
+  last_name?: string | null;
   gender?: 'M' | 'F' | 'O';
   dob?: string;
   age?: number;
