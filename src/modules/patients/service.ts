@@ -497,10 +497,12 @@ export class PatientService {
       if (row.merged_into !== null) {
         throw new AppError(409, `The patient was merged into ${row.merged_into}: change that patient instead`, { code: 'PATIENT_MERGED' });
       }
-      // Locked for the rest of the transaction (SQLite runs one writer at a time).
+      // Locked for the rest of the transaction (SQLite runs one writer at a time), then read again:
+      // a change that committed while this one waited for the lock is seen.
       await repo.updatePatient(trx, businessId, row.id, { updated_at: Date.now() });
-      await work(trx, row);
-      return row;
+      const current = (await repo.findById(trx, businessId, row.id)) ?? row;
+      await work(trx, current);
+      return current;
     });
   }
 
