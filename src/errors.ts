@@ -17,7 +17,10 @@ export type ErrorCode =
   | 'SERVICE_UNAVAILABLE'
   | 'APPOINTMENT_NOT_FOUND'
   | 'APPOINTMENT_EXISTS'
-  | 'COMPLETE_NOT_ALLOWED';
+  | 'COMPLETE_NOT_ALLOWED'
+  | 'PATIENTS_NOT_FOUND'
+  | 'PATIENT_ALREADY_EXISTS'
+  | 'PATIENT_MERGED';
 
 export interface Problem {
   status: number;

@@ -8,6 +8,8 @@ export const SCOPES = [
   'cases:write',
   'notification:admin',
   'webhook:admin',
+  'patient:read',
+  'patient:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -19,6 +19,7 @@ import * as reviews from './migrations/0008_reviews.ts';
 import * as catalogueChangesIndex from './migrations/0009_catalogue_changes_index.ts';
 import * as searchSnapshots from './migrations/0010_search_snapshots.ts';
 import * as webhookDeliveryDecisions from './migrations/0011_webhook_delivery_decisions.ts';
+import * as patientDirectory from './migrations/0012_patient_directory.ts';
 import * as directoryDeletes from './migrations/0014_directory_deletes.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -33,6 +34,7 @@ export const migrations: Record<string, Migration> = {
   '0009_catalogue_changes_index': catalogueChangesIndex,
   '0010_search_snapshots': searchSnapshots,
   '0011_webhook_delivery_decisions': webhookDeliveryDecisions,
+  '0012_patient_directory': patientDirectory,
   '0014_directory_deletes': directoryDeletes,
 };
 

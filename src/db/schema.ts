@@ -168,7 +168,7 @@ export interface JobLocksTable {
 
 export interface CasesTable {
   business_id: string;
-  /** The X-Pt-Id as given. */
+  /** The patient's key (PatientService.canonicalRef): its partner id, else its service id; an X-Pt-Id no patient has, as given. */
   patient_ref: string;
   id: string;
   /** 'A' active, 'D' deleted (a tombstone: the item columns are cleared). */
@@ -229,9 +229,36 @@ export interface ClinicDoctorsTable {
 export interface PatientsTable {
   id: string;
   business_id: string;
+  /** Unique per business; Eka's profiles call it `username`. */
   partner_patient_id: string | null;
-  /** JSON: the patient_details fields (interface 2.7, plus age) */
-  details: string;
+  designation: string | null;
+  first_name: string | null;
+  middle_name: string | null;
+  last_name: string | null;
+  /** 'M', 'F' or 'O' */
+  gender: string | null;
+  /** YYYY-MM-DD; null when an age was given instead */
+  dob: string | null;
+  /** Whole years as given at `age_recorded_at` (ms), so that it can be aged; null when a dob was given */
+  age: number | null;
+  age_recorded_at: number | null;
+  /** '+' and the digits with country code ('+91' added to 10 digits) */
+  mobile: string | null;
+  /** lower case */
+  email: string | null;
+  blood_group: string | null;
+  /** JSON object: line1, line2, city, state, country, pincode */
+  address: string | null;
+  /** 14 digits, no dashes */
+  abha_number: string | null;
+  /** lower case, e.g. name@abdm */
+  abha_address: string | null;
+  /** JSON object: the partner's own fields (Eka's `extras` and `partner_meta`) */
+  extras: string | null;
+  /** ms; an archived patient is listed and looked up only when asked for */
+  archived_at: number | null;
+  /** The surviving patient's id once this one was merged into it */
+  merged_into: string | null;
   created_at: number;
   updated_at: number;
 }

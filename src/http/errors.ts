@@ -6,11 +6,11 @@
 import type { FastifyError } from 'fastify';
 import type { ErrorCode, Problem } from '../errors.ts';
 
-export type ErrorFamily = 'search' | 'appointments' | 'clinics' | 'cases' | 'notifications' | 'standard' | 'auth';
+export type ErrorFamily = 'search' | 'appointments' | 'clinics' | 'cases' | 'notifications' | 'standard' | 'auth' | 'profiles';
 
-export const ERROR_FAMILIES: readonly ErrorFamily[] = ['search', 'appointments', 'clinics', 'cases', 'notifications', 'standard', 'auth'];
+export const ERROR_FAMILIES: readonly ErrorFamily[] = ['search', 'appointments', 'clinics', 'cases', 'notifications', 'standard', 'auth', 'profiles'];
 
-const STRING_CODES: Record<'appointments' | 'cases' | 'standard', Record<number, ErrorCode>> = {
+const STRING_CODES: Record<'appointments' | 'cases' | 'standard' | 'profiles', Record<number, ErrorCode>> = {
   appointments: {
     400: 'INVALID_REQUEST',
     401: 'UNAUTHORIZED',
@@ -35,6 +35,18 @@ const STRING_CODES: Record<'appointments' | 'cases' | 'standard', Record<number,
     500: 'SERVER_ERROR',
     503: 'SERVICE_UNAVAILABLE',
   },
+  profiles: {
+    400: 'INVALID_REQUEST',
+    401: 'UNAUTHORIZED',
+    403: 'ACCESS_DENIED',
+    404: 'PATIENTS_NOT_FOUND',
+    409: 'CONFLICT',
+    413: 'INVALID_REQUEST',
+    415: 'INVALID_REQUEST',
+    429: 'RATE_LIMITED',
+    500: 'SERVER_ERROR',
+    503: 'SERVICE_UNAVAILABLE',
+  },
   standard: {
     400: 'INVALID_REQUEST',
     401: 'UNAUTHORIZED',
@@ -49,8 +61,16 @@ const STRING_CODES: Record<'appointments' | 'cases' | 'standard', Record<number,
   },
 };
 
-function stringCode(family: 'appointments' | 'cases' | 'standard', problem: Problem): ErrorCode {
+function stringCode(family: 'appointments' | 'cases' | 'standard' | 'profiles', problem: Problem): ErrorCode {
   return problem.code ?? STRING_CODES[family][problem.status] ?? (problem.status >= 500 ? 'SERVER_ERROR' : 'INVALID_REQUEST');
+}
+
+/**
+ * Eka's profiles spell codes in lower case and call a patient a profile: `invalid_request`,
+ * `profile_not_found`, `profile_already_exists`.
+ */
+function profileCode(code: ErrorCode): string {
+  return code.replace(/^PATIENTS?_/, 'PROFILE_').toLowerCase();
 }
 
 /** The message with every field problem appended, for families that carry one string. */
@@ -75,6 +95,8 @@ export function renderProblem(family: ErrorFamily, problem: Problem): unknown {
     case 'appointments':
     case 'standard':
       return { error: { code: stringCode(family, problem), message: fullMessage(problem) } };
+    case 'profiles':
+      return { error: { code: profileCode(stringCode('profiles', problem)), message: fullMessage(problem) } };
     case 'clinics':
       if (problem.status === 404) return { status: 'error', message: problem.message };
       if (problem.fields && Object.keys(problem.fields).length > 0) return problem.fields;
@@ -89,6 +111,7 @@ export function familyForPath(url: string): ErrorFamily {
   if (url.startsWith('/cdr/')) return 'clinics';
   if (url.startsWith('/mr/')) return 'cases';
   if (url.startsWith('/connect-auth/')) return 'auth';
+  if (url.startsWith('/profiles/')) return 'profiles';
   if (url.startsWith('/notification/') && !url.startsWith('/notification/v1/connect/webhook')) return 'notifications';
   return 'standard';
 }

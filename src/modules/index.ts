@@ -6,6 +6,7 @@ import { businessesModule } from './businesses/index.ts';
 import { casesModule } from './cases/index.ts';
 import { clinicsModule } from './clinics/index.ts';
 import { opsModule } from './ops/index.ts';
+import { patientsModule } from './patients/index.ts';
 import { pushModule } from './push/index.ts';
 import { reviewsModule } from './reviews/index.ts';
 import { searchModule } from './search/index.ts';
@@ -21,6 +22,7 @@ export function createModules(ctx: AppContext) {
     businesses: businessesModule(ctx),
     clinics: clinicsModule(ctx),
     appointments: appointmentsModule(ctx),
+    patients: patientsModule(ctx),
     search: searchModule(ctx),
     webhooks: webhooksModule(ctx),
     cases: casesModule(ctx),

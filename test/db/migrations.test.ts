@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Kysely } from 'kysely';
 import { up as alignWebhookDeliveries } from '../../src/db/migrations/0011_webhook_delivery_decisions.ts';
+import * as patientDirectory from '../../src/db/migrations/0012_patient_directory.ts';
 import { startReceiver, recordReviewEvent } from '../modules/webhooks/support.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
 
@@ -50,5 +52,75 @@ describe(`migrations (${DIALECT})`, () => {
     row = await delivery();
     assert.equal(row.status, 'pending');
     assert.equal(row.next_attempt_at, dueAt);
+  });
+
+  it('0012 turns patient details into columns and moves records kept under a service id to the partner id', async () => {
+    const client = await createTestClient(t.ctx);
+    const db = t.ctx.storage.db;
+    const old = db as unknown as Kysely<any>;
+    await patientDirectory.down(old);
+    const now = Date.now();
+    const patient = (id: string, partner: string | null, details: unknown) => ({
+      id,
+      business_id: client.businessId,
+      partner_patient_id: partner,
+      details: JSON.stringify(details),
+      created_at: now,
+      updated_at: now,
+    });
+    await old
+      .insertInto('patients')
+      .values([
+        patient('pt_m1', 'UH-1', {
+          first_name: 'Asha',
+          mobile: '+919800000001',
+          dob: '1980-05-06',
+          address: { city: 'Pune', pincode: 411001 },
+          partner_patient_id: 'UH-1',
+        }),
+        patient('pt_m2', null, { first_name: 'Bala', age: 41, gender: 'M' }),
+      ])
+      .execute();
+    const kase = (ref: string, id: string) => ({
+      business_id: client.businessId,
+      patient_ref: ref,
+      id,
+      status: 'A',
+      display_name: id,
+      type: null,
+      hi_type: null,
+      partner_meta: '{}',
+      occurred_at: now,
+      created_at: now,
+      updated_at: now,
+    });
+    await db
+      .insertInto('cases')
+      .values([kase('pt_m1', 'c1'), kase('pt_m1', 'c2'), kase('UH-1', 'c2'), kase('pt_m2', 'c3')])
+      .execute();
+    await patientDirectory.up(old);
+
+    const rows = await db.selectFrom('patients').selectAll().where('id', 'in', ['pt_m1', 'pt_m2']).orderBy('id').execute();
+    assert.equal(rows[0]!.first_name, 'Asha');
+    assert.equal(rows[0]!.mobile, '+919800000001');
+    assert.equal(rows[0]!.dob, '1980-05-06');
+    assert.deepEqual(JSON.parse(rows[0]!.address!), { city: 'Pune', pincode: 411001 });
+    assert.equal(rows[1]!.age, 41);
+    assert.equal(Number(rows[1]!.age_recorded_at), now);
+    assert.equal(rows[1]!.gender, 'M');
+    const refs = await db
+      .selectFrom('cases')
+      .select(['patient_ref', 'id'])
+      .where('business_id', '=', client.businessId)
+      .orderBy('id')
+      .orderBy('patient_ref')
+      .execute();
+    assert.deepEqual(
+      refs.map((r) => `${r.id}@${r.patient_ref}`),
+      ['c1@UH-1', 'c2@UH-1', 'c2@pt_m1', 'c3@pt_m2'],
+      'moved to the partner id, except a case id already kept there',
+    );
+    const read = await t.app.inject({ method: 'GET', url: '/mr/api/v1/cases/c1', headers: { ...bearer(client.token), 'x-pt-id': 'pt_m1' } });
+    assert.equal(read.statusCode, 200);
   });
 });

@@ -9,7 +9,7 @@ export interface Exchange {
   response: { status: number; headers: Record<string, unknown>; body: string };
 }
 
-type Family = 'search' | 'appointments' | 'clinics' | 'cases' | 'notifications' | 'standard' | 'auth';
+type Family = 'search' | 'appointments' | 'clinics' | 'cases' | 'notifications' | 'standard' | 'auth' | 'profiles';
 
 /** Contract section 0: the error body family of a path prefix. */
 export function familyOf(url: string): Family {
@@ -19,6 +19,7 @@ export function familyOf(url: string): Family {
   if (path.startsWith('/cdr/')) return 'clinics';
   if (path.startsWith('/mr/')) return 'cases';
   if (path.startsWith('/connect-auth/')) return 'auth';
+  if (path.startsWith('/profiles/')) return 'profiles';
   // Webhook subscriptions live under /notification but answer in the standard family.
   if (path.startsWith('/notification/') && !path.startsWith('/notification/v1/connect/webhook')) return 'notifications';
   return 'standard';
@@ -62,6 +63,15 @@ export function familyBodyProblem(family: Family, status: number, body: unknown)
         nonEmptyString(body.error.message)
         ? null
         : 'not {"error": {"code": string, "message": string}}';
+    case 'profiles':
+      return keysAre(body, ['error']) &&
+        isObject(body.error) &&
+        keysAre(body.error, ['code', 'message']) &&
+        typeof body.error.code === 'string' &&
+        /^[a-z][a-z_]*$/.test(body.error.code) &&
+        nonEmptyString(body.error.message)
+        ? null
+        : 'not {"error": {"code": lower-case string, "message": string}}';
     case 'clinics':
       if (status === 404)
         return keysAre(body, ['status', 'message']) && body.status === 'error' && nonEmptyString(body.message)

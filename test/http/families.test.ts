@@ -59,6 +59,19 @@ const EXPECTED: Record<ErrorFamily, (status: number) => (body: any) => void> = {
     };
     assert.equal(body.error.code, codes[status]);
   },
+  profiles: (status) => (body) => {
+    assert.deepEqual(Object.keys(body), ['error']);
+    const codes: Record<number, string> = {
+      400: 'invalid_request',
+      401: 'unauthorized',
+      403: 'access_denied',
+      413: 'invalid_request',
+      415: 'invalid_request',
+      500: 'server_error',
+    };
+    assert.equal(body.error.code, codes[status]);
+    assert.equal(typeof body.error.message, 'string');
+  },
   clinics: () => (body) => {
     for (const value of Object.values(body)) assert.ok(Array.isArray(value) && value.every((m) => typeof m === 'string'));
   },
@@ -186,6 +199,9 @@ describe(`error families (${DIALECT})`, () => {
     const appointments = await t.app.inject({ method: 'GET', url: '/dr/v1/nothing/here/at/all' });
     assert.equal(appointments.statusCode, 404);
     assert.ok(appointments.json().error.code);
+    const profiles = await t.app.inject({ method: 'GET', url: '/profiles/v1/nothing/here/at/all' });
+    assert.equal(profiles.statusCode, 404);
+    assert.equal(profiles.json().error.code, 'not_found');
   });
 
   it('answers with and without a trailing slash', async () => {

@@ -350,10 +350,14 @@ describe(`hostile input (${DIALECT})`, () => {
       assert.deepEqual(found.sort(), [
         'PATCH /dr/v1/appointment/{appointment_id}.display_meta',
         'PATCH /dr/v1/appointment/{appointment_id}.partner_meta',
+        'PATCH /dr/v1/patient/{patient_id}.partner_meta',
         'PATCH /mr/api/v1/cases/{id}.partner_meta',
+        'PATCH /profiles/v1/patient/{oid}.extras',
         'POST /dr/v1/appointment.display_meta',
         'POST /dr/v1/appointment.partner_meta',
+        'POST /dr/v1/patient.partner_meta',
         'POST /mr/api/v1/cases.partner_meta',
+        'POST /profiles/v1/patient/.extras',
       ]);
     });
   });

@@ -6,6 +6,8 @@ import { PatientService } from '../patients/service.ts';
 import { appointmentRoutes } from './routes.ts';
 import { AppointmentService } from './service.ts';
 
+export { AppointmentRecordSchema } from './routes.ts';
+
 export function appointmentsModule(ctx: AppContext): Module {
   const { db, dialect } = ctx.storage;
   const service = new AppointmentService({
@@ -14,7 +16,7 @@ export function appointmentsModule(ctx: AppContext): Module {
     timezone: ctx.config.timezone,
     publicUrl: ctx.config.publicUrl,
     clinics: new ClinicService({ db }),
-    patients: new PatientService({ db }),
+    patients: new PatientService({ db, timezone: ctx.config.timezone }),
   });
   return { name: 'appointments', routes: appointmentRoutes(service) };
 }

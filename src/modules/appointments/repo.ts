@@ -28,11 +28,50 @@ export async function insertAppointment(db: Db, row: AppointmentRow): Promise<vo
   await db.insertInto('appointments').values(row).execute();
 }
 
-/** An appointment as a change reads it: the record's view and its patient's own row, both locked. */
+/**
+ * An appointment as a change reads it: the record's view and its patient's own row (the columns the
+ * patients service changes, prefixed `patient_`), both locked. The appointment keeps its own copy of
+ * the details in `patient_details`.
+ */
 export interface LockedAppointment extends AppointmentView {
-  /** The patient row's details (the appointment keeps its own copy in `patient_details`). */
-  patient_record_details: string;
+  patient_designation: string | null;
+  patient_first_name: string | null;
+  patient_middle_name: string | null;
+  patient_last_name: string | null;
+  patient_gender: string | null;
+  patient_dob: string | null;
+  patient_age: number | null;
+  patient_age_recorded_at: number | null;
+  patient_mobile: string | null;
+  patient_email: string | null;
+  patient_blood_group: string | null;
+  patient_address: string | null;
+  patient_abha_number: string | null;
+  patient_abha_address: string | null;
+  patient_extras: string | null;
+  patient_archived_at: number | null;
+  patient_merged_into: string | null;
 }
+
+const LOCKED_PATIENT_COLUMNS = [
+  'p.designation as patient_designation',
+  'p.first_name as patient_first_name',
+  'p.middle_name as patient_middle_name',
+  'p.last_name as patient_last_name',
+  'p.gender as patient_gender',
+  'p.dob as patient_dob',
+  'p.age as patient_age',
+  'p.age_recorded_at as patient_age_recorded_at',
+  'p.mobile as patient_mobile',
+  'p.email as patient_email',
+  'p.blood_group as patient_blood_group',
+  'p.address as patient_address',
+  'p.abha_number as patient_abha_number',
+  'p.abha_address as patient_abha_address',
+  'p.extras as patient_extras',
+  'p.archived_at as patient_archived_at',
+  'p.merged_into as patient_merged_into',
+] as const;
 
 /**
  * The appointment by the service's id (or the partner's, when `byPartner`) with what its answer and
@@ -50,7 +89,7 @@ export async function findForUpdate(
   const key = byPartner ? 'a.partner_appointment_id' : 'a.id';
   const locked = compiledOnce(`locked ${dialect} ${byPartner}`, () =>
     views(db, BUSINESS)
-      .select('p.details as patient_record_details')
+      .select(LOCKED_PATIENT_COLUMNS)
       .where(key, '=', ID)
       .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p'])),
   );
@@ -142,6 +181,22 @@ export async function listViews(db: Db, businessId: string, filter: ListFilter):
   if (filter.from !== undefined) query = query.where('a.start_time', '>=', filter.from);
   if (filter.to !== undefined) query = query.where('a.start_time', '<', filter.to);
   return query.orderBy('a.start_time').orderBy('a.id').limit(filter.limit).offset(filter.offset).execute();
+}
+
+/** A patient's appointments, newest first, after the keyset position `before` (start_time, id). */
+export async function listForPatient(
+  db: Db,
+  businessId: string,
+  patientId: string,
+  before: { startTime: number; id: string } | null,
+  limit: number,
+): Promise<AppointmentView[]> {
+  let query = views(db, businessId).where('a.patient_id', '=', patientId);
+  if (before !== null) {
+    const { startTime, id } = before;
+    query = query.where((eb) => eb.or([eb('a.start_time', '<', startTime), eb.and([eb('a.start_time', '=', startTime), eb('a.id', '<', id)])]));
+  }
+  return query.orderBy('a.start_time', 'desc').orderBy('a.id', 'desc').limit(limit).execute();
 }
 
 export async function reviewLinks(

@@ -82,7 +82,8 @@ const UpdateBody = Type.Object({
   notes: Type.Optional(Notes),
 });
 
-const Record_ = Type.Object({
+/** The appointment record (contract 4), as every appointment answer renders it. */
+export const AppointmentRecordSchema = Type.Object({
   appointment_id: Type.String(),
   partner_appointment_id: Type.Optional(Type.String()),
   clinic_id: Type.String(),
@@ -149,7 +150,7 @@ export function appointmentRoutes(service: AppointmentService) {
           tags,
           summary: 'List appointments by start time, 50 a page',
           querystring: ListQuery,
-          response: { 200: Type.Object({ appointments: Type.Array(Record_) }), ...errors },
+          response: { 200: Type.Object({ appointments: Type.Array(AppointmentRecordSchema) }), ...errors },
         },
       },
       async (request) => ({ appointments: await service.list(principalOf(request).businessId, request.query) }),
@@ -159,7 +160,13 @@ export function appointmentRoutes(service: AppointmentService) {
       '/dr/v1/appointment/:appointment_id',
       {
         config: read,
-        schema: { tags, summary: 'Read an appointment', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
+        schema: {
+          tags,
+          summary: 'Read an appointment',
+          params: Params,
+          querystring: ByPartner,
+          response: { 200: AppointmentRecordSchema, ...errors },
+        },
       },
       async (request) => service.get(principalOf(request).businessId, request.params.appointment_id, byPartner(request.query)),
     );
@@ -174,7 +181,7 @@ export function appointmentRoutes(service: AppointmentService) {
           params: Params,
           querystring: ByPartner,
           body: UpdateBody,
-          response: { 200: Record_, ...errors },
+          response: { 200: AppointmentRecordSchema, ...errors },
         },
       },
       async (request) => service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), request.body),
@@ -190,7 +197,7 @@ export function appointmentRoutes(service: AppointmentService) {
           params: Params,
           querystring: ByPartner,
           body: Type.Object({ status: Type.Literal('NS', { 'x-message': 'must be "NS" (no-show)' }) }),
-          response: { 200: Record_, ...errors },
+          response: { 200: AppointmentRecordSchema, ...errors },
         },
       },
       async (request) => service.noShow(principalOf(request), request.params.appointment_id, byPartner(request.query)),
@@ -205,7 +212,7 @@ export function appointmentRoutes(service: AppointmentService) {
           summary: 'Complete (status CM), from any state; the first completion requests a review',
           params: Params,
           querystring: ByPartner,
-          response: { 200: Record_, ...errors },
+          response: { 200: AppointmentRecordSchema, ...errors },
         },
       },
       async (request) => service.complete(principalOf(request), request.params.appointment_id, byPartner(request.query)),
@@ -215,7 +222,13 @@ export function appointmentRoutes(service: AppointmentService) {
       '/dr/v1/appointment/:appointment_id/cancel',
       {
         config: write,
-        schema: { tags, summary: 'Cancel (status CN)', params: Params, querystring: ByPartner, response: { 200: Record_, ...errors } },
+        schema: {
+          tags,
+          summary: 'Cancel (status CN)',
+          params: Params,
+          querystring: ByPartner,
+          response: { 200: AppointmentRecordSchema, ...errors },
+        },
       },
       async (request) => service.cancel(principalOf(request), request.params.appointment_id, byPartner(request.query)),
     );

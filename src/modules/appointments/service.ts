@@ -14,7 +14,7 @@ import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { randomToken } from '../../security/secrets.ts';
 import type { ClinicService, Placement } from '../clinics/service.ts';
-import { PATIENT_FIELDS, type PatientDetails, type PatientService } from '../patients/service.ts';
+import { PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
 import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
 import * as repo from './repo.ts';
 
@@ -287,6 +287,28 @@ export class AppointmentService {
     return rows.map(toRecord);
   }
 
+  /**
+   * A patient's appointments (its service id), newest first, PAGE_SIZE a page; `next_token` (sent
+   * back as `offset`) continues after the last one, null on the last page.
+   */
+  async listForPatient(
+    businessId: string,
+    patientId: string,
+    offset?: string,
+  ): Promise<{ appointments: AppointmentRecord[]; next_token: string | null }> {
+    let before: { startTime: number; id: string } | null = null;
+    if (offset !== undefined) {
+      const match = /^(\d{1,16})\.(.+)$/s.exec(Buffer.from(offset, 'base64url').toString('utf8'));
+      if (!match) throw invalid('offset', 'is not a page token of this listing');
+      before = { startTime: Number(match[1]), id: match[2]! };
+    }
+    const rows = await repo.listForPatient(this.#db, businessId, patientId, before, PAGE_SIZE + 1);
+    const page = rows.slice(0, PAGE_SIZE);
+    const last = page.at(-1);
+    const nextToken = rows.length > PAGE_SIZE && last ? Buffer.from(`${last.start_time}.${last.id}`).toString('base64url') : null;
+    return { appointments: page.map(toRecord), next_token: nextToken };
+  }
+
   async update(principal: Principal, id: string, byPartner: boolean, input: UpdateInput): Promise<AppointmentRecord> {
     if (!UPDATE_FIELDS.some((field) => input[field] !== undefined)) {
       throw new AppError(400, `The update is empty: send at least one of ${UPDATE_FIELDS.join(', ')}`, { code: 'INVALID_REQUEST' });
@@ -314,7 +336,7 @@ export class AppointmentService {
       let partnerPatientId = row.partner_patient_id;
       if (input.patient_details !== undefined) {
         const known = JSON.parse(row.patient_details) as PatientDetails;
-        const locked = { id: row.patient_id, partner_patient_id: row.partner_patient_id, details: row.patient_record_details };
+        const locked = lockedPatient(row);
         const patient = await this.#deps.patients.forUpdate(trx, row.business_id, locked, known, input.patient_details);
         changes.patient_id = patient.id;
         changes.patient_details = JSON.stringify(patient.details);
@@ -420,6 +442,31 @@ function resolved(kind: 'clinic' | 'doctor', id: string | undefined, partnerId: 
   if (found.byId && found.byPartner && found.byId !== found.byPartner)
     throw invalid(`partner_${kind}_id`, `names a different ${kind} than ${kind}_id`);
   return (found.byId ?? found.byPartner)!;
+}
+
+/** The patient row the locked read carried. */
+function lockedPatient(row: repo.LockedAppointment): LockedPatient {
+  return {
+    id: row.patient_id,
+    partner_patient_id: row.partner_patient_id,
+    designation: row.patient_designation,
+    first_name: row.patient_first_name,
+    middle_name: row.patient_middle_name,
+    last_name: row.patient_last_name,
+    gender: row.patient_gender,
+    dob: row.patient_dob,
+    age: row.patient_age === null ? null : Number(row.patient_age),
+    age_recorded_at: row.patient_age_recorded_at === null ? null : Number(row.patient_age_recorded_at),
+    mobile: row.patient_mobile,
+    email: row.patient_email,
+    blood_group: row.patient_blood_group,
+    address: row.patient_address,
+    abha_number: row.patient_abha_number,
+    abha_address: row.patient_abha_address,
+    extras: row.patient_extras,
+    archived_at: row.patient_archived_at === null ? null : Number(row.patient_archived_at),
+    merged_into: row.patient_merged_into,
+  };
 }
 
 function notFound(): AppError {

@@ -1,33 +1,38 @@
 /**
- * Patients, kept per business and matched by the partner's `partner_patient_id`. Other modules reach
- * them here: appointments create and update them inside the appointment's transaction (the methods
- * that take `trx` run in the caller's), and cases and push devices name a patient by either id.
+ * Patients: one record per person per business, matched by the partner's `partner_patient_id`
+ * (Eka's profiles call it `username`). Appointments create and update them inside the appointment's
+ * transaction (the methods that take `trx` run in the caller's); the patients routes serve them as
+ * a resource in two families of paths (`/dr/v1/patient`, `/profiles/v1/patient`); cases and push
+ * devices name a patient by either id through `canonicalRef`.
  */
 import type { Kysely } from 'kysely';
-import type { Db } from '../../db/index.ts';
+import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../errors.ts';
 import * as repo from './repo.ts';
-import type { PatientDetails } from './repo.ts';
+import type { PatientRow } from './repo.ts';
 
-export type { PatientDetails } from './repo.ts';
+export type { PatientRow } from './repo.ts';
 
 export interface PatientServiceDeps {
   db: Kysely<Database>;
+  /** CPS_TIMEZONE: the day a dob is checked against and an age is counted from (default Asia/Kolkata). */
+  timezone?: string;
 }
 
-/** A patient as an appointment names it: its id, and the details the appointment keeps. */
-export interface PatientChoice {
-  id: string;
-  details: PatientDetails;
-}
-
-/** A patient row the caller has read locked (on PostgreSQL) in its transaction. */
-export interface LockedPatient {
-  id: string;
-  partner_patient_id: string | null;
-  /** The stored details, JSON. */
-  details: string;
+/** interface 2.7, with `age` as the other side of the DOB/AGE choice: what an appointment keeps. */
+export interface PatientDetails {
+  designation?: string;
+  first_name?: string;
+  middle_name?: string;
+  last_name?: string;
+  mobile?: string;
+  gender?: 'M' | 'F' | 'O';
+  dob?: string;
+  age?: number;
+  address?: { city?: string; pincode?: number };
+  partner_patient_id?: string;
 }
 
 /** The fields of interface 2.7, plus age. */
@@ -43,6 +48,192 @@ export const PATIENT_FIELDS = [
   'address',
   'partner_patient_id',
 ] as const;
+
+export interface Address {
+  line1?: string;
+  line2?: string;
+  city?: string;
+  state?: string;
+  country?: string;
+  pincode?: number;
+}
+
+/** A patient as both families write it, in the record's own names. */
+export interface PatientInput {
+  partner_patient_id?: string;
+  designation?: string;
+  first_name?: string;
+  /** null clears it (a whole name sent in one piece). */
+  middle_name?: string | null;
+  last_name?: string | null;
+  gender?: 'M' | 'F' | 'O';
+  dob?: string;
+  age?: number;
+  mobile?: string;
+  email?: string;
+  blood_group?: string;
+  address?: Address;
+  abha_number?: string;
+  abha_address?: string;
+  /** Replaces the stored object. */
+  extras?: Record<string, unknown>;
+}
+
+/** A patient as an appointment names it: its id, and the details the appointment keeps. */
+export interface PatientChoice {
+  id: string;
+  details: PatientDetails;
+}
+
+/** A patient row the caller has read locked (on PostgreSQL) in its transaction. */
+export type LockedPatient = Omit<PatientRow, 'business_id' | 'created_at' | 'updated_at'>;
+
+/** Which patients a look-up answers. */
+export interface Visibility {
+  /** Archived patients too (Eka's `arc=true`). */
+  archived: boolean;
+}
+
+const DEFAULT_TIMEZONE = 'Asia/Kolkata';
+
+function invalid(field: string, message: string): AppError {
+  return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
+}
+
+export function notFound(): AppError {
+  return new AppError(404, 'No patient found with the provided id belonging to this business', { code: 'PATIENTS_NOT_FOUND' });
+}
+
+function alreadyExists(partnerPatientId: string): AppError {
+  return new AppError(409, `Patient already exists with the same partner_patient_id: ${partnerPatientId}`, { code: 'PATIENT_ALREADY_EXISTS' });
+}
+
+/* ---- formats ---- */
+
+const dayFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** The calendar date (YYYY-MM-DD) of `epochMs` in `timeZone`. */
+export function dateIn(timeZone: string, epochMs: number): string {
+  let format = dayFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dayFormats.set(timeZone, format);
+  }
+  return format.format(new Date(epochMs));
+}
+
+function isRealDate(date: string): boolean {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const check = new Date(Date.UTC(year, month - 1, day));
+  return check.getUTCFullYear() === year && check.getUTCMonth() === month - 1 && check.getUTCDate() === day;
+}
+
+/** Whole years from `from` to `to` (both YYYY-MM-DD). */
+function yearsBetween(from: string, to: string): number {
+  const years = Number(to.slice(0, 4)) - Number(from.slice(0, 4));
+  return to.slice(5) < from.slice(5) ? years - 1 : years;
+}
+
+/**
+ * A mobile number as stored: '+' and 7 to 15 digits with the country code. Ten digits are an Indian
+ * number (+91), and so are eleven with a leading 0; spaces, dashes, dots and brackets are dropped.
+ */
+export function normaliseMobile(value: string): string | null {
+  const compact = value.trim().replace(/[\s\-().]/g, '');
+  if (/^\+\d{7,15}$/.test(compact)) return compact;
+  if (/^\d{10}$/.test(compact)) return `+91${compact}`;
+  if (/^0\d{10}$/.test(compact)) return `+91${compact.slice(1)}`;
+  return null;
+}
+
+/** An ABHA number: 14 digits, sent with or without the dashes of XX-XXXX-XXXX-XXXX; stored as digits. */
+export function normaliseAbhaNumber(value: string): string | null {
+  const digits = value.trim().replace(/[\s-]/g, '');
+  return /^\d{14}$/.test(digits) ? digits : null;
+}
+
+/**
+ * An ABHA address: a handle of 8 to 18 letters and digits, with at most one '.' and one '_' (neither
+ * first nor last), then '@abdm' (or '@sbx', the ABDM sandbox); stored in lower case.
+ */
+export function normaliseAbhaAddress(value: string): string | null {
+  const address = value.trim().toLowerCase();
+  const match = /^([a-z0-9._]{8,18})@(abdm|sbx)$/.exec(address);
+  if (!match) return null;
+  const handle = match[1]!;
+  if (!/^[a-z0-9].*[a-z0-9]$/.test(handle)) return null;
+  if ((handle.match(/\./g) ?? []).length > 1 || (handle.match(/_/g) ?? []).length > 1) return null;
+  return address;
+}
+
+export const BLOOD_GROUPS = ['A+', 'A-', 'B+', 'B-', 'AB+', 'AB-', 'O+', 'O-'] as const;
+
+/*
+ * E.164 country codes are prefix-free: '1' and '7' are one digit, these are two, the rest three.
+ * Enough to show a number as Eka's profiles do, country code (`ccd`) apart from the number.
+ */
+const TWO_DIGIT_CODES = new Set(
+  '20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61 62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98'.split(' '),
+);
+
+export function splitMobile(mobile: string): { ccd: string; number: string } {
+  const digits = mobile.slice(1);
+  const length = digits[0] === '1' || digits[0] === '7' ? 1 : TWO_DIGIT_CODES.has(digits.slice(0, 2)) ? 2 : 3;
+  return { ccd: `+${digits.slice(0, length)}`, number: digits.slice(length) };
+}
+
+/* ---- the record's views ---- */
+
+/** The patient's age now: as given, plus the whole years since it was given. */
+export function currentAge(row: Pick<PatientRow, 'age' | 'age_recorded_at' | 'dob'>, timeZone: string, now = Date.now()): number | undefined {
+  const today = dateIn(timeZone, now);
+  if (row.dob !== null) return Math.max(0, yearsBetween(row.dob, today));
+  if (row.age === null) return undefined;
+  const recorded = row.age_recorded_at === null ? today : dateIn(timeZone, Number(row.age_recorded_at));
+  return Number(row.age) + Math.max(0, yearsBetween(recorded, today));
+}
+
+/** A date of birth: the one given, or, for an age, the day it was given that many years earlier. */
+export function birthDate(row: Pick<PatientRow, 'age' | 'age_recorded_at' | 'dob'>, timeZone: string): string | undefined {
+  if (row.dob !== null) return row.dob;
+  if (row.age === null) return undefined;
+  const recorded = dateIn(timeZone, row.age_recorded_at === null ? Date.now() : Number(row.age_recorded_at));
+  const year = Number(recorded.slice(0, 4)) - Number(row.age);
+  const monthDay = recorded.slice(5) === '02-29' ? '02-28' : recorded.slice(5);
+  return `${String(year).padStart(4, '0')}-${monthDay}`;
+}
+
+export function addressOf(row: Pick<PatientRow, 'address'>): Address | undefined {
+  return row.address === null ? undefined : (JSON.parse(row.address) as Address);
+}
+
+export function extrasOf(row: Pick<PatientRow, 'extras'>): Record<string, unknown> {
+  return row.extras === null ? {} : (JSON.parse(row.extras) as Record<string, unknown>);
+}
+
+/** interface 2.7 (plus age) from the record: what an appointment shows of its patient. */
+export function detailsOf(row: Omit<LockedPatient, 'merged_into' | 'archived_at'>, timeZone = DEFAULT_TIMEZONE): PatientDetails {
+  const details: PatientDetails = {};
+  if (row.designation !== null) details.designation = row.designation;
+  if (row.first_name !== null) details.first_name = row.first_name;
+  if (row.middle_name !== null) details.middle_name = row.middle_name;
+  if (row.last_name !== null) details.last_name = row.last_name;
+  if (row.mobile !== null) details.mobile = row.mobile;
+  if (row.gender !== null) details.gender = row.gender as PatientDetails['gender'];
+  if (row.dob !== null) details.dob = row.dob;
+  const age = row.dob === null ? currentAge(row, timeZone) : undefined;
+  if (age !== undefined) details.age = age;
+  const address = addressOf(row);
+  if (address && (address.city !== undefined || address.pincode !== undefined)) {
+    details.address = {};
+    if (address.city !== undefined) details.address.city = address.city;
+    if (address.pincode !== undefined) details.address.pincode = address.pincode;
+  }
+  if (row.partner_patient_id !== null) details.partner_patient_id = row.partner_patient_id;
+  return details;
+}
 
 /** Only the fields of interface 2.7 (plus age) are kept; setting dob clears age and vice versa. */
 function mergeDetails(current: PatientDetails, changes: PatientDetails): PatientDetails {
@@ -64,6 +255,63 @@ function mergeDetails(current: PatientDetails, changes: PatientDetails): Patient
   return next;
 }
 
+const EMPTY_RECORD = {
+  partner_patient_id: null,
+  designation: null,
+  first_name: null,
+  middle_name: null,
+  last_name: null,
+  gender: null,
+  dob: null,
+  age: null,
+  age_recorded_at: null,
+  mobile: null,
+  email: null,
+  blood_group: null,
+  address: null,
+  abha_number: null,
+  abha_address: null,
+  extras: null,
+  archived_at: null,
+  merged_into: null,
+} satisfies Omit<PatientRow, 'id' | 'business_id' | 'created_at' | 'updated_at'>;
+
+/**
+ * The column changes that apply `input` to `current` (an empty record for a new patient): fields
+ * not sent stay; the address changes the keys it names; dob and age clear each other. `input` is
+ * checked and normalised already.
+ */
+function changesFor(current: Pick<PatientRow, 'address'>, input: PatientInput, now: number): repo.PatientChanges {
+  const changes: repo.PatientChanges = {};
+  const plain = [
+    'partner_patient_id',
+    'designation',
+    'first_name',
+    'middle_name',
+    'last_name',
+    'gender',
+    'mobile',
+    'email',
+    'blood_group',
+    'abha_number',
+    'abha_address',
+  ] as const;
+  for (const field of plain) if (input[field] !== undefined) changes[field] = input[field];
+  if (input.dob !== undefined) Object.assign(changes, { dob: input.dob, age: null, age_recorded_at: null });
+  if (input.age !== undefined) Object.assign(changes, { age: input.age, age_recorded_at: now, dob: null });
+  if (input.address !== undefined) {
+    const address: Address = { ...(addressOf(current) ?? {}) };
+    for (const [key, value] of Object.entries(input.address)) if (value !== undefined) (address as Record<string, unknown>)[key] = value;
+    changes.address = Object.keys(address).length > 0 ? JSON.stringify(address) : null;
+  }
+  if (input.extras !== undefined) {
+    // Eka ignores keys that start with '_'.
+    const extras = Object.fromEntries(Object.entries(input.extras).filter(([key]) => !key.startsWith('_')));
+    changes.extras = Object.keys(extras).length > 0 ? JSON.stringify(extras) : null;
+  }
+  return changes;
+}
+
 export class PatientService {
   readonly #deps: PatientServiceDeps;
 
@@ -71,38 +319,52 @@ export class PatientService {
     this.#deps = deps;
   }
 
+  get #timezone(): string {
+    return this.#deps.timezone ?? DEFAULT_TIMEZONE;
+  }
+
+  /** The zone of dates: a dob's day, an age's counting. */
+  get timezone(): string {
+    return this.#timezone;
+  }
+
   /**
    * The one key under which records that name a patient by either id (cases' X-Pt-Id, push devices)
    * are kept: a known patient's partner id, or its service id when it has none; an id the business does
-   * not know is kept as given, so records can arrive before the patient's first appointment.
+   * not know is kept as given, so records can arrive before the patient exists (a patient created later
+   * with that partner id has that key). A merged patient's key is its survivor's.
    */
   async canonicalRef(businessId: string, id: string): Promise<string> {
-    const patient = await repo.findPatientByAnyId(this.#deps.db, businessId, id);
-    return patient ? (patient.partner_patient_id ?? patient.id) : id;
+    let patient = await repo.findPatientByAnyId(this.#deps.db, businessId, id);
+    if (patient?.merged_into) patient = (await repo.findById(this.#deps.db, businessId, patient.merged_into)) ?? patient;
+    return patient ? keyOf(patient) : id;
+  }
+
+  /** interface 2.7 from the record, in this service's time zone. */
+  details(row: Omit<LockedPatient, 'merged_into' | 'archived_at'>): PatientDetails {
+    return detailsOf(row, this.#timezone);
   }
 
   /** A booking's patient: the business's patient matched by partner_patient_id (or a new one), with `sent` applied. */
   async forBooking(trx: Db, businessId: string, sent: PatientDetails): Promise<PatientChoice> {
     const now = Date.now();
-    const details = mergeDetails({}, sent);
-    const id = newId('pt');
-    const row = {
-      id,
+    const row: PatientRow = {
+      ...EMPTY_RECORD,
+      ...changesFor({ address: null }, sent, now),
+      id: newId('pt'),
       business_id: businessId,
-      partner_patient_id: sent.partner_patient_id ?? null,
-      details: JSON.stringify(details),
       created_at: now,
       updated_at: now,
     };
     if (sent.partner_patient_id === undefined) {
       await repo.insertPatient(trx, row);
-      return { id, details };
+      return { id: row.id, details: this.details(row) };
     }
-    const patient = await repo.upsertByPartnerId(trx, row);
-    if (patient.id === id) return { id, details };
-    const merged = mergeDetails(JSON.parse(patient.details) as PatientDetails, sent);
-    await repo.updatePatientDetails(trx, businessId, patient.id, merged);
-    return { id: patient.id, details: merged };
+    let patient = await repo.upsertByPartnerId(trx, row);
+    if (patient.id === row.id) return { id: row.id, details: this.details(row) };
+    // A merged patient's bookings go to the patient it was merged into.
+    if (patient.merged_into) patient = (await repo.findById(trx, businessId, patient.merged_into)) ?? patient;
+    return { id: patient.id, details: await this.#apply(trx, businessId, patient, sent, now) };
   }
 
   /**
@@ -118,31 +380,195 @@ export class PatientService {
     known: PatientDetails,
     sent: PatientDetails,
   ): Promise<PatientChoice & { partner_patient_id: string | null }> {
+    const now = Date.now();
     let patient: LockedPatient = locked;
     const details = mergeDetails(known, sent);
     const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
+    let claimed: string | undefined;
     if (moved && patient.partner_patient_id === null && !(await repo.findByPartnerId(trx, businessId, sent.partner_patient_id!))) {
-      // A patient booked without a partner id takes the one now sent.
-      await repo.setPartnerId(trx, businessId, patient.id, sent.partner_patient_id!);
-      patient = { ...patient, partner_patient_id: sent.partner_patient_id! };
+      // A patient booked without a partner id takes the one now sent, and so does its key.
+      claimed = sent.partner_patient_id!;
+      await repo.moveRefs(trx, businessId, patient.id, claimed);
     } else if (moved) {
       // Another partner id is another patient of the business: the appointment moves to it, and a
       // patient record created now starts from the appointment's details.
-      const now = Date.now();
-      const row = {
+      const row: PatientRow = {
+        ...EMPTY_RECORD,
+        ...changesFor({ address: null }, details, now),
         id: newId('pt'),
         business_id: businessId,
-        partner_patient_id: sent.partner_patient_id!,
-        details: JSON.stringify(details),
         created_at: now,
         updated_at: now,
       };
       patient = await repo.upsertByPartnerId(trx, row);
       if (patient.id === row.id) return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
     }
-    // The appointment keeps what it knew and takes the fields sent, whichever patient it now has.
-    const stored = JSON.parse(patient.details) as PatientDetails;
-    await repo.updatePatientDetails(trx, businessId, patient.id, Object.keys(stored).length === 0 ? details : mergeDetails(stored, sent));
-    return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
+    // The appointment keeps what it knew and takes the fields sent, whichever patient it now has; a
+    // patient that knows nothing yet takes all the appointment knows. The partner id changes only
+    // when claimed above.
+    const empty = Object.keys(this.details({ ...patient, partner_patient_id: null })).length === 0;
+    const applied = { ...(empty ? details : sent), partner_patient_id: claimed };
+    await this.#apply(trx, businessId, patient, applied, now);
+    return { id: patient.id, partner_patient_id: claimed ?? patient.partner_patient_id, details };
   }
+
+  /** Writes `input` onto `patient` and answers its details after the change. */
+  async #apply(trx: Db, businessId: string, patient: LockedPatient, input: PatientInput, now: number): Promise<PatientDetails> {
+    const changes = changesFor(patient, input, now);
+    await repo.updatePatient(trx, businessId, patient.id, { ...changes, updated_at: now });
+    return this.details({ ...patient, ...changes } as LockedPatient);
+  }
+
+  /* ---- the resource ---- */
+
+  /** Checks and normalises what a client sent; every problem names its field. */
+  check(input: PatientInput, options: { creating: boolean }): PatientInput {
+    const out: PatientInput = { ...input };
+    if (input.dob !== undefined && input.age !== undefined) throw invalid('dob', 'send either dob or age, not both');
+    if (options.creating && input.dob === undefined && input.age === undefined) throw invalid('dob', 'send dob or age');
+    if (input.dob !== undefined) {
+      if (!isRealDate(input.dob) || input.dob < '1850-01-01') throw invalid('dob', 'must be a real date, YYYY-MM-DD');
+      if (input.dob > dateIn(this.#timezone, Date.now())) throw invalid('dob', 'must be a date in the past');
+    }
+    if (input.mobile !== undefined) {
+      const mobile = normaliseMobile(input.mobile);
+      if (mobile === null) throw invalid('mobile', 'must be + and 7 to 15 digits with the country code, or 10 digits (India)');
+      out.mobile = mobile;
+    }
+    if (input.abha_number !== undefined) {
+      const number = normaliseAbhaNumber(input.abha_number);
+      if (number === null) throw invalid('abha_number', 'must be 14 digits (XX-XXXX-XXXX-XXXX)');
+      out.abha_number = number;
+    }
+    if (input.abha_address !== undefined) {
+      const address = normaliseAbhaAddress(input.abha_address);
+      if (address === null) {
+        throw invalid('abha_address', "must be a handle of 8 to 18 letters and digits (one '.' and one '_' at most) and @abdm, e.g. name@abdm");
+      }
+      out.abha_address = address;
+    }
+    if (input.email !== undefined) out.email = input.email.trim().toLowerCase();
+    return out;
+  }
+
+  /** A new patient; 409 PATIENT_ALREADY_EXISTS when the business has its partner id. */
+  async create(businessId: string, sent: PatientInput): Promise<string> {
+    const input = this.check(sent, { creating: true });
+    const now = Date.now();
+    const row: PatientRow = {
+      ...EMPTY_RECORD,
+      ...changesFor({ address: null }, input, now),
+      id: newId('pt'),
+      business_id: businessId,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await repo.insertPatient(this.#deps.db, row);
+    } catch (error) {
+      // Two creates racing for one partner id: the unique index decides.
+      if (isUniqueViolation(error) && input.partner_patient_id !== undefined) throw alreadyExists(input.partner_patient_id);
+      throw error;
+    }
+    return row.id;
+  }
+
+  /**
+   * The patient a path names: by service id or partner id (`byPartner`: the partner's only). An
+   * archived patient answers only when `visibility.archived`; a merged one answers with `merged_into`
+   * set, the pointer to its survivor, whatever the visibility.
+   */
+  async get(businessId: string, id: string, byPartner: boolean, visibility: Visibility): Promise<PatientRow> {
+    return this.#find(this.#deps.db, businessId, id, byPartner, visibility);
+  }
+
+  async #find(db: Db, businessId: string, id: string, byPartner: boolean, visibility: Visibility): Promise<PatientRow> {
+    const row = byPartner ? await repo.findByPartnerId(db, businessId, id) : await repo.findPatientByAnyId(db, businessId, id);
+    if (!row) throw notFound();
+    if (row.merged_into !== null) return row;
+    if (row.archived_at !== null && !visibility.archived) throw notFound();
+    return row;
+  }
+
+  /** A change of a live patient: a merged one refuses, naming its survivor. */
+  async #change(businessId: string, id: string, byPartner: boolean, work: (trx: Db, row: PatientRow) => Promise<void>): Promise<PatientRow> {
+    return inTransaction(this.#deps.db, async (trx) => {
+      const row = await this.#find(trx, businessId, id, byPartner, { archived: false });
+      if (row.merged_into !== null) {
+        throw new AppError(409, `The patient was merged into ${row.merged_into}: change that patient instead`, { code: 'PATIENT_MERGED' });
+      }
+      // Locked for the rest of the transaction (SQLite runs one writer at a time), then read again:
+      // a change that committed while this one waited for the lock is seen.
+      await repo.updatePatient(trx, businessId, row.id, { updated_at: Date.now() });
+      const current = (await repo.findById(trx, businessId, row.id)) ?? row;
+      await work(trx, current);
+      return current;
+    });
+  }
+
+  /** Changes the fields sent; a new partner id must be free in the business (409), and the patient's key follows it. */
+  async update(businessId: string, id: string, byPartner: boolean, sent: PatientInput): Promise<string> {
+    const input = this.check(sent, { creating: false });
+    try {
+      const row = await this.#change(businessId, id, byPartner, async (trx, current) => {
+        const now = Date.now();
+        await repo.updatePatient(trx, businessId, current.id, { ...changesFor(current, input, now), updated_at: now });
+        if (input.partner_patient_id !== undefined && input.partner_patient_id !== current.partner_patient_id) {
+          await repo.moveRefs(trx, businessId, keyOf(current), input.partner_patient_id);
+        }
+      });
+      return row.id;
+    } catch (error) {
+      if (isUniqueViolation(error) && input.partner_patient_id !== undefined) throw alreadyExists(input.partner_patient_id);
+      throw error;
+    }
+  }
+
+  /** Archives (Eka's DELETE): hidden from look-ups and listings unless asked for; appointments keep it. */
+  async archive(businessId: string, id: string, byPartner: boolean): Promise<void> {
+    await this.#change(businessId, id, byPartner, async (trx, row) => {
+      await repo.updatePatient(trx, businessId, row.id, { archived_at: Date.now() });
+    });
+  }
+
+  /** A page of the business's patients by creation; `more` when another page follows. */
+  async list(
+    businessId: string,
+    query: { page: number; pageSize: number; createdFrom?: number } & Visibility,
+  ): Promise<{ rows: PatientRow[]; more: boolean }> {
+    const rows = await repo.listPatients(this.#deps.db, businessId, {
+      createdFrom: query.createdFrom,
+      includeArchived: query.archived,
+      limit: query.pageSize + 1,
+      offset: query.page * query.pageSize,
+    });
+    return { rows: rows.slice(0, query.pageSize), more: rows.length > query.pageSize };
+  }
+
+  /** Every patient on a mobile number (families share one). */
+  async byMobile(businessId: string, mobile: string, visibility: Visibility): Promise<PatientRow[]> {
+    const normalised = normaliseMobile(mobile);
+    if (normalised === null) throw invalid('mob', 'must be + and 7 to 15 digits with the country code, or 10 digits (India)');
+    return repo.findAllBy(this.#deps.db, businessId, 'mobile', normalised, visibility.archived);
+  }
+
+  /** The patients with an ABHA number or address (one of them). */
+  async byAbha(businessId: string, query: { abha_number?: string; abha_address?: string }, visibility: Visibility): Promise<PatientRow[]> {
+    if ((query.abha_number === undefined) === (query.abha_address === undefined)) {
+      throw invalid('abha_number', 'send either abha_number or abha (the ABHA address)');
+    }
+    if (query.abha_number !== undefined) {
+      const number = normaliseAbhaNumber(query.abha_number);
+      if (number === null) throw invalid('abha_number', 'must be 14 digits (XX-XXXX-XXXX-XXXX)');
+      return repo.findAllBy(this.#deps.db, businessId, 'abha_number', number, visibility.archived);
+    }
+    const address = normaliseAbhaAddress(query.abha_address!);
+    if (address === null) throw invalid('abha', 'must be an ABHA address, e.g. name@abdm');
+    return repo.findAllBy(this.#deps.db, businessId, 'abha_address', address, visibility.archived);
+  }
+}
+
+/** The key of records naming the patient (see canonicalRef). */
+function keyOf(row: Pick<PatientRow, 'id' | 'partner_patient_id'>): string {
+  return row.partner_patient_id ?? row.id;
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { findPatientByAnyId } from '../../../src/modules/patients/repo.ts';
+import { detailsOf } from '../../../src/modules/patients/service.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { book, createPractice, events, request, START, type Practice } from './support.ts';
 
@@ -137,7 +138,7 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(after.partner_patient_id, 'pp-move-b');
     assert.deepEqual(after.patient_details, { first_name: 'Meera', last_name: 'Nair', partner_patient_id: 'pp-move-b', gender: 'F' });
     const moved = await findPatientByAnyId(t.ctx.storage.db, p.client.businessId, 'pp-move-b');
-    assert.deepEqual(JSON.parse(moved!.details), after.patient_details);
+    assert.deepEqual(detailsOf(moved!), after.patient_details);
   });
 
   it('updates partially: objects replaced, patient details field by field, reschedule', async () => {
@@ -197,7 +198,7 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.deepEqual(await read(id), record, 'read answers what update answered');
 
     const patient = await findPatientByAnyId(t.ctx.storage.db, p.client.businessId, 'pp-upd');
-    assert.deepEqual(JSON.parse(patient!.details).last_name, 'Sharma', "the business's patient record changes too");
+    assert.deepEqual(patient!.last_name, 'Sharma', "the business's patient record changes too");
 
     const dobAgain = await call('PATCH', '/dr/v1/appointment/pa-upd?partner_id=1', { patient_details: { dob: '1989-12-31' } });
     assert.equal(dobAgain.statusCode, 200);
@@ -221,7 +222,7 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     // patient_details changes only the fields it names, on the appointment and on the patient record.
     assert.equal(moved.patient_details.first_name, 'Nameless');
     const otherPatient = await findPatientByAnyId(t.ctx.storage.db, p.client.businessId, 'pp-other');
-    assert.equal(JSON.parse(otherPatient!.details).first_name, 'Other');
+    assert.equal(otherPatient!.first_name, 'Other');
   });
 
   it('marks no-show from any state, cancels, and completes from any state', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { SCOPES } from '../../../src/auth/scopes.ts';
 import { ADMIN_TOKEN, bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`admin API (${DIALECT})`, () => {
@@ -30,7 +31,7 @@ describe(`admin API (${DIALECT})`, () => {
       assert.equal(login.statusCode, 200);
       const claims = await t.ctx.tokens.verify(login.json().access_token);
       assert.equal(claims?.businessId, body.business_id);
-      assert.equal(claims?.scopes.length, 8);
+      assert.equal(claims?.scopes.length, SCOPES.length);
     });
 
     it('creates a client with chosen scopes, or all scopes without a body', async () => {
@@ -46,7 +47,7 @@ describe(`admin API (${DIALECT})`, () => {
       assert.equal(scoped.json().business_id, business.business_id);
       const all = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin });
       assert.equal(all.statusCode, 201);
-      assert.equal(all.json().scopes.length, 8);
+      assert.equal(all.json().scopes.length, SCOPES.length);
       const login = await t.app.inject({
         method: 'POST',
         url: '/connect-auth/v1/account/login',
@@ -92,7 +93,7 @@ describe(`admin API (${DIALECT})`, () => {
       assert.equal(clientsAfter.length, clientsBefore.length, 'nothing stored');
       const noList = await t.app.inject({ method: 'POST', url: `/admin/v1/businesses/${business.business_id}/clients`, headers: admin, payload: {} });
       assert.equal(noList.statusCode, 201);
-      assert.equal(noList.json().scopes.length, 8);
+      assert.equal(noList.json().scopes.length, SCOPES.length);
     });
 
     it('404 for an unknown business', async () => {
