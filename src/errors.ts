@@ -20,7 +20,8 @@ export type ErrorCode =
   | 'COMPLETE_NOT_ALLOWED'
   | 'PATIENTS_NOT_FOUND'
   | 'PATIENT_ALREADY_EXISTS'
-  | 'PATIENT_MERGED';
+  | 'PATIENT_MERGED'
+  | 'CASES_CONFLICT';
 
 export interface Problem {
   status: number;

@@ -33,6 +33,22 @@ export const EVENTS = {
       clinic_id: Type.String(),
     },
   ),
+  'patient.merged': event(
+    'patient.merged',
+    { summary: 'A duplicate patient was merged into another: its records now belong to the survivor', occurred: 'the merge occurred' },
+    {
+      patient_id: Type.String({ description: 'The surviving patient' }),
+      partner_patient_id: Type.Union([Type.String(), Type.Null()]),
+      merged_patient_id: Type.String({ description: 'The duplicate, now archived with merged_into = patient_id' }),
+      merged_partner_patient_id: Type.Union([Type.String(), Type.Null()]),
+      moved: Type.Object({
+        appointments: Type.Integer(),
+        reviews: Type.Integer(),
+        cases: Type.Integer(),
+        devices: Type.Integer(),
+      }),
+    },
+  ),
 } satisfies Record<string, TObject>;
 
 export type EventName = keyof typeof EVENTS;

@@ -11,24 +11,11 @@ function sqliteSecondStart(): number {
 }
 
 /**
- * PostgreSQL: the patient's lock, an advisory lock held to the end of the transaction, exclusive for
- * writes and shared for listings. Being advisory, it takes no transaction id, so a listing stays a
- * read-only transaction (no WAL flush at commit). Two hashed keys make unrelated patients collide
- * rarely, and a collision only makes one wait for the other.
- */
-async function lockPatient(trx: Db, businessId: string, patientRef: string, mode: 'write' | 'listing'): Promise<void> {
-  const keys = sql`hashtext(${`cases:${businessId}`}), hashtext(${patientRef})`;
-  await (mode === 'write' ? sql`select pg_advisory_xact_lock(${keys})` : sql`select pg_advisory_xact_lock_shared(${keys})`).execute(trx);
-}
-
-/**
- * Takes the patient's write lock and returns the updated_at for this write: the start of the current
- * second, never below the patient's latest updated_at (so it cannot go backwards if the clock steps
- * back). The clock is read only once the lock is held.
+ * The updated_at for a write of the patient's cases, the patient's records lock held (the caller takes
+ * it first, see PatientService.lockRecords): the start of the current second, never below the
+ * patient's latest updated_at (so it cannot go backwards if the clock steps back).
  */
 export async function stampWrite(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<number> {
-  // SQLite: this process's single connection runs one transaction at a time (Kysely's mutex).
-  if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'write');
   const now = dialect === 'postgres' ? PG_SECOND_START : sqliteSecondStart();
   const latest = trx
     .selectFrom('cases')
@@ -40,11 +27,6 @@ export async function stampWrite(trx: Db, dialect: DialectName, businessId: stri
   const greatest = dialect === 'postgres' ? 'greatest' : 'max';
   const row = await sql<{ stamp: number }>`select ${sql.raw(greatest)}(${now}, coalesce((${latest}), 0)) as stamp`.execute(trx);
   return Number(row.rows[0]!.stamp);
-}
-
-/** Waits for the patient's writes in flight to commit and keeps new ones out until the transaction ends. */
-export async function lockForListing(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<void> {
-  if (dialect === 'postgres') await lockPatient(trx, businessId, patientRef, 'listing');
 }
 
 export interface PageQuery {

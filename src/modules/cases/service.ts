@@ -174,7 +174,7 @@ export class CasesService {
     }
     const pageSize = this.#deps.pageSize;
     const rows = await inTransaction(this.#db, async (trx) => {
-      await repo.lockForListing(trx, this.#dialect, businessId, patientRef);
+      await this.#deps.patients.lockRecords(trx, businessId, patientRef, 'listing');
       return repo.listPage(trx, this.#dialect, {
         businessId,
         patientRef,
@@ -259,6 +259,7 @@ export class CasesService {
   /** Runs a write of the patient's cases under the patient's lock, with its updated_at (ms). */
   #write(scope: PatientScope, work: (trx: Db, updatedAt: number) => Promise<void>): Promise<void> {
     return inTransaction(this.#db, async (trx) => {
+      await this.#deps.patients.lockRecords(trx, scope.businessId, scope.patientRef, 'write');
       const updatedAt = await repo.stampWrite(trx, this.#dialect, scope.businessId, scope.patientRef);
       await work(trx, updatedAt);
     });

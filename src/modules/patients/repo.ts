@@ -3,6 +3,8 @@
  * Other modules reach patients through service.ts. Every write of a patient goes through
  * `insertPatient`, `upsertByPartnerId` or `updatePatient`.
  */
+import { sql } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
 import type { PatientsTable } from '../../db/schema.ts';
 
@@ -97,19 +99,61 @@ export async function findAllBy(
 }
 
 /**
- * Records that name the patient by its key (cases' and push devices' X-Pt-Id) follow a change of key.
- * A case whose id is already kept under the new key stays under the old one (kept, not overwritten).
- * Moved cases take the current second as updated_at (never less than they had), so that a sync of
- * the new key lists them.
+ * The lock of the records kept under a patient's key (cases and push devices name a patient by its
+ * key, see PatientService.canonicalRef). PostgreSQL: an advisory lock held to the end of the
+ * transaction, exclusive for writes and shared for the cases' listings. Being advisory, it takes no
+ * transaction id, so a listing stays a read-only transaction (no WAL flush at commit). Two hashed keys
+ * make unrelated patients collide rarely, and a collision only makes one wait for the other. SQLite:
+ * one transaction at a time already.
  */
-export async function moveRefs(db: Db, businessId: string, from: string, to: string): Promise<void> {
-  const second = Math.floor(Date.now() / 1000) * 1000;
-  await db
+export async function lockRecords(trx: Db, businessId: string, patientRef: string, mode: 'write' | 'listing'): Promise<void> {
+  if (!isPostgres(trx)) return;
+  const keys = sql`hashtext(${`cases:${businessId}`}), hashtext(${patientRef})`;
+  await (mode === 'write' ? sql`select pg_advisory_xact_lock(${keys})` : sql`select pg_advisory_xact_lock_shared(${keys})`).execute(trx);
+}
+
+/** The start of the current second in ms: PostgreSQL's clock (one for every server process), or this process's. */
+export async function currentSecond(trx: Db): Promise<number> {
+  if (!isPostgres(trx)) return Math.floor(Date.now() / 1000) * 1000;
+  const row = await sql<{ second: string | number }>`select (floor(extract(epoch from clock_timestamp())) * 1000)::bigint as second`.execute(trx);
+  return Number(row.rows[0]!.second);
+}
+
+/** The case ids kept under both keys: a move from one key to the other would join two cases into one. */
+export async function sharedCaseIds(db: Db, businessId: string, from: string, to: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('cases as moving')
+    .innerJoin('cases as kept', (join) =>
+      join.onRef('kept.business_id', '=', 'moving.business_id').onRef('kept.id', '=', 'moving.id').on('kept.patient_ref', '=', to),
+    )
+    .select('moving.id')
+    .where('moving.business_id', '=', businessId)
+    .where('moving.patient_ref', '=', from)
+    .orderBy('moving.id')
+    .limit(20)
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Records that name the patient by its key (cases' and push devices' X-Pt-Id) follow a change of key,
+ * under both keys' locks (taken in one order, so two moves cannot deadlock). A case whose id is
+ * already kept under the new key stays under the old one (kept, not overwritten). Moved cases take
+ * one updated_at at or above every case of both keys and the current second, so a sync of the new key
+ * lists them and never loses its order. Answers how many cases and devices moved.
+ */
+export async function moveRefs(db: Db, businessId: string, from: string, to: string): Promise<{ cases: number; devices: number }> {
+  for (const key of [from, to].sort()) await lockRecords(db, businessId, key, 'write');
+  const latest = await db
+    .selectFrom('cases')
+    .select((eb) => eb.fn.max('updated_at').as('latest'))
+    .where('business_id', '=', businessId)
+    .where('patient_ref', 'in', [from, to])
+    .executeTakeFirst();
+  const stamp = Math.max(await currentSecond(db), Number(latest?.latest ?? 0));
+  const cases = await db
     .updateTable('cases')
-    .set((eb) => ({
-      patient_ref: to,
-      updated_at: eb.case().when('cases.updated_at', '>', second).then(eb.ref('cases.updated_at')).else(second).end(),
-    }))
+    .set({ patient_ref: to, updated_at: stamp })
     .where('cases.business_id', '=', businessId)
     .where('cases.patient_ref', '=', from)
     .where(({ not, exists, selectFrom }) =>
@@ -123,6 +167,42 @@ export async function moveRefs(db: Db, businessId: string, from: string, to: str
         ),
       ),
     )
-    .execute();
-  await db.updateTable('push_devices').set({ patient_ref: to }).where('business_id', '=', businessId).where('patient_ref', '=', from).execute();
+    .executeTakeFirst();
+  const devices = await db
+    .updateTable('push_devices')
+    .set({ patient_ref: to })
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', from)
+    .executeTakeFirst();
+  await db.updateTable('push_notifications').set({ patient_ref: to }).where('business_id', '=', businessId).where('patient_ref', '=', from).execute();
+  return { cases: Number(cases.numUpdatedRows), devices: Number(devices.numUpdatedRows) };
+}
+
+/** Locks the patient's appointments until the transaction ends (PostgreSQL; SQLite runs one writer at a time). */
+export async function lockAppointmentsOf(db: Db, businessId: string, patientId: string): Promise<void> {
+  if (!isPostgres(db)) return;
+  await db.selectFrom('appointments').select('id').where('business_id', '=', businessId).where('patient_id', '=', patientId).forUpdate().execute();
+}
+
+/** A merge moves the duplicate's appointments and reviews to the survivor; answers how many appointments moved. */
+export async function movePatientRows(
+  db: Db,
+  businessId: string,
+  from: string,
+  to: string,
+  now: number,
+): Promise<{ appointments: number; reviews: number }> {
+  const appointments = await db
+    .updateTable('appointments')
+    .set({ patient_id: to, updated_at: now })
+    .where('business_id', '=', businessId)
+    .where('patient_id', '=', from)
+    .executeTakeFirst();
+  const reviews = await db
+    .updateTable('reviews')
+    .set({ patient_id: to })
+    .where('business_id', '=', businessId)
+    .where('patient_id', '=', from)
+    .executeTakeFirst();
+  return { appointments: Number(appointments.numUpdatedRows), reviews: Number(reviews.numUpdatedRows) };
 }

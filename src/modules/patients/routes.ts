@@ -13,7 +13,7 @@ import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas
 import { AppointmentRecordSchema } from '../appointments/index.ts';
 import type { AppointmentService } from '../appointments/service.ts';
 import { AppError } from '../../errors.ts';
-import { BLOOD_GROUPS, type PatientInput, type PatientService } from './service.ts';
+import { BLOOD_GROUPS, type MergeResult, type PatientInput, type PatientService } from './service.ts';
 import * as views from './views.ts';
 
 interface RouteConfig {
@@ -156,6 +156,16 @@ const Arc = Type.Object({
   partner_id: Type.Optional(Type.String({ maxLength: 10, description: "1: the path id is the partner's id" })),
 });
 
+const MergeAnswer = Type.Object({
+  patient_id: Type.String({ description: 'The surviving patient' }),
+  merged_patient_id: Type.String({ description: 'The duplicate, now archived with merged_into = patient_id' }),
+  moved: Type.Object({ appointments: Type.Integer(), reviews: Type.Integer(), cases: Type.Integer(), devices: Type.Integer() }),
+});
+
+function mergeView(result: MergeResult): Static<typeof MergeAnswer> {
+  return { patient_id: result.patient.id, merged_patient_id: result.merged.id, moved: result.moved };
+}
+
 const drErrors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError, 500: StandardError };
 const profileErrors = drErrors;
 
@@ -283,6 +293,23 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
       async (request) => ({
         patient_id: await patients.update(principalOf(request).businessId, request.params.patient_id, byPartner(request.query), fromDr(request.body)),
       }),
+    );
+
+    app.post(
+      '/dr/v1/patient/:patient_id/merge',
+      {
+        config: dr('write'),
+        schema: {
+          tags: drTags,
+          summary: 'Merge a duplicate into this patient: its appointments, reviews, cases and devices move here; it is archived with merged_into',
+          params: PatientParams,
+          querystring: ByPartner,
+          body: Type.Object({ duplicate_patient_id: Id }),
+          response: { 200: MergeAnswer, ...drErrors, 409: StandardError },
+        },
+      },
+      async (request) =>
+        mergeView(await patients.merge(principalOf(request), request.params.patient_id, request.body.duplicate_patient_id, byPartner(request.query))),
     );
 
     app.get(
@@ -494,6 +521,22 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
         await patients.archive(principalOf(request).businessId, request.params.oid, byPartner(request.query));
         return { message: 'Profile archived successfully' };
       },
+    );
+    app.post(
+      '/profiles/v1/patient/:oid/merge',
+      {
+        config: profiles('write'),
+        schema: {
+          tags: profileTags,
+          summary: 'Merge a duplicate profile into this one: its appointments, reviews, cases and devices move here; it is archived with merged_into',
+          params: OidParams,
+          querystring: ByPartner,
+          body: Type.Object({ duplicate_oid: Id }),
+          response: { 200: MergeAnswer, ...profileErrors, 409: StandardError },
+        },
+      },
+      async (request) =>
+        mergeView(await patients.merge(principalOf(request), request.params.oid, request.body.duplicate_oid, byPartner(request.query))),
     );
   };
 }

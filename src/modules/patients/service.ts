@@ -10,6 +10,7 @@ import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
+import { recordEvent } from '../../jobs/outbox.ts';
 import * as repo from './repo.ts';
 import type { PatientRow } from './repo.ts';
 
@@ -88,6 +89,13 @@ export interface PatientChoice {
 /** A patient row the caller has read locked (on PostgreSQL) in its transaction. */
 export type LockedPatient = Omit<PatientRow, 'business_id' | 'created_at' | 'updated_at'>;
 
+/** What a merge did: the survivor, the duplicate as it is now, and how many records moved. */
+export interface MergeResult {
+  patient: PatientRow;
+  merged: PatientRow;
+  moved: { appointments: number; reviews: number; cases: number; devices: number };
+}
+
 /** Which patients a look-up answers. */
 export interface Visibility {
   /** Archived patients too (Eka's `arc=true`). */
@@ -102,6 +110,10 @@ function invalid(field: string, message: string): AppError {
 
 export function notFound(): AppError {
   return new AppError(404, 'No patient found with the provided id belonging to this business', { code: 'PATIENTS_NOT_FOUND' });
+}
+
+function mergedAway(survivorId: string): AppError {
+  return new AppError(409, `The patient was merged into ${survivorId}: change that patient instead`, { code: 'PATIENT_MERGED' });
 }
 
 function alreadyExists(partnerPatientId: string): AppError {
@@ -340,6 +352,14 @@ export class PatientService {
     return patient ? keyOf(patient) : id;
   }
 
+  /**
+   * Takes the lock of the records kept under a patient's key (cases, devices) until `trx` ends:
+   * `write` to change them, `listing` (shared) to list them in an order later writes cannot break.
+   */
+  lockRecords(trx: Db, businessId: string, patientRef: string, mode: 'write' | 'listing'): Promise<void> {
+    return repo.lockRecords(trx, businessId, patientRef, mode);
+  }
+
   /** interface 2.7 from the record, in this service's time zone. */
   details(row: Omit<LockedPatient, 'merged_into' | 'archived_at'>): PatientDetails {
     return detailsOf(row, this.#timezone);
@@ -360,11 +380,12 @@ export class PatientService {
       await repo.insertPatient(trx, row);
       return { id: row.id, details: this.details(row) };
     }
-    let patient = await repo.upsertByPartnerId(trx, row);
+    const patient = await repo.upsertByPartnerId(trx, row);
     if (patient.id === row.id) return { id: row.id, details: this.details(row) };
-    // A merged patient's bookings go to the patient it was merged into.
-    if (patient.merged_into) patient = (await repo.findById(trx, businessId, patient.merged_into)) ?? patient;
-    return { id: patient.id, details: await this.#apply(trx, businessId, patient, sent, now) };
+    if (patient.merged_into === null) return { id: patient.id, details: await this.#apply(trx, businessId, patient, sent, now) };
+    // A merged patient's bookings go to the patient it was merged into, which keeps its own partner id.
+    const survivor = (await repo.findById(trx, businessId, patient.merged_into))!;
+    return { id: survivor.id, details: await this.#apply(trx, businessId, survivor, { ...sent, partner_patient_id: undefined }, now) };
   }
 
   /**
@@ -495,7 +516,7 @@ export class PatientService {
     return inTransaction(this.#deps.db, async (trx) => {
       const row = await this.#find(trx, businessId, id, byPartner, { archived: false });
       if (row.merged_into !== null) {
-        throw new AppError(409, `The patient was merged into ${row.merged_into}: change that patient instead`, { code: 'PATIENT_MERGED' });
+        throw mergedAway(row.merged_into);
       }
       // Locked for the rest of the transaction (SQLite runs one writer at a time), then read again:
       // a change that committed while this one waited for the lock is seen.
@@ -522,6 +543,72 @@ export class PatientService {
       if (isUniqueViolation(error) && input.partner_patient_id !== undefined) throw alreadyExists(input.partner_patient_id);
       throw error;
     }
+  }
+
+  /**
+   * Merges `duplicateId` into `survivorId`: the duplicate's appointments, reviews, cases and devices
+   * move to the survivor, the duplicate is archived with `merged_into` pointing at it (its ids then
+   * resolve to the survivor everywhere), and a `patient.merged` event records it, all in one
+   * transaction. Merging again into the same survivor changes nothing and answers the same ids. Cases
+   * kept under both patients with one case id are refused (409): merging would lose one of them.
+   */
+  async merge(
+    principal: { businessId: string; clientId: string },
+    survivorId: string,
+    duplicateId: string,
+    byPartner: boolean,
+  ): Promise<MergeResult> {
+    const { businessId } = principal;
+    return inTransaction(this.#deps.db, async (trx) => {
+      let survivor = await this.#find(trx, businessId, survivorId, byPartner, { archived: false });
+      let duplicate = await this.#find(trx, businessId, duplicateId, byPartner, { archived: true });
+      if (survivor.id === duplicate.id) throw invalid('duplicate_patient_id', 'must name another patient than the one merged into');
+      // The duplicate's appointments first, then both patients in one order: an appointment change
+      // locks its appointment before its patient, so the two cannot wait on each other in a cycle.
+      await repo.lockAppointmentsOf(trx, businessId, duplicate.id);
+      for (const id of [survivor.id, duplicate.id].sort()) await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
+      survivor = (await repo.findById(trx, businessId, survivor.id))!;
+      duplicate = (await repo.findById(trx, businessId, duplicate.id))!;
+      const moved = { appointments: 0, reviews: 0, cases: 0, devices: 0 };
+      if (duplicate.merged_into === survivor.id) return { patient: survivor, merged: duplicate, moved };
+      if (survivor.merged_into !== null) throw mergedAway(survivor.merged_into);
+      if (duplicate.merged_into !== null) throw mergedAway(duplicate.merged_into);
+      const [from, to] = [keyOf(duplicate), keyOf(survivor)];
+      const shared = await repo.sharedCaseIds(trx, businessId, from, to);
+      if (shared.length > 0) {
+        throw new AppError(409, `Both patients have cases with the ids ${shared.join(', ')}: delete or rename one of each pair, then merge`, {
+          code: 'CASES_CONFLICT',
+        });
+      }
+      const now = Date.now();
+      Object.assign(moved, await repo.movePatientRows(trx, businessId, duplicate.id, survivor.id, now));
+      Object.assign(moved, await repo.moveRefs(trx, businessId, from, to));
+      await repo.updatePatient(trx, businessId, duplicate.id, {
+        merged_into: survivor.id,
+        archived_at: duplicate.archived_at ?? now,
+        updated_at: now,
+      });
+      const at = Math.floor(now / 1000);
+      await recordEvent(trx, {
+        businessId,
+        type: 'patient.merged',
+        payload: {
+          event: 'patient.merged',
+          event_time: at,
+          timestamp: at,
+          client_id: principal.clientId,
+          business_id: businessId,
+          data: {
+            patient_id: survivor.id,
+            partner_patient_id: survivor.partner_patient_id,
+            merged_patient_id: duplicate.id,
+            merged_partner_patient_id: duplicate.partner_patient_id,
+            moved,
+          },
+        },
+      });
+      return { patient: survivor, merged: { ...duplicate, merged_into: survivor.id }, moved };
+    });
   }
 
   /** Archives (Eka's DELETE): hidden from look-ups and listings unless asked for; appointments keep it. */

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inTransaction, type Db } from '../../../src/db/index.ts';
 import type { CasesTable } from '../../../src/db/schema.ts';
+import { PatientService } from '../../../src/modules/patients/service.ts';
 import * as repo from '../../../src/modules/cases/repo.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
 import { createTestApp, createTestClient, DIALECT, testKeys, type TestApp, type TestClient } from '../../support.ts';
@@ -180,6 +181,7 @@ describe(`cases sync (${DIALECT})`, () => {
       let listing: Promise<{ cases: CaseJson[] }> | null = null;
       // A write that takes its updated_at in the same second as 'fast' and commits only in the next one.
       await inTransaction(db, async (trx) => {
+        await new PatientService({ db }).lockRecords(trx, client.businessId, patient, 'write');
         const updatedAt = await repo.stampWrite(trx, dialect, client.businessId, patient);
         await repo.insertCase(trx, {
           business_id: client.businessId,

@@ -10,6 +10,7 @@ describe(`patients: security (${DIALECT})`, () => {
   let stranger: TestClient;
   let id: string;
   let partner: string;
+  let other: string;
   const operations = () =>
     [
       ['POST', '/dr/v1/patient', drBody(), 'write'],
@@ -24,6 +25,8 @@ describe(`patients: security (${DIALECT})`, () => {
       ['GET', '/profiles/v1/patient/by-mobile/?mob=%2B919812345678', undefined, 'read'],
       ['GET', '/profiles/v1/patient/by-abha/?abha_number=12345678901234', undefined, 'read'],
       ['GET', `/profiles/v1/patient/${partner}/username/`, undefined, 'read'],
+      ['POST', `/dr/v1/patient/${id}/merge`, { duplicate_patient_id: other }, 'write'],
+      ['POST', `/profiles/v1/patient/${id}/merge`, { duplicate_oid: other }, 'write'],
     ] as const;
 
   before(async () => {
@@ -32,6 +35,7 @@ describe(`patients: security (${DIALECT})`, () => {
     stranger = await createTestClient(t.ctx);
     partner = partnerId();
     id = await createDr(t, owner.token, { partner_patient_id: partner, abha_number: '12345678901234' });
+    other = await createDr(t, owner.token);
   });
   after(async () => t.close());
 
@@ -66,6 +70,10 @@ describe(`patients: security (${DIALECT})`, () => {
     assert.deepEqual(byAbha.json(), []);
     const listed = await request(t, stranger.token, 'GET', '/profiles/v1/patient/minified/');
     assert.deepEqual(listed.json().profiles, []);
+    // Another business's patient cannot be merged into one's own either.
+    const own = await createDr(t, stranger.token);
+    const intoOwn = await request(t, stranger.token, 'POST', `/dr/v1/patient/${own}/merge`, { duplicate_patient_id: id });
+    assert.equal(intoOwn.statusCode, 404);
     const taken = await request(t, stranger.token, 'POST', '/dr/v1/patient', drBody({ partner_patient_id: partner }));
     assert.equal(taken.statusCode, 201, 'partner ids are per business');
     assert.equal((await request(t, owner.token, 'GET', `/dr/v1/patient/${id}`)).json().first_name, 'Ravi', 'untouched');
