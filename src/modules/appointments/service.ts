@@ -330,6 +330,15 @@ export class AppointmentService {
         const start = input.start_time !== undefined ? input.start_time * 1000 : row.start_time;
         const end = input.end_time !== undefined ? input.end_time * 1000 : row.end_time;
         if (end <= start) throw invalid('end_time', 'must be after start_time');
+        if (end > Date.now()) {
+          // Held (shared) to the end, so a delete of the clinic or doctor cannot slip in between.
+          const placement = await this.#deps.clinics.placement(trx, row.business_id, { clinic_id: row.clinic_id, doctor_id: row.doctor_id });
+          if (placement.clinic.byId === null || placement.doctor.byId === null) {
+            throw AppError.conflict(
+              `The ${placement.clinic.byId === null ? 'clinic' : 'doctor'} was deleted: the appointment cannot move into the future.`,
+            );
+          }
+        }
         changes.start_time = start;
         changes.end_time = end;
       }

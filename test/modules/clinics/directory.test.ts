@@ -196,6 +196,12 @@ describe(`Eka's directory paths: reads and deletes (${DIALECT})`, () => {
           .sort(),
         [past, cancelledFuture].sort(),
       );
+      // It may move within the past, not into the future, where the deleted clinic would take it again.
+      const future = await call(p.client.token, 'PATCH', `/dr/v1/appointment/${past}`, { start_time: PAST + 7200, end_time: PAST + 8100 });
+      assert.equal(future.statusCode, 409, future.body);
+      assert.match(future.json().error.message, /clinic was deleted/);
+      const earlier = await call(p.client.token, 'PATCH', `/dr/v1/appointment/${past}`, { start_time: PAST - 1800, end_time: PAST - 900 });
+      assert.equal(earlier.statusCode, 200, earlier.body);
       // The past appointment can still be completed (its review falls back to the hosted page).
       assert.equal((await call(p.client.token, 'POST', `/dr/v1/appointment/${past}/complete`)).json().status, 'CM');
     });
