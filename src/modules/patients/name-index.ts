@@ -124,17 +124,21 @@ function nameScans(query: NameToken[]): Scan[] {
       add(pointRange(`2${anchor.skeleton}|${partner.skeleton} ${anchor.text} ${partner.text}`));
       add(prefixRange(`2${anchor.skeleton}|${partner.skeleton} `));
     }
+    // A typo in either word: pairs of each word with the other's first sound.
+    if (!partner.initial) {
+      add(prefixRange(`2${partner.skeleton}|${anchor.skeleton[0]}`));
+      add(prefixRange(`2${anchor.skeleton}|${partner.skeleton[0]}`));
+    }
+    return scans;
   }
-  // The anchor alone: its spelling, its sounds, then (while typed) longer words, and endings that vary
-  // (Subramanian, Subramaniam; Krishnan, Krishna).
-  for (const word of [anchor, ...words.filter((w) => w !== anchor)]) {
-    const typing = word === last;
-    const spelled = `1${word.skeleton} ${word.text}`;
-    add(typing ? prefixRange(spelled) : pointRange(spelled));
-    add(prefixRange(`1${word.skeleton} `));
-    if (typing) add([`1${word.skeleton}!`, `1${word.skeleton}\u007f`]);
-    if (word.skeleton.length >= 4) add(prefixRange(`1${word.skeleton.slice(0, -1)}`));
-  }
+  // One word (and initials): its spelling, its sounds, then (while typed) longer words, and endings
+  // that vary (Subramanian, Subramaniam; Krishnan, Krishna).
+  const typing = anchor === last;
+  const spelled = `1${anchor.skeleton} ${anchor.text}`;
+  add(typing ? prefixRange(spelled) : pointRange(spelled));
+  add(prefixRange(`1${anchor.skeleton} `));
+  if (typing) add([`1${anchor.skeleton}!`, `1${anchor.skeleton}\u007f`]);
+  if (anchor.skeleton.length >= 4) add(prefixRange(`1${anchor.skeleton.slice(0, -1)}`));
   return scans;
 }
 
@@ -227,34 +231,39 @@ export class PatientNameIndex {
     const wanted = offset + options.limit + 1;
     const includeArchived = options.includeArchived ?? false;
     const query = text.trim();
-    const found = new Map<string, SearchHit>();
-    let budget = SCAN_BUDGET;
-    const run = async (scan: Scan, score: (row: repo.CandidateRow) => number) => {
-      if (budget <= 0) return;
-      const rows = await repo.scanKeys(db, businessId, scan.from, scan.to, budget, includeArchived);
-      budget -= rows.length;
-      for (const row of rows) {
-        if (found.has(row.patient_id)) continue;
-        const value = score(row);
-        if (value > 0) found.set(row.patient_id, { patientId: row.patient_id, score: value, match: scan.match });
-      }
-    };
     if (query.length === 0) return { hits: [], more: false };
-    await run(toScan(pointRange(`u${query}`), 'partner_id'), () => 1000);
+    const scans: Array<Scan & { score: (row: repo.CandidateRow) => number }> = [
+      { ...toScan(pointRange(`u${query}`), 'partner_id'), score: () => 1000 },
+    ];
     const digits = query.replace(/[\s()+-]/g, '');
     if (/^\d{3,}$/.test(digits)) {
       const mobile = normaliseMobile(query.startsWith('+') || digits.length > 10 ? query : digits)!;
-      await run(toScan(prefixRange(`m${mobile}`), 'mobile'), (row) => (row.key === `m${mobile}` ? 500 : 400));
+      scans.push({ ...toScan(prefixRange(`m${mobile}`), 'mobile'), score: (row) => (row.key === `m${mobile}` ? 500 : 400) });
     } else if (!/\d/.test(query)) {
       const tokens = nameTokens(query);
-      const tokensByPatient = new Map<string, NameToken[]>();
-      for (const scan of nameScans(tokens)) {
-        if (found.size >= wanted) break;
-        await run(scan, (row) => {
-          let name = tokensByPatient.get(row.patient_id);
-          if (!name) tokensByPatient.set(row.patient_id, (name = tokensFromText(row.tokens)));
-          return scoreName(tokens, name);
-        });
+      const words = new Map<string, NameToken>();
+      const score = (row: repo.CandidateRow) => scoreName(tokens, tokensFromText(row.tokens, words));
+      for (const scan of nameScans(tokens)) scans.push({ ...scan, score });
+    }
+    // Two round trips at most: the most exact scans, then (when the page is not full) the others.
+    // Each range reads a bounded number of rows, so the work stays bounded whatever the business's size.
+    const chunk = Math.min(SCAN_BUDGET, Math.max(2 * wanted, 40));
+    const found = new Map<string, SearchHit>();
+    const groups = [scans.slice(0, 2), scans.slice(2)];
+    for (const [i, group] of groups.entries()) {
+      if (group.length === 0 || found.size >= wanted) continue;
+      const limit = i === 0 ? chunk : Math.max(chunk, Math.floor(SCAN_BUDGET / group.length));
+      const rows = await repo.scanRanges(
+        db,
+        businessId,
+        group.map((scan) => ({ from: scan.from, to: scan.to, limit })),
+        includeArchived,
+      );
+      for (const row of rows) {
+        if (found.has(row.patient_id)) continue;
+        const scan = group[row.range]!;
+        const value = scan.score(row);
+        if (value > 0) found.set(row.patient_id, { patientId: row.patient_id, score: value, match: scan.match });
       }
     }
     const ranked = [...found.values()].sort((a, b) => b.score - a.score || (a.patientId < b.patientId ? -1 : 1));

@@ -93,26 +93,39 @@ export async function deleteName(db: Db, seq: number): Promise<void> {
   await db.deleteFrom('patient_search_names').where('seq', '=', seq).execute();
 }
 
+export interface KeyRange {
+  from: string;
+  to: string;
+  limit: number;
+}
+
 /**
- * Patients whose key is in [from, to), in key order, with their tokens; archived ones only when asked.
- * The primary key (business_id, key, seq) answers it as one range scan.
+ * For each range [from, to) of keys, its first `limit` patients in key order, with their tokens (and
+ * the range's index as `range`); archived patients only when asked. One statement, one round trip;
+ * the primary key (business_id, key, seq) answers each range as one scan.
  */
-export async function scanKeys(
+export async function scanRanges(
   db: Db,
   businessId: string,
-  from: string,
-  to: string,
-  limit: number,
+  ranges: KeyRange[],
   includeArchived: boolean,
-): Promise<CandidateRow[]> {
-  let query = db
-    .selectFrom('patient_search_keys as k')
-    .innerJoin('patient_search_names as n', 'n.seq', 'k.seq')
-    .select(['k.seq', 'k.key', 'n.patient_id', 'n.tokens'])
-    .where('k.business_id', '=', businessId)
-    .where('k.key', '>=', from)
-    .where('k.key', '<', to);
-  if (!includeArchived) query = query.where('n.archived', '=', 0);
-  const rows = await query.orderBy('k.key').orderBy('k.seq').limit(limit).execute();
-  return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
+): Promise<Array<CandidateRow & { range: number }>> {
+  const parts = ranges.map((range, i) => {
+    let query = db
+      .selectFrom('patient_search_keys as k')
+      .innerJoin('patient_search_names as n', 'n.seq', 'k.seq')
+      .select([sql<number>`${sql.lit(i)}`.as('range'), 'k.seq', 'k.key', 'n.patient_id', 'n.tokens'])
+      .where('k.business_id', '=', businessId)
+      .where('k.key', '>=', range.from)
+      .where('k.key', '<', range.to);
+    if (!includeArchived) query = query.where('n.archived', '=', 0);
+    return db.selectFrom(query.orderBy('k.key').orderBy('k.seq').limit(range.limit).as(`r${i}`)).selectAll();
+  });
+  if (parts.length === 0) return [];
+  let query = parts[0]!;
+  for (const part of parts.slice(1)) query = query.unionAll(part);
+  const rows = await query.execute();
+  return rows
+    .map((row) => ({ ...row, range: Number(row.range), seq: Number(row.seq) }))
+    .sort((a, b) => a.range - b.range || (a.key < b.key ? -1 : a.key > b.key ? 1 : a.seq - b.seq));
 }

@@ -239,12 +239,19 @@ export function tokensToText(tokens: NameToken[]): string {
   return tokens.map((t) => t.text).join(' ');
 }
 
-/** Stored text back to tokens (single letters are initials). */
-export function tokensFromText(text: string): NameToken[] {
-  return text
-    .split(' ')
-    .filter((w) => w.length > 0)
-    .map((w) => makeToken(w, w.length === 1));
+/** Stored text back to tokens (single letters are initials); `known` keeps the tokens already made. */
+export function tokensFromText(text: string, known?: Map<string, NameToken>): NameToken[] {
+  const tokens: NameToken[] = [];
+  for (const word of text.split(' ')) {
+    if (word.length === 0) continue;
+    let token = known?.get(word);
+    if (!token) {
+      token = makeToken(word, word.length === 1);
+      known?.set(word, token);
+    }
+    tokens.push(token);
+  }
+  return tokens;
 }
 
 /** Letters a typing or transliterating hand swaps for one another: swapping them costs half. */
