@@ -53,7 +53,7 @@ export interface SearchPage {
 }
 
 /** Rows read at most per search; the ranking covers them. */
-export const SCAN_BUDGET = 300;
+export const SCAN_BUDGET = 200;
 /** Name words per patient that get keys (pairs grow with their square). */
 const MAX_TOKENS = 5;
 const MAX_KEY_TOKEN = 40;

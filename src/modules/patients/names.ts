@@ -302,7 +302,9 @@ export function matchToken(query: NameToken, name: NameToken, queryIsPrefix: boo
   if (name.phonetic === query.phonetic) return 0.85;
   if (name.skeleton === query.skeleton && query.skeleton.length > 1) return 0.75;
   if (queryIsPrefix && query.skeleton.length >= 2 && name.skeleton.startsWith(query.skeleton)) return 0.6;
-  if (editDistance(query.text, name.text, typoBudget(query.text.length)) <= typoBudget(query.text.length)) return 0.55;
+  // A typo keeps the first sound (the index finds typos by it), which spares most comparisons.
+  const budget = typoBudget(query.text.length);
+  if (budget > 0 && name.skeleton[0] === query.skeleton[0] && editDistance(query.text, name.text, budget) <= budget) return 0.55;
   return 0;
 }
 
