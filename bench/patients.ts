@@ -195,35 +195,38 @@ export function generatePatients(businessId: string, count: number): GeneratedPa
   return patients;
 }
 
-/** The patients table as it stands: the names as the booking's JSON details. */
 async function insertPatients(storage: Storage, patients: GeneratedPatient[]): Promise<void> {
   const now = Date.now();
+  const { db } = storage;
+  if (storage.dialect === 'postgres') {
+    const column = <K extends keyof GeneratedPatient>(key: K) => patients.map((p) => p[key] ?? null);
+    await sql`insert into patients (id, business_id, partner_patient_id, first_name, middle_name, last_name, gender, mobile, created_at, updated_at)
+      select *, ${now}::bigint, ${now}::bigint from unnest(${column('id')}::text[], ${column('business_id')}::text[], ${column('partner_patient_id')}::text[],
+        ${column('first_name')}::text[], ${column('middle_name')}::text[], ${column('last_name')}::text[], ${column('gender')}::text[],
+        ${column('mobile')}::text[])`.execute(db);
+    return;
+  }
   const rows = patients.map((p) => ({
     id: p.id,
     business_id: p.business_id,
     partner_patient_id: p.partner_patient_id ?? null,
-    details: JSON.stringify({
-      first_name: p.first_name,
-      middle_name: p.middle_name ?? undefined,
-      last_name: p.last_name,
-      mobile: p.mobile,
-      gender: p.gender,
-    }),
+    first_name: p.first_name ?? null,
+    middle_name: p.middle_name ?? null,
+    last_name: p.last_name ?? null,
+    gender: p.gender,
+    mobile: p.mobile ?? null,
     created_at: now,
     updated_at: now,
   }));
-  const { db } = storage;
-  if (storage.dialect === 'postgres') {
-    await sql`insert into patients (id, business_id, partner_patient_id, details, created_at, updated_at)
-      select * from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.business_id)}::text[], ${rows.map((r) => r.partner_patient_id)}::text[],
-        ${rows.map((r) => r.details)}::text[], ${rows.map((r) => r.created_at)}::bigint[], ${rows.map((r) => r.updated_at)}::bigint[])`.execute(db);
-    return;
-  }
-  for (let from = 0; from < rows.length; from += 5000)
+  for (const from of range(0, rows.length, 3000))
     await db
       .insertInto('patients')
-      .values(rows.slice(from, from + 5000))
+      .values(rows.slice(from, from + 3000))
       .execute();
+}
+
+function* range(from: number, to: number, step: number): Generator<number> {
+  for (let i = from; i < to; i += step) yield i;
 }
 
 /** Queries as a front desk types them, drawn from the seeded patients. */

@@ -47,18 +47,16 @@ export async function up(db: Kysely<any>): Promise<void> {
   }
 }
 
-/** A patient row's names: its columns, or the JSON details of rows written before they existed. */
 function indexedPatient(row: Record<string, any>): IndexedPatient {
-  const names = typeof row.details === 'string' ? (JSON.parse(row.details) as Record<string, any>) : row;
   return {
     id: row.id,
     business_id: row.business_id,
-    first_name: names.first_name ?? null,
-    middle_name: names.middle_name ?? null,
-    last_name: names.last_name ?? null,
-    mobile: names.mobile ?? null,
-    partner_patient_id: row.partner_patient_id ?? null,
-    archived: row.archived_at !== undefined && row.archived_at !== null,
+    first_name: row.first_name,
+    middle_name: row.middle_name,
+    last_name: row.last_name,
+    mobile: row.mobile,
+    partner_patient_id: row.partner_patient_id,
+    archived: row.archived_at !== null,
   };
 }
 
