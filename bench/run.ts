@@ -99,6 +99,7 @@ const modules: Array<{ section: string; file: string; fn: string; title: string 
   { section: 'search', file: './search.ts', fn: 'runSearchBench', title: 'Drug and lab search' },
   { section: 'appointments', file: './appointments.ts', fn: 'runAppointmentsBench', title: 'Appointments' },
   { section: 'cases', file: './cases.ts', fn: 'runCasesBench', title: 'Cases sync' },
+  { section: 'patients', file: './patients.ts', fn: 'runPatientsBench', title: 'Patient search (issue 22)' },
   { section: 'postgres', file: './postgres.ts', fn: 'runPostgresBench', title: 'PostgreSQL, 2 server processes, against pgbench (issue 18)' },
   { section: 'webhooks', file: './webhooks.ts', fn: 'runWebhooksBench', title: 'Webhooks' },
   { section: 'login', file: './login.ts', fn: 'runLoginBench', title: 'Login under a flood of wrong secrets' },

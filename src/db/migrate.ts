@@ -20,6 +20,7 @@ import * as catalogueChangesIndex from './migrations/0009_catalogue_changes_inde
 import * as searchSnapshots from './migrations/0010_search_snapshots.ts';
 import * as webhookDeliveryDecisions from './migrations/0011_webhook_delivery_decisions.ts';
 import * as patientDirectory from './migrations/0012_patient_directory.ts';
+import * as patientNameIndex from './migrations/0013_patient_name_index.ts';
 import * as directoryDeletes from './migrations/0014_directory_deletes.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0010_search_snapshots': searchSnapshots,
   '0011_webhook_delivery_decisions': webhookDeliveryDecisions,
   '0012_patient_directory': patientDirectory,
+  '0013_patient_name_index': patientNameIndex,
   '0014_directory_deletes': directoryDeletes,
 };
 

@@ -263,6 +263,27 @@ export interface PatientsTable {
   updated_at: number;
 }
 
+/** A patient as the name search sees it (patients/name-index.ts): its tokens, and `seq`, the short key its search keys point to. */
+export interface PatientSearchNamesTable {
+  seq: Generated<number>;
+  patient_id: string;
+  business_id: string;
+  /** Normalised name tokens separated by spaces; single letters are initials. */
+  tokens: string;
+  /** The keys' sources, so that a patient's keys can be found again and deleted. */
+  mobile: string | null;
+  partner_id: string | null;
+  /** 0/1 */
+  archived: number;
+}
+
+/** The keys a patient is found by: name tokens and pairs of them, mobile number, partner id. */
+export interface PatientSearchKeysTable {
+  business_id: string;
+  key: string;
+  seq: number;
+}
+
 export interface AppointmentsTable {
   id: string;
   business_id: string;
@@ -368,6 +389,8 @@ export interface Database {
   doctors: DoctorsTable;
   clinic_doctors: ClinicDoctorsTable;
   patients: PatientsTable;
+  patient_search_names: PatientSearchNamesTable;
+  patient_search_keys: PatientSearchKeysTable;
   appointments: AppointmentsTable;
   drugs: DrugsTable;
   lab_tests: LabTestsTable;
