@@ -29,6 +29,11 @@ export async function findById(db: Db, businessId: string, id: string): Promise<
   return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
 }
 
+export async function findByIds(db: Db, businessId: string, ids: string[]): Promise<PatientRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('id', 'in', ids).execute();
+}
+
 export async function findByPartnerId(db: Db, businessId: string, partnerPatientId: string): Promise<PatientRow | undefined> {
   return db
     .selectFrom('patients')

@@ -156,6 +156,22 @@ const Arc = Type.Object({
   partner_id: Type.Optional(Type.String({ maxLength: 10, description: "1: the path id is the partner's id" })),
 });
 
+const DrSearchProfile = Type.Object({
+  name: Type.String(),
+  patient_id: Type.String(),
+  patient_profile: Type.Object({
+    created_at: Type.String({ description: 'ISO 8601' }),
+    dob: Type.Optional(Type.String()),
+    first_name: Type.String(),
+    middle_name: Type.String(),
+    last_name: Type.String(),
+    gender: Type.Optional(Type.String()),
+    mobile: Type.Optional(Type.String()),
+    patient_id: Type.String(),
+    partner_patient_id: Type.Optional(Type.String()),
+  }),
+});
+
 const MergeAnswer = Type.Object({
   patient_id: Type.String({ description: 'The surviving patient' }),
   merged_patient_id: Type.String({ description: 'The duplicate, now archived with merged_into = patient_id' }),
@@ -425,6 +441,62 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
       async (request) => {
         const rows = await patients.byMobile(principalOf(request).businessId, request.query.mob, archived(request.query));
         return rows.map((row) => views.match(row, zone, request.query.full_profile === 'true'));
+      },
+    );
+
+    app.get(
+      '/profiles/v1/patient/search',
+      {
+        config: profiles('read'),
+        schema: {
+          tags: profileTags,
+          summary:
+            'Search by name (spelling variants, initials, any word order), mobile number prefix (3 digits or more) or username (exact), best first',
+          querystring: Type.Object({
+            prefix: Type.String({ minLength: 1, maxLength: 100, description: 'A name, part of one, a mobile number or a username' }),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, description: 'Default 50' })),
+            offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 150, description: 'Matches skipped: the next page' })),
+            select: Type.Optional(Type.String({ maxLength: 200, description: 'More fields, comma-separated: abha, c_ate, dob, gen, u_ate' })),
+            arc: Type.Optional(BoolString),
+          }),
+          response: { 200: Type.Array(Type.Object(profileProps)), ...profileErrors },
+        },
+      },
+      async (request) => {
+        const { prefix, limit = 50, offset = 0, select } = request.query;
+        const fields = selected(select);
+        const visibility = archived(request.query);
+        const businessId = principalOf(request).businessId;
+        const page = await patients.search(businessId, prefix, { limit, offset, includeArchived: visibility.archived });
+        const rows = await patients.byIds(
+          businessId,
+          page.hits.map((hit) => hit.patientId),
+        );
+        return rows.map((row) => views.profileMin(row, zone, fields, visibility.archived));
+      },
+    );
+
+    app.get(
+      '/dr/v1/business/patients/search',
+      {
+        config: dr('read'),
+        schema: {
+          tags: drTags,
+          summary: "The business's patients on a mobile number (10 digits, or with the country code)",
+          querystring: Type.Object({ mobile: Type.String({ minLength: 1, maxLength: 24 }) }),
+          response: {
+            200: Type.Object({
+              success: Type.Boolean(),
+              status_code: Type.Integer(),
+              data: Type.Object({ profiles: Type.Array(DrSearchProfile) }),
+            }),
+            ...drErrors,
+          },
+        },
+      },
+      async (request) => {
+        const rows = await patients.byMobile(principalOf(request).businessId, request.query.mobile, { archived: false });
+        return { success: true, status_code: 200, data: { profiles: rows.map((row) => views.drSearchProfile(row)) } };
       },
     );
 

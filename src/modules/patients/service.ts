@@ -11,6 +11,7 @@ import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
+import { PatientNameIndex, type SearchPage } from './name-index.ts';
 import * as repo from './repo.ts';
 import type { PatientRow } from './repo.ts';
 
@@ -324,11 +325,45 @@ function changesFor(current: Pick<PatientRow, 'address'>, input: PatientInput, n
   return changes;
 }
 
+/** The columns the name search keys a patient by (name-index.ts). */
+const SEARCHED = ['first_name', 'middle_name', 'last_name', 'mobile', 'partner_patient_id', 'archived_at', 'merged_into'] as const;
+
 export class PatientService {
   readonly #deps: PatientServiceDeps;
+  readonly #names: PatientNameIndex;
 
   constructor(deps: PatientServiceDeps) {
     this.#deps = deps;
+    this.#names = new PatientNameIndex({ db: deps.db });
+  }
+
+  /** Keeps the search's keys of a patient as its row now is; a patient merged away is no longer found. */
+  async #index(trx: Db, businessId: string, row: Pick<PatientRow, 'id' | (typeof SEARCHED)[number]>): Promise<void> {
+    if (row.merged_into !== null) return this.#names.remove(trx, row.id);
+    await this.#names.index(trx, { ...row, business_id: businessId, archived: row.archived_at !== null });
+  }
+
+  /** Writes `changes` and re-indexes the patient when they touch what the search keys it by. */
+  async #write(trx: Db, businessId: string, current: LockedPatient, changes: repo.PatientChanges): Promise<void> {
+    await repo.updatePatient(trx, businessId, current.id, changes);
+    if (SEARCHED.some((column) => changes[column] !== undefined && changes[column] !== current[column])) {
+      await this.#index(trx, businessId, { ...current, ...changes } as LockedPatient);
+    }
+  }
+
+  /**
+   * The business's patients answering `text`, best first: its partner id exactly, a mobile number by
+   * prefix, or a name with its spelling variants and initials (name-index.ts); a page of ids.
+   */
+  search(businessId: string, text: string, options: { limit: number; offset?: number; includeArchived?: boolean }): Promise<SearchPage> {
+    return this.#names.search(businessId, text, options);
+  }
+
+  /** The business's patients of `ids`, in that order (those that exist). */
+  async byIds(businessId: string, ids: string[]): Promise<PatientRow[]> {
+    const rows = await repo.findByIds(this.#deps.db, businessId, ids);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
   }
 
   get #timezone(): string {
@@ -378,10 +413,14 @@ export class PatientService {
     };
     if (sent.partner_patient_id === undefined) {
       await repo.insertPatient(trx, row);
+      await this.#index(trx, businessId, row);
       return { id: row.id, details: this.details(row) };
     }
     const patient = await repo.upsertByPartnerId(trx, row);
-    if (patient.id === row.id) return { id: row.id, details: this.details(row) };
+    if (patient.id === row.id) {
+      await this.#index(trx, businessId, row);
+      return { id: row.id, details: this.details(row) };
+    }
     if (patient.merged_into === null) return { id: patient.id, details: await this.#apply(trx, businessId, patient, sent, now) };
     // A merged patient's bookings go to the patient it was merged into, which keeps its own partner id.
     const survivor = (await repo.findById(trx, businessId, patient.merged_into))!;
@@ -422,7 +461,12 @@ export class PatientService {
         updated_at: now,
       };
       patient = await repo.upsertByPartnerId(trx, row);
-      if (patient.id === row.id) return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
+      if (patient.id === row.id) {
+        await this.#index(trx, businessId, row);
+        return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
+      }
+      // A merged patient's appointments go to the patient it was merged into.
+      if (patient.merged_into !== null) patient = (await repo.findById(trx, businessId, patient.merged_into))!;
     }
     // The appointment keeps what it knew and takes the fields sent, whichever patient it now has; a
     // patient that knows nothing yet takes all the appointment knows. The partner id changes only
@@ -436,7 +480,7 @@ export class PatientService {
   /** Writes `input` onto `patient` and answers its details after the change. */
   async #apply(trx: Db, businessId: string, patient: LockedPatient, input: PatientInput, now: number): Promise<PatientDetails> {
     const changes = changesFor(patient, input, now);
-    await repo.updatePatient(trx, businessId, patient.id, { ...changes, updated_at: now });
+    await this.#write(trx, businessId, patient, { ...changes, updated_at: now });
     return this.details({ ...patient, ...changes } as LockedPatient);
   }
 
@@ -485,7 +529,10 @@ export class PatientService {
       updated_at: now,
     };
     try {
-      await repo.insertPatient(this.#deps.db, row);
+      await inTransaction(this.#deps.db, async (trx) => {
+        await repo.insertPatient(trx, row);
+        await this.#index(trx, businessId, row);
+      });
     } catch (error) {
       // Two creates racing for one partner id: the unique index decides.
       if (isUniqueViolation(error) && input.partner_patient_id !== undefined) throw alreadyExists(input.partner_patient_id);
@@ -533,7 +580,7 @@ export class PatientService {
     try {
       const row = await this.#change(businessId, id, byPartner, async (trx, current) => {
         const now = Date.now();
-        await repo.updatePatient(trx, businessId, current.id, { ...changesFor(current, input, now), updated_at: now });
+        await this.#write(trx, businessId, current, { ...changesFor(current, input, now), updated_at: now });
         if (input.partner_patient_id !== undefined && input.partner_patient_id !== current.partner_patient_id) {
           await repo.moveRefs(trx, businessId, keyOf(current), input.partner_patient_id);
         }
@@ -583,7 +630,7 @@ export class PatientService {
       const now = Date.now();
       Object.assign(moved, await repo.movePatientRows(trx, businessId, duplicate.id, survivor.id, now));
       Object.assign(moved, await repo.moveRefs(trx, businessId, from, to));
-      await repo.updatePatient(trx, businessId, duplicate.id, {
+      await this.#write(trx, businessId, duplicate, {
         merged_into: survivor.id,
         archived_at: duplicate.archived_at ?? now,
         updated_at: now,
@@ -614,7 +661,7 @@ export class PatientService {
   /** Archives (Eka's DELETE): hidden from look-ups and listings unless asked for; appointments keep it. */
   async archive(businessId: string, id: string, byPartner: boolean): Promise<void> {
     await this.#change(businessId, id, byPartner, async (trx, row) => {
-      await repo.updatePatient(trx, businessId, row.id, { archived_at: Date.now() });
+      await this.#write(trx, businessId, row, { archived_at: Date.now() });
     });
   }
 

@@ -113,3 +113,23 @@ export function match(row: PatientRow, timeZone: string, full: boolean) {
     ...(row.archived_at !== null && { arc: true }),
   };
 }
+
+/** `/dr/v1/business/patients/search`: Eka's profile of a patient found by mobile number. */
+export function drSearchProfile(row: PatientRow) {
+  const names = [row.first_name, row.middle_name, row.last_name].filter((part): part is string => Boolean(part));
+  return {
+    name: names.join(' '),
+    patient_id: row.id,
+    patient_profile: {
+      created_at: new Date(Number(row.created_at)).toISOString(),
+      ...(row.dob !== null && { dob: row.dob }),
+      first_name: row.first_name ?? '',
+      middle_name: row.middle_name ?? '',
+      last_name: row.last_name ?? '',
+      ...(row.gender !== null && { gender: row.gender }),
+      ...(row.mobile !== null && { mobile: row.mobile }),
+      patient_id: row.id,
+      ...(row.partner_patient_id !== null && { partner_patient_id: row.partner_patient_id }),
+    },
+  };
+}
