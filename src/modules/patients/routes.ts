@@ -268,10 +268,23 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
           tags: drTags,
           summary: 'Add a patient to the directory (dob or age)',
           body: DrCreateBody,
-          response: { 201: Type.Object({ patient_id: Type.String() }), ...drErrors, 409: StandardError },
+          response: {
+            201: Type.Object({
+              patient_id: Type.String(),
+              duplicates: Type.Array(DrPatient, {
+                description:
+                  'Patients of the business probably the same person (same mobile, similar name, compatible birth): merge one into the other if so',
+              }),
+            }),
+            ...drErrors,
+            409: StandardError,
+          },
         },
       },
-      async (request, reply) => reply.code(201).send({ patient_id: await patients.create(principalOf(request).businessId, fromDr(request.body)) }),
+      async (request, reply) => {
+        const created = await patients.create(principalOf(request).businessId, fromDr(request.body));
+        return reply.code(201).send({ patient_id: created.id, duplicates: created.duplicates.map((row) => views.drPatient(row, zone)) });
+      },
     );
 
     app.get(
@@ -368,11 +381,23 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
           tags: profileTags,
           summary: 'Create a patient profile (fn or fln; gen; dob or age)',
           body: ProfileCreateBody,
-          response: { 201: Type.Object({ oid: Type.String() }), ...profileErrors, 409: StandardError },
+          response: {
+            201: Type.Object({
+              oid: Type.String(),
+              duplicates: Type.Array(Profile, {
+                description:
+                  'Profiles of the business probably the same person (same mobile, similar name, compatible birth): merge one into the other if so',
+              }),
+            }),
+            ...profileErrors,
+            409: StandardError,
+          },
         },
       },
-      async (request, reply) =>
-        reply.code(201).send({ oid: await patients.create(principalOf(request).businessId, fromProfile(request.body, true)) }),
+      async (request, reply) => {
+        const created = await patients.create(principalOf(request).businessId, fromProfile(request.body, true));
+        return reply.code(201).send({ oid: created.id, duplicates: created.duplicates.map((row) => views.profile(row, zone)) });
+      },
     );
 
     app.get(

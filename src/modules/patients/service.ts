@@ -12,6 +12,7 @@ import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { PatientNameIndex, type SearchPage } from './name-index.ts';
+import { nameTokens, scoreName } from './names.ts';
 import * as repo from './repo.ts';
 import type { PatientRow } from './repo.ts';
 
@@ -517,7 +518,7 @@ export class PatientService {
   }
 
   /** A new patient; 409 PATIENT_ALREADY_EXISTS when the business has its partner id. */
-  async create(businessId: string, sent: PatientInput): Promise<string> {
+  async create(businessId: string, sent: PatientInput): Promise<{ id: string; duplicates: PatientRow[] }> {
     const input = this.check(sent, { creating: true });
     const now = Date.now();
     const row: PatientRow = {
@@ -529,16 +530,36 @@ export class PatientService {
       updated_at: now,
     };
     try {
-      await inTransaction(this.#deps.db, async (trx) => {
+      const duplicates = await inTransaction(this.#deps.db, async (trx) => {
         await repo.insertPatient(trx, row);
         await this.#index(trx, businessId, row);
+        return this.#probableDuplicates(trx, row);
       });
+      return { id: row.id, duplicates };
     } catch (error) {
       // Two creates racing for one partner id: the unique index decides.
       if (isUniqueViolation(error) && input.partner_patient_id !== undefined) throw alreadyExists(input.partner_patient_id);
       throw error;
     }
-    return row.id;
+  }
+
+  /**
+   * The business's other live patients that are probably the same person as `row`: the same mobile
+   * number, a similar name (one's words all answered by the other's, spelling variants and initials
+   * allowed, names.ts) and a compatible birth (the same dob; within a year where either was given as
+   * an age; anything where either is unknown). A family sharing a number has different first names.
+   */
+  async #probableDuplicates(trx: Db, row: PatientRow): Promise<PatientRow[]> {
+    if (row.mobile === null) return [];
+    const words = nameTokens(row.first_name, row.middle_name, row.last_name);
+    if (words.length === 0) return [];
+    const sameNumber = await repo.findAllBy(trx, row.business_id, 'mobile', row.mobile, false);
+    return sameNumber.filter((other) => {
+      if (other.id === row.id) return false;
+      const theirs = nameTokens(other.first_name, other.middle_name, other.last_name);
+      const [shorter, longer] = words.length <= theirs.length ? [words, theirs] : [theirs, words];
+      return scoreName(shorter, longer) >= DUPLICATE_NAME_SCORE && compatibleBirth(row, other, this.#timezone);
+    });
   }
 
   /**
@@ -700,6 +721,17 @@ export class PatientService {
     if (address === null) throw invalid('abha', 'must be an ABHA address, e.g. name@abdm');
     return repo.findAllBy(this.#deps.db, businessId, 'abha_address', address, visibility.archived);
   }
+}
+
+/** Names scoring this much or more (names.ts: 100 is the same words, 75 the same consonants, about 70 a variant and an initial) may be one person. */
+const DUPLICATE_NAME_SCORE = 65;
+
+/** Whether two patients' births can be one: the same dob, within a year where an age was given, or either unknown. */
+function compatibleBirth(a: PatientRow, b: PatientRow, timeZone: string): boolean {
+  const [bornA, bornB] = [birthDate(a, timeZone), birthDate(b, timeZone)];
+  if (bornA === undefined || bornB === undefined) return true;
+  if (a.dob !== null && b.dob !== null) return a.dob === b.dob;
+  return Math.abs(Number(bornA.slice(0, 4)) - Number(bornB.slice(0, 4))) <= 1;
 }
 
 /** The key of records naming the patient (see canonicalRef). */

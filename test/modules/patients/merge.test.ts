@@ -27,6 +27,38 @@ describe(`patients: merge (${DIALECT})`, () => {
   });
   after(async () => t.close());
 
+  it('a create answers the probable duplicates: same mobile, similar name, compatible birth; not the rest of the family', async () => {
+    const mobile = '+919700011122';
+    const first = await createDr(t, client.token, { first_name: 'Lakshmi', last_name: 'Narayanan', dob: '1980-03-04', mobile });
+    await createDr(t, client.token, { first_name: 'Rohan', last_name: 'Narayanan', dob: '2008-01-01', mobile });
+    await createDr(t, client.token, { first_name: 'Lakshmi', last_name: 'Narayanan', dob: '1980-03-04', mobile: '+919700099999' });
+    const variant = await call('POST', '/dr/v1/patient', { first_name: 'Laxmi', last_name: 'Narayan', gender: 'F', dob: '1980-03-04', mobile });
+    assert.equal(variant.statusCode, 201, variant.body);
+    assert.deepEqual(
+      variant.json().duplicates.map((p: { patient_id: string }) => p.patient_id),
+      [first],
+    );
+    const byAge = await call('POST', '/profiles/v1/patient/', { fln: 'Lakshmi N', gen: 'F', age: 46, mobile: '9700011122' });
+    assert.equal(byAge.statusCode, 201, byAge.body);
+    assert.deepEqual(
+      byAge
+        .json()
+        .duplicates.map((p: { oid: string }) => p.oid)
+        .sort(),
+      [first, variant.json().patient_id].sort(),
+    );
+    const otherBirth = await call('POST', '/dr/v1/patient', {
+      first_name: 'Lakshmi',
+      last_name: 'Narayanan',
+      gender: 'F',
+      dob: '1991-07-08',
+      mobile,
+    });
+    assert.deepEqual(otherBirth.json().duplicates, []);
+    const noMobile = await call('POST', '/dr/v1/patient', { first_name: 'Lakshmi', last_name: 'Narayanan', gender: 'F', dob: '1980-03-04' });
+    assert.deepEqual(noMobile.json().duplicates, []);
+  });
+
   it('moves appointments, reviews, cases and devices to the survivor and archives the duplicate with a pointer', async () => {
     const [keep, drop] = [partnerId('keep'), partnerId('drop')];
     const survivor = await createDr(t, client.token, { partner_patient_id: keep, first_name: 'Lakshmi', mobile: '+919811111111' });
