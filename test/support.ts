@@ -23,6 +23,9 @@ import { signingKeyFromPem, type Keys } from '../src/security/keys.ts';
 export const PG_URL = process.env.CPS_TEST_DATABASE_URL ?? null;
 export const DIALECT = PG_URL ? 'postgres' : 'sqlite';
 
+/** Eka's published OpenAPI documents, read-only in ../shared beside the repository. */
+export const EKA_REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/eka');
+
 export interface TestDatabase {
   /** DATABASE_URL for the app (null: SQLite in dataDir). */
   databaseUrl: string | null;

@@ -156,19 +156,21 @@ const Arc = Type.Object({
   partner_id: Type.Optional(Type.String({ maxLength: 10, description: "1: the path id is the partner's id" })),
 });
 
-const DrSearchProfile = Type.Object({
-  name: Type.String(),
+const DrSearchPatient = Type.Object({
   patient_id: Type.String(),
+  name: Type.String(),
+  clinic_id: Type.Null({ description: 'Patients are not tied to one clinic here' }),
+  partner_patient_id: Type.Optional(Type.String()),
   patient_profile: Type.Object({
-    created_at: Type.String({ description: 'ISO 8601' }),
-    dob: Type.Optional(Type.String()),
+    patient_id: Type.String(),
     first_name: Type.String(),
     middle_name: Type.String(),
     last_name: Type.String(),
-    gender: Type.Optional(Type.String()),
-    mobile: Type.Optional(Type.String()),
-    patient_id: Type.String(),
-    partner_patient_id: Type.Optional(Type.String()),
+    dob: Type.String({ description: "YYYY-MM-DD ('' when unknown; derived from an age when one was given)" }),
+    email: Type.String(),
+    gen: Type.String(),
+    mobile: Type.String(),
+    created_at: Type.String({ description: 'ISO 8601' }),
   }),
 });
 
@@ -513,7 +515,7 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
             200: Type.Object({
               success: Type.Boolean(),
               status_code: Type.Integer(),
-              data: Type.Object({ profiles: Type.Array(DrSearchProfile) }),
+              data: Type.Object({ patients: Type.Array(DrSearchPatient) }),
             }),
             ...drErrors,
           },
@@ -521,7 +523,7 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
       },
       async (request) => {
         const rows = await patients.byMobile(principalOf(request).businessId, request.query.mobile, { archived: false });
-        return { success: true, status_code: 200, data: { profiles: rows.map((row) => views.drSearchProfile(row)) } };
+        return { success: true, status_code: 200, data: { patients: rows.map((row) => views.drSearchPatient(row, zone)) } };
       },
     );
 

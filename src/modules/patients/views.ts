@@ -114,22 +114,24 @@ export function match(row: PatientRow, timeZone: string, full: boolean) {
   };
 }
 
-/** `/dr/v1/business/patients/search`: Eka's profile of a patient found by mobile number. */
-export function drSearchProfile(row: PatientRow) {
+/** `/dr/v1/business/patients/search`: doc-tool.yaml's Patient, each field a string ('' when unknown). */
+export function drSearchPatient(row: PatientRow, timeZone: string) {
   const names = [row.first_name, row.middle_name, row.last_name].filter((part): part is string => Boolean(part));
   return {
-    name: names.join(' '),
     patient_id: row.id,
+    name: names.join(' '),
+    clinic_id: null,
+    ...(row.partner_patient_id !== null && { partner_patient_id: row.partner_patient_id }),
     patient_profile: {
-      created_at: new Date(Number(row.created_at)).toISOString(),
-      ...(row.dob !== null && { dob: row.dob }),
+      patient_id: row.id,
       first_name: row.first_name ?? '',
       middle_name: row.middle_name ?? '',
       last_name: row.last_name ?? '',
-      ...(row.gender !== null && { gender: row.gender }),
-      ...(row.mobile !== null && { mobile: row.mobile }),
-      patient_id: row.id,
-      ...(row.partner_patient_id !== null && { partner_patient_id: row.partner_patient_id }),
+      dob: birthDate(row, timeZone) ?? '',
+      email: row.email ?? '',
+      gen: row.gender ?? '',
+      mobile: row.mobile ?? '',
+      created_at: new Date(Number(row.created_at)).toISOString(),
     },
   };
 }

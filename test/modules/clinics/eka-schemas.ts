@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
+import { EKA_REFERENCE } from '../../support.ts';
 
-export const DOC_TOOL = process.env.CPS_EKA_DOC_TOOL ?? '/work/shared/reference/eka/doc-tool.yaml';
+export const DOC_TOOL = `${EKA_REFERENCE}/doc-tool.yaml`;
 
 type Json = Record<string, unknown>;
 

@@ -5,11 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
-import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
+import { createTestApp, createTestClient, DIALECT, EKA_REFERENCE, type TestApp, type TestClient } from '../../support.ts';
 import { createPractice, book } from '../appointments/support.ts';
 import { drBody, partnerId, request } from './support.ts';
 
-const REFERENCE = '/work/shared/reference/eka';
+const REFERENCE = EKA_REFERENCE;
 const available = existsSync(`${REFERENCE}/doc-tool.yaml`) && existsSync(`${REFERENCE}/patient_directory.yml`);
 
 type Json = Record<string, any>;
@@ -69,6 +69,7 @@ describe(`patients: Eka's schemas (${DIALECT})`, { skip: !available && 'the Eka 
     check(docTool, '/dr/v1/patient/{patient_id}', 'patch', '201', (await call('PATCH', `/dr/v1/patient/${id}`, { last_name: 'S' })).json());
     check(docTool, '/dr/v1/patient', 'post', '409', (await call('POST', '/dr/v1/patient', drBody({ partner_patient_id: partner }))).json());
     check(docTool, '/dr/v1/patient/{patient_id}', 'get', '404', (await call('GET', '/dr/v1/patient/pt_none')).json());
+    check(docTool, '/dr/v1/business/patients/search', 'get', '200', (await call('GET', '/dr/v1/business/patients/search?mobile=9812345678')).json());
     // Eka documents the patient's appointments only by example: success and data.
     const practice = await createPractice(t, { client });
     await book(t, practice, { patient_details: { first_name: 'Ravi', partner_patient_id: partner } });
@@ -117,6 +118,8 @@ describe(`patients: Eka's schemas (${DIALECT})`, { skip: !available && 'the Eka 
       '200',
       (await call('GET', `/profiles/v1/patient/${username}/username/`)).json(),
     );
+    const found = await call('GET', `/profiles/v1/patient/search?prefix=${oid}`);
+    check(directory, '/profiles/v1/patient/search', 'get', '200', found.json());
     check(directory, '/profiles/v1/patient/{oid}', 'delete', '200', (await call('DELETE', `/profiles/v1/patient/${oid}`)).json());
     check(directory, '', '', '', (await call('PATCH', `/profiles/v1/patient/${oid}`, { gen: 'Q' })).json(), '400Error');
   });

@@ -86,7 +86,7 @@ describe(`patients: search endpoints (${DIALECT})`, () => {
     assert.equal(new Set([...first, ...second].map((p) => p.oid)).size, 7);
   });
 
-  it("/dr/v1/business/patients/search answers Eka's profiles of every patient on a mobile number", async () => {
+  it("/dr/v1/business/patients/search answers Eka's patients of every patient on a mobile number", async () => {
     const mother = await createDr(t, client.token, { first_name: 'Meena', last_name: 'Kulkarni', mobile: '9822000111' });
     const son = await createDr(t, client.token, { first_name: 'Rohan', last_name: 'Kulkarni', mobile: '+919822000111', dob: '2010-06-01' });
     const response = await call('GET', '/dr/v1/business/patients/search?mobile=9822000111');
@@ -94,13 +94,13 @@ describe(`patients: search endpoints (${DIALECT})`, () => {
     const body = response.json();
     assert.equal(body.success, true);
     assert.deepEqual(
-      body.data.profiles.map((p: { patient_id: string }) => p.patient_id),
+      body.data.patients.map((p: { patient_id: string }) => p.patient_id),
       [mother, son],
     );
-    assert.equal(body.data.profiles[1].name, 'Rohan Kulkarni');
-    assert.equal(body.data.profiles[1].patient_profile.dob, '2010-06-01');
-    assert.equal(body.data.profiles[1].patient_profile.mobile, '+919822000111');
-    assert.deepEqual((await call('GET', '/dr/v1/business/patients/search?mobile=9822000999')).json().data.profiles, []);
+    assert.equal(body.data.patients[1].name, 'Rohan Kulkarni');
+    assert.equal(body.data.patients[1].patient_profile.dob, '2010-06-01');
+    assert.equal(body.data.patients[1].patient_profile.mobile, '+919822000111');
+    assert.deepEqual((await call('GET', '/dr/v1/business/patients/search?mobile=9822000999')).json().data.patients, []);
   });
 
   it('bad input: 400 in the family body of each path, naming the parameter', async () => {
@@ -127,7 +127,7 @@ describe(`patients: search endpoints (${DIALECT})`, () => {
       assert.deepEqual((await request(t, stranger.token, 'GET', url)).json(), [], url);
     }
     const byMobile = await request(t, stranger.token, 'GET', '/dr/v1/business/patients/search?mobile=9830000777');
-    assert.deepEqual(byMobile.json().data.profiles, []);
+    assert.deepEqual(byMobile.json().data.patients, []);
     const none = await createTestClient(t.ctx, { businessId: client.businessId, scopes: ['search'] });
     for (const [url, code] of [
       ['/profiles/v1/patient/search?prefix=ram', 'access_denied'],
