@@ -8,8 +8,8 @@
  * SDK calls covered: `auth.login()` (POST /connect-auth/v1/account/login), `auth.refresh_token()` (POST
  * /connect-auth/v1/account/refresh), `appointments.get_appointment_details()` (GET
  * /dr/v1/appointment/{id}), `clinic_doctor.get_clinic_details()` (GET /dr/v1/business/clinic/{id}),
- * `clinic_doctor.get_doctor_details()` (GET /dr/v1/doctor/{id}). `patient.get_patient()` (GET
- * /dr/v1/patient/{id}) is not served by this module.
+ * `clinic_doctor.get_doctor_details()` (GET /dr/v1/doctor/{id}), `patient.get_patient()` (GET
+ * /dr/v1/patient/{id}).
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -97,7 +97,7 @@ describe(`Eka's Python SDK requests (${DIALECT})`, () => {
     assert.equal((read.data as { clinic: { clinic_id: string } }).clinic.clinic_id, p.clinicId);
   });
 
-  it('appointments.get_appointment_details, clinic_doctor.get_clinic_details and get_doctor_details', async () => {
+  it('appointments.get_appointment_details, clinic_doctor.get_clinic_details and get_doctor_details, patient.get_patient', async () => {
     const { access_token: token } = await login();
     const appointment = returned(await sdkRequest('GET', `/dr/v1/appointment/${appointmentId}`, { token }));
     assert.equal(appointment.appointment_id, appointmentId);
@@ -120,6 +120,9 @@ describe(`Eka's Python SDK requests (${DIALECT})`, () => {
       profile.professional.clinics.map((c) => c.id),
       [p.clinicId],
     );
+
+    const patient = returned(await sdkRequest('GET', `/dr/v1/patient/${appointment.patient_id}`, { token }));
+    assert.equal(patient.patient_id, appointment.patient_id);
   });
 
   it('a request without a token raises EkaCareAuthError in the SDK (401)', async () => {
