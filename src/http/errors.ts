@@ -10,58 +10,31 @@ export type ErrorFamily = 'search' | 'appointments' | 'clinics' | 'cases' | 'not
 
 export const ERROR_FAMILIES: readonly ErrorFamily[] = ['search', 'appointments', 'clinics', 'cases', 'notifications', 'standard', 'auth', 'profiles'];
 
-const STRING_CODES: Record<'appointments' | 'cases' | 'standard' | 'profiles', Record<number, ErrorCode>> = {
-  appointments: {
-    400: 'INVALID_REQUEST',
-    401: 'UNAUTHORIZED',
-    403: 'ACCESS_DENIED',
-    404: 'APPOINTMENT_NOT_FOUND',
-    409: 'APPOINTMENT_EXISTS',
-    413: 'INVALID_REQUEST',
-    415: 'INVALID_REQUEST',
-    429: 'RATE_LIMITED',
-    500: 'SERVER_ERROR',
-    503: 'SERVICE_UNAVAILABLE',
-  },
-  cases: {
-    400: 'INVALID_REQUEST',
-    401: 'UNAUTHORIZED',
-    403: 'FORBIDDEN',
-    404: 'NOT_FOUND',
-    409: 'CONFLICT',
-    413: 'INVALID_REQUEST',
-    415: 'INVALID_REQUEST',
-    429: 'RATE_LIMITED',
-    500: 'SERVER_ERROR',
-    503: 'SERVICE_UNAVAILABLE',
-  },
-  profiles: {
-    400: 'INVALID_REQUEST',
-    401: 'UNAUTHORIZED',
-    403: 'ACCESS_DENIED',
-    404: 'PATIENTS_NOT_FOUND',
-    409: 'CONFLICT',
-    413: 'INVALID_REQUEST',
-    415: 'INVALID_REQUEST',
-    429: 'RATE_LIMITED',
-    500: 'SERVER_ERROR',
-    503: 'SERVICE_UNAVAILABLE',
-  },
-  standard: {
-    400: 'INVALID_REQUEST',
-    401: 'UNAUTHORIZED',
-    403: 'ACCESS_DENIED',
-    404: 'NOT_FOUND',
-    409: 'CONFLICT',
-    413: 'INVALID_REQUEST',
-    415: 'INVALID_REQUEST',
-    429: 'RATE_LIMITED',
-    500: 'SERVER_ERROR',
-    503: 'SERVICE_UNAVAILABLE',
-  },
+/** The code of each status where the problem names none; the families differ only where listed. */
+const STANDARD_CODES: Record<number, ErrorCode> = {
+  400: 'INVALID_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'ACCESS_DENIED',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  413: 'INVALID_REQUEST',
+  415: 'INVALID_REQUEST',
+  429: 'RATE_LIMITED',
+  500: 'SERVER_ERROR',
+  503: 'SERVICE_UNAVAILABLE',
 };
 
-function stringCode(family: 'appointments' | 'cases' | 'standard' | 'profiles', problem: Problem): ErrorCode {
+/** The families whose body carries a string code. */
+type CodedFamily = 'appointments' | 'cases' | 'standard' | 'profiles';
+
+const STRING_CODES: Record<CodedFamily, Record<number, ErrorCode>> = {
+  appointments: { ...STANDARD_CODES, 404: 'APPOINTMENT_NOT_FOUND', 409: 'APPOINTMENT_EXISTS' },
+  cases: { ...STANDARD_CODES, 403: 'FORBIDDEN' },
+  profiles: { ...STANDARD_CODES, 404: 'PATIENTS_NOT_FOUND' },
+  standard: STANDARD_CODES,
+};
+
+function stringCode(family: CodedFamily, problem: Problem): ErrorCode {
   return problem.code ?? STRING_CODES[family][problem.status] ?? (problem.status >= 500 ? 'SERVER_ERROR' : 'INVALID_REQUEST');
 }
 

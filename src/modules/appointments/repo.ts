@@ -1,7 +1,8 @@
 /** SQL for appointments; every query is scoped by business. */
 import { CompiledQuery } from 'kysely';
 import type { Db, DialectName } from '../../db/index.ts';
-import type { AppointmentsTable } from '../../db/schema.ts';
+import type { AppointmentsTable, PatientsTable } from '../../db/schema.ts';
+import { LOCKED_PATIENT_COLUMNS } from '../patients/service.ts';
 
 export type AppointmentRow = AppointmentsTable;
 
@@ -28,50 +29,16 @@ export async function insertAppointment(db: Db, row: AppointmentRow): Promise<vo
   await db.insertInto('appointments').values(row).execute();
 }
 
+type LockedColumn = (typeof LOCKED_PATIENT_COLUMNS)[number];
+
 /**
  * An appointment as a change reads it: the record's view and its patient's own row (the columns the
  * patients service changes, prefixed `patient_`), both locked. The appointment keeps its own copy of
  * the details in `patient_details`.
  */
-export interface LockedAppointment extends AppointmentView {
-  patient_designation: string | null;
-  patient_first_name: string | null;
-  patient_middle_name: string | null;
-  patient_last_name: string | null;
-  patient_gender: string | null;
-  patient_dob: string | null;
-  patient_age: number | null;
-  patient_age_recorded_at: number | null;
-  patient_mobile: string | null;
-  patient_email: string | null;
-  patient_blood_group: string | null;
-  patient_address: string | null;
-  patient_abha_number: string | null;
-  patient_abha_address: string | null;
-  patient_extras: string | null;
-  patient_archived_at: number | null;
-  patient_merged_into: string | null;
-}
+export type LockedAppointment = AppointmentView & { [C in LockedColumn as `patient_${C}`]: PatientsTable[C] };
 
-const LOCKED_PATIENT_COLUMNS = [
-  'p.designation as patient_designation',
-  'p.first_name as patient_first_name',
-  'p.middle_name as patient_middle_name',
-  'p.last_name as patient_last_name',
-  'p.gender as patient_gender',
-  'p.dob as patient_dob',
-  'p.age as patient_age',
-  'p.age_recorded_at as patient_age_recorded_at',
-  'p.mobile as patient_mobile',
-  'p.email as patient_email',
-  'p.blood_group as patient_blood_group',
-  'p.address as patient_address',
-  'p.abha_number as patient_abha_number',
-  'p.abha_address as patient_abha_address',
-  'p.extras as patient_extras',
-  'p.archived_at as patient_archived_at',
-  'p.merged_into as patient_merged_into',
-] as const;
+const LOCKED_SELECTION = LOCKED_PATIENT_COLUMNS.map((column) => `p.${column} as patient_${column}` as const);
 
 /**
  * The appointment by the service's id (or the partner's, when `byPartner`) with what its answer and
@@ -87,9 +54,10 @@ export async function findForUpdate(
   byPartner: boolean,
 ): Promise<LockedAppointment | undefined> {
   const key = byPartner ? 'a.partner_appointment_id' : 'a.id';
-  const locked = compiledOnce(`locked ${dialect} ${byPartner}`, () =>
+  // Kysely types each alias of a mapped selection as every column's type: the row type is stated.
+  const locked = compiledOnce<LockedAppointment>(`locked ${dialect} ${byPartner}`, () =>
     views(db, BUSINESS)
-      .select(LOCKED_PATIENT_COLUMNS)
+      .select(LOCKED_SELECTION)
       .where(key, '=', ID)
       .$if(dialect === 'postgres', (q) => q.forUpdate(['a', 'p'])),
   );

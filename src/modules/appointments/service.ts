@@ -14,7 +14,7 @@ import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import { randomToken } from '../../security/secrets.ts';
 import type { ClinicService, Placement } from '../clinics/service.ts';
-import { PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
+import { LOCKED_PATIENT_COLUMNS, PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
 import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
 import * as repo from './repo.ts';
 
@@ -455,27 +455,9 @@ function resolved(kind: 'clinic' | 'doctor', id: string | undefined, partnerId: 
 
 /** The patient row the locked read carried. */
 function lockedPatient(row: repo.LockedAppointment): LockedPatient {
-  return {
-    id: row.patient_id,
-    partner_patient_id: row.partner_patient_id,
-    designation: row.patient_designation,
-    first_name: row.patient_first_name,
-    middle_name: row.patient_middle_name,
-    last_name: row.patient_last_name,
-    gender: row.patient_gender,
-    dob: row.patient_dob,
-    age: row.patient_age === null ? null : Number(row.patient_age),
-    age_recorded_at: row.patient_age_recorded_at === null ? null : Number(row.patient_age_recorded_at),
-    mobile: row.patient_mobile,
-    email: row.patient_email,
-    blood_group: row.patient_blood_group,
-    address: row.patient_address,
-    abha_number: row.patient_abha_number,
-    abha_address: row.patient_abha_address,
-    extras: row.patient_extras,
-    archived_at: row.patient_archived_at === null ? null : Number(row.patient_archived_at),
-    merged_into: row.patient_merged_into,
-  };
+  const patient = { id: row.patient_id, partner_patient_id: row.partner_patient_id } as Record<string, unknown>;
+  for (const column of LOCKED_PATIENT_COLUMNS) patient[column] = row[`patient_${column}`];
+  return patient as LockedPatient;
 }
 
 function notFound(): AppError {

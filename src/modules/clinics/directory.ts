@@ -155,8 +155,8 @@ export class DirectoryService {
   async entities(businessId: string): Promise<EkaEntities> {
     const db = this.#deps.db;
     const [clinics, doctors, assignments, business] = await Promise.all([
-      repo.all(db, 'clinics', businessId),
-      repo.all(db, 'doctors', businessId),
+      repo.list(db, 'clinics', businessId),
+      repo.list(db, 'doctors', businessId),
       repo.businessAssignments(db, businessId),
       this.#deps.businesses.find(businessId),
     ]);

@@ -63,18 +63,6 @@ export async function find<T extends Table>(
     .executeTakeFirst()) as Database[T] | undefined;
 }
 
-/** Every record of the business, oldest first. */
-export async function all<T extends Table>(db: Db, table: T, businessId: string): Promise<Array<Database[T]>> {
-  return (await db
-    .selectFrom(table as Table)
-    .selectAll()
-    .where('business_id', '=', businessId)
-    .where('deleted_at', 'is', null)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute()) as Array<Database[T]>;
-}
-
 export async function softDelete(db: Db, table: Table, businessId: string, id: string, now: number): Promise<void> {
   await db.updateTable(table).set({ deleted_at: now, updated_at: now }).where('business_id', '=', businessId).where('id', '=', id).execute();
   await db
@@ -111,7 +99,13 @@ export async function businessAssignments(db: Db, businessId: string): Promise<A
     .execute();
 }
 
-export async function list<T extends Table>(db: Db, table: T, businessId: string, limit: number, offset: number): Promise<Array<Database[T]>> {
+/** The business's records, oldest first: a page of them, or all without `page`. */
+export async function list<T extends Table>(
+  db: Db,
+  table: T,
+  businessId: string,
+  page?: { limit: number; offset: number },
+): Promise<Array<Database[T]>> {
   return (await db
     .selectFrom(table as Table)
     .selectAll()
@@ -119,8 +113,7 @@ export async function list<T extends Table>(db: Db, table: T, businessId: string
     .where('deleted_at', 'is', null)
     .orderBy('created_at')
     .orderBy('id')
-    .limit(limit)
-    .offset(offset)
+    .$if(page !== undefined, (q) => q.limit(page!.limit).offset(page!.offset))
     .execute()) as Array<Database[T]>;
 }
 

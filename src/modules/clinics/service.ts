@@ -291,7 +291,7 @@ export class ClinicService {
 
   async list<K extends KindName>(name: K, businessId: string, pageNo: number): Promise<Array<View<K>>> {
     const kind: Kind<K> = KINDS[name];
-    const rows = await repo.list(this.#deps.db, kind.table, businessId, PAGE_SIZE, pageNo * PAGE_SIZE);
+    const rows = await repo.list(this.#deps.db, kind.table, businessId, { limit: PAGE_SIZE, offset: pageNo * PAGE_SIZE });
     return kind.views(this.#deps.db, businessId, rows);
   }
 

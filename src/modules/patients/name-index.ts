@@ -58,8 +58,8 @@ export const SCAN_BUDGET = 200;
 const MAX_TOKENS = 5;
 const MAX_KEY_TOKEN = 40;
 
-/** The ten digits of an Indian mobile number written any way (+91, 0, spaces), or null. */
-export function normaliseMobile(mobile: string | null | undefined): string | null {
+/** A mobile number's key digits: the ten of an Indian number written any way (+91, 0, spaces), or null. */
+function mobileKey(mobile: string | null | undefined): string | null {
   if (!mobile) return null;
   let digits = mobile.replace(/\D/g, '');
   if (digits.length === 12 && digits.startsWith('91')) digits = digits.slice(2);
@@ -153,12 +153,12 @@ export class PatientNameIndex {
     this.#deps = deps;
   }
 
-  /** Indexes (or re-indexes) a patient in the caller's transaction. */
-  async index(trx: Db, patient: IndexedPatient): Promise<void> {
+  /** Indexes (or re-indexes) a patient in the caller's transaction; `fresh`: it was never indexed (one read fewer). */
+  async index(trx: Db, patient: IndexedPatient, { fresh = false } = {}): Promise<void> {
     const tokens = indexedTokens(patient);
-    const mobile = normaliseMobile(patient.mobile);
+    const mobile = mobileKey(patient.mobile);
     const partnerId = patient.partner_patient_id ?? null;
-    const previous = await repo.findName(trx, patient.id);
+    const previous = fresh ? undefined : await repo.findName(trx, patient.id);
     const next = keysOf(tokens, mobile, partnerId);
     const seq = await repo.upsertName(trx, {
       patient_id: patient.id,
@@ -189,7 +189,7 @@ export class PatientNameIndex {
   async indexMany(patients: IndexedPatient[], db: Db = this.#deps.db): Promise<void> {
     const prepared = patients.map((patient) => {
       const tokens = indexedTokens(patient);
-      const mobile = normaliseMobile(patient.mobile);
+      const mobile = mobileKey(patient.mobile);
       return { patient, tokens, mobile, partnerId: patient.partner_patient_id ?? null };
     });
     const seqs = await repo.insertNames(
@@ -237,7 +237,7 @@ export class PatientNameIndex {
     ];
     const digits = query.replace(/[\s()+-]/g, '');
     if (/^\d{3,}$/.test(digits)) {
-      const mobile = normaliseMobile(query.startsWith('+') || digits.length > 10 ? query : digits)!;
+      const mobile = mobileKey(query.startsWith('+') || digits.length > 10 ? query : digits)!;
       scans.push({ ...toScan(prefixRange(`m${mobile}`), 'mobile'), score: (row) => (row.key === `m${mobile}` ? 500 : 400) });
     } else if (!/\d/.test(query)) {
       const tokens = nameTokens(query);

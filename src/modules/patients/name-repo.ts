@@ -5,15 +5,9 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.ts';
 import { isPostgres } from '../../db/dialect.ts';
+import type { PatientSearchNamesTable } from '../../db/schema.ts';
 
-export interface IndexedNameRow {
-  patient_id: string;
-  business_id: string;
-  tokens: string;
-  mobile: string | null;
-  partner_id: string | null;
-  archived: number;
-}
+export type IndexedNameRow = Omit<PatientSearchNamesTable, 'seq'>;
 
 export interface CandidateRow {
   seq: number;

@@ -12,8 +12,7 @@ import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { AppointmentRecordSchema } from '../appointments/index.ts';
 import type { AppointmentService } from '../appointments/service.ts';
-import { AppError } from '../../errors.ts';
-import { BLOOD_GROUPS, type MergeResult, type PatientInput, type PatientService } from './service.ts';
+import { BLOOD_GROUPS, invalid, type MergeResult, type PatientInput, type PatientService } from './service.ts';
 import * as views from './views.ts';
 
 interface RouteConfig {
@@ -190,10 +189,6 @@ const profileErrors = drErrors;
 const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 const archived = (query: { arc?: string }) => ({ archived: query.arc === 'true' });
 
-function invalid(field: string, message: string): AppError {
-  return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
-}
-
 type DrBody = Static<typeof DrPatchBody>;
 type ProfileBody = Static<typeof ProfilePatchBody>;
 
@@ -247,14 +242,12 @@ function selected(select: string | undefined): Set<views.MinField> {
 export function patientRoutes(patients: PatientService, appointments: AppointmentService) {
   return async function plugin(app: App): Promise<void> {
     const zone = patients.timezone;
-    const dr = (scope: 'read' | 'write'): RouteConfig => ({
-      family: 'appointments',
+    const config = (family: ErrorFamily, scope: 'read' | 'write'): RouteConfig => ({
+      family,
       auth: { anyOf: scope === 'read' ? ['patient:read', 'patient:write'] : ['patient:write'] },
     });
-    const profiles = (scope: 'read' | 'write'): RouteConfig => ({
-      family: 'profiles',
-      auth: { anyOf: scope === 'read' ? ['patient:read', 'patient:write'] : ['patient:write'] },
-    });
+    const dr = (scope: 'read' | 'write') => config('appointments', scope);
+    const profiles = (scope: 'read' | 'write') => config('profiles', scope);
     const drTags = ['patients'];
     const profileTags = ['patient directory'];
     const PatientParams = Type.Object({ patient_id: Type.String({ maxLength: MAX_ID_LENGTH }) });

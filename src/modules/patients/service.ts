@@ -91,6 +91,27 @@ export interface PatientChoice {
 /** A patient row the caller has read locked (on PostgreSQL) in its transaction. */
 export type LockedPatient = Omit<PatientRow, 'business_id' | 'created_at' | 'updated_at'>;
 
+/** The columns of a locked patient beside its ids: what a caller reading it with another row selects. */
+export const LOCKED_PATIENT_COLUMNS = [
+  'designation',
+  'first_name',
+  'middle_name',
+  'last_name',
+  'gender',
+  'dob',
+  'age',
+  'age_recorded_at',
+  'mobile',
+  'email',
+  'blood_group',
+  'address',
+  'abha_number',
+  'abha_address',
+  'extras',
+  'archived_at',
+  'merged_into',
+] as const satisfies ReadonlyArray<Exclude<keyof LockedPatient, 'id' | 'partner_patient_id'>>;
+
 /** What a merge did: the survivor, the duplicate as it is now, and how many records moved. */
 export interface MergeResult {
   patient: PatientRow;
@@ -106,7 +127,8 @@ export interface Visibility {
 
 const DEFAULT_TIMEZONE = 'Asia/Kolkata';
 
-function invalid(field: string, message: string): AppError {
+/** A 400 naming the field, in the family's body. */
+export function invalid(field: string, message: string): AppError {
   return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
 }
 
@@ -339,9 +361,9 @@ export class PatientService {
   }
 
   /** Keeps the search's keys of a patient as its row now is; a patient merged away is no longer found. */
-  async #index(trx: Db, businessId: string, row: Pick<PatientRow, 'id' | (typeof SEARCHED)[number]>): Promise<void> {
+  async #index(trx: Db, businessId: string, row: Pick<PatientRow, 'id' | (typeof SEARCHED)[number]>, fresh = false): Promise<void> {
     if (row.merged_into !== null) return this.#names.remove(trx, row.id);
-    await this.#names.index(trx, { ...row, business_id: businessId, archived: row.archived_at !== null });
+    await this.#names.index(trx, { ...row, business_id: businessId, archived: row.archived_at !== null }, { fresh });
   }
 
   /** Writes `changes` and re-indexes the patient when they touch what the search keys it by. */
@@ -414,12 +436,12 @@ export class PatientService {
     };
     if (sent.partner_patient_id === undefined) {
       await repo.insertPatient(trx, row);
-      await this.#index(trx, businessId, row);
+      await this.#index(trx, businessId, row, true);
       return { id: row.id, details: this.details(row) };
     }
     const patient = await repo.upsertByPartnerId(trx, row);
     if (patient.id === row.id) {
-      await this.#index(trx, businessId, row);
+      await this.#index(trx, businessId, row, true);
       return { id: row.id, details: this.details(row) };
     }
     if (patient.merged_into === null) return { id: patient.id, details: await this.#apply(trx, businessId, patient, sent, now) };
@@ -463,7 +485,7 @@ export class PatientService {
       };
       patient = await repo.upsertByPartnerId(trx, row);
       if (patient.id === row.id) {
-        await this.#index(trx, businessId, row);
+        await this.#index(trx, businessId, row, true);
         return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
       }
       // A merged patient's appointments go to the patient it was merged into.
@@ -532,7 +554,7 @@ export class PatientService {
     try {
       const duplicates = await inTransaction(this.#deps.db, async (trx) => {
         await repo.insertPatient(trx, row);
-        await this.#index(trx, businessId, row);
+        await this.#index(trx, businessId, row, true);
         return this.#probableDuplicates(trx, row);
       });
       return { id: row.id, duplicates };
