@@ -12,7 +12,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { buildApp, createContext } from '../src/app.ts';
 import type { App } from '../src/http/app-type.ts';
 import { loadConfig } from '../src/config.ts';
@@ -22,6 +21,7 @@ import { createLogger } from '../src/logger.ts';
 import { BusinessService } from '../src/modules/businesses/index.ts';
 import { CursorCodec } from '../src/modules/cases/cursor.ts';
 import { signingKeyFromPem } from '../src/security/keys.ts';
+import { round, scratchPgDatabase } from './lib.ts';
 
 export interface BenchResult {
   name: string;
@@ -140,38 +140,9 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
   }
 }
 
-function round(value: number): number {
-  return Math.round(value * 1000) / 1000;
-}
-
-/** A fresh PostgreSQL database for the run, or null when the server cannot be reached. */
-async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> } | null> {
-  const adminUrl = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const name = `cps_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  try {
-    await admin.connect();
-  } catch {
-    return null;
-  }
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
-}
-
 export async function runCasesBench(): Promise<BenchResult[]> {
   const results = await benchDialect(null);
-  const pgDatabase = await createPgDatabase();
+  const pgDatabase = await scratchPgDatabase();
   if (!pgDatabase) {
     results.push({ name: 'cases list (postgres)', value: 0, unit: 'ms', note: 'skipped: PostgreSQL unreachable' });
     return results;

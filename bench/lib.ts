@@ -1,9 +1,11 @@
 /** Shared pieces of the benchmarks: servers in child processes, autocannon runs, machine facts. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { freePort } from '../test/net.ts';
 
 export interface Figure {
@@ -181,4 +183,34 @@ export async function loadAgainstHello(helloOrigin: string, url: string, options
 export function machine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   return `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`;
+}
+
+/** A fresh PostgreSQL database for a run (dropped by `drop`), or null when the server cannot be reached. */
+export async function scratchPgDatabase(): Promise<{ url: string; drop: () => Promise<void> } | null> {
+  const adminUrl = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const name = `cps_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  try {
+    await admin.connect();
+  } catch {
+    return null;
+  }
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+/** Three decimals, for figures in ms or s. */
+export function round(value: number): number {
+  return Math.round(value * 1000) / 1000;
 }

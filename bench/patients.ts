@@ -2,23 +2,23 @@
  * Patient search (issue 22): 1,000,000 generated patients in one business, on SQLite and on
  * PostgreSQL; the time of a search by name, by its variants and initials, by mobile prefix and by
  * partner id, at p50 and p99, in process (PatientNameIndex.search, the database round trips
- * included, no HTTP). The goal: p99 under 5 ms on both.
+ * included, no HTTP; the goal: p99 under 5 ms on both), and the same queries over HTTP
+ * (GET /profiles/v1/patient/search on one server), as a rate and a ratio to the hello-world loaded in
+ * turns with it.
  *
  * Run alone: `node bench/patients.ts` (PostgreSQL from CPS_BENCH_DATABASE_URL, else
  * CPS_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; skipped if unreachable).
  * PATIENTS_BENCH_ROWS overrides the patient count.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { openStorage, type Storage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { BusinessService } from '../src/modules/businesses/index.ts';
 import { PatientNameIndex, type IndexedPatient } from '../src/modules/patients/name-index.ts';
-import type { Figure } from './lib.ts';
+import { loadAgainstHello, round, scratchPgDatabase, spawnServer, type ComparedLoad, type Figure } from './lib.ts';
 
 const ROWS = Number(process.env.PATIENTS_BENCH_ROWS ?? 1_000_000);
 const BATCH = 10_000;
@@ -280,7 +280,8 @@ async function benchDialect(databaseUrl: string | null): Promise<Figure[]> {
   const dialect = storage.dialect;
   try {
     await migrateToLatest(storage.db);
-    const { business_id: businessId } = await new BusinessService({ db: storage.db }).createBusiness('Bench');
+    const client = await new BusinessService({ db: storage.db }).createBusiness('Bench');
+    const businessId = client.business_id;
     const patients = generatePatients(businessId, ROWS);
     const index = new PatientNameIndex({ db: storage.db });
     let seedMs = 0;
@@ -347,7 +348,15 @@ async function benchDialect(databaseUrl: string | null): Promise<Figure[]> {
       )
       .join(', ');
     const count = ROWS.toLocaleString('en');
+    const overHttp = await searchOverHttp(databaseUrl, dataDir, client, mix);
     return [
+      {
+        name: `GET /profiles/v1/patient/search (${dialect})`,
+        value: Math.round(overHttp.rps),
+        unit: 'req/s',
+        ratio: round(overHttp.ratio),
+        note: `p50 ${overHttp.p50} ms, p99 ${overHttp.p99} ms, ${overHttp.errors + overHttp.non2xx} errors; ${HTTP_CONNECTIONS} connections over the same ${SAMPLES} queries, one server, in turns with the hello-world`,
+      },
       {
         name: `patient search p50 (${dialect})`,
         value: round(percentile(all, 0.5)),
@@ -373,39 +382,40 @@ function mb(bytes: number): number {
   return Math.round(bytes / 1e6);
 }
 
-function round(value: number): number {
-  return Math.round(value * 1000) / 1000;
-}
+const HTTP_CONNECTIONS = 10;
 
-/** A fresh PostgreSQL database for the run, or null when the server cannot be reached. */
-async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> } | null> {
-  const adminUrl = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const name = `cps_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
+/** The search over HTTP: a server on the seeded database, loaded in turns with the hello-world (loadAgainstHello). */
+async function searchOverHttp(
+  databaseUrl: string | null,
+  dataDir: string,
+  client: { client_id: string; client_secret: string },
+  mix: Array<{ text: string }>,
+): Promise<ComparedLoad> {
+  const hello = await spawnServer('bench/hello-world.ts', [], {});
+  const server = await spawnServer('bin/cps.js', ['serve'], {
+    CPS_DATA_DIR: dataDir,
+    CPS_WORKERS: '0',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
   try {
-    await admin.connect();
-  } catch {
-    return null;
+    const login = await fetch(`${server.url}/connect-auth/v1/account/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret }),
+    });
+    const { access_token: token } = (await login.json()) as { access_token: string };
+    const paths = mix.map((q) => `/profiles/v1/patient/search?limit=20&prefix=${encodeURIComponent(q.text)}`);
+    return await loadAgainstHello(hello.url, `${server.url}${paths[0]}`, { headers: { auth: token }, paths, connections: HTTP_CONNECTIONS });
+  } finally {
+    await server.stop();
+    await hello.stop();
   }
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
 }
 
 export async function runPatientsBench(): Promise<Figure[]> {
   const figures = process.env.PATIENTS_BENCH_DIALECT === 'postgres' ? [] : await benchDialect(null);
   if (process.env.PATIENTS_BENCH_DIALECT === 'sqlite') return figures;
-  const pgDatabase = await createPgDatabase();
+  const pgDatabase = await scratchPgDatabase();
   if (!pgDatabase) return [...figures, { name: 'patient search (postgres)', value: 0, unit: 'ms', note: 'skipped: PostgreSQL unreachable' }];
   try {
     figures.push(...(await benchDialect(pgDatabase.url)));
@@ -416,5 +426,9 @@ export async function runPatientsBench(): Promise<Figure[]> {
 }
 
 if (import.meta.main) {
-  for (const f of await runPatientsBench()) process.stdout.write(`${f.name}: ${f.value} ${f.unit}${f.note ? `  (${f.note})` : ''}\n`);
+  for (const f of await runPatientsBench()) {
+    process.stdout.write(
+      `${f.name}: ${f.value} ${f.unit}${f.ratio === undefined ? '' : ` (${f.ratio} of hello-world)`}${f.note ? `  (${f.note})` : ''}\n`,
+    );
+  }
 }
