@@ -5,56 +5,81 @@
  * an optional one is left out, and so is every null.
  */
 import type { Kysely } from 'kysely';
+import { type Static, Type } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import type { BusinessService } from '../businesses/service.ts';
 import * as repo from './repo.ts';
 
-export interface EkaClinicAddress {
-  line1: string;
-  city?: string;
-  state?: string;
-  pincode?: string;
-}
+/* Eka's shapes (doc-tool.yaml); partner_id is the service's addition, where the record has one. */
+const PartnerId = Type.Optional(Type.String());
+export const EkaClinic = Type.Object({
+  clinic_id: Type.String(),
+  partner_id: PartnerId,
+  name: Type.String(),
+  address: Type.Object({
+    line1: Type.String(),
+    city: Type.Optional(Type.String()),
+    state: Type.Optional(Type.String()),
+    pincode: Type.Optional(Type.String()),
+  }),
+});
+export const EkaClinicRead = Type.Object({ success: Type.Literal(true), data: Type.Object({ clinic: EkaClinic }) });
+export const EkaDoctorRead = Type.Object({
+  id: Type.String(),
+  partner_id: PartnerId,
+  profile: Type.Object({
+    personal: Type.Object({
+      salutation: Type.String(),
+      first_name: Type.String(),
+      middle_name: Type.String(),
+      last_name: Type.String(),
+      dob: Type.String({ description: 'Not kept: always empty' }),
+      gender: Type.String(),
+      email: Type.Optional(Type.String()),
+    }),
+    professional: Type.Object({
+      active: Type.Boolean(),
+      about: Type.String(),
+      language: Type.Array(Type.Object({ code: Type.String(), language: Type.String() })),
+      degree: Type.Array(
+        Type.Object({
+          name: Type.String(),
+          branch_name: Type.String(),
+          college_name: Type.String(),
+          start_year: Type.String(),
+          end_year: Type.String(),
+        }),
+      ),
+      major_speciality: Type.Object({ name: Type.String({ description: 'The first specialisation' }), code: Type.String() }),
+      speciality: Type.Array(Type.Object({ name: Type.String() })),
+      clinics: Type.Array(
+        Type.Object({
+          id: Type.String(),
+          partner_id: PartnerId,
+          name: Type.String(),
+          contacts: Type.Array(Type.Object({ name: Type.String(), number: Type.String() })),
+          address: Type.Object({ line1: Type.String(), city: Type.String(), country: Type.String(), state: Type.String(), pin: Type.String() }),
+        }),
+      ),
+      default_clinic: Type.String({ description: 'The first clinic assigned, or empty' }),
+    }),
+  }),
+});
+export const EkaEntities = Type.Object({
+  status_code: Type.Literal(200),
+  success: Type.Literal(true),
+  data: Type.Object({
+    clinics: Type.Array(Type.Object({ clinic_id: Type.String(), partner_id: PartnerId, name: Type.String(), doctors: Type.Array(Type.String()) })),
+    doctors: Type.Array(Type.Object({ doctor_id: Type.String(), partner_id: PartnerId, name: Type.String() })),
+    business: Type.Object({ business_id: Type.String(), name: Type.String() }),
+  }),
+});
 
-export interface EkaClinic {
-  clinic_id: string;
-  partner_id?: string;
-  name: string;
-  address: EkaClinicAddress;
-}
-
-export interface EkaDoctorClinic {
-  id: string;
-  partner_id?: string;
-  name: string;
-  contacts: Array<{ name: string; number: string }>;
-  address: { line1: string; city: string; country: string; state: string; pin: string };
-}
-
-export interface EkaDoctor {
-  id: string;
-  partner_id?: string;
-  profile: {
-    personal: { salutation: string; first_name: string; middle_name: string; last_name: string; dob: string; gender: string; email?: string };
-    professional: {
-      active: boolean;
-      about: string;
-      language: Array<{ code: string; language: string }>;
-      degree: Array<{ name: string; branch_name: string; college_name: string; start_year: string; end_year: string }>;
-      major_speciality: { name: string; code: string };
-      speciality: Array<{ name: string }>;
-      clinics: EkaDoctorClinic[];
-      default_clinic: string;
-    };
-  };
-}
-
-export interface EkaEntities {
-  clinics: Array<{ clinic_id: string; partner_id?: string; name: string; doctors: string[] }>;
-  doctors: Array<{ doctor_id: string; partner_id?: string; name: string }>;
-  business: { business_id: string; name: string };
-}
+export type EkaClinic = Static<typeof EkaClinic>;
+export type EkaDoctor = Static<typeof EkaDoctorRead>;
+type EkaDoctorClinic = EkaDoctor['profile']['professional']['clinics'][number];
+type EkaEntitiesData = Static<typeof EkaEntities>['data'];
 
 const partner = (id: string | null) => (id === null ? {} : { partner_id: id });
 
@@ -152,7 +177,7 @@ export class DirectoryService {
   }
 
   /** Every clinic and doctor of the business, oldest first, with each clinic's doctors. */
-  async entities(businessId: string): Promise<EkaEntities> {
+  async entities(businessId: string): Promise<EkaEntitiesData> {
     const db = this.#deps.db;
     const [clinics, doctors, assignments, business] = await Promise.all([
       repo.list(db, 'clinics', businessId),

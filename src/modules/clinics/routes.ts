@@ -9,7 +9,7 @@ import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
 import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
-import type { DirectoryService } from './directory.ts';
+import { EkaClinicRead, EkaDoctorRead, EkaEntities, type DirectoryService } from './directory.ts';
 import type { ClinicService, FieldProblems } from './service.ts';
 
 interface RouteConfig {
@@ -111,70 +111,6 @@ const DoctorRead = Type.Object({ status: Type.Literal('success'), doctor: Doctor
 
 const Deleted = Type.Object({ status: Type.Literal('success'), message: Type.String() });
 
-/* Eka's shapes (doc-tool.yaml); partner_id is the service's addition, where the record has one. */
-const PartnerId = Type.Optional(Type.String());
-const EkaClinic = Type.Object({
-  clinic_id: Type.String(),
-  partner_id: PartnerId,
-  name: Type.String(),
-  address: Type.Object({
-    line1: Type.String(),
-    city: Type.Optional(Type.String()),
-    state: Type.Optional(Type.String()),
-    pincode: Type.Optional(Type.String()),
-  }),
-});
-const EkaClinicRead = Type.Object({ success: Type.Literal(true), data: Type.Object({ clinic: EkaClinic }) });
-const EkaDoctorRead = Type.Object({
-  id: Type.String(),
-  partner_id: PartnerId,
-  profile: Type.Object({
-    personal: Type.Object({
-      salutation: Type.String(),
-      first_name: Type.String(),
-      middle_name: Type.String(),
-      last_name: Type.String(),
-      dob: Type.String({ description: 'Not kept: always empty' }),
-      gender: Type.String(),
-      email: Type.Optional(Type.String()),
-    }),
-    professional: Type.Object({
-      active: Type.Boolean(),
-      about: Type.String(),
-      language: Type.Array(Type.Object({ code: Type.String(), language: Type.String() })),
-      degree: Type.Array(
-        Type.Object({
-          name: Type.String(),
-          branch_name: Type.String(),
-          college_name: Type.String(),
-          start_year: Type.String(),
-          end_year: Type.String(),
-        }),
-      ),
-      major_speciality: Type.Object({ name: Type.String({ description: 'The first specialisation' }), code: Type.String() }),
-      speciality: Type.Array(Type.Object({ name: Type.String() })),
-      clinics: Type.Array(
-        Type.Object({
-          id: Type.String(),
-          partner_id: PartnerId,
-          name: Type.String(),
-          contacts: Type.Array(Type.Object({ name: Type.String(), number: Type.String() })),
-          address: Type.Object({ line1: Type.String(), city: Type.String(), country: Type.String(), state: Type.String(), pin: Type.String() }),
-        }),
-      ),
-      default_clinic: Type.String({ description: 'The first clinic assigned, or empty' }),
-    }),
-  }),
-});
-const EkaEntities = Type.Object({
-  status_code: Type.Literal(200),
-  success: Type.Literal(true),
-  data: Type.Object({
-    clinics: Type.Array(Type.Object({ clinic_id: Type.String(), partner_id: PartnerId, name: Type.String(), doctors: Type.Array(Type.String()) })),
-    doctors: Type.Array(Type.Object({ doctor_id: Type.String(), partner_id: PartnerId, name: Type.String() })),
-    business: Type.Object({ business_id: Type.String(), name: Type.String() }),
-  }),
-});
 const drErrors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 
 const errors = { 400: ClinicsError, 401: ClinicsError, 403: ClinicsError };

@@ -116,10 +116,9 @@ export function match(row: PatientRow, timeZone: string, full: boolean) {
 
 /** `/dr/v1/business/patients/search`: doc-tool.yaml's Patient, each field a string ('' when unknown). */
 export function drSearchPatient(row: PatientRow, timeZone: string) {
-  const names = [row.first_name, row.middle_name, row.last_name].filter((part): part is string => Boolean(part));
   return {
     patient_id: row.id,
-    name: names.join(' '),
+    name: fullName(row) ?? '',
     clinic_id: null,
     ...(row.partner_patient_id !== null && { partner_patient_id: row.partner_patient_id }),
     patient_profile: {
