@@ -19,6 +19,7 @@ import { inTransaction, openStorage, type Storage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { enqueueMany } from '../src/jobs/queue.ts';
 import { JobQueue } from '../src/jobs/worker.ts';
+import { reachable } from './lib.ts';
 import { createLogger } from '../src/logger.ts';
 
 export interface BenchResult {
@@ -181,17 +182,6 @@ async function worker(): Promise<void> {
     await storage.destroy();
     process.exit(0);
   });
-}
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export async function runJobsBench(): Promise<BenchResult[]> {

@@ -30,7 +30,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { PATCH_BODY, seed } from './appointments.ts';
-import { spawnServer, type Figure, type RunningProcess } from './lib.ts';
+import { reachable, spawnServer, type Figure, type RunningProcess } from './lib.ts';
 import { PROBE, StatementCounter, perUnit, probeNote, readProbe } from './pg-stats.ts';
 
 const PG_BASE = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -111,17 +111,6 @@ async function loadSpread(
     errors: results.reduce((sum, r) => sum + r.errors, 0),
     non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
   };
-}
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 interface Phase {
