@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'PATIENTS_NOT_FOUND'
   | 'PATIENT_ALREADY_EXISTS'
   | 'PATIENT_MERGED'
-  | 'CASES_CONFLICT';
+  | 'CASES_CONFLICT'
+  | 'SLOT_UNAVAILABLE'
+  | 'APPOINTMENT_RESCHEDULED';
 
 export interface Problem {
   status: number;

@@ -291,7 +291,7 @@ export interface AppointmentsTable {
   clinic_id: string;
   doctor_id: string;
   patient_id: string;
-  /** BK, NS, CM or CN */
+  /** BK, NS, CM, CN or RES (rescheduled: `next_aid` names its successor) */
   status: string;
   /** INCLINIC, VIDEO or PHONE, as booked */
   mode: string;
@@ -311,6 +311,38 @@ export interface AppointmentsTable {
   completed_at: number | null;
   created_at: number;
   updated_at: number;
+  /** JSON array of the appointments this one was rescheduled from, oldest first; null when none. */
+  prev_aids: string | null;
+  /** The appointment this one was rescheduled to. */
+  next_aid: string | null;
+}
+
+export interface SchedulesTable {
+  id: string;
+  business_id: string;
+  clinic_id: string;
+  doctor_id: string;
+  /** IANA zone of the sessions' wall-clock times. */
+  timezone: string;
+  slot_minutes: number;
+  /** Patients per slot (OPD tokens). */
+  capacity: number;
+  buffer_minutes: number;
+  /** JSON array of weekly sessions. */
+  sessions: string;
+  /** JSON array of leaves, holidays and extra sessions. */
+  exceptions: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ScheduleTokensTable {
+  business_id: string;
+  clinic_id: string;
+  doctor_id: string;
+  /** The session's first instant, epoch milliseconds. */
+  session_start: number;
+  last_token: number;
 }
 
 export interface ReviewsTable {
@@ -392,6 +424,8 @@ export interface Database {
   patient_search_names: PatientSearchNamesTable;
   patient_search_keys: PatientSearchKeysTable;
   appointments: AppointmentsTable;
+  schedules: SchedulesTable;
+  schedule_tokens: ScheduleTokensTable;
   drugs: DrugsTable;
   lab_tests: LabTestsTable;
   catalogue_meta: CatalogueMetaTable;

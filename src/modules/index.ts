@@ -9,6 +9,7 @@ import { opsModule } from './ops/index.ts';
 import { patientsModule } from './patients/index.ts';
 import { pushModule } from './push/index.ts';
 import { reviewsModule } from './reviews/index.ts';
+import { schedulesModule } from './schedules/index.ts';
 import { searchModule } from './search/index.ts';
 import { webhooksModule } from './webhooks/index.ts';
 
@@ -22,6 +23,7 @@ export function createModules(ctx: AppContext) {
     businesses: businessesModule(ctx),
     clinics: clinicsModule(ctx),
     appointments: appointmentsModule(ctx),
+    schedules: schedulesModule(ctx),
     patients: patientsModule(ctx),
     search: searchModule(ctx),
     webhooks: webhooksModule(ctx),

@@ -17,6 +17,7 @@ export interface ListFilter {
   clinicId?: string;
   doctorId?: string;
   patientId?: string;
+  statuses?: readonly string[];
   /** Epoch milliseconds, inclusive. */
   from?: number;
   /** Epoch milliseconds, exclusive. */
@@ -146,6 +147,7 @@ export async function listViews(db: Db, businessId: string, filter: ListFilter):
     const id = filter.patientId;
     query = query.where((eb) => eb.or([eb('a.patient_id', '=', id), eb('p.partner_patient_id', '=', id)]));
   }
+  if (filter.statuses !== undefined) query = query.where('a.status', 'in', filter.statuses);
   if (filter.from !== undefined) query = query.where('a.start_time', '>=', filter.from);
   if (filter.to !== undefined) query = query.where('a.start_time', '<', filter.to);
   return query.orderBy('a.start_time').orderBy('a.id').limit(filter.limit).offset(filter.offset).execute();
@@ -186,4 +188,61 @@ export async function reviewLinks(
     .where('id', '=', doctorId)
     .executeTakeFirst();
   return { clinic: clinic?.review_link ?? null, doctor: doctor?.review_link ?? null };
+}
+
+/** The statuses whose appointment holds its place in a slot: cancelled and rescheduled ones free it. */
+export const HOLDING_STATUSES = ['BK', 'NS', 'CM'] as const;
+
+/**
+ * An appointment that began this long before a slot is not looked for: the range on start_time stays
+ * bounded on both sides, so the doctor's index reads one day, not the doctor's history.
+ */
+const LONGEST_APPOINTMENT_MS = 86_400_000;
+
+/** How many appointments of the pair holding a place overlap [start, end), other than `excludeId`. */
+export async function countHolding(
+  db: Db,
+  businessId: string,
+  clinicId: string,
+  doctorId: string,
+  start: number,
+  end: number,
+  excludeId: string | null,
+): Promise<number> {
+  const row = await db
+    .selectFrom('appointments')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('business_id', '=', businessId)
+    .where('doctor_id', '=', doctorId)
+    .where('clinic_id', '=', clinicId)
+    .where('status', 'in', HOLDING_STATUSES)
+    .where('start_time', '<', end)
+    .where('start_time', '>', start - LONGEST_APPOINTMENT_MS)
+    .where('end_time', '>', start)
+    .$if(excludeId !== null, (q) => q.where('id', '<>', excludeId!))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The times of the pair's appointments holding a place that overlap [from, to). */
+export async function holdingBetween(
+  db: Db,
+  businessId: string,
+  clinicId: string,
+  doctorId: string,
+  from: number,
+  to: number,
+): Promise<Array<{ start: number; end: number }>> {
+  const rows = await db
+    .selectFrom('appointments')
+    .select(['start_time', 'end_time'])
+    .where('business_id', '=', businessId)
+    .where('doctor_id', '=', doctorId)
+    .where('clinic_id', '=', clinicId)
+    .where('status', 'in', HOLDING_STATUSES)
+    .where('start_time', '<', to)
+    .where('start_time', '>', from - LONGEST_APPOINTMENT_MS)
+    .where('end_time', '>', from)
+    .execute();
+  return rows.map((row) => ({ start: Number(row.start_time), end: Number(row.end_time) }));
 }

@@ -7,6 +7,7 @@ import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { MAX_SLOT_DAYS, type Scheduling } from './scheduling.ts';
 import type { AppointmentService } from './service.ts';
 
 interface RouteConfig {
@@ -92,7 +93,7 @@ export const AppointmentRecordSchema = Type.Object({
   partner_doctor_id: Type.Optional(Type.String()),
   patient_id: Type.String(),
   partner_patient_id: Type.Optional(Type.String()),
-  status: Type.String({ description: 'BK booked, NS no-show, CM completed, CN cancelled' }),
+  status: Type.String({ description: 'BK booked, NS no-show, CM completed, CN cancelled, RES rescheduled (see next_aid)' }),
   mode: Type.String({ description: 'in_clinic or tele' }),
   start_time: Type.Integer(),
   end_time: Type.Integer(),
@@ -105,6 +106,8 @@ export const AppointmentRecordSchema = Type.Object({
   notes: Type.Optional(Type.String()),
   created_at: Type.Integer(),
   updated_at: Type.Integer(),
+  prev_aids: Type.Optional(Type.Array(Type.String(), { description: 'The appointments this one was rescheduled from, oldest first' })),
+  next_aid: Type.Optional(Type.String({ description: 'The appointment this one was rescheduled to' })),
 });
 
 const Params = Type.Object({ appointment_id: Type.String({ maxLength: MAX_ID_LENGTH }) });
@@ -115,6 +118,13 @@ const ListQuery = Type.Object({
   patient_id: Type.Optional(Id),
   start_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, inclusive, in CPS_TIMEZONE' })),
   end_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, inclusive, in CPS_TIMEZONE' })),
+  date: Type.Optional(
+    Type.String({
+      maxLength: 10,
+      description: "One day, YYYY-MM-DD in CPS_TIMEZONE (with doctor_id: the doctor's day); not with start_date or end_date",
+    }),
+  ),
+  status: Type.Optional(Type.String({ maxLength: 100, description: 'BK, NS, CM, CN or RES; several comma-separated' })),
   page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000 })),
 });
 
@@ -249,6 +259,145 @@ export function appointmentRoutes(service: AppointmentService) {
         reply
           .code(202)
           .send({ event_id: await service.requestReview(principalOf(request), request.params.appointment_id, byPartner(request.query)) }),
+    );
+  };
+}
+
+const PathId = Type.String({ maxLength: MAX_ID_LENGTH });
+const DateText = Type.String({ maxLength: 10, description: 'YYYY-MM-DD, in the schedule’s time zone' });
+
+const Slot = Type.Object({
+  available: Type.Boolean({ description: 'A place is left and the slot has not begun' }),
+  conf_id: Type.String({ description: 'The schedule’s id' }),
+  s: Type.String({ format: 'date-time', description: 'Start, local time with offset' }),
+  e: Type.String({ format: 'date-time', description: 'End, local time with offset' }),
+  slots_booked: Type.Integer({ description: 'Places taken' }),
+  start_time: Type.Integer({ description: 'Start, epoch seconds: send it to book' }),
+  end_time: Type.Integer({ description: 'End, epoch seconds: send it to book' }),
+  capacity: Type.Integer({ description: 'Places in the slot (patients per slot)' }),
+  places_left: Type.Integer(),
+});
+const Service = Type.Object({
+  allow_patient_booking: Type.Boolean(),
+  appointment_type: Type.String(),
+  c_at: Type.String({ format: 'date-time' }),
+  conf_id: Type.String(),
+  mode: Type.Array(Type.String()),
+  owner_id: Type.String(),
+  post_pay: Type.Boolean(),
+  pre_pay: Type.Boolean(),
+  price: Type.Union([Type.Number(), Type.Null()]),
+  service_name: Type.String(),
+  timezone: Type.String(),
+  slot_minutes: Type.Integer(),
+  capacity: Type.Integer(),
+});
+const Slots = Type.Object({
+  success: Type.Literal('true'),
+  status_code: Type.Literal(200),
+  data: Type.Object({
+    schedule: Type.Record(Type.String(), Type.Record(Type.String(), Type.Array(Slot)), {
+      description: 'doctor id -> date -> slots; empty when the pair has no schedule (it books at any time)',
+    }),
+    services: Type.Record(Type.String(), Service, { description: 'schedule id (conf_id) -> the consultation it offers' }),
+  }),
+});
+
+const SlotQuery = Type.Object({
+  start_date: DateText,
+  end_date: Type.String({ maxLength: 10, description: `YYYY-MM-DD, inclusive; at most ${MAX_SLOT_DAYS} days after start_date` }),
+  partner_id: ByPartner.properties.partner_id,
+});
+
+const EkaReschedule = Type.Object({
+  start_time: Epoch,
+  end_time: Epoch,
+  clinic_id: Type.Optional(Id),
+  doc_id: Type.Optional(Id),
+  partner_clinic_id: Type.Optional(Id),
+  partner_doctor_id: Type.Optional(Id),
+});
+const Reschedule = Type.Object({
+  start_time: Epoch,
+  end_time: Epoch,
+  partner_appointment_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, description: "The new appointment's partner id; the path then holds the partner's id" }),
+  ),
+});
+
+const schedulingErrors = { ...errors, 409: StandardError };
+const rescheduleSummary =
+  'Reschedule: a new appointment at the new time (the answer) with prev_aids; the old one becomes RES with next_aid and frees its place. A rescheduled, completed, cancelled or no-show appointment cannot be rescheduled.';
+
+/**
+ * Scheduling under the appointments family: the free slots of a doctor at a clinic and the two
+ * reschedule operations of Eka's documents. `?partner_id=1` makes the path's ids the partner's.
+ */
+export function schedulingRoutes(scheduling: Scheduling, appointments: AppointmentService) {
+  return async function plugin(app: App): Promise<void> {
+    const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
+    const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
+    const tags = ['appointments'];
+    const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
+
+    app.get(
+      '/dr/v1/doctor/:doctor_id/clinic/:clinic_id/appointment/slot',
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `The doctor's slots at the clinic from start_date to end_date (up to ${MAX_SLOT_DAYS} days), with the places left in each`,
+          params: Type.Object({ doctor_id: PathId, clinic_id: PathId }),
+          querystring: SlotQuery,
+          response: { 200: Slots, ...schedulingErrors },
+        },
+      },
+      async (request) => {
+        const { doctor_id, clinic_id } = request.params;
+        const { start_date, end_date } = request.query;
+        return scheduling.slots(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query), start_date, end_date);
+      },
+    );
+
+    app.put(
+      '/dr/v1/appointment/:appointment_id/reschedule',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: rescheduleSummary,
+          params: Params,
+          querystring: ByPartner,
+          body: EkaReschedule,
+          response: { 200: AppointmentRecordSchema, ...schedulingErrors },
+        },
+      },
+      async (request) => {
+        const { doc_id, ...body } = request.body;
+        return appointments.reschedule(principalOf(request), request.params.appointment_id, byPartner(request.query), { ...body, doctor_id: doc_id });
+      },
+    );
+
+    app.patch(
+      '/appointments/v1/:appointment_id/reschedule',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: `${rescheduleSummary} With partner_appointment_id, the path holds the partner's id of the old appointment.`,
+          params: Params,
+          querystring: ByPartner,
+          body: Reschedule,
+          response: { 200: AppointmentRecordSchema, ...schedulingErrors },
+        },
+      },
+      async (request) =>
+        appointments.reschedule(
+          principalOf(request),
+          request.params.appointment_id,
+          byPartner(request.query) || request.body.partner_appointment_id !== undefined,
+          request.body,
+        ),
     );
   };
 }

@@ -17,10 +17,12 @@ import type { ClinicService, Placement } from '../clinics/service.ts';
 import { LOCKED_PATIENT_COLUMNS, PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
 import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
 import * as repo from './repo.ts';
+import type { Scheduling } from './scheduling.ts';
 
 export const PAGE_SIZE = 50;
 
-export type Status = 'BK' | 'NS' | 'CM' | 'CN';
+export type Status = 'BK' | 'NS' | 'CM' | 'CN' | 'RES';
+export const STATUSES: readonly Status[] = ['BK', 'NS', 'CM', 'CN', 'RES'];
 export type BookedMode = 'INCLINIC' | 'VIDEO' | 'PHONE';
 
 export interface CustomAttributes {
@@ -101,6 +103,10 @@ export interface AppointmentRecord {
   notes?: string;
   created_at: number;
   updated_at: number;
+  /** The appointments this one was rescheduled from, oldest first. */
+  prev_aids?: string[];
+  /** The appointment this one was rescheduled to (status RES). */
+  next_aid?: string;
 }
 
 export interface ListQuery {
@@ -109,7 +115,22 @@ export interface ListQuery {
   patient_id?: string;
   start_date?: string;
   end_date?: string;
+  /** One day (YYYY-MM-DD): with doctor_id, the doctor's day. */
+  date?: string;
+  /** One status or several, comma-separated. */
+  status?: string;
   page_no?: number;
+}
+
+export interface RescheduleInput {
+  start_time: number;
+  end_time: number;
+  clinic_id?: string;
+  partner_clinic_id?: string;
+  doctor_id?: string;
+  partner_doctor_id?: string;
+  /** A partner id for the new appointment; absent, the new one takes over the old one's. */
+  partner_appointment_id?: string;
 }
 
 function invalid(field: string, message: string): AppError {
@@ -176,6 +197,8 @@ export function toRecord(row: repo.AppointmentView): AppointmentRecord {
     ...(row.notes !== null && { notes: row.notes }),
     created_at: seconds(row.created_at),
     updated_at: seconds(row.updated_at),
+    ...(row.prev_aids !== null && { prev_aids: JSON.parse(row.prev_aids) as string[] }),
+    ...(row.next_aid !== null && { next_aid: row.next_aid }),
   };
 }
 
@@ -188,6 +211,8 @@ export interface AppointmentServiceDeps {
   publicUrl: string;
   clinics: ClinicService;
   patients: PatientService;
+  /** Bookings of a pair with a schedule: slots, places and OPD tokens. */
+  scheduling: Scheduling;
 }
 
 export class AppointmentService {
@@ -222,6 +247,8 @@ export class AppointmentService {
         }
         // A partner_appointment_id already taken fails the insert below on the unique index (see the catch).
         const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
+        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, details.start_time * 1000, details.end_time * 1000);
+        if (token !== null && input.token !== undefined) throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
         const now = Date.now();
         await repo.insertAppointment(trx, {
           id,
@@ -234,7 +261,7 @@ export class AppointmentService {
           mode: details.mode ?? 'INCLINIC',
           start_time: details.start_time * 1000,
           end_time: details.end_time * 1000,
-          token: input.token ?? null,
+          token: token ?? input.token ?? null,
           patient_details: JSON.stringify(patient.details),
           custom_attributes: JSON.stringify(customAttributes(details.custom_attributes ?? {})),
           video_connect: details.video_connect ? JSON.stringify(videoConnect(details.video_connect)) : null,
@@ -245,6 +272,8 @@ export class AppointmentService {
           completed_at: null,
           created_at: now,
           updated_at: now,
+          prev_aids: null,
+          next_aid: null,
         });
       });
     } catch (error) {
@@ -269,9 +298,14 @@ export class AppointmentService {
 
   async list(businessId: string, query: ListQuery): Promise<AppointmentRecord[]> {
     const timeZone = this.#deps.timezone;
-    for (const field of ['start_date', 'end_date'] as const) {
+    for (const field of ['start_date', 'end_date', 'date'] as const) {
       const value = query[field];
       if (value !== undefined && parseDate(value) === null) throw invalid(field, 'must be a real date, YYYY-MM-DD');
+    }
+    const statuses = query.status === undefined ? undefined : statusList(query.status);
+    if (query.date !== undefined) {
+      if (query.start_date !== undefined || query.end_date !== undefined) throw invalid('date', 'send date, or start_date and end_date, not both');
+      query = { ...query, start_date: query.date, end_date: query.date };
     }
     if (query.start_date && query.end_date && query.end_date < query.start_date) throw invalid('end_date', 'must not be before start_date');
     const pageNo = query.page_no ?? 0;
@@ -279,6 +313,7 @@ export class AppointmentService {
       clinicId: query.clinic_id,
       doctorId: query.doctor_id,
       patientId: query.patient_id,
+      statuses,
       from: query.start_date ? startOfDay(query.start_date, timeZone) : undefined,
       to: query.end_date ? startOfDay(new Date(parseDate(query.end_date)! + DAY_MS).toISOString().slice(0, 10), timeZone) : undefined,
       limit: PAGE_SIZE,
@@ -325,6 +360,7 @@ export class AppointmentService {
       const changes: Partial<repo.AppointmentRow> = {};
       if (input.start_time !== undefined || input.end_time !== undefined) {
         const field = input.start_time !== undefined ? 'start_time' : 'end_time';
+        if (row.status === 'RES') throw rescheduled(row);
         const state = { CM: 'a completed', CN: 'a cancelled', NS: 'a no-show' }[row.status as 'CM' | 'CN' | 'NS'];
         if (state) throw invalid(field, `${state} appointment cannot be rescheduled`);
         const start = input.start_time !== undefined ? input.start_time * 1000 : row.start_time;
@@ -338,6 +374,10 @@ export class AppointmentService {
               `The ${placement.clinic.byId === null ? 'clinic' : 'doctor'} was deleted: the appointment cannot move into the future.`,
             );
           }
+        }
+        if (start !== row.start_time || end !== row.end_time) {
+          const token = await this.#deps.scheduling.take(trx, row.business_id, row.clinic_id, row.doctor_id, start, end, row.id);
+          if (token !== null) changes.token = token;
         }
         changes.start_time = start;
         changes.end_time = end;
@@ -363,12 +403,14 @@ export class AppointmentService {
 
   async noShow(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status === 'RES') throw rescheduled(row);
       return row.status === 'NS' ? {} : this.write(trx, row, { status: 'NS', updated_at: Date.now() });
     });
   }
 
   async cancel(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status === 'RES') throw rescheduled(row);
       return row.status === 'CN' ? {} : this.write(trx, row, { status: 'CN', updated_at: Date.now() });
     });
   }
@@ -377,6 +419,7 @@ export class AppointmentService {
   async complete(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'CM') return {};
+      if (row.status === 'RES') throw rescheduled(row);
       const now = Date.now();
       const changed = await this.write(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
       if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
@@ -392,6 +435,83 @@ export class AppointmentService {
       return {};
     });
     return eventId;
+  }
+
+  /**
+   * A reschedule makes a new appointment (status BK) at the new time, for the same patient, with the
+   * old one's partner ids and metadata, at the same clinic and doctor unless others are named; the old
+   * one is marked RES, frees its place and names its successor (`next_aid`), and the new one lists its
+   * predecessors (`prev_aids`). The new time follows the booking rules (a slot with a place left where
+   * the pair has a schedule). The old partner_appointment_id moves to the new appointment, unless a new
+   * one is given for it (then the old one keeps its own).
+   */
+  async reschedule(principal: Principal, id: string, byPartner: boolean, input: RescheduleInput): Promise<AppointmentRecord> {
+    if (input.end_time <= input.start_time) throw invalid('end_time', 'must be after start_time');
+    const businessId = principal.businessId;
+    const nextId = newId('apt');
+    try {
+      return await inTransaction(this.#db, async (trx) => {
+        const row = await repo.findForUpdate(trx, this.#dialect, businessId, id, byPartner);
+        if (!row) throw notFound();
+        if (row.status === 'RES') throw rescheduled(row);
+        const state = { CM: 'a completed', CN: 'a cancelled', NS: 'a no-show' }[row.status as 'CM' | 'CN' | 'NS'];
+        if (state) throw invalid('appointment_id', `${state} appointment cannot be rescheduled`);
+        const sent = {
+          clinic_id: input.clinic_id ?? (input.partner_clinic_id === undefined ? row.clinic_id : undefined),
+          partner_clinic_id: input.partner_clinic_id,
+          doctor_id: input.doctor_id ?? (input.partner_doctor_id === undefined ? row.doctor_id : undefined),
+          partner_doctor_id: input.partner_doctor_id,
+        };
+        const placement = await this.#deps.clinics.placement(trx, businessId, sent);
+        const clinicId = resolved('clinic', sent.clinic_id, sent.partner_clinic_id, placement.clinic);
+        const doctorId = resolved('doctor', sent.doctor_id, sent.partner_doctor_id, placement.doctor);
+        if (!placement.assigned) {
+          throw invalid(sent.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
+        }
+        const now = Date.now();
+        // The old one lets go of its place and its partner id before the new one takes them.
+        const movesPartnerId = input.partner_appointment_id === undefined;
+        await repo.updateAppointment(trx, businessId, row.id, {
+          status: 'RES',
+          next_aid: nextId,
+          updated_at: now,
+          ...(movesPartnerId && { partner_appointment_id: null }),
+        });
+        const start = input.start_time * 1000;
+        const end = input.end_time * 1000;
+        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end);
+        const prevAids = [...(row.prev_aids === null ? [] : (JSON.parse(row.prev_aids) as string[])), row.id];
+        await repo.insertAppointment(trx, {
+          id: nextId,
+          business_id: businessId,
+          partner_appointment_id: movesPartnerId ? row.partner_appointment_id : input.partner_appointment_id!,
+          clinic_id: clinicId,
+          doctor_id: doctorId,
+          patient_id: row.patient_id,
+          status: 'BK',
+          mode: row.mode,
+          start_time: start,
+          end_time: end,
+          token: token ?? row.token,
+          patient_details: row.patient_details,
+          custom_attributes: row.custom_attributes,
+          video_connect: row.video_connect,
+          display_meta: row.display_meta,
+          partner_meta: row.partner_meta,
+          notes: row.notes,
+          review_token: randomToken(24),
+          completed_at: null,
+          created_at: now,
+          updated_at: now,
+          prev_aids: JSON.stringify(prevAids),
+          next_aid: null,
+        });
+        return toRecord((await repo.findView(trx, this.#dialect, businessId, nextId, false))!);
+      });
+    } catch (error) {
+      if (isUniqueViolation(error) && input.partner_appointment_id !== undefined) throw this.exists();
+      throw error;
+    }
   }
 
   private async reviewEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, now: number): Promise<string> {
@@ -458,6 +578,20 @@ function lockedPatient(row: repo.LockedAppointment): LockedPatient {
   const patient = { id: row.patient_id, partner_patient_id: row.partner_patient_id } as Record<string, unknown>;
   for (const column of LOCKED_PATIENT_COLUMNS) patient[column] = row[`patient_${column}`];
   return patient as LockedPatient;
+}
+
+/** A rescheduled appointment is history: it cannot change state or time again; its successor can. */
+function rescheduled(row: repo.AppointmentRow): AppError {
+  return new AppError(409, `The appointment was rescheduled to ${row.next_aid}: change that one instead.`, { code: 'APPOINTMENT_RESCHEDULED' });
+}
+
+/** A status filter: one status or several, comma-separated. */
+function statusList(value: string): Status[] {
+  const statuses = value.split(',').map((status) => status.trim().toUpperCase());
+  for (const status of statuses) {
+    if (!STATUSES.includes(status as Status)) throw invalid('status', `must be one or more of ${STATUSES.join(', ')}, comma-separated`);
+  }
+  return [...new Set(statuses)] as Status[];
 }
 
 function notFound(): AppError {

@@ -1,0 +1,178 @@
+/**
+ * Booking against a doctor's schedule at a clinic (the schedules module keeps the rules): a booking or
+ * a move of a scheduled pair must name one of the schedule's slots exactly and find a place left in it,
+ * else 409 SLOT_UNAVAILABLE; it then gets the next OPD token of the slot's session. A pair without a
+ * schedule books at any time, as before.
+ *
+ * Why it cannot double-book: the token counter row of the session is upserted first, which locks it
+ * until the transaction ends; the places held are counted only after that, from the appointments
+ * themselves (cancelled and rescheduled ones hold none). On PostgreSQL every booking of the session
+ * waits for the one before it to commit, and its count (a new statement, hence a new snapshot under
+ * READ COMMITTED) sees that booking; SQLite runs one writer at a time. A refused booking rolls back and
+ * gives its token number back, so tokens follow the order of the bookings that stand, never twice.
+ */
+import type { Kysely } from 'kysely';
+import type { Db } from '../../db/index.ts';
+import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../errors.ts';
+import type { ClinicService } from '../clinics/service.ts';
+import {
+  addDays,
+  daysBetween,
+  localIso,
+  parseScheduleDate,
+  placesTaken,
+  slotAt,
+  slotsBetween,
+  zonedInstant,
+  type ScheduleService,
+} from '../schedules/service.ts';
+import * as repo from './repo.ts';
+
+/** Eka serves today and tomorrow; the service any range up to this many days. */
+export const MAX_SLOT_DAYS = 31;
+
+export interface EkaSlot {
+  available: boolean;
+  conf_id: string;
+  s: string;
+  e: string;
+  slots_booked: number;
+  start_time: number;
+  end_time: number;
+  capacity: number;
+  places_left: number;
+}
+
+export interface EkaSlots {
+  success: 'true';
+  status_code: 200;
+  data: {
+    schedule: Record<string, Record<string, EkaSlot[]>>;
+    services: Record<
+      string,
+      {
+        allow_patient_booking: boolean;
+        appointment_type: string;
+        c_at: string;
+        conf_id: string;
+        mode: string[];
+        owner_id: string;
+        post_pay: boolean;
+        pre_pay: boolean;
+        price: number | null;
+        service_name: string;
+        timezone: string;
+        slot_minutes: number;
+        capacity: number;
+      }
+    >;
+  };
+}
+
+export interface SchedulingDeps {
+  db: Kysely<Database>;
+  clinics: ClinicService;
+  schedules: ScheduleService;
+}
+
+export class Scheduling {
+  readonly #deps: SchedulingDeps;
+
+  constructor(deps: SchedulingDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Takes a place for [start, end) (epoch milliseconds) with the pair, in `trx`: the OPD token, or null
+   * when the pair has no schedule. `excludeId` is an appointment moving within the pair (its own place
+   * does not count).
+   */
+  async take(trx: Db, businessId: string, clinicId: string, doctorId: string, start: number, end: number, excludeId: string | null = null) {
+    const schedule = await this.#deps.schedules.forPair(trx, businessId, clinicId, doctorId);
+    if (!schedule) return null;
+    const slot = slotAt(schedule, start, end);
+    if (!slot) {
+      throw unavailable(
+        `No slot of the doctor's schedule at this clinic starts and ends at these times (${localIso(start, schedule.timezone)} to ${localIso(end, schedule.timezone)}): pick one from the slots endpoint.`,
+      );
+    }
+    const token = await this.#deps.schedules.nextToken(trx, businessId, clinicId, doctorId, slot.sessionStart);
+    const held = await repo.countHolding(trx, businessId, clinicId, doctorId, slot.start, slot.end, excludeId);
+    if (held >= slot.capacity)
+      throw unavailable(`The slot at ${localIso(start, schedule.timezone)} is full (${slot.capacity} of ${slot.capacity} places taken).`);
+    return token;
+  }
+
+  /** The slots of the pair from `startDate` to `endDate` (inclusive, in the schedule's zone), in Eka's shape. */
+  async slots(businessId: string, doctorId: string, clinicId: string, byPartner: boolean, startDate: string, endDate: string, now = Date.now()) {
+    for (const [field, value] of [
+      ['start_date', startDate],
+      ['end_date', endDate],
+    ] as const) {
+      if (parseScheduleDate(value) === null) throw invalid(field, 'must be a real date, YYYY-MM-DD');
+    }
+    if (endDate < startDate) throw invalid('end_date', 'must not be before start_date');
+    if (daysBetween(startDate, endDate) > MAX_SLOT_DAYS) throw invalid('end_date', `the range is at most ${MAX_SLOT_DAYS} days`);
+    const db = this.#deps.db;
+    const placement = await this.#deps.clinics.placement(
+      db,
+      businessId,
+      byPartner ? { partner_clinic_id: clinicId, partner_doctor_id: doctorId } : { clinic_id: clinicId, doctor_id: doctorId },
+    );
+    const doctor = byPartner ? placement.doctor.byPartner : placement.doctor.byId;
+    const clinic = byPartner ? placement.clinic.byPartner : placement.clinic.byId;
+    if (!doctor) throw new AppError(404, 'Doctor not found', { code: 'NOT_FOUND' });
+    if (!clinic) throw new AppError(404, 'Clinic not found', { code: 'NOT_FOUND' });
+    if (!placement.assigned) throw invalid('doctor_id', 'the doctor is not assigned to this clinic');
+    const answer: EkaSlots = { success: 'true', status_code: 200, data: { schedule: {}, services: {} } };
+    const schedule = await this.#deps.schedules.forPair(db, businessId, clinic, doctor);
+    if (!schedule) return answer;
+    const slots = slotsBetween(schedule, startDate, endDate);
+    const from = zonedInstant(startDate, 0, schedule.timezone);
+    const to = zonedInstant(addDays(endDate, 1), 0, schedule.timezone);
+    const taken = placesTaken(slots, await repo.holdingBetween(db, businessId, clinic, doctor, from, to));
+    const days: Record<string, EkaSlot[]> = {};
+    for (let date = startDate; date <= endDate; date = addDays(date, 1)) days[date] = [];
+    slots.forEach((slot, index) => {
+      const booked = taken[index]!;
+      const left = Math.max(0, slot.capacity - booked);
+      days[slot.date]!.push({
+        available: left > 0 && slot.start > now,
+        conf_id: schedule.id,
+        s: localIso(slot.start, schedule.timezone),
+        e: localIso(slot.end, schedule.timezone),
+        slots_booked: booked,
+        start_time: slot.start / 1000,
+        end_time: slot.end / 1000,
+        capacity: slot.capacity,
+        places_left: left,
+      });
+    });
+    answer.data.schedule[doctor] = days;
+    answer.data.services[schedule.id] = {
+      allow_patient_booking: true,
+      appointment_type: 'REGULAR',
+      c_at: new Date(schedule.createdAt).toISOString(),
+      conf_id: schedule.id,
+      mode: ['in-clinic'],
+      owner_id: doctor,
+      post_pay: false,
+      pre_pay: false,
+      price: null,
+      service_name: 'consultation',
+      timezone: schedule.timezone,
+      slot_minutes: schedule.slot_minutes,
+      capacity: schedule.capacity,
+    };
+    return answer;
+  }
+}
+
+function unavailable(message: string): AppError {
+  return new AppError(409, message, { code: 'SLOT_UNAVAILABLE' });
+}
+
+function invalid(field: string, message: string): AppError {
+  return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
+}

@@ -1,0 +1,159 @@
+/**
+ * Schedules `/cdr/v1/doctor/{doctor_id}/clinic/{clinic_id}/schedule`: the clinics family (DRF-style bodies,
+ * every problem of a write at once), scope `clinic:write` for writes. `?partner_id=1` makes both path ids
+ * the partner's.
+ */
+import type { FastifyError, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../../http/app-type.ts';
+import { principalOf, type RouteAuth } from '../../http/auth.ts';
+import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
+import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH } from '../../http/schemas.ts';
+import type { ScheduleInput, ScheduleService } from './service.ts';
+import { WEEKDAY_NAMES } from './zone.ts';
+
+interface RouteConfig {
+  family: ErrorFamily;
+  auth: RouteAuth;
+}
+
+const Clock = Type.String({ pattern: '^\\d{2}:\\d{2}$', 'x-message': 'Enter a time HH:MM from 00:00 to 24:00.' });
+const DateText = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-message': 'Enter a real date, YYYY-MM-DD.' });
+
+const Session = Type.Object(
+  {
+    days: Type.Array(Type.Enum([...WEEKDAY_NAMES]), { minItems: 1, maxItems: 7 }),
+    start: Clock,
+    end: Clock,
+  },
+  { additionalProperties: false, description: 'A weekly session: the days it runs and its wall-clock start and end in the schedule’s zone' },
+);
+const ScheduleException = Type.Object(
+  {
+    type: Type.Enum(['leave', 'holiday', 'extra']),
+    start_date: DateText,
+    end_date: DateText,
+    start_time: Type.Optional(Clock),
+    end_time: Type.Optional(Clock),
+    note: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Dates inclusive. A leave or holiday without times takes the whole days, with times that window of each day; an extra session (times required) adds slots on those days',
+  },
+);
+
+const ScheduleBody = Type.Object(
+  {
+    timezone: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone of the times; default CPS_TIMEZONE' })),
+    slot_minutes: Type.Integer({ minimum: 5, maximum: 480 }),
+    capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Patients per slot (OPD tokens); default 1' })),
+    buffer_minutes: Type.Optional(Type.Integer({ minimum: 0, maximum: 240, description: 'Gap after each slot; default 0' })),
+    sessions: Type.Array(Session, { maxItems: 50 }),
+    exceptions: Type.Optional(Type.Array(ScheduleException, { maxItems: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+const Schedule = Type.Object({
+  schedule_id: Type.String(),
+  doctor_id: Type.String(),
+  clinic_id: Type.String(),
+  timezone: Type.String(),
+  slot_minutes: Type.Integer(),
+  capacity: Type.Integer(),
+  buffer_minutes: Type.Integer(),
+  sessions: Type.Array(Session),
+  exceptions: Type.Array(ScheduleException),
+  created_at: Type.Integer(),
+  updated_at: Type.Integer(),
+});
+const ScheduleRead = Type.Object({ status: Type.Literal('success'), schedule: Schedule });
+
+const PathId = Type.String({ maxLength: MAX_ID_LENGTH });
+const Params = Type.Object({ doctor_id: PathId, clinic_id: PathId });
+const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: "1: doctor_id and clinic_id are the partner's ids" })) });
+
+const errors = { 400: ClinicsError, 401: ClinicsError, 403: ClinicsError, 404: ClinicsNotFound };
+const tags = ['schedules'];
+const read: RouteConfig = { family: 'clinics', auth: { anyOf: [] } };
+const write: RouteConfig = { family: 'clinics', auth: { anyOf: ['clinic:write'] } };
+const PATH = '/cdr/v1/doctor/:doctor_id/clinic/:clinic_id/schedule';
+
+/** The body with what the schema refused of it; a refused path or query stops here. */
+function submitted(request: FastifyRequest): [ScheduleInput, Record<string, string[]>] {
+  const error = request.validationError as FastifyError | undefined;
+  if (!error) return [request.body as ScheduleInput, {}];
+  if (error.validationContext !== 'body') throw error;
+  const body: unknown = request.body;
+  const fields = (body !== null && typeof body === 'object' && !Array.isArray(body) ? body : {}) as ScheduleInput;
+  return [fields, validationProblem(error).fields ?? {}];
+}
+
+export function scheduleRoutes(service: ScheduleService) {
+  return async function plugin(app: App): Promise<void> {
+    const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
+
+    app.put(
+      PATH,
+      {
+        config: write,
+        attachValidation: true,
+        schema: {
+          tags,
+          summary: "Set the doctor's schedule at the clinic (creates or replaces it); bookings of the pair must then fit a free slot",
+          params: Params,
+          querystring: ByPartner,
+          body: ScheduleBody,
+          response: { 200: ScheduleRead, ...errors },
+        },
+      },
+      async (request) => {
+        const { doctor_id, clinic_id } = request.params;
+        const schedule = await service.put(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query), ...submitted(request));
+        return { status: 'success' as const, schedule };
+      },
+    );
+
+    app.get(
+      PATH,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: "Read the doctor's schedule at the clinic",
+          params: Params,
+          querystring: ByPartner,
+          response: { 200: ScheduleRead, ...errors },
+        },
+      },
+      async (request) => {
+        const { doctor_id, clinic_id } = request.params;
+        return {
+          status: 'success' as const,
+          schedule: await service.get(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query)),
+        };
+      },
+    );
+
+    app.delete(
+      PATH,
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: "Delete the doctor's schedule at the clinic: the pair books at any time again",
+          params: Params,
+          querystring: ByPartner,
+          response: { 200: Type.Object({ status: Type.Literal('success'), message: Type.String() }), ...errors },
+        },
+      },
+      async (request) => {
+        const { doctor_id, clinic_id } = request.params;
+        await service.delete(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query));
+        return { status: 'success' as const, message: 'Schedule Deleted Successfully' };
+      },
+    );
+  };
+}

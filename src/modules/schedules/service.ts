@@ -1,0 +1,250 @@
+/**
+ * Schedules: per doctor and clinic, weekly sessions, slot length, places per slot, buffers and
+ * exceptions, in the clinics family (every problem of a write at once). The appointments module asks
+ * for a pair's rules when it books, and for the next OPD token of a session (`nextToken`), whose row
+ * lock serialises the bookings of that session.
+ */
+import type { Kysely } from 'kysely';
+import { inTransaction, type Db } from '../../db/index.ts';
+import { newId } from '../../db/ids.ts';
+import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../errors.ts';
+import type { ClinicService } from '../clinics/service.ts';
+import * as repo from './repo.ts';
+import type { ScheduleException, ScheduleRules, Session } from './slots.ts';
+import { isTimeZone, parseClock, parseDate, WEEKDAY_NAMES } from './zone.ts';
+
+export type { ScheduleRules, Slot } from './slots.ts';
+export { placesTaken, slotAt, slotsBetween, daysBetween } from './slots.ts';
+export { addDays, localDate, localIso, parseDate as parseScheduleDate, zonedInstant } from './zone.ts';
+
+export interface ScheduleInput {
+  timezone?: string;
+  slot_minutes: number;
+  capacity?: number;
+  buffer_minutes?: number;
+  sessions: Session[];
+  exceptions?: ScheduleException[];
+}
+
+export interface ScheduleView {
+  schedule_id: string;
+  doctor_id: string;
+  clinic_id: string;
+  timezone: string;
+  slot_minutes: number;
+  capacity: number;
+  buffer_minutes: number;
+  sessions: Session[];
+  exceptions: ScheduleException[];
+  created_at: number;
+  updated_at: number;
+}
+
+/** A pair's schedule as bookings use it. */
+export interface PairSchedule extends ScheduleRules {
+  id: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+type FieldProblems = Record<string, string[]>;
+
+export interface ScheduleServiceDeps {
+  db: Kysely<Database>;
+  /** CPS_TIMEZONE: the zone of a schedule that names none. */
+  timezone: string;
+  clinics: ClinicService;
+}
+
+interface Pair {
+  clinicId: string;
+  doctorId: string;
+}
+
+export class ScheduleService {
+  readonly #deps: ScheduleServiceDeps;
+
+  constructor(deps: ScheduleServiceDeps) {
+    this.#deps = deps;
+  }
+
+  /** Creates or replaces the schedule of the pair (service ids, or partner ids when `byPartner`). */
+  async put(businessId: string, doctorId: string, clinicId: string, byPartner: boolean, input: ScheduleInput, refused: FieldProblems = {}) {
+    const problems = checkRules(input, refused);
+    if (Object.keys(problems).length > 0) throw invalid(problems);
+    return inTransaction(this.#deps.db, async (trx) => {
+      const pair = await this.#pair(trx, businessId, doctorId, clinicId, byPartner, true);
+      const now = Date.now();
+      const row = await repo.upsert(trx, {
+        id: newId('sch'),
+        business_id: businessId,
+        clinic_id: pair.clinicId,
+        doctor_id: pair.doctorId,
+        timezone: input.timezone ?? this.#deps.timezone,
+        slot_minutes: input.slot_minutes,
+        capacity: input.capacity ?? 1,
+        buffer_minutes: input.buffer_minutes ?? 0,
+        sessions: JSON.stringify(input.sessions.map(session)),
+        exceptions: JSON.stringify((input.exceptions ?? []).map(exception)),
+        created_at: now,
+        updated_at: now,
+      });
+      return toView(row);
+    });
+  }
+
+  async get(businessId: string, doctorId: string, clinicId: string, byPartner: boolean): Promise<ScheduleView> {
+    const pair = await this.#pair(this.#deps.db, businessId, doctorId, clinicId, byPartner, false);
+    const row = await repo.find(this.#deps.db, businessId, pair.clinicId, pair.doctorId);
+    if (!row) throw AppError.notFound('Schedule not found');
+    return toView(row);
+  }
+
+  /** Bookings of the pair are then taken at any time again; booked appointments stay as they are. */
+  async delete(businessId: string, doctorId: string, clinicId: string, byPartner: boolean): Promise<void> {
+    await inTransaction(this.#deps.db, async (trx) => {
+      const pair = await this.#pair(trx, businessId, doctorId, clinicId, byPartner, false);
+      const row = await repo.find(trx, businessId, pair.clinicId, pair.doctorId);
+      if (!row) throw AppError.notFound('Schedule not found');
+      await repo.remove(trx, businessId, row.id);
+    });
+  }
+
+  /** The pair's schedule (service ids), or null: the pair books at any time. */
+  async forPair(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<PairSchedule | null> {
+    const row = await repo.find(db, businessId, clinicId, doctorId);
+    return row ? { id: row.id, createdAt: Number(row.created_at), ...rulesOf(row) } : null;
+  }
+
+  /** The next OPD token of the session, holding the session's lock until `trx` ends (see repo.nextToken). */
+  nextToken(trx: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<number> {
+    return repo.nextToken(trx, businessId, clinicId, doctorId, sessionStart);
+  }
+
+  /** Unknown doctor or clinic: 404 in the clinics family; not assigned: 400 for a write, 404 for a read. */
+  async #pair(db: Db, businessId: string, doctorId: string, clinicId: string, byPartner: boolean, writing: boolean): Promise<Pair> {
+    const placement = await this.#deps.clinics.placement(
+      db,
+      businessId,
+      byPartner ? { partner_clinic_id: clinicId, partner_doctor_id: doctorId } : { clinic_id: clinicId, doctor_id: doctorId },
+    );
+    const doctor = byPartner ? placement.doctor.byPartner : placement.doctor.byId;
+    const clinic = byPartner ? placement.clinic.byPartner : placement.clinic.byId;
+    if (!doctor) throw AppError.notFound('Doctor not found');
+    if (!clinic) throw AppError.notFound('Clinic not found');
+    if (!placement.assigned) {
+      if (!writing) throw AppError.notFound('Schedule not found');
+      throw invalid({ message: ['The doctor is not assigned to this clinic.'] });
+    }
+    return { clinicId: clinic, doctorId: doctor };
+  }
+}
+
+function invalid(fields: FieldProblems): AppError {
+  const [field, messages] = Object.entries(fields)[0]!;
+  return new AppError(400, field === 'message' ? messages[0]! : `${field}: ${messages[0]}`, { fields, code: 'INVALID_REQUEST' });
+}
+
+const session = (value: Session): Session => ({ days: [...new Set(value.days)], start: value.start, end: value.end });
+
+function exception(value: ScheduleException): ScheduleException {
+  return {
+    type: value.type,
+    start_date: value.start_date,
+    end_date: value.end_date,
+    ...(value.start_time !== undefined && { start_time: value.start_time }),
+    ...(value.end_time !== undefined && { end_time: value.end_time }),
+    ...(value.note !== undefined && { note: value.note }),
+  };
+}
+
+function rulesOf(row: repo.ScheduleRow): ScheduleRules {
+  return {
+    timezone: row.timezone,
+    slot_minutes: Number(row.slot_minutes),
+    capacity: Number(row.capacity),
+    buffer_minutes: Number(row.buffer_minutes),
+    sessions: JSON.parse(row.sessions) as Session[],
+    exceptions: JSON.parse(row.exceptions) as ScheduleException[],
+  };
+}
+
+function toView(row: repo.ScheduleRow): ScheduleView {
+  return {
+    schedule_id: row.id,
+    doctor_id: row.doctor_id,
+    clinic_id: row.clinic_id,
+    ...rulesOf(row),
+    created_at: Math.floor(Number(row.created_at) / 1000),
+    updated_at: Math.floor(Number(row.updated_at) / 1000),
+  };
+}
+
+const CLOCK = 'Enter a time HH:MM from 00:00 to 24:00.';
+
+/**
+ * The rules the schema cannot state, added to what it refused (fields it refused are not checked
+ * again): real zones, dates and times, sessions at least one slot long and not overlapping on a day,
+ * exceptions whose ends follow their starts.
+ */
+function checkRules(input: ScheduleInput, refused: FieldProblems): FieldProblems {
+  const problems: FieldProblems = Object.create(null);
+  for (const [field, messages] of Object.entries(refused)) problems[field] = [...messages];
+  const add = (field: string, message: string) => (problems[field] ??= []).push(message);
+  const skip = (field: string) => Object.keys(problems).some((key) => key === field || key.startsWith(`${field}.`));
+  if (typeof input.timezone === 'string' && !skip('timezone') && !isTimeZone(input.timezone)) add('timezone', `Unknown time zone: ${input.timezone}`);
+  const slotMinutes = typeof input.slot_minutes === 'number' && !skip('slot_minutes') ? input.slot_minutes : null;
+  const byDay = new Map<string, Array<{ index: number; from: number; to: number }>>();
+  const sessions = Array.isArray(input.sessions) ? input.sessions : [];
+  for (const [index, value] of sessions.entries()) {
+    const field = `sessions.${index}`;
+    if (skip(field) || 'sessions' in refused) continue;
+    const from = parseClock(value.start);
+    const to = parseClock(value.end);
+    if (from === null) add(`${field}.start`, CLOCK);
+    if (to === null) add(`${field}.end`, CLOCK);
+    if (from === null || to === null) continue;
+    if (to <= from) {
+      add(`${field}.end`, 'The end must be after the start.');
+      continue;
+    }
+    if (slotMinutes !== null && to - from < slotMinutes) {
+      add(`${field}.end`, 'The session is shorter than one slot.');
+      continue;
+    }
+    for (const day of new Set(value.days)) {
+      const taken = byDay.get(day) ?? [];
+      const clash = taken.find((other) => from < other.to && to > other.from);
+      if (clash) add(field, `Overlaps sessions.${clash.index} on ${day}.`);
+      taken.push({ index, from, to });
+      byDay.set(day, taken);
+    }
+  }
+  for (const [index, value] of (Array.isArray(input.exceptions) ? input.exceptions : []).entries()) {
+    const field = `exceptions.${index}`;
+    if (skip(field) || 'exceptions' in refused) continue;
+    const startDate = parseDate(value.start_date);
+    const endDate = parseDate(value.end_date);
+    if (startDate === null) add(`${field}.start_date`, 'Enter a real date, YYYY-MM-DD.');
+    if (endDate === null) add(`${field}.end_date`, 'Enter a real date, YYYY-MM-DD.');
+    if (startDate !== null && endDate !== null && endDate < startDate) add(`${field}.end_date`, 'The end date must not be before the start date.');
+    const timed = [value.start_time, value.end_time].filter((time) => time !== undefined).length;
+    if (timed === 1) {
+      add(field, 'Send both start_time and end_time, or neither.');
+      continue;
+    }
+    if (timed === 0) {
+      if (value.type === 'extra') add(field, 'An extra session needs start_time and end_time.');
+      continue;
+    }
+    const from = parseClock(value.start_time!);
+    const to = parseClock(value.end_time!);
+    if (from === null) add(`${field}.start_time`, CLOCK);
+    if (to === null) add(`${field}.end_time`, CLOCK);
+    if (from !== null && to !== null && to <= from) add(`${field}.end_time`, 'The end must be after the start.');
+  }
+  return problems;
+}
+
+export const WEEKDAYS = WEEKDAY_NAMES;

@@ -1,0 +1,353 @@
+/**
+ * Booking into a schedule: the slots endpoint (validated against Eka's schema), SLOT_UNAVAILABLE,
+ * places freed, OPD tokens, rescheduling with lineage, the listing's filters, isolation, and many
+ * bookers racing for one slot.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
+import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
+import { bookAt, MONDAY, MONDAY_0900, setSchedule, slotPath } from '../schedules/support.ts';
+import { book, createPractice, request, START, type Practice } from './support.ts';
+
+const SLOT = 15 * 60;
+
+describe(`appointments: scheduling (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(async () => t.close());
+
+  const call = (p: Practice, method: string, url: string, payload?: unknown, token = p.client.token) => request(t, token, method, url, payload);
+  const scheduled = async () => {
+    const p = await createPractice(t);
+    await setSchedule(t, p);
+    return p;
+  };
+
+  it("serves the slots in Eka's shape, with places left, by service and by partner ids", async () => {
+    const p = await scheduled();
+    assert.equal((await bookAt(t, p, MONDAY_0900)).statusCode, 201);
+    const response = await call(p, 'GET', slotPath(p, MONDAY, '2030-01-08'));
+    assert.equal(response.statusCode, 200, response.body);
+    const body = response.json();
+    assertValid(ekaResponse('/dr/v1/doctor/{doctor_id}/clinic/{clinic_id}/appointment/slot', 'get', '200').schema, body, 'slots');
+    const days = body.data.schedule[p.doctorId];
+    assert.deepEqual(Object.keys(days), [MONDAY, '2030-01-08']);
+    assert.equal(days[MONDAY].length, 12, '09:00 to 12:00 in 15 minutes');
+    assert.deepEqual(days[MONDAY][0], {
+      available: true,
+      conf_id: Object.keys(body.data.services)[0],
+      s: '2030-01-07T09:00:00+05:30',
+      e: '2030-01-07T09:15:00+05:30',
+      slots_booked: 1,
+      start_time: MONDAY_0900,
+      end_time: MONDAY_0900 + SLOT,
+      capacity: 3,
+      places_left: 2,
+    });
+    const byPartner = await call(
+      p,
+      'GET',
+      `/dr/v1/doctor/${p.partnerDoctorId}/clinic/${p.partnerClinicId}/appointment/slot?start_date=${MONDAY}&end_date=${MONDAY}&partner_id=1`,
+    );
+    assert.deepEqual(byPartner.json().data.schedule[p.doctorId][MONDAY], days[MONDAY]);
+    // A pair without a schedule offers no slots (it books at any time).
+    const free = await createPractice(t);
+    assert.deepEqual((await call(free, 'GET', slotPath(free))).json(), { success: 'true', status_code: 200, data: { schedule: {}, services: {} } });
+  });
+
+  it('refuses a time outside the schedule and a full slot with 409 SLOT_UNAVAILABLE; cancelling frees a place', async () => {
+    const p = await scheduled();
+    for (const [start, minutes] of [
+      [MONDAY_0900 + 300, 15],
+      [MONDAY_0900, 30],
+      [MONDAY_0900 - 3600, 15],
+      [MONDAY_0900 + 86_400 * 6, 15],
+    ] as const) {
+      const refused = await bookAt(t, p, start, {}, minutes);
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.equal(refused.json().error.code, 'SLOT_UNAVAILABLE');
+    }
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const booked = await bookAt(t, p, MONDAY_0900);
+      assert.equal(booked.statusCode, 201, booked.body);
+      ids.push(booked.json().appointment_id);
+    }
+    const full = await bookAt(t, p, MONDAY_0900);
+    assert.deepEqual([full.statusCode, full.json().error.code], [409, 'SLOT_UNAVAILABLE']);
+    assert.match(full.json().error.message, /full/);
+    assert.equal((await call(p, 'PUT', `/dr/v1/appointment/${ids[1]}/cancel`)).statusCode, 200);
+    const again = await bookAt(t, p, MONDAY_0900);
+    assert.equal(again.statusCode, 201, 'the cancelled one freed its place');
+    const record = (await call(p, 'GET', `/dr/v1/appointment/${again.json().appointment_id}`)).json();
+    assert.equal(record.token, 4, 'tokens are never given twice, even after a cancellation');
+    // The same pair books at any time again once its schedule is deleted.
+    assert.equal((await call(p, 'DELETE', `/cdr/v1/doctor/${p.doctorId}/clinic/${p.clinicId}/schedule`)).statusCode, 200);
+    assert.equal((await bookAt(t, p, MONDAY_0900 + 300)).statusCode, 201);
+  });
+
+  it('gives OPD tokens in booking order within a session, and refuses a token sent for a scheduled pair', async () => {
+    const p = await scheduled();
+    const tokens: number[] = [];
+    for (const offset of [2 * SLOT, 0, SLOT, 0]) {
+      const booked = await bookAt(t, p, MONDAY_0900 + offset);
+      tokens.push((await call(p, 'GET', `/dr/v1/appointment/${booked.json().appointment_id}`)).json().token);
+    }
+    assert.deepEqual(tokens, [1, 2, 3, 4]);
+    const tuesday = await bookAt(t, p, MONDAY_0900 + 86_400);
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/${tuesday.json().appointment_id}`)).json().token, 1, 'a new session counts from 1');
+    const sent = await bookAt(t, p, MONDAY_0900, { token: 7 });
+    assert.equal(sent.statusCode, 400);
+    assert.match(sent.json().error.message, /^token: /);
+  });
+
+  it('moves an appointment by PATCH start_time under the same rules', async () => {
+    const p = await scheduled();
+    const id = (await bookAt(t, p, MONDAY_0900)).json().appointment_id;
+    for (let i = 0; i < 3; i++) await bookAt(t, p, MONDAY_0900 + SLOT);
+    const full = await call(p, 'PATCH', `/dr/v1/appointment/${id}`, { start_time: MONDAY_0900 + SLOT, end_time: MONDAY_0900 + 2 * SLOT });
+    assert.deepEqual([full.statusCode, full.json().error.code], [409, 'SLOT_UNAVAILABLE']);
+    const moved = await call(p, 'PATCH', `/dr/v1/appointment/${id}`, { start_time: MONDAY_0900 + 2 * SLOT, end_time: MONDAY_0900 + 3 * SLOT });
+    assert.equal(moved.statusCode, 200, moved.body);
+    assert.equal(moved.json().token, 5);
+  });
+
+  it('reschedules with lineage: a new appointment, the old one RES; both Eka operations', async () => {
+    const p = await scheduled();
+    const first = await book(t, p, {
+      partner_appointment_id: 'pa-1',
+      appointment_details: { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT },
+      partner_meta: { visit: 7 },
+      display_meta: { fee: 500 },
+      notes: 'fasting',
+    });
+    const second = await call(p, 'PUT', `/dr/v1/appointment/pa-1/reschedule?partner_id=1`, {
+      start_time: MONDAY_0900 + SLOT,
+      end_time: MONDAY_0900 + 2 * SLOT,
+      partner_clinic_id: p.partnerClinicId,
+      partner_doctor_id: p.partnerDoctorId,
+    });
+    assert.equal(second.statusCode, 200, second.body);
+    const next = second.json();
+    assert.notEqual(next.appointment_id, first);
+    assert.deepEqual(next.prev_aids, [first]);
+    assert.equal(next.status, 'BK');
+    assert.equal(next.partner_appointment_id, 'pa-1', 'the partner id follows the appointment');
+    assert.deepEqual([next.partner_meta, next.display_meta, next.notes], [{ visit: 7 }, { fee: 500 }, 'fasting']);
+    assert.equal(next.start_time, MONDAY_0900 + SLOT);
+    const old = (await call(p, 'GET', `/dr/v1/appointment/${first}`)).json();
+    assert.deepEqual([old.status, old.next_aid, old.partner_appointment_id], ['RES', next.appointment_id, undefined]);
+    assert.equal(old.patient_id, next.patient_id);
+
+    const third = await call(p, 'PATCH', `/appointments/v1/pa-1/reschedule`, {
+      start_time: MONDAY_0900 + 2 * SLOT,
+      end_time: MONDAY_0900 + 3 * SLOT,
+      partner_appointment_id: 'pa-2',
+    });
+    assert.equal(third.statusCode, 200, third.body);
+    assertValid(ekaResponse('/appointments/v1/{appointment_id}/reschedule', 'patch', '200').schema, third.json(), 'reschedule');
+    assert.deepEqual(third.json().prev_aids, [first, next.appointment_id]);
+    assert.equal(third.json().partner_appointment_id, 'pa-2');
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/pa-1?partner_id=1`)).json().next_aid, third.json().appointment_id);
+
+    // A rescheduled appointment is history: no completion, reschedule, cancel or no-show (409).
+    for (const [method, url, body] of [
+      ['POST', `/dr/v1/appointment/${first}/complete`, undefined],
+      ['PUT', `/dr/v1/appointment/${first}/reschedule`, { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT }],
+      ['PATCH', `/appointments/v1/${first}/reschedule`, { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT }],
+      ['PATCH', `/dr/v1/appointment/${first}`, { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT }],
+      ['PUT', `/dr/v1/appointment/${first}/cancel`, undefined],
+      ['POST', `/dr/v1/appointment/${first}/change-status`, { status: 'NS' }],
+    ] as const) {
+      const response = await call(p, method, url, body);
+      assert.deepEqual([response.statusCode, response.json().error.code], [409, 'APPOINTMENT_RESCHEDULED'], `${method} ${url}`);
+    }
+    // The old places are free again: slots 09:00 and 09:15 each hold nothing now.
+    const slots = (await call(p, 'GET', slotPath(p))).json().data.schedule[p.doctorId][MONDAY];
+    assert.deepEqual(
+      slots.slice(0, 3).map((s: { slots_booked: number }) => s.slots_booked),
+      [0, 0, 1],
+    );
+    // Into a full slot, a taken partner id, a completed appointment: refused, and nothing changes.
+    for (let i = 0; i < 3; i++) await bookAt(t, p, MONDAY_0900 + 5 * SLOT);
+    const current = third.json().appointment_id;
+    const full = await call(p, 'PUT', `/dr/v1/appointment/${current}/reschedule`, {
+      start_time: MONDAY_0900 + 5 * SLOT,
+      end_time: MONDAY_0900 + 6 * SLOT,
+    });
+    assert.deepEqual([full.statusCode, full.json().error.code], [409, 'SLOT_UNAVAILABLE']);
+    await book(t, p, {
+      partner_appointment_id: 'pa-taken',
+      appointment_details: { start_time: MONDAY_0900 + 7 * SLOT, end_time: MONDAY_0900 + 8 * SLOT },
+    });
+    const taken = await call(p, 'PATCH', `/appointments/v1/pa-2/reschedule`, {
+      start_time: MONDAY_0900,
+      end_time: MONDAY_0900 + SLOT,
+      partner_appointment_id: 'pa-taken',
+    });
+    assert.deepEqual([taken.statusCode, taken.json().error.code], [409, 'APPOINTMENT_EXISTS']);
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/${current}`)).json().status, 'BK', 'rolled back');
+    await call(p, 'POST', `/dr/v1/appointment/${current}/complete`);
+    const completed = await call(p, 'PUT', `/dr/v1/appointment/${current}/reschedule`, { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT });
+    assert.equal(completed.statusCode, 400);
+    assert.match(completed.json().error.message, /completed appointment cannot be rescheduled/);
+  });
+
+  it('reschedules a pair without a schedule to any time, and to another doctor of the clinic', async () => {
+    const p = await createPractice(t);
+    const id = await book(t, p, { token: 9 });
+    const other = await createPractice(t, { client: p.client });
+    const unassigned = await call(p, 'PUT', `/dr/v1/appointment/${id}/reschedule`, {
+      start_time: START + 60,
+      end_time: START + 960,
+      doc_id: other.doctorId,
+    });
+    assert.equal(unassigned.statusCode, 400);
+    assert.match(unassigned.json().error.message, /^doctor_id: /);
+    await call(p, 'PATCH', `/cdr/v1/clinic/${p.clinicId}/`, { doctor_ids: [other.doctorId] });
+    const moved = await call(p, 'PUT', `/dr/v1/appointment/${id}/reschedule`, {
+      start_time: START + 60,
+      end_time: START + 960,
+      doc_id: other.doctorId,
+    });
+    assert.equal(moved.statusCode, 200, moved.body);
+    assert.deepEqual([moved.json().doctor_id, moved.json().clinic_id, moved.json().token], [other.doctorId, p.clinicId, 9]);
+  });
+
+  it('answers 400 naming the field for bad slot queries and reschedule bodies, 404 for unknown ids', async () => {
+    const p = await scheduled();
+    const id = await book(t, p, { appointment_details: { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT } });
+    const base = `/dr/v1/doctor/${p.doctorId}/clinic/${p.clinicId}/appointment/slot`;
+    for (const [query, field] of [
+      ['', 'start_date'],
+      [`?start_date=${MONDAY}`, 'end_date'],
+      ['?start_date=2030-02-30&end_date=2030-03-01', 'start_date'],
+      ['?start_date=2030-01-07&end_date=2030-01-06', 'end_date'],
+      ['?start_date=2030-01-01&end_date=2030-02-01', 'end_date'],
+    ]) {
+      const response = await call(p, 'GET', `${base}${query}`);
+      assert.equal(response.statusCode, 400, query);
+      assert.match(response.json().error.message, new RegExp(`^${field}: `), `${query}: ${response.body}`);
+    }
+    for (const [body, field] of [
+      [{ end_time: MONDAY_0900 }, 'start_time'],
+      [{ start_time: MONDAY_0900 }, 'end_time'],
+      [{ start_time: MONDAY_0900, end_time: MONDAY_0900 }, 'end_time'],
+      [{ start_time: '1', end_time: MONDAY_0900 }, 'start_time'],
+      [{ start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT, clinic_id: 'nope' }, 'clinic_id'],
+    ] as const) {
+      for (const [method, url] of [
+        ['PUT', `/dr/v1/appointment/${id}/reschedule`],
+        ['PATCH', `/appointments/v1/${id}/reschedule`],
+      ] as const) {
+        if (method === 'PATCH' && 'clinic_id' in body) continue;
+        const response = await call(p, method, url, body);
+        assert.equal(response.statusCode, 400, `${method} ${JSON.stringify(body)}`);
+        assert.match(response.json().error.message, new RegExp(`^${field}: `), response.body);
+      }
+    }
+    const listing = await call(p, 'GET', '/dr/v1/appointment?status=XX');
+    assert.match(listing.json().error.message, /^status: /);
+    assert.match((await call(p, 'GET', `/dr/v1/appointment?date=${MONDAY}&start_date=${MONDAY}`)).json().error.message, /^date: /);
+    assert.equal(
+      (await call(p, 'GET', `/dr/v1/doctor/nope/clinic/${p.clinicId}/appointment/slot?start_date=${MONDAY}&end_date=${MONDAY}`)).statusCode,
+      404,
+    );
+    const unknown = await call(p, 'PUT', '/dr/v1/appointment/nope/reschedule', { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT });
+    assert.deepEqual([unknown.statusCode, unknown.json().error.code], [404, 'APPOINTMENT_NOT_FOUND']);
+  });
+
+  it("filters the listing by status and by a doctor's day", async () => {
+    const p = await scheduled();
+    const a = (await bookAt(t, p, MONDAY_0900)).json().appointment_id;
+    const b = (await bookAt(t, p, MONDAY_0900 + SLOT)).json().appointment_id;
+    const c = (await bookAt(t, p, MONDAY_0900 + 86_400)).json().appointment_id;
+    await call(p, 'PUT', `/dr/v1/appointment/${b}/cancel`);
+    const other = await createPractice(t, { client: p.client });
+    await book(t, other, { appointment_details: { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT } });
+    const ids = async (query: string) =>
+      ((await call(p, 'GET', `/dr/v1/appointment?${query}`)).json().appointments as Array<{ appointment_id: string }>).map((x) => x.appointment_id);
+    assert.deepEqual(await ids(`doctor_id=${p.doctorId}&date=${MONDAY}`), [a, b]);
+    assert.deepEqual(await ids(`doctor_id=${p.partnerDoctorId}&date=${MONDAY}&status=BK`), [a]);
+    assert.deepEqual(await ids(`doctor_id=${p.doctorId}&status=cn,BK`), [a, b, c]);
+    assert.deepEqual(await ids(`doctor_id=${p.doctorId}&status=CN`), [b]);
+  });
+
+  it('keeps businesses apart and checks scopes on every new endpoint', async () => {
+    const p = await scheduled();
+    const id = await book(t, p, { partner_appointment_id: 'iso-1', appointment_details: { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT } });
+    const stranger = await createTestClient(t.ctx);
+    const move = { start_time: MONDAY_0900 + SLOT, end_time: MONDAY_0900 + 2 * SLOT };
+    const attempts = [
+      ['GET', slotPath(p), undefined],
+      [
+        'GET',
+        `/dr/v1/doctor/${p.partnerDoctorId}/clinic/${p.partnerClinicId}/appointment/slot?start_date=${MONDAY}&end_date=${MONDAY}&partner_id=1`,
+        undefined,
+      ],
+      ['PUT', `/dr/v1/appointment/${id}/reschedule`, move],
+      ['PUT', `/dr/v1/appointment/iso-1/reschedule?partner_id=1`, move],
+      ['PATCH', `/appointments/v1/${id}/reschedule`, move],
+      ['PATCH', `/appointments/v1/iso-1/reschedule?partner_id=1`, move],
+    ] as const;
+    for (const [method, url, body] of attempts) {
+      const response = await call(p, method, url, body, stranger.token);
+      assert.equal(response.statusCode, 404, `${method} ${url}: ${response.body}`);
+      assert.equal(typeof response.json().error.code, 'string');
+      const none = await t.app.inject({ method, url, ...(body ? { payload: body } : {}) });
+      assert.deepEqual([none.statusCode, none.json().error.code], [401, 'UNAUTHORIZED'], url);
+    }
+    // Scheduling's answers of the stranger's own (empty) business show nothing of this one.
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment?doctor_id=${p.doctorId}`, undefined, stranger.token)).json().appointments.length, 0);
+    const completer = await createTestClient(t.ctx, { businessId: p.client.businessId, scopes: ['appointment:complete'] });
+    assert.equal((await call(p, 'GET', slotPath(p), undefined, completer.token)).statusCode, 200, 'a reader may see slots');
+    for (const [method, url, body] of attempts.slice(2)) {
+      const response = await call(p, method, url, body, completer.token);
+      assert.deepEqual([response.statusCode, response.json().error.code], [403, 'ACCESS_DENIED'], url);
+    }
+    const clinicsOnly = await createTestClient(t.ctx, { businessId: p.client.businessId, scopes: ['clinic:write'] });
+    assert.equal((await call(p, 'GET', slotPath(p), undefined, clinicsOnly.token)).statusCode, 403);
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/${id}`)).json().status, 'BK', 'untouched');
+  });
+
+  it('200 bookers racing for the last places of one slot: exactly its places succeed, tokens never twice', async () => {
+    const p = await createPractice(t);
+    await setSchedule(t, p, { timezone: 'Asia/Kolkata', slot_minutes: 15, capacity: 5, sessions: [{ days: ['MON'], start: '09:00', end: '10:00' }] });
+    await bookAt(t, p, MONDAY_0900, { patient_details: { first_name: 'Early', mobile: '+919800000999' } });
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        bookAt(t, p, MONDAY_0900, {
+          patient_details: { first_name: `P${i}`, mobile: `+9198${String(i).padStart(8, '0')}`, partner_patient_id: `race-${i}` },
+        }),
+      ),
+    );
+    const won = results.filter((r) => r.statusCode === 201);
+    const lost = results.filter((r) => r.statusCode === 409);
+    assert.equal(won.length, 4, 'the four places left');
+    assert.equal(lost.length, 196);
+    for (const response of lost) assert.equal(response.json().error.code, 'SLOT_UNAVAILABLE');
+    const held = await t.ctx.storage.db.selectFrom('appointments').select('token').where('doctor_id', '=', p.doctorId).execute();
+    assert.deepEqual(
+      held.map((row) => Number(row.token)).sort((a, b) => a - b),
+      [1, 2, 3, 4, 5],
+    );
+    // Bookers and cancellers at once: the places never exceed the capacity.
+    const ids = won.map((r) => r.json().appointment_id as string);
+    const mixed = await Promise.all([
+      ...ids.slice(0, 2).map((id) => call(p, 'PUT', `/dr/v1/appointment/${id}/cancel`)),
+      ...Array.from({ length: 50 }, (_, i) =>
+        bookAt(t, p, MONDAY_0900, {
+          patient_details: { first_name: `Q${i}`, mobile: `+9197${String(i).padStart(8, '0')}`, partner_patient_id: `race2-${i}` },
+        }),
+      ),
+    ]);
+    const rebooked = mixed.slice(2).filter((r) => r.statusCode === 201).length;
+    assert.ok(rebooked <= 2);
+    const slot = (await call(p, 'GET', slotPath(p))).json().data.schedule[p.doctorId][MONDAY][0];
+    assert.equal(slot.slots_booked, 3 + rebooked);
+    assert.ok(slot.slots_booked <= 5);
+  });
+});

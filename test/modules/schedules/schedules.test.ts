@@ -1,0 +1,140 @@
+/** Schedule CRUD under /cdr/v1/doctor/{doctor_id}/clinic/{clinic_id}/schedule: the clinics family. */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
+import { createPractice, request, type Practice } from '../appointments/support.ts';
+import { schedulePath, setSchedule, WEEKLY } from './support.ts';
+
+describe(`schedules: CRUD (${DIALECT})`, () => {
+  let t: TestApp;
+  let p: Practice;
+  before(async () => {
+    t = await createTestApp();
+    p = await createPractice(t);
+  });
+  after(async () => t.close());
+
+  const call = (method: string, url: string, payload?: unknown, token = p.client.token) => request(t, token, method, url, payload);
+
+  it('sets, reads, replaces and deletes a schedule, by service ids and by partner ids', async () => {
+    assert.equal((await call('GET', schedulePath(p))).statusCode, 404);
+    const created = await setSchedule(t, p, {
+      ...WEEKLY,
+      buffer_minutes: 5,
+      exceptions: [{ type: 'leave', start_date: '2030-01-08', end_date: '2030-01-10', note: 'conference' }],
+    });
+    assert.equal(created.doctor_id, p.doctorId);
+    assert.equal(created.clinic_id, p.clinicId);
+    assert.equal(created.capacity, 3);
+    assert.equal(created.buffer_minutes, 5);
+    assert.deepEqual(created.exceptions, [{ type: 'leave', start_date: '2030-01-08', end_date: '2030-01-10', note: 'conference' }]);
+    const read = await call('GET', schedulePath(p, true));
+    assert.equal(read.statusCode, 200, read.body);
+    assert.deepEqual(read.json(), { status: 'success', schedule: created });
+
+    const replaced = await call('PUT', schedulePath(p, true), { slot_minutes: 10, sessions: [{ days: ['SUN'], start: '18:00', end: '20:00' }] });
+    assert.equal(replaced.statusCode, 200, replaced.body);
+    const schedule = replaced.json().schedule;
+    assert.equal(schedule.schedule_id, created.schedule_id, 'one schedule per doctor and clinic');
+    assert.equal(schedule.capacity, 1, 'defaults: one place per slot');
+    assert.equal(schedule.buffer_minutes, 0);
+    assert.equal(schedule.timezone, 'Asia/Kolkata', 'CPS_TIMEZONE when none is named');
+    assert.deepEqual(schedule.exceptions, []);
+
+    const deleted = await call('DELETE', schedulePath(p));
+    assert.deepEqual([deleted.statusCode, deleted.json()], [200, { status: 'success', message: 'Schedule Deleted Successfully' }]);
+    assert.deepEqual((await call('GET', schedulePath(p))).json(), { status: 'error', message: 'Schedule not found' });
+    assert.equal((await call('DELETE', schedulePath(p))).statusCode, 404);
+  });
+
+  it('answers every problem at once, each under its field', async () => {
+    const response = await call('PUT', schedulePath(p), {
+      timezone: 'Mars/Olympus',
+      slot_minutes: 30,
+      capacity: 0,
+      sessions: [
+        { days: ['MON'], start: '09:00', end: '09:20' },
+        { days: ['TUE'], start: '25:00', end: '10:00' },
+        { days: ['WED'], start: '09:00', end: '12:00' },
+        { days: ['WED'], start: '11:00', end: '13:00' },
+        { days: ['FUNDAY'], start: '09:00', end: '10:00' },
+      ],
+      exceptions: [
+        { type: 'extra', start_date: '2030-02-30', end_date: '2030-01-01' },
+        { type: 'leave', start_date: '2030-01-02', end_date: '2030-01-01', start_time: '10:00' },
+        { type: 'vacation', start_date: '2030-01-01', end_date: '2030-01-01' },
+      ],
+      colour: 'blue',
+    });
+    assert.equal(response.statusCode, 400);
+    const body = response.json();
+    for (const field of [
+      'timezone',
+      'capacity',
+      'sessions.0.end',
+      'sessions.1.start',
+      'sessions.3',
+      'sessions.4.days.0',
+      'exceptions.0.start_date',
+      'exceptions.0',
+      'exceptions.1.end_date',
+      'exceptions.1',
+      'exceptions.2.type',
+      'message',
+    ]) {
+      assert.ok(Array.isArray(body[field]) && body[field].length > 0, `${field} in ${JSON.stringify(body)}`);
+    }
+    const missing = await call('PUT', schedulePath(p), {});
+    assert.deepEqual(missing.json(), { slot_minutes: ['This field is required.'], sessions: ['This field is required.'] });
+  });
+
+  it('answers unknown ids as not found and an unassigned pair as a 400', async () => {
+    const other = await createPractice(t, { client: p.client });
+    assert.deepEqual((await call('GET', `/cdr/v1/doctor/nope/clinic/${p.clinicId}/schedule`)).json(), {
+      status: 'error',
+      message: 'Doctor not found',
+    });
+    assert.deepEqual((await call('GET', `/cdr/v1/doctor/${p.doctorId}/clinic/nope/schedule`)).json(), {
+      status: 'error',
+      message: 'Clinic not found',
+    });
+    const unassigned = await call('PUT', `/cdr/v1/doctor/${p.doctorId}/clinic/${other.clinicId}/schedule`, WEEKLY);
+    assert.deepEqual([unassigned.statusCode, unassigned.json()], [400, { message: ['The doctor is not assigned to this clinic.'] }]);
+    assert.equal((await call('GET', `/cdr/v1/doctor/${p.doctorId}/clinic/${other.clinicId}/schedule`)).statusCode, 404);
+  });
+
+  it('needs a token, clinic:write for writes, and keeps businesses apart', async () => {
+    await setSchedule(t, p);
+    const none = await t.app.inject({ method: 'GET', url: schedulePath(p) });
+    assert.equal(none.statusCode, 401);
+    assert.ok(Array.isArray(none.json().message), 'clinics family');
+    const reader = await createTestClient(t.ctx, { businessId: p.client.businessId, scopes: ['appointment:write'] });
+    assert.equal((await call('GET', schedulePath(p), undefined, reader.token)).statusCode, 200);
+    for (const method of ['PUT', 'DELETE']) {
+      const forbidden = await call(method, schedulePath(p), method === 'PUT' ? WEEKLY : undefined, reader.token);
+      assert.equal(forbidden.statusCode, 403, `${method}: ${forbidden.body}`);
+    }
+    const stranger = await createTestClient(t.ctx);
+    for (const [method, body] of [
+      ['GET', undefined],
+      ['PUT', WEEKLY],
+      ['DELETE', undefined],
+    ] as const) {
+      for (const partner of [false, true]) {
+        const response = await call(method, schedulePath(p, partner), body, stranger.token);
+        assert.deepEqual([response.statusCode, response.json()], [404, { status: 'error', message: 'Doctor not found' }], `${method} ${partner}`);
+      }
+    }
+    assert.equal((await call('GET', schedulePath(p))).statusCode, 200, 'untouched');
+  });
+
+  it('two writers racing for one pair end with one schedule', async () => {
+    const q = await createPractice(t, { client: p.client });
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => call('PUT', schedulePath(q), { ...WEEKLY, capacity: i + 1 })));
+    for (const response of results) assert.equal(response.statusCode, 200, response.body);
+    const ids = new Set(results.map((r) => r.json().schedule.schedule_id));
+    assert.equal(ids.size, 1);
+    const rows = await t.ctx.storage.db.selectFrom('schedules').selectAll().where('doctor_id', '=', q.doctorId).execute();
+    assert.equal(rows.length, 1);
+  });
+});
