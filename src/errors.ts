@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'PATIENTS_NOT_FOUND'
   | 'PATIENT_ALREADY_EXISTS'
   | 'PATIENT_MERGED'
-  | 'CASES_CONFLICT';
+  | 'CASES_CONFLICT'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'IDEMPOTENCY_KEY_IN_USE';
 
 export interface Problem {
   status: number;

@@ -12,6 +12,7 @@ import type { AppointmentService } from './service.ts';
 interface RouteConfig {
   family: ErrorFamily;
   auth: RouteAuth;
+  idempotent?: boolean;
 }
 
 const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
@@ -124,14 +125,20 @@ export function appointmentRoutes(service: AppointmentService) {
   return async function plugin(app: App): Promise<void> {
     const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
     const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
-    const complete: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:complete'], forbiddenCode: 'COMPLETE_NOT_ALLOWED' } };
+    const complete: RouteConfig = {
+      family: 'appointments',
+      auth: { anyOf: ['appointment:complete'], forbiddenCode: 'COMPLETE_NOT_ALLOWED' },
+      idempotent: true,
+    };
+    // Creations and status changes accept an Idempotency-Key (src/http/idempotency.ts).
+    const change: RouteConfig = { ...write, idempotent: true };
     const tags = ['appointments'];
     const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 
     app.post(
       '/dr/v1/appointment',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Book an appointment (status BK)',
@@ -190,7 +197,7 @@ export function appointmentRoutes(service: AppointmentService) {
     app.post(
       '/dr/v1/appointment/:appointment_id/change-status',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Mark as no-show (status NS), from any state',
@@ -221,7 +228,7 @@ export function appointmentRoutes(service: AppointmentService) {
     app.put(
       '/dr/v1/appointment/:appointment_id/cancel',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Cancel (status CN)',
@@ -236,7 +243,7 @@ export function appointmentRoutes(service: AppointmentService) {
     app.post(
       '/dr/v1/appointment/:appointment_id/review-request',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Request a review now (emits external_review.request)',
