@@ -10,7 +10,7 @@
  *   refused request stores nothing, as without the header.
  * - A request without the header runs as it would on a route without this hook.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import { AppError } from '../errors.ts';
 import { principalOf } from './auth.ts';
@@ -65,20 +65,39 @@ export function documentIdempotencyKey(schema: Record<string, unknown>): Record<
   return { ...schema, headers: { ...headers, type: 'object', properties: { ...headers.properties, [IDEMPOTENCY_KEY_HEADER]: HEADER_DOC } } };
 }
 
-/** JSON with every object's keys sorted, so that two encodings of one body hash alike. */
-function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.keys(value)
-    .sort()
-    .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-  return `{${entries.join(',')}}`;
+/**
+ * Feeds `hash` the JSON of `root` with every object's keys sorted, so that two encodings of one body
+ * hash alike. Iterative: a body nested thousands deep must not overflow the stack.
+ */
+function hashJson(hash: Hash, root: unknown): void {
+  // [true, text]: written as is; [false, value]: a value still to write.
+  const stack: Array<[boolean, unknown]> = [[false, root]];
+  while (stack.length > 0) {
+    const [raw, item] = stack.pop()!;
+    if (raw) {
+      hash.update(item as string);
+    } else if (Array.isArray(item)) {
+      hash.update('[');
+      stack.push([true, ']']);
+      for (let i = item.length - 1; i >= 0; i--) stack.push([true, ','], [false, item[i]]);
+    } else if (item !== null && typeof item === 'object') {
+      hash.update('{');
+      stack.push([true, '}']);
+      const keys = Object.keys(item).sort();
+      for (let i = keys.length - 1; i >= 0; i--) {
+        stack.push([true, ','], [false, (item as Record<string, unknown>)[keys[i]!]], [true, `${JSON.stringify(keys[i])}:`]);
+      }
+    } else {
+      hash.update(JSON.stringify(item) ?? 'null');
+    }
+  }
 }
 
 function fingerprintOf(request: FastifyRequest, headerNames: readonly string[]): string {
   const hash = createHash('sha256').update(`${request.method} ${request.url}\n`);
   for (const name of headerNames) hash.update(`${name}: ${JSON.stringify(request.headers[name] ?? null)}\n`);
-  return hash.update(canonicalJson(request.body)).digest('base64url');
+  hashJson(hash, request.body);
+  return hash.digest('base64url');
 }
 
 /** The lower-case names of the headers a route's schema declares. */

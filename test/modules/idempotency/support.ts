@@ -45,7 +45,7 @@ export class Probe {
   static readonly URL = '/dr/v1/test-probe';
 
   install(app: App, config: FastifyContextConfig = {}): void {
-    app.post(Probe.URL, { config: { family: 'appointments', auth: { anyOf: [] }, idempotent: true, ...config } }, async (request, reply) => {
+    app.post(Probe.URL, { config: { family: 'appointments', auth: { anyOf: [] }, idempotent: true, ...config } }, async (_request, reply) => {
       this.started++;
       await this.#gate;
       const answer = this.answer(++this.runs);
