@@ -1,5 +1,6 @@
 /**
- * Appointments: GET and PATCH of the record, on SQLite and on PostgreSQL (a fresh database), against
+ * Appointments: GET and PATCH of the record, and bookings without and with an Idempotency-Key (fresh
+ * keys, and one key replayed), on SQLite and on PostgreSQL (a fresh database), against
  * the real server in a child process, loaded with autocannon. The load spreads over 50 appointments,
  * as a practice's traffic does; one hot appointment would measure only its row lock (every PATCH
  * locks the appointment and, on PostgreSQL, waits for the previous commit's fsync).
@@ -46,7 +47,7 @@ export async function seed(
   base: string,
   dataDir: string,
   beforeBookings?: () => Promise<void>,
-): Promise<{ token: string; appointmentIds: string[] }> {
+): Promise<{ token: string; appointmentIds: string[]; clinicId: string; doctorId: string }> {
   const auth = { auth: await demoToken(base, dataDir) };
   const doctor = await json(`${base}/cdr/v1/doctor/`, {
     method: 'POST',
@@ -84,7 +85,7 @@ export async function seed(
     });
     appointmentIds.push(String(booked.appointment_id));
   }
-  return { token: auth.auth, appointmentIds };
+  return { token: auth.auth, appointmentIds, clinicId: String(clinic.svcid), doctorId: String(doctor.svcid) };
 }
 
 /** Each request goes to the next of `paths` in turn. */
@@ -104,26 +105,78 @@ async function load(base: string, paths: string[], method: 'GET' | 'PATCH', toke
   return run(Number(process.env.BENCH_SECONDS ?? 10));
 }
 
+/**
+ * Bookings under load, each in a slot and with a partner id of its own: without a key, with a fresh
+ * Idempotency-Key per request (the claim and the stored response on top of the booking), or with one
+ * key for every request (each a replay of the first answer).
+ */
+let bookings = 0;
+async function loadBookings(base: string, token: string, clinicId: string, doctorId: string, keys: 'none' | 'fresh' | 'one') {
+  const day = Math.floor(Date.now() / 1000) + 30 * 86_400;
+  const fixedKey = `bench-replay-${randomBytes(4).toString('hex')}`;
+  const body = (n: number) => ({
+    clinic_id: clinicId,
+    doctor_id: doctorId,
+    partner_appointment_id: `bench-load-${n}`,
+    appointment_details: { start_time: day + n * 900, end_time: day + n * 900 + 900 },
+    patient_details: {
+      first_name: 'Ravi',
+      last_name: 'Kumar',
+      mobile: '+919812345678',
+      gender: 'M',
+      dob: '1990-04-01',
+      partner_patient_id: `lp${n % 50}`,
+    },
+    partner_meta: { source: 'bench' },
+  });
+  const run = (duration: number) =>
+    autocannon({
+      url: `${base}/dr/v1/appointment`,
+      method: 'POST',
+      connections: CONNECTIONS,
+      duration,
+      headers: { auth: token, 'content-type': 'application/json' },
+      requests: [
+        {
+          setupRequest: (request) => {
+            const n = ++bookings;
+            const key = keys === 'fresh' ? { 'idempotency-key': `bench-${n}` } : keys === 'one' ? { 'idempotency-key': fixedKey } : {};
+            // A replay is the same request each time: the same body with the one key.
+            return { ...request, headers: { ...request.headers, ...key }, body: JSON.stringify(body(keys === 'one' ? 0 : n)) };
+          },
+        },
+      ],
+    });
+  await run(1);
+  return run(Number(process.env.BENCH_SECONDS ?? 10));
+}
+
 async function benchOne(label: string, env: Record<string, string>, dataDir: string, helloWorldRps: number): Promise<Figure[]> {
   const server = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_WORKERS: '0', ...env });
   try {
-    const { token, appointmentIds } = await seed(server.url, dataDir);
+    const { token, appointmentIds, clinicId, doctorId } = await seed(server.url, dataDir);
     const paths = appointmentIds.map((id) => `/dr/v1/appointment/${id}`);
     const get = await load(server.url, paths, 'GET', token);
     const patch = await load(server.url, paths, 'PATCH', token, PATCH_BODY);
+    const book = await loadBookings(server.url, token, clinicId, doctorId, 'none');
+    const bookKeyed = await loadBookings(server.url, token, clinicId, doctorId, 'fresh');
+    const bookReplayed = await loadBookings(server.url, token, clinicId, doctorId, 'one');
     return (
       [
-        ['GET', get],
-        ['PATCH', patch],
+        ['GET /dr/v1/appointment/{id}', get],
+        ['PATCH /dr/v1/appointment/{id}', patch],
+        ['POST /dr/v1/appointment (booking, no key)', book],
+        ['POST /dr/v1/appointment (booking, a fresh Idempotency-Key each)', bookKeyed],
+        ['POST /dr/v1/appointment (booking, one Idempotency-Key: replays)', bookReplayed],
       ] as const
     ).map(([operation, result]) => {
       const failed = result.non2xx + result.errors;
       return {
-        name: `${operation} /dr/v1/appointment/{id} (${label})`,
+        name: `${operation} (${label})`,
         value: Math.round(result.requests.average),
         unit: 'req/s',
         ratio: Math.round((result.requests.average / helloWorldRps) * 1000) / 1000,
-        note: `p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, over ${APPOINTMENTS} appointments${failed > 0 ? `, ${failed} failed` : ''}`,
+        note: `p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${operation.startsWith('POST') ? '' : `, over ${APPOINTMENTS} appointments`}${failed > 0 ? `, ${failed} failed` : ''}`,
       };
     });
   } finally {

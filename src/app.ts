@@ -15,6 +15,7 @@ import { AccessLogController, registerAccessLog } from './http/access-log.ts';
 import type { App } from './http/app-type.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
+import { registerIdempotency } from './http/idempotency.ts';
 import { clientErrorHandler, frameworkErrorHandler, refuseConnect } from './http/framework-errors.ts';
 import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -87,6 +88,7 @@ export async function buildApp(ctx: AppContext, modules: Modules = createModules
   registerValidation(app);
   registerErrorHandling(app);
   registerAuth(app, ctx.tokens, ctx.config.adminToken);
+  registerIdempotency(app, modules.idempotency.keys);
   registerRequestMetrics(app, ctx.metrics);
   registerAccessLog(app, ctx.logger);
 

@@ -23,7 +23,9 @@ export type ErrorCode =
   | 'PATIENT_MERGED'
   | 'CASES_CONFLICT'
   | 'SLOT_UNAVAILABLE'
-  | 'APPOINTMENT_RESCHEDULED';
+  | 'APPOINTMENT_RESCHEDULED'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'IDEMPOTENCY_KEY_IN_USE';
 
 export interface Problem {
   status: number;

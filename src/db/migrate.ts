@@ -23,6 +23,7 @@ import * as patientDirectory from './migrations/0012_patient_directory.ts';
 import * as patientNameIndex from './migrations/0013_patient_name_index.ts';
 import * as directoryDeletes from './migrations/0014_directory_deletes.ts';
 import * as schedules from './migrations/0015_schedules.ts';
+import * as idempotencyKeys from './migrations/0016_idempotency_keys.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '0013_patient_name_index': patientNameIndex,
   '0014_directory_deletes': directoryDeletes,
   '0015_schedules': schedules,
+  '0016_idempotency_keys': idempotencyKeys,
 };
 
 /**

@@ -166,6 +166,21 @@ export interface JobLocksTable {
   expires_at: number;
 }
 
+/** A request's Idempotency-Key: running (claim set) or done (status and body set) until expires_at. */
+export interface IdempotencyKeysTable {
+  business_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  claim: string | null;
+  claimed_until: number | null;
+  status: number | null;
+  content_type: string | null;
+  /** Encrypted (security/encryption.ts, AD `idempotency:<business id>:<key>`). */
+  body: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface CasesTable {
   business_id: string;
   /** The patient's key (PatientService.canonicalRef): its partner id, else its service id; an X-Pt-Id no patient has, as given. */
@@ -434,6 +449,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   jobs: JobsTable;
   job_locks: JobLocksTable;
+  idempotency_keys: IdempotencyKeysTable;
   cases: CasesTable;
   reviews: ReviewsTable;
   push_credentials: PushCredentialsTable;

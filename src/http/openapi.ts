@@ -6,6 +6,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { webhookDocs } from '../events.ts';
+import { documentIdempotencyKey } from './idempotency.ts';
 
 export async function registerOpenApi(app: FastifyInstance, publicUrl: string): Promise<void> {
   await app.register(swagger, {
@@ -28,7 +29,7 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string): 
     } as never,
     transform: ({ schema, url, route }) => {
       const auth = route.config?.auth;
-      const transformed: Record<string, unknown> = { ...(schema ?? {}) };
+      const transformed: Record<string, unknown> = route.config?.idempotent ? documentIdempotencyKey({ ...(schema ?? {}) }) : { ...(schema ?? {}) };
       if (auth !== undefined && auth !== 'public') {
         transformed.security = auth === 'admin' ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { authHeader: [] }];
       }

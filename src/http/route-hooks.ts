@@ -10,6 +10,8 @@ import type {
   FastifyRequest,
   onRequestHookHandler,
   onResponseHookHandler,
+  onSendHookHandler,
+  preHandlerHookHandler,
   preValidationHookHandler,
   RouteOptions,
 } from 'fastify';
@@ -17,6 +19,8 @@ import type {
 interface RouteHooks {
   onRequest: onRequestHookHandler;
   preValidation: preValidationHookHandler;
+  preHandler: preHandlerHookHandler;
+  onSend: onSendHookHandler;
   onResponse: onResponseHookHandler;
 }
 

@@ -5,6 +5,7 @@ import { authModule } from './auth/index.ts';
 import { businessesModule } from './businesses/index.ts';
 import { casesModule } from './cases/index.ts';
 import { clinicsModule } from './clinics/index.ts';
+import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
 import { patientsModule } from './patients/index.ts';
 import { pushModule } from './push/index.ts';
@@ -19,6 +20,7 @@ export type { Module } from './module.ts';
 export function createModules(ctx: AppContext) {
   return {
     ops: opsModule(ctx),
+    idempotency: idempotencyModule(ctx),
     auth: authModule(ctx),
     businesses: businessesModule(ctx),
     clinics: clinicsModule(ctx),

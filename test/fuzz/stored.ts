@@ -35,6 +35,8 @@ async function call(t: TestApp, token: string, method: string, url: string, body
   return response.body ? response.json() : null;
 }
 
+let idempotencyKeys = 0;
+
 /** A business with every scope and a few of each record, in both their service and partner ids. */
 export async function createFixtures(t: TestApp): Promise<Fixtures> {
   const client = await createTestClient(t.ctx);
@@ -168,6 +170,9 @@ export async function createFixtures(t: TestApp): Promise<Fixtures> {
       review_token: reviewTokens,
       notification_id: notifications,
       'device-id': devices,
+      // Mostly a fresh key each time (fast-check's own strings repeat), so that keyed writes run rather
+      // than answer 422 for a key used before.
+      'idempotency-key': fc.constant('fuzz').map((prefix) => `${prefix}-${++idempotencyKeys}`),
       device_ids: devices,
       did: devices,
       q: ['para', 'paracetamol', 'dolo 650', 'PAN40', 'amoxicillin', 'cbc', 'tsh', 'paracitamol'],

@@ -13,6 +13,7 @@ import type { AppointmentService } from './service.ts';
 interface RouteConfig {
   family: ErrorFamily;
   auth: RouteAuth;
+  idempotent?: boolean;
 }
 
 const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
@@ -130,18 +131,24 @@ const ListQuery = Type.Object({
 
 const errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError, 500: StandardError };
 
+const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
+const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
+const complete: RouteConfig = {
+  family: 'appointments',
+  auth: { anyOf: ['appointment:complete'], forbiddenCode: 'COMPLETE_NOT_ALLOWED' },
+  idempotent: true,
+};
+// Creations and status changes accept an Idempotency-Key (src/http/idempotency.ts).
+const change: RouteConfig = { ...write, idempotent: true };
+const tags = ['appointments'];
+const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
+
 export function appointmentRoutes(service: AppointmentService) {
   return async function plugin(app: App): Promise<void> {
-    const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
-    const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
-    const complete: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:complete'], forbiddenCode: 'COMPLETE_NOT_ALLOWED' } };
-    const tags = ['appointments'];
-    const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
-
     app.post(
       '/dr/v1/appointment',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Book an appointment (status BK)',
@@ -200,7 +207,7 @@ export function appointmentRoutes(service: AppointmentService) {
     app.post(
       '/dr/v1/appointment/:appointment_id/change-status',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Mark as no-show (status NS), from any state',
@@ -231,7 +238,7 @@ export function appointmentRoutes(service: AppointmentService) {
     app.put(
       '/dr/v1/appointment/:appointment_id/cancel',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Cancel (status CN)',
@@ -246,7 +253,7 @@ export function appointmentRoutes(service: AppointmentService) {
     app.post(
       '/dr/v1/appointment/:appointment_id/review-request',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: 'Request a review now (emits external_review.request)',
@@ -335,11 +342,6 @@ const rescheduleSummary =
  */
 export function schedulingRoutes(scheduling: Scheduling, appointments: AppointmentService) {
   return async function plugin(app: App): Promise<void> {
-    const write: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write'] } };
-    const read: RouteConfig = { family: 'appointments', auth: { anyOf: ['appointment:write', 'appointment:complete'] } };
-    const tags = ['appointments'];
-    const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
-
     app.get(
       '/dr/v1/doctor/:doctor_id/clinic/:clinic_id/appointment/slot',
       {
@@ -362,7 +364,7 @@ export function schedulingRoutes(scheduling: Scheduling, appointments: Appointme
     app.put(
       '/dr/v1/appointment/:appointment_id/reschedule',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: rescheduleSummary,
@@ -381,7 +383,7 @@ export function schedulingRoutes(scheduling: Scheduling, appointments: Appointme
     app.patch(
       '/appointments/v1/:appointment_id/reschedule',
       {
-        config: write,
+        config: change,
         schema: {
           tags,
           summary: `${rescheduleSummary} With partner_appointment_id, the path holds the partner's id of the old appointment.`,

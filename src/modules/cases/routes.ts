@@ -13,6 +13,7 @@ const MAX_PATIENT_REF = MAX_ID_LENGTH;
 interface RouteConfig {
   family: ErrorFamily;
   auth: RouteAuth;
+  idempotent?: boolean;
 }
 
 // Declared for the documentation; the preParsing hook below has already answered a missing one.
@@ -123,7 +124,7 @@ export function casesRoutes(service: CasesService) {
     app.post(
       '/mr/api/v1/cases',
       {
-        config: write,
+        config: { ...write, idempotent: true },
         schema: {
           tags: ['cases'],
           summary: 'Create a case for the patient',

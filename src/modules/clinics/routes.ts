@@ -15,6 +15,7 @@ import type { ClinicService, FieldProblems } from './service.ts';
 interface RouteConfig {
   family: ErrorFamily;
   auth: RouteAuth;
+  idempotent?: boolean;
 }
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -124,7 +125,7 @@ const directoryRead: RouteConfig = { family: 'appointments', auth: read.auth };
  * together with the rules that need the database: every problem in one answer (contract 5).
  */
 const createRoute = <B extends TSchema>(summary: string, body: B) => ({
-  config: write,
+  config: { ...write, idempotent: true },
   attachValidation: true,
   schema: { tags, summary, body, response: { 201: Created, ...errors } },
 });

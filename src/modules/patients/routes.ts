@@ -18,6 +18,7 @@ import * as views from './views.ts';
 interface RouteConfig {
   family: ErrorFamily;
   auth: RouteAuth;
+  idempotent?: boolean;
 }
 
 const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
@@ -258,7 +259,7 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
     app.post(
       '/dr/v1/patient',
       {
-        config: dr('write'),
+        config: { ...dr('write'), idempotent: true },
         schema: {
           tags: drTags,
           summary: 'Add a patient to the directory (dob or age)',
@@ -322,7 +323,7 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
     app.post(
       '/dr/v1/patient/:patient_id/merge',
       {
-        config: dr('write'),
+        config: { ...dr('write'), idempotent: true },
         schema: {
           tags: drTags,
           summary: 'Merge a duplicate into this patient: its appointments, reviews, cases and devices move here; it is archived with merged_into',
@@ -371,7 +372,7 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
     app.post(
       '/profiles/v1/patient/',
       {
-        config: profiles('write'),
+        config: { ...profiles('write'), idempotent: true },
         schema: {
           tags: profileTags,
           summary: 'Create a patient profile (fn or fln; gen; dob or age)',
@@ -617,7 +618,7 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
     app.post(
       '/profiles/v1/patient/:oid/merge',
       {
-        config: profiles('write'),
+        config: { ...profiles('write'), idempotent: true },
         schema: {
           tags: profileTags,
           summary: 'Merge a duplicate profile into this one: its appointments, reviews, cases and devices move here; it is archived with merged_into',

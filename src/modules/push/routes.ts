@@ -47,7 +47,7 @@ export function pushRoutes(push: PushService, patients: PatientService) {
     app.post(
       '/notification/push-creds',
       {
-        config,
+        config: { ...config, idempotent: true },
         schema: {
           tags,
           summary: 'Store the FCM service-account credentials of the business (replacing earlier ones)',
@@ -97,7 +97,7 @@ export function pushRoutes(push: PushService, patients: PatientService) {
     app.post(
       '/notification/add-device',
       {
-        config,
+        config: { ...config, idempotent: true },
         schema: {
           tags,
           summary: 'Register a device (upsert by did), optionally tied to a patient with X-Pt-Id',
@@ -137,7 +137,7 @@ export function pushRoutes(push: PushService, patients: PatientService) {
     app.post(
       '/notification/send',
       {
-        config,
+        config: { ...config, idempotent: true },
         schema: {
           tags,
           summary: "Send a notification to a patient's devices or to listed devices (delivered in the background)",

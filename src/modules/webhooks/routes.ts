@@ -45,7 +45,7 @@ export function webhookRoutes(service: WebhookService) {
     app.post(
       BASE,
       {
-        config,
+        config: { ...config, idempotent: true },
         schema: {
           tags,
           summary: 'Register a webhook endpoint; the signing key is returned only here',
@@ -138,7 +138,7 @@ export function webhookRoutes(service: WebhookService) {
     app.post(
       `${BASE}/:id/deliveries/:event_id/retry`,
       {
-        config,
+        config: { ...config, idempotent: true },
         schema: {
           tags,
           summary: 'Queue a delivery again, due now',

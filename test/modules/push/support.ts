@@ -1,6 +1,7 @@
 /** A test app wired to local OAuth and FCM fakes, with its logs captured. */
 import { Writable } from 'node:stream';
 import { buildApp, createContext } from '../../../src/app.ts';
+import type { App } from '../../../src/http/app-type.ts';
 import { createModules } from '../../../src/modules/index.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
@@ -26,8 +27,14 @@ export interface PushTest extends TestApp {
   deliver(): Promise<void>;
 }
 
-/** `resolve` stubs the DNS answers the outbound client sees (the app's environment decides its policy). */
-export async function createPushTest(env: Record<string, string> = {}, options: { resolve?: Resolver } = {}): Promise<PushTest> {
+/**
+ * `resolve` stubs the DNS answers the outbound client sees (the app's environment decides its policy);
+ * `setup` may add routes before the app is ready.
+ */
+export async function createPushTest(
+  env: Record<string, string> = {},
+  options: { resolve?: Resolver; setup?: (app: App) => void } = {},
+): Promise<PushTest> {
   const key = rsaKey();
   const base = saKey(key, 'http://placeholder/token');
   const oauth = await new FakeOAuth(key.publicKey, { iss: String(base.client_email), kid: String(base.private_key_id) }).start();
@@ -48,6 +55,7 @@ export async function createPushTest(env: Record<string, string> = {}, options: 
   if (options.resolve) ctx.outbound = new OutboundClient({ publicOnly: config.env === 'production', resolve: options.resolve });
   const modules = createModules(ctx);
   const app = await buildApp(ctx, modules);
+  options.setup?.(app);
   await app.ready();
   const client = await createTestClient(ctx);
 
