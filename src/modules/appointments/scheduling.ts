@@ -76,6 +76,9 @@ export interface SchedulingDeps {
   schedules: ScheduleService;
 }
 
+/** A pair's schedule and the slot of a booking's times, as `precheck` found them. */
+type Checked = NonNullable<Awaited<ReturnType<Scheduling['precheck']>>>;
+
 export class Scheduling {
   readonly #deps: SchedulingDeps;
 
@@ -84,12 +87,12 @@ export class Scheduling {
   }
 
   /**
-   * Takes a place for [start, end) (epoch milliseconds) with the pair, in `trx`: the OPD token, or null
-   * when the pair has no schedule. `excludeId` is an appointment moving within the pair (its own place
-   * does not count).
+   * The pair's slot for [start, end), checked without a lock: 409 when no slot has these times or the
+   * slot is already full, so that a booking bound to fail does no more work and waits for no lock.
+   * Null when the pair has no schedule. `take` checks again under the session's lock.
    */
-  async take(trx: Db, businessId: string, clinicId: string, doctorId: string, start: number, end: number, excludeId: string | null = null) {
-    const schedule = await this.#deps.schedules.forPair(trx, businessId, clinicId, doctorId);
+  async precheck(db: Db, businessId: string, clinicId: string, doctorId: string, start: number, end: number, excludeId: string | null = null) {
+    const schedule = await this.#deps.schedules.forPair(db, businessId, clinicId, doctorId);
     if (!schedule) return null;
     const slot = slotAt(schedule, start, end);
     if (!slot) {
@@ -97,11 +100,38 @@ export class Scheduling {
         `No slot of the doctor's schedule at this clinic starts and ends at these times (${localIso(start, schedule.timezone)} to ${localIso(end, schedule.timezone)}): pick one from the slots endpoint.`,
       );
     }
-    const token = await this.#deps.schedules.nextToken(trx, businessId, clinicId, doctorId, slot.sessionStart);
-    const held = await repo.countHolding(trx, businessId, clinicId, doctorId, slot.start, slot.end, excludeId);
-    if (held >= slot.capacity)
-      throw unavailable(`The slot at ${localIso(start, schedule.timezone)} is full (${slot.capacity} of ${slot.capacity} places taken).`);
+    const checked = { schedule, slot };
+    await this.#refuseIfFull(db, businessId, clinicId, doctorId, checked, excludeId);
+    return checked;
+  }
+
+  /**
+   * Takes a place for [start, end) (epoch milliseconds) with the pair, in `trx`: the OPD token, or null
+   * when the pair has no schedule. `excludeId` is an appointment moving within the pair (its own place
+   * does not count); `checked` is what `precheck` answered for the same times, when it ran.
+   */
+  async take(
+    trx: Db,
+    businessId: string,
+    clinicId: string,
+    doctorId: string,
+    start: number,
+    end: number,
+    excludeId: string | null = null,
+    checked?: Checked | null,
+  ) {
+    const found = checked === undefined ? await this.precheck(trx, businessId, clinicId, doctorId, start, end, excludeId) : checked;
+    if (!found) return null;
+    const token = await this.#deps.schedules.nextToken(trx, businessId, clinicId, doctorId, found.slot.sessionStart);
+    await this.#refuseIfFull(trx, businessId, clinicId, doctorId, found, excludeId);
     return token;
+  }
+
+  async #refuseIfFull(db: Db, businessId: string, clinicId: string, doctorId: string, { schedule, slot }: Checked, excludeId: string | null) {
+    const held = await repo.countHolding(db, businessId, clinicId, doctorId, slot.start, slot.end, excludeId);
+    if (held >= slot.capacity) {
+      throw unavailable(`The slot at ${localIso(slot.start, schedule.timezone)} is full (${slot.capacity} of ${slot.capacity} places taken).`);
+    }
   }
 
   /** The slots of the pair from `startDate` to `endDate` (inclusive, in the schedule's zone), in Eka's shape. */

@@ -245,9 +245,13 @@ export class AppointmentService {
         if (!placement.assigned) {
           throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
         }
+        const [start, end] = [details.start_time * 1000, details.end_time * 1000];
+        // A full slot refuses before any write or lock; the place is taken after the patient, in the
+        // order an appointment change locks them.
+        const checked = await this.#deps.scheduling.precheck(trx, businessId, clinicId, doctorId, start, end);
         // A partner_appointment_id already taken fails the insert below on the unique index (see the catch).
         const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
-        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, details.start_time * 1000, details.end_time * 1000);
+        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, null, checked);
         if (token !== null && input.token !== undefined) throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
         const now = Date.now();
         await repo.insertAppointment(trx, {
