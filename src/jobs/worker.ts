@@ -518,6 +518,8 @@ export class JobQueue {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
       }
+      // The next job of its key may be claimable now: the refill after this attempt looks for it.
+      if (job.orderingKey !== null && settlement.status !== 'pending') kind.drained = false;
       const outcome = settlement.status === 'pending' ? 'retried' : settlement.status;
       this.metrics.outcomes.inc({ kind: kind.name, outcome });
       if (settlement.status === 'pending') {
