@@ -25,6 +25,9 @@
  *   hooks enqueue one job per recipient (the webhooks module: one delivery per matching
  *   subscription) with a dedupeKey such as `${event.id}:${subscriptionId}`, so a repeated dispatch
  *   adds nothing.
+ * - Ordering: a job may name an ordering key and number (NewJob.ordering); the claim skips it while
+ *   an earlier job of its kind and key is pending or running, and a settled ordered job lets the
+ *   refill look again. Events of one appointment use it for their dispatch and their deliveries.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
