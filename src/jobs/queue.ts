@@ -245,7 +245,8 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
                   .whereRef('earlier.kind', '=', 'jobs.kind')
                   .whereRef('earlier.ordering_key', '=', 'jobs.ordering_key')
                   .whereRef('earlier.ordering_seq', '<', 'jobs.ordering_seq')
-                  .where('earlier.status', 'in', ['pending', 'running']),
+                  // Literal, as in jobs_ordering_idx's predicate, so both databases use that index.
+                  .where(sql<boolean>`earlier.status in ('pending', 'running')`),
               ),
             ),
           ]),

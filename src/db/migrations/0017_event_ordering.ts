@@ -15,8 +15,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema.alterTable('jobs').addColumn('ordering_key', 'text').execute();
   await db.schema.alterTable('jobs').addColumn('ordering_seq', 'bigint').execute();
-  // The claim's look for an earlier job of the same key; only ordered jobs are indexed.
-  await sql`create index jobs_ordering_idx on jobs (kind, ordering_key, ordering_seq) where ordering_key is not null`.execute(db);
+  // The claim's look for an earlier unsettled job of the same key: only those are indexed, so the
+  // look costs one probe however many settled jobs the key has.
+  await sql`create index jobs_ordering_idx on jobs (kind, ordering_key, ordering_seq)
+    where ordering_key is not null and status in ('pending', 'running')`.execute(db);
 
   await db.schema.alterTable('webhook_subscriptions').addColumn('failing_since', 'bigint').execute();
   // An event's deliveries, for GET .../events/{event_id}.

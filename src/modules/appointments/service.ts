@@ -409,9 +409,9 @@ export class AppointmentService {
     const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
     const link = links.doctor ?? links.clinic ?? `${this.#deps.publicUrl}/reviews/${row.review_token}`;
     const at = seconds(now);
+    // Not ordered with the appointment's events: its body (interface 6) has no sequence to follow.
     return recordEvent(trx, {
       businessId: row.business_id,
-      orderingKey: appointmentKey(row.id),
       type: 'external_review.request',
       payload: {
         event: 'external_review.request',
