@@ -59,6 +59,8 @@ export interface Config {
   idempotencyWaitMs: number;
   fcmUrl: string;
   webhookRetrySchedule: number[];
+  /** A subscription whose every attempt failed for this long is disabled; 0: never. */
+  webhookDisableAfterSeconds: number;
   /** Seconds before each retry of a push delivery (CPS_PUSH_RETRY_SCHEDULE). */
   pushRetrySchedule: number[];
   logLevel: string;
@@ -205,6 +207,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
     webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+    webhookDisableAfterSeconds: int(env, 'CPS_WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 0, 365 * 86_400),
     pushRetrySchedule: parseRetrySchedule(str(env, 'CPS_PUSH_RETRY_SCHEDULE') ?? DEFAULT_PUSH_RETRY_SCHEDULE, 'CPS_PUSH_RETRY_SCHEDULE'),
     logLevel,
     workers: workersRaw === '1',

@@ -21,6 +21,102 @@ function event<N extends string, D extends TProperties>(name: N, doc: { summary:
   );
 }
 
+/**
+ * The envelope of an event that belongs to one appointment or one patient's cases: Eka's `service`,
+ * and `sequence`, which counts the events of that appointment (or patient) from 1 in the order the
+ * changes happened. Deliveries to a subscription follow it (see src/jobs/queue.ts, NewJob.ordering).
+ */
+function orderedEvent<N extends string, S extends string, D extends TProperties>(
+  name: N,
+  service: S,
+  doc: { summary: string; occurred: string },
+  data: D,
+) {
+  return Type.Object(
+    {
+      service: Type.Literal(service),
+      event: Type.Literal(name),
+      sequence: Type.Integer({
+        minimum: 1,
+        description:
+          `Counts the events of this ${service === 'case' ? "patient's cases" : service} from 1, in the order they happened; ` +
+          'a gap is an event of a type the subscription does not name',
+      }),
+      event_time: Type.Integer({ description: `Epoch seconds when ${doc.occurred}` }),
+      timestamp: Type.Integer({ description: 'Epoch seconds; equals event_time' }),
+      client_id: Type.String({ description: 'The API client whose call caused it' }),
+      business_id: Type.String(),
+      data: Type.Object(data),
+    },
+    { summary: doc.summary },
+  );
+}
+
+const FreeForm = Type.Record(Type.String(), Type.Unknown());
+const NoneIsEmpty = { description: 'Empty when there is none' };
+
+/** What every appointment event says of the appointment (Eka's fields, then the times and mode). */
+const appointment = {
+  appointment_id: Type.String(),
+  partner_appointment_id: Type.String(NoneIsEmpty),
+  doctor_id: Type.String(),
+  partner_doctor_id: Type.String(NoneIsEmpty),
+  patient_id: Type.String(),
+  partner_patient_id: Type.String(NoneIsEmpty),
+  clinic_id: Type.String(),
+  partner_clinic_id: Type.String(NoneIsEmpty),
+  status: Type.Union([Type.Literal('BK'), Type.Literal('NS'), Type.Literal('CM'), Type.Literal('CN'), Type.Literal('RES')], {
+    description: 'BK booked, NS no-show, CM completed, CN cancelled, RES rescheduled (next_aid names its successor)',
+  }),
+  mode: Type.Union([Type.Literal('in_clinic'), Type.Literal('tele')]),
+  start_time: Type.Integer({ description: 'Epoch seconds' }),
+  end_time: Type.Integer({ description: 'Epoch seconds' }),
+  created_at: Type.Integer({ description: 'Epoch seconds' }),
+  modified_at: Type.Integer({ description: 'Epoch seconds' }),
+  custom_attributes: Type.Object({ label: Type.Optional(Type.Array(Type.String())), tags: Type.Optional(Type.Array(Type.String())) }),
+  partner_meta: FreeForm,
+  sa_ids: Type.Array(Type.String(), { description: 'Always empty: this service has no SA ids' }),
+  prev_aids: Type.Optional(Type.Array(Type.String(), { description: 'The appointments this one was rescheduled from, oldest first' })),
+  next_aid: Type.Optional(Type.String({ description: 'The appointment this one was rescheduled to (status RES)' })),
+};
+
+/** The fields of an appointment a change can touch, as `appointment.updated` names them. */
+export const APPOINTMENT_FIELDS = [
+  'start_time',
+  'end_time',
+  'patient_id',
+  'patient_details',
+  'token',
+  'custom_attributes',
+  'video_connect',
+  'display_meta',
+  'partner_meta',
+  'notes',
+] as const;
+
+/**
+ * How an appointment's status changed. `rescheduled` is sent by the reschedule operation (the
+ * appointment stays BK; its times are in the body).
+ */
+export const STATUS_TRANSITIONS = ['no_show', 'completed', 'cancelled', 'rescheduled'] as const;
+export type StatusTransition = (typeof STATUS_TRANSITIONS)[number];
+
+/** What every case event says of the case: no more than the case listing shows (contract 6). */
+const caseRef = {
+  case_id: Type.String(),
+  patient_id: Type.String({ description: 'The patient the case belongs to, as its X-Pt-Id is resolved' }),
+  status: Type.Union([Type.Literal('A'), Type.Literal('D')], { description: 'A active, D deleted' }),
+  updated_at: Type.Integer({ description: 'Epoch seconds, as the listing shows it' }),
+};
+const caseItem = Type.Object({
+  display_name: Type.String(),
+  type: Type.Optional(Type.String()),
+  hi_type: Type.Optional(Type.String()),
+  partner_meta: FreeForm,
+  created_at: Type.Integer({ description: 'Epoch seconds' }),
+  occurred_at: Type.Integer({ description: 'Epoch seconds' }),
+});
+
 export const EVENTS = {
   'external_review.request': event(
     'external_review.request',
@@ -49,10 +145,77 @@ export const EVENTS = {
       }),
     },
   ),
+  'appointment.created': orderedEvent(
+    'appointment.created',
+    'appointment',
+    { summary: 'An appointment was booked', occurred: 'the booking occurred' },
+    { ...appointment, action: Type.Literal('created') },
+  ),
+  'appointment.updated': orderedEvent(
+    'appointment.updated',
+    'appointment',
+    { summary: 'An appointment was changed (its times, patient, token or attributes)', occurred: 'the change occurred' },
+    {
+      ...appointment,
+      action: Type.Literal('modified'),
+      changed: Type.Array(Type.Union(APPOINTMENT_FIELDS.map((field) => Type.Literal(field))), {
+        description: 'The fields the change altered; the body holds their new values where it shows them',
+      }),
+    },
+  ),
+  'appointment.statuschange': orderedEvent(
+    'appointment.statuschange',
+    'appointment',
+    { summary: "An appointment's status changed: no-show, completed, cancelled, or it was rescheduled", occurred: 'the change occurred' },
+    {
+      ...appointment,
+      transition: Type.Union(STATUS_TRANSITIONS.map((transition) => Type.Literal(transition))),
+      previous_status: appointment.status,
+    },
+  ),
+  'case.created': orderedEvent(
+    'case.created',
+    'case',
+    { summary: 'A case was created for a patient', occurred: 'the case was created' },
+    { ...caseRef, item: caseItem },
+  ),
+  'case.updated': orderedEvent(
+    'case.updated',
+    'case',
+    { summary: 'A case was changed', occurred: 'the change occurred' },
+    {
+      ...caseRef,
+      item: caseItem,
+      changed: Type.Array(Type.String(), { description: 'The item fields the change named' }),
+    },
+  ),
+  'case.deleted': orderedEvent(
+    'case.deleted',
+    'case',
+    { summary: 'A case was deleted (the listing shows its tombstone)', occurred: 'the delete occurred' },
+    caseRef,
+  ),
+  'webhook.subscription.disabled': event(
+    'webhook.subscription.disabled',
+    { summary: 'A webhook subscription was disabled because its deliveries kept failing, or its endpoint answered 410', occurred: 'it was disabled' },
+    {
+      subscription_id: Type.String(),
+      endpoint: Type.String(),
+      reason: Type.String(),
+      failing_since: Type.Union([Type.Integer({ description: 'Epoch seconds of the first failure in a row' }), Type.Null()]),
+    },
+  ),
 } satisfies Record<string, TObject>;
 
 export type EventName = keyof typeof EVENTS;
 export type EventBody<N extends EventName = EventName> = Static<(typeof EVENTS)[N]>;
+/** What a change hands to recordEvent: the body without `sequence`, which recordEvent numbers. */
+export type EventInput<N extends EventName = EventName> = N extends EventName ? Omit<EventBody<N>, 'sequence'> : never;
+
+/** True when the event's body carries a `sequence` (orderedEvent): it must be recorded with an ordering key. */
+export function isSequenced(name: EventName): boolean {
+  return Object.hasOwn(EVENTS[name].properties, 'sequence');
+}
 
 export const EVENT_NAMES = Object.keys(EVENTS) as EventName[];
 

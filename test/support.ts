@@ -101,9 +101,11 @@ export async function createTestApp(
     logger?: Logger;
     context?: (ctx: AppContext) => void;
     setup?: (app: App) => void | Promise<void>;
+    /** Another app's database (a second process on it); that app drops it. */
+    database?: TestDatabase;
   } = {},
 ): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = options.database ?? (await createTestDatabase());
   const config = testConfig(database, options.env);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
@@ -121,7 +123,7 @@ export async function createTestApp(
     close: async () => {
       await app.close();
       await storage.destroy();
-      await database.drop();
+      if (!options.database) await database.drop();
     },
   };
 }

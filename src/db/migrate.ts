@@ -24,6 +24,7 @@ import * as patientNameIndex from './migrations/0013_patient_name_index.ts';
 import * as directoryDeletes from './migrations/0014_directory_deletes.ts';
 import * as schedules from './migrations/0015_schedules.ts';
 import * as idempotencyKeys from './migrations/0016_idempotency_keys.ts';
+import * as eventOrdering from './migrations/0017_event_ordering.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -42,6 +43,7 @@ export const migrations: Record<string, Migration> = {
   '0014_directory_deletes': directoryDeletes,
   '0015_schedules': schedules,
   '0016_idempotency_keys': idempotencyKeys,
+  '0017_event_ordering': eventOrdering,
 };
 
 /**

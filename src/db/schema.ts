@@ -40,6 +40,10 @@ export interface EventsTable {
   /** JSON */
   payload: string;
   created_at: number;
+  /** Events of one appointment (`appointment:<id>`) or one patient's cases (`patient:<ref>`) share a key. */
+  ordering_key: string | null;
+  /** 1, 2, ... per (business, ordering_key), in the order the changes committed. */
+  sequence: number | null;
 }
 
 /** Reference catalogue (global, not per business): see migrations/0003_catalogue.ts. */
@@ -114,6 +118,8 @@ export interface WebhookSubscriptionsTable {
   previous_signing_key: string | null;
   previous_key_expires_at: number | null;
   disabled_reason: string | null;
+  /** Since when every attempt failed (epoch ms); null after a success. */
+  failing_since: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -158,6 +164,9 @@ export interface JobsTable {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+  /** Jobs of one kind and key are claimed in ordering_seq order, each once the earlier ones are settled. */
+  ordering_key: string | null;
+  ordering_seq: number | null;
 }
 
 export interface JobLocksTable {

@@ -5,7 +5,7 @@
  * job per recipient). See worker.ts for the whole design.
  */
 import type { Db } from '../db/index.ts';
-import type { EventBody, EventName } from '../events.ts';
+import { isSequenced, type EventBody, type EventInput, type EventName } from '../events.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/dialect.ts';
 import { enqueue, jobRow } from './queue.ts';
@@ -15,8 +15,14 @@ export const EVENT_DISPATCH = 'event.dispatch';
 export interface NewEvent<N extends EventName = EventName> {
   businessId: string;
   type: N;
-  /** The event body as delivered (src/events.ts declares each). */
-  payload: EventBody<N>;
+  /** The event body as delivered (src/events.ts declares each), without the `sequence` recordEvent adds. */
+  payload: EventInput<N>;
+  /**
+   * Events of one key (`appointment:<id>`, `patient:<ref>`) are numbered 1, 2, ... and delivered to
+   * each subscription in that order. The caller holds the lock that orders the key's changes (the
+   * appointment's row, the patient's records lock), so the numbers follow the commits.
+   */
+  orderingKey?: string;
 }
 
 export interface StoredEvent {
@@ -25,14 +31,56 @@ export interface StoredEvent {
   type: EventName;
   payload: EventBody;
   createdAt: number;
+  orderingKey: string | null;
+  sequence: number | null;
+}
+
+/** The key of an appointment's events. */
+export function appointmentKey(appointmentId: string): string {
+  return `appointment:${appointmentId}`;
+}
+
+/** The key of the events of a patient's cases. */
+export function patientKey(patientRef: string): string {
+  return `patient:${patientRef}`;
 }
 
 /** Stores the event and its dispatch job in `db` (pass the transaction of the change) and returns the event id. */
 export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N>): Promise<string> {
   const id = newId('evt');
   const now = Date.now();
-  const row = { id, business_id: event.businessId, type: event.type, payload: JSON.stringify(event.payload), created_at: now };
-  const job = { kind: EVENT_DISPATCH, businessId: event.businessId, payload: { eventId: id }, dedupeKey: id };
+  const key = event.orderingKey ?? null;
+  let sequence: number | null = null;
+  let payload: unknown = event.payload;
+  if (key !== null) {
+    const last = await db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('sequence').as('last'))
+      .where('business_id', '=', event.businessId)
+      .where('ordering_key', '=', key)
+      .executeTakeFirst();
+    sequence = Number(last?.last ?? 0) + 1;
+    if (isSequenced(event.type)) payload = withSequence(event.payload, sequence);
+  } else if (isSequenced(event.type)) {
+    throw new Error(`event ${event.type} needs an ordering key`);
+  }
+  const row = {
+    id,
+    business_id: event.businessId,
+    type: event.type,
+    payload: JSON.stringify(payload),
+    created_at: now,
+    ordering_key: key,
+    sequence,
+  };
+  const job = {
+    kind: EVENT_DISPATCH,
+    businessId: event.businessId,
+    payload: { eventId: id },
+    dedupeKey: id,
+    // Dispatched in order too: a later event's deliveries are only queued after the earlier one's.
+    ...(key !== null && sequence !== null && { ordering: { key, seq: sequence } }),
+  };
   if (isPostgres(db)) {
     // One round trip inside the caller's transaction; the dispatch job's key is the new event's id,
     // so it cannot conflict.
@@ -46,6 +94,20 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
     await enqueue(db, job);
   }
   return id;
+}
+
+/** The body with `sequence` after `event`, where the envelope declares it. */
+function withSequence(payload: object, sequence: number): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(payload).flatMap(([name, value]) =>
+      name === 'event'
+        ? [
+            [name, value],
+            ['sequence', sequence],
+          ]
+        : [[name, value]],
+    ),
+  );
 }
 
 /** The events of `ids` that exist (a deleted business's are gone), in no particular order. */
@@ -62,5 +124,7 @@ export async function loadEvents(db: Db, ids: string[]): Promise<StoredEvent[]> 
     type: row.type as EventName,
     payload: JSON.parse(row.payload) as EventBody,
     createdAt: row.created_at,
+    orderingKey: row.ordering_key,
+    sequence: row.sequence === null ? null : Number(row.sequence),
   }));
 }

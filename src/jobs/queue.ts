@@ -28,6 +28,8 @@ export interface Job<P = unknown> {
   updatedAt: number;
   startedAt: number | null;
   finishedAt: number | null;
+  /** See NewJob.ordering. */
+  orderingKey: string | null;
 }
 
 export interface NewJob {
@@ -40,6 +42,12 @@ export interface NewJob {
   maxAttempts?: number;
   /** A second enqueue with the same kind and key adds nothing and returns the first job's id. */
   dedupeKey?: string;
+  /**
+   * Jobs of one kind and `key` run in `seq` order: a job is claimed only once every job of its kind
+   * and key with a lower `seq` has succeeded or failed (a retry waiting for its time holds the later
+   * ones back). Jobs of different keys, and jobs without one, run in parallel.
+   */
+  ordering?: { key: string; seq: number };
 }
 
 /** Thrown by a handler: try again per the schedule, but not before `retryAfterSeconds`. */
@@ -83,6 +91,7 @@ export function toJob<P = unknown>(row: Selectable<JobsTable>): Job<P> {
     updatedAt: row.updated_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    orderingKey: row.ordering_key,
   };
 }
 
@@ -135,6 +144,8 @@ export function jobRow(job: NewJob, now = Date.now()): Insertable<JobsTable> & {
     updated_at: now,
     started_at: null,
     finished_at: null,
+    ordering_key: job.ordering?.key ?? null,
+    ordering_seq: job.ordering?.seq ?? null,
   };
 }
 
@@ -222,6 +233,24 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
         .where('status', '=', 'pending')
         .where('kind', '=', kind)
         .where('due_at', '<=', now)
+        // An ordered job waits while an earlier job of its key is unsettled (see NewJob.ordering).
+        .where((eb) =>
+          eb.or([
+            eb('jobs.ordering_key', 'is', null),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('jobs as earlier')
+                  .select(sql.lit(1).as('one'))
+                  .whereRef('earlier.kind', '=', 'jobs.kind')
+                  .whereRef('earlier.ordering_key', '=', 'jobs.ordering_key')
+                  .whereRef('earlier.ordering_seq', '<', 'jobs.ordering_seq')
+                  // Literal, as in jobs_ordering_idx's predicate, so both databases use that index.
+                  .where(sql<boolean>`earlier.status in ('pending', 'running')`),
+              ),
+            ),
+          ]),
+        )
         .orderBy('due_at')
         .limit(limit)
         .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),

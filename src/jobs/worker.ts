@@ -25,6 +25,9 @@
  *   hooks enqueue one job per recipient (the webhooks module: one delivery per matching
  *   subscription) with a dedupeKey such as `${event.id}:${subscriptionId}`, so a repeated dispatch
  *   adds nothing.
+ * - Ordering: a job may name an ordering key and number (NewJob.ordering); the claim skips it while
+ *   an earlier job of its kind and key is pending or running, and a settled ordered job lets the
+ *   refill look again. Events of one appointment use it for their dispatch and their deliveries.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -518,6 +521,8 @@ export class JobQueue {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
       }
+      // The next job of its key may be claimable now: the refill after this attempt looks for it.
+      if (job.orderingKey !== null && settlement.status !== 'pending') kind.drained = false;
       const outcome = settlement.status === 'pending' ? 'retried' : settlement.status;
       this.metrics.outcomes.inc({ kind: kind.name, outcome });
       if (settlement.status === 'pending') {

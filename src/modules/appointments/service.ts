@@ -11,7 +11,8 @@ import { inTransaction, isUniqueViolation, type DialectName } from '../../db/ind
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
-import { recordEvent } from '../../jobs/outbox.ts';
+import { appointmentKey, recordEvent } from '../../jobs/outbox.ts';
+import { APPOINTMENT_FIELDS, type EventInput, type StatusTransition } from '../../events.ts';
 import { randomToken } from '../../security/secrets.ts';
 import type { ClinicService, Placement } from '../clinics/service.ts';
 import { LOCKED_PATIENT_COLUMNS, PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
@@ -279,6 +280,7 @@ export class AppointmentService {
           prev_aids: null,
           next_aid: null,
         });
+        await this.lifecycleEvent(trx, principal, id, 'appointment.created', { action: 'created' });
       });
     } catch (error) {
       // Two bookings racing for one partner_appointment_id: the unique index decides.
@@ -401,21 +403,29 @@ export class AppointmentService {
       if (input.display_meta !== undefined) changes.display_meta = JSON.stringify(input.display_meta);
       if (input.partner_meta !== undefined) changes.partner_meta = JSON.stringify(input.partner_meta);
       if (input.notes !== undefined) changes.notes = input.notes;
-      return this.write(trx, row, { ...changes, updated_at: Date.now() }, { partner_patient_id: partnerPatientId });
+      const written = await this.write(trx, row, { ...changes, updated_at: Date.now() }, { partner_patient_id: partnerPatientId });
+      await this.updatedEvent(trx, principal, row, changes);
+      return written;
     });
   }
 
   async noShow(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'RES') throw rescheduled(row);
-      return row.status === 'NS' ? {} : this.write(trx, row, { status: 'NS', updated_at: Date.now() });
+      if (row.status === 'NS') return {};
+      const written = await this.write(trx, row, { status: 'NS', updated_at: Date.now() });
+      await this.statusEvent(trx, principal, row, 'no_show');
+      return written;
     });
   }
 
   async cancel(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'RES') throw rescheduled(row);
-      return row.status === 'CN' ? {} : this.write(trx, row, { status: 'CN', updated_at: Date.now() });
+      if (row.status === 'CN') return {};
+      const written = await this.write(trx, row, { status: 'CN', updated_at: Date.now() });
+      await this.statusEvent(trx, principal, row, 'cancelled');
+      return written;
     });
   }
 
@@ -426,6 +436,7 @@ export class AppointmentService {
       if (row.status === 'RES') throw rescheduled(row);
       const now = Date.now();
       const changed = await this.write(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
+      await this.statusEvent(trx, principal, row, 'completed');
       if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
       return changed;
     });
@@ -510,6 +521,8 @@ export class AppointmentService {
           prev_aids: JSON.stringify(prevAids),
           next_aid: null,
         });
+        await this.statusEvent(trx, principal, row, 'rescheduled');
+        await this.lifecycleEvent(trx, principal, nextId, 'appointment.created', { action: 'created' });
         return toRecord((await repo.findView(trx, this.#dialect, businessId, nextId, false))!);
       });
     } catch (error) {
@@ -522,6 +535,7 @@ export class AppointmentService {
     const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
     const link = links.doctor ?? links.clinic ?? `${this.#deps.publicUrl}/reviews/${row.review_token}`;
     const at = seconds(now);
+    // Not ordered with the appointment's events: its body (interface 6) has no sequence to follow.
     return recordEvent(trx, {
       businessId: row.business_id,
       type: 'external_review.request',
@@ -534,6 +548,51 @@ export class AppointmentService {
         data: { doctor_id: row.doctor_id, external_review_link: link, patient_id: row.patient_id, appointment_id: row.id, clinic_id: row.clinic_id },
       },
     });
+  }
+
+  /**
+   * Records an appointment event from the appointment as this transaction left it (read again, so the
+   * body holds the partner ids and every change made). The appointment's lock orders its events.
+   */
+  private async lifecycleEvent<N extends 'appointment.created' | 'appointment.updated' | 'appointment.statuschange'>(
+    trx: Transaction<Database>,
+    principal: Principal,
+    id: string,
+    type: N,
+    /** What the event adds to eventData (its schema in src/events.ts; the tests validate every body against it). */
+    extra: Record<string, unknown>,
+  ): Promise<void> {
+    const view = await repo.findView(trx, this.#dialect, principal.businessId, id, false);
+    if (!view) throw notFound();
+    const at = seconds(Date.now());
+    await recordEvent(trx, {
+      businessId: principal.businessId,
+      orderingKey: appointmentKey(id),
+      type,
+      payload: {
+        service: 'appointment',
+        event: type,
+        event_time: at,
+        timestamp: at,
+        client_id: principal.clientId,
+        business_id: principal.businessId,
+        data: { ...eventData(view), ...extra },
+      } as EventInput<N>,
+    });
+  }
+
+  /** `appointment.updated`, naming the fields `changes` altered; nothing when it altered none. */
+  private async updatedEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, changes: Partial<repo.AppointmentRow>) {
+    const changed = APPOINTMENT_FIELDS.filter((field) => changes[field] !== undefined && changes[field] !== row[field]);
+    if (changed.length > 0) await this.lifecycleEvent(trx, principal, row.id, 'appointment.updated', { action: 'modified', changed });
+  }
+
+  /**
+   * `appointment.statuschange` after `row` (as read before the change) changed state. The reschedule
+   * operation sends it too, with `rescheduled`, after writing the new times.
+   */
+  private statusEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, transition: StatusTransition): Promise<void> {
+    return this.lifecycleEvent(trx, principal, row.id, 'appointment.statuschange', { transition, previous_status: row.status as Status });
   }
 
   /**
@@ -565,6 +624,31 @@ export class AppointmentService {
     await repo.updateAppointment(trx, row.business_id, row.id, changes);
     return { ...changes, ...view };
   }
+}
+
+/** What every appointment event says of the appointment (src/events.ts); a partner id not set is empty. */
+function eventData(view: repo.AppointmentView) {
+  return {
+    appointment_id: view.id,
+    partner_appointment_id: view.partner_appointment_id ?? '',
+    doctor_id: view.doctor_id,
+    partner_doctor_id: view.partner_doctor_id ?? '',
+    patient_id: view.patient_id,
+    partner_patient_id: view.partner_patient_id ?? '',
+    clinic_id: view.clinic_id,
+    partner_clinic_id: view.partner_clinic_id ?? '',
+    status: view.status as Status,
+    mode: view.mode === 'INCLINIC' ? ('in_clinic' as const) : ('tele' as const),
+    start_time: seconds(Number(view.start_time)),
+    end_time: seconds(Number(view.end_time)),
+    created_at: seconds(Number(view.created_at)),
+    modified_at: seconds(Number(view.updated_at)),
+    custom_attributes: JSON.parse(view.custom_attributes) as CustomAttributes,
+    partner_meta: JSON.parse(view.partner_meta) as FreeForm,
+    sa_ids: [] as string[],
+    ...(view.prev_aids !== null && { prev_aids: JSON.parse(view.prev_aids) as string[] }),
+    ...(view.next_aid !== null && { next_aid: view.next_aid }),
+  };
 }
 
 /** The clinic or doctor a booking names, from what `placement` found; unknown is a 400 naming the field. */

@@ -93,7 +93,10 @@ function patientRefOf(request: FastifyRequest): string {
 }
 
 export function casesRoutes(service: CasesService) {
-  const scopeOf = (request: FastifyRequest): Promise<PatientScope> => service.patientScope(principalOf(request).businessId, patientRefOf(request));
+  const scopeOf = (request: FastifyRequest): Promise<PatientScope> => {
+    const principal = principalOf(request);
+    return service.patientScope(principal.businessId, patientRefOf(request), principal.clientId);
+  };
   return async function plugin(app: App): Promise<void> {
     const read: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:read', 'cases:write'] } };
     const write: RouteConfig = { family: 'cases', auth: { anyOf: ['cases:write'] } };

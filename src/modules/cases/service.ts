@@ -40,6 +40,8 @@ import { AppError } from '../../errors.ts';
 import type { PatientService } from '../patients/service.ts';
 import { CursorCodec } from './cursor.ts';
 import * as repo from './repo.ts';
+import { patientKey, recordEvent } from '../../jobs/outbox.ts';
+import type { EventInput } from '../../events.ts';
 
 export const HI_TYPES = [
   'OPConsultation',
@@ -104,6 +106,8 @@ export interface ListOptions {
 export interface PatientScope {
   businessId: string;
   patientRef: string;
+  /** The API client making the request: the events of its changes name it. */
+  clientId?: string;
 }
 
 const NOT_FOUND = () => new AppError(404, 'No case found with the given ID.', { code: 'NOT_FOUND' });
@@ -157,8 +161,8 @@ export class CasesService {
   }
 
   /** The scope of a request naming the patient `patientId` (X-Pt-Id) by either of its ids. */
-  async patientScope(businessId: string, patientId: string): Promise<PatientScope> {
-    return { businessId, patientRef: await this.#deps.patients.canonicalRef(businessId, patientId) };
+  async patientScope(businessId: string, patientId: string, clientId?: string): Promise<PatientScope> {
+    return { businessId, patientRef: await this.#deps.patients.canonicalRef(businessId, patientId), clientId };
   }
 
   async list(scope: PatientScope, options: ListOptions = {}): Promise<CasePage> {
@@ -214,6 +218,7 @@ export class CasesService {
           created_at: updatedAt,
           updated_at: updatedAt,
         });
+        await this.#event(trx, scope, 'case.created', input.id);
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw EXISTS();
@@ -236,6 +241,13 @@ export class CasesService {
       const row = await repo.findCase(trx, scope.businessId, scope.patientRef, id);
       if (!row || row.status === 'D') throw NOT_FOUND();
       await repo.updateCase(trx, scope.businessId, scope.patientRef, id, { ...set, updated_at: updatedAt });
+      await this.#event(
+        trx,
+        scope,
+        'case.updated',
+        id,
+        Object.keys(changes).filter((field) => changes[field as keyof CaseChanges] !== undefined),
+      );
     });
   }
 
@@ -253,6 +265,39 @@ export class CasesService {
         occurred_at: null,
         updated_at: updatedAt,
       });
+      await this.#event(trx, scope, 'case.deleted', id);
+    });
+  }
+
+  /**
+   * Records a case event with the case as the write left it, as the listing shows it (no other
+   * content), in the write's transaction; the patient's lock, held, orders the patient's events.
+   */
+  async #event(trx: Db, scope: PatientScope, type: 'case.created' | 'case.updated' | 'case.deleted', id: string, changed?: string[]): Promise<void> {
+    const row = await repo.findCase(trx, scope.businessId, scope.patientRef, id);
+    if (!row) return;
+    const view = toView(row);
+    const at = seconds(Date.now());
+    await recordEvent(trx, {
+      businessId: scope.businessId,
+      orderingKey: patientKey(scope.patientRef),
+      type,
+      payload: {
+        service: 'case',
+        event: type,
+        event_time: at,
+        timestamp: at,
+        client_id: scope.clientId ?? '',
+        business_id: scope.businessId,
+        data: {
+          case_id: view.id,
+          patient_id: scope.patientRef,
+          status: view.status as 'A' | 'D',
+          updated_at: view.updated_at,
+          ...(view.item && type !== 'case.deleted' && { item: view.item }),
+          ...(changed && { changed }),
+        },
+      } as EventInput<typeof type>,
     });
   }
 

@@ -7,7 +7,8 @@
 import type { Insertable } from 'kysely';
 import type { Counter } from 'prom-client';
 import type { Logger } from 'pino';
-import type { Db, Storage } from '../../db/index.ts';
+import { inTransaction, type Db, type Storage } from '../../db/index.ts';
+import { recordEvent } from '../../jobs/outbox.ts';
 import { newId } from '../../db/ids.ts';
 import type { WebhookDeliveriesTable } from '../../db/schema.ts';
 import { decrypt } from '../../security/encryption.ts';
@@ -26,9 +27,26 @@ export interface DeliveryQueue {
    * Adds the jobs that send the deliveries, in `db` (a transaction), in one statement, and returns
    * their ids in order; where a job with the same `key` is already queued, its id instead.
    */
-  enqueue(db: Db, deliveries: Array<{ businessId: string; deliveryId: string; key: string }>): Promise<string[]>;
+  enqueue(db: Db, deliveries: QueuedDelivery[]): Promise<string[]>;
   /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
-  retry(db: Db, businessId: string, deliveryId: string, jobId: string | null, key: string): Promise<string>;
+  retry(db: Db, delivery: QueuedDelivery, jobId: string | null): Promise<string>;
+}
+
+export interface QueuedDelivery {
+  businessId: string;
+  deliveryId: string;
+  /** deliveryKey(event, subscription) */
+  key: string;
+  /** The event's place among its key's events for this subscription (deliveryOrdering). */
+  ordering: { key: string; seq: number } | null;
+}
+
+/**
+ * A subscription receives the events of one appointment (one ordering key) in order: its delivery
+ * jobs share a key, numbered by the events' sequence. Other subscriptions and keys do not wait.
+ */
+export function deliveryOrdering(subscriptionId: string, event: { orderingKey: string | null; sequence: number | null }) {
+  return event.orderingKey !== null && event.sequence !== null ? { key: `${subscriptionId}|${event.orderingKey}`, seq: event.sequence } : null;
 }
 
 /** One delivery per (event, subscription): the key of its job. */
@@ -41,6 +59,8 @@ export interface EventRef {
   businessId: string;
   type: string;
   createdAt: number;
+  orderingKey: string | null;
+  sequence: number | null;
 }
 
 /**
@@ -53,27 +73,43 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]):
     await repo.activeSubscriptions(trx, [...new Set(events.map((event) => event.businessId))]),
     (subscription) => subscription.business_id,
   );
-  const now = Date.now();
-  const rows: Array<Omit<Insertable<WebhookDeliveriesTable>, 'job_id'> & { id: string }> = [];
-  const keys: string[] = [];
+  const pairs: Array<[EventRef, string]> = [];
   for (const event of events) {
     for (const subscription of subscriptions.get(event.businessId) ?? []) {
-      if (!(JSON.parse(subscription.event_names) as string[]).includes(event.type)) continue;
-      keys.push(deliveryKey(event.id, subscription.id));
-      rows.push({
-        id: newId('whd'),
-        business_id: event.businessId,
-        subscription_id: subscription.id,
-        event_id: event.id,
-        event_type: event.type,
-        status: 'pending',
-        last_status_code: null,
-        last_error: null,
-        next_attempt_at: now,
-        created_at: event.createdAt,
-        updated_at: now,
-      });
+      if ((JSON.parse(subscription.event_names) as string[]).includes(event.type)) pairs.push([event, subscription.id]);
     }
+  }
+  return addDeliveries(trx, queue, pairs);
+}
+
+/** One delivery (and its job) of each event to one subscription (a replay of events it never got). */
+export function fanOutTo(trx: Db, queue: DeliveryQueue, subscriptionId: string, events: EventRef[]): Promise<number> {
+  return addDeliveries(
+    trx,
+    queue,
+    events.map((event) => [event, subscriptionId]),
+  );
+}
+
+async function addDeliveries(trx: Db, queue: DeliveryQueue, pairs: Array<[EventRef, string]>): Promise<number> {
+  const now = Date.now();
+  const rows: Array<Omit<Insertable<WebhookDeliveriesTable>, 'job_id'> & { id: string }> = [];
+  const jobs: Array<Pick<QueuedDelivery, 'key' | 'ordering'>> = [];
+  for (const [event, subscriptionId] of pairs) {
+    jobs.push({ key: deliveryKey(event.id, subscriptionId), ordering: deliveryOrdering(subscriptionId, event) });
+    rows.push({
+      id: newId('whd'),
+      business_id: event.businessId,
+      subscription_id: subscriptionId,
+      event_id: event.id,
+      event_type: event.type,
+      status: 'pending',
+      last_status_code: null,
+      last_error: null,
+      next_attempt_at: now,
+      created_at: event.createdAt,
+      updated_at: now,
+    });
   }
   let added = 0;
   // Chunks keep each statement under SQLite's limit of bound values.
@@ -83,7 +119,7 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]):
     // existing jobs back and the delivery insert below adds nothing for them.
     const jobIds = await queue.enqueue(
       trx,
-      chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, key: keys[start + i]! })),
+      chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, ...jobs[start + i]! })),
     );
     added += await repo.insertDeliveries(
       trx,
@@ -93,7 +129,7 @@ export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]):
   return added;
 }
 
-/** Deliveries per insert statement (12 values each for the delivery, 15 for its job). */
+/** Deliveries per insert statement (12 values each for the delivery, 17 for its job). */
 const FAN_OUT_CHUNK = 500;
 
 export type AttemptOutcome =
@@ -138,6 +174,53 @@ export interface AttemptDeps {
   sender: Sender;
   logger: Logger;
   outcomes?: Counter<'outcome'>;
+  disabled?: Counter<'reason'>;
+}
+
+/** What follows failed attempts beyond the delivery: a subscription failing for too long is disabled. */
+export interface FailurePolicy {
+  /** CPS_WEBHOOK_DISABLE_AFTER_SECONDS in ms; 0: never. */
+  disableAfterMs: number;
+  logger: Logger;
+  outcomes?: Counter<'outcome'>;
+  disabled?: Counter<'reason'>;
+}
+
+/**
+ * Disables an active subscription and, in the same transaction (`db`), records the
+ * `webhook.subscription.disabled` event for the business's other subscriptions.
+ */
+export async function disableSubscription(
+  db: Db,
+  businessId: string,
+  subscriptionId: string,
+  reason: { text: string; label: 'failing' | 'gone' },
+  disabled?: Counter<'reason'>,
+): Promise<boolean> {
+  const now = Date.now();
+  const row = await repo.disableActive(db, businessId, subscriptionId, reason.text, now);
+  if (!row) return false;
+  const at = Math.floor(now / 1000);
+  await recordEvent(db, {
+    businessId,
+    type: 'webhook.subscription.disabled',
+    payload: {
+      event: 'webhook.subscription.disabled',
+      event_time: at,
+      timestamp: at,
+      // No API client caused it.
+      client_id: '',
+      business_id: businessId,
+      data: {
+        subscription_id: row.id,
+        endpoint: row.endpoint,
+        reason: reason.text,
+        failing_since: row.failing_since === null ? null : Math.floor(Number(row.failing_since) / 1000),
+      },
+    },
+  });
+  disabled?.inc({ reason: reason.label });
+  return true;
 }
 
 /** Sends one attempt; a success is recorded here, anything else is thrown for the queue to settle. */
@@ -186,18 +269,16 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   }
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-    await deps.successes.record(input.businessId, row.id, statusCode);
+    await deps.successes.record(input.businessId, row.id, statusCode, row.failing_since === null ? null : row.subscription_id);
     deps.outcomes?.inc({ outcome: 'succeeded' });
     deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
     return { kind: 'succeeded', statusCode };
   }
   if (statusCode === 410) {
     // The receiver says the endpoint is gone for good: stop sending to it until re-enabled.
-    await repo.updateSubscription(db, input.businessId, row.subscription_id, {
-      status: 'disabled',
-      disabled_reason: 'endpoint answered 410 Gone',
-      updated_at: Date.now(),
-    });
+    await inTransaction(db, (trx) =>
+      disableSubscription(trx, input.businessId, row.subscription_id, { text: 'endpoint answered 410 Gone', label: 'gone' }, deps.disabled),
+    );
     deps.outcomes?.inc({ outcome: 'disabled' });
     deps.logger.warn(log, 'webhook endpoint answered 410 Gone; subscription disabled');
     throw new DeliveryRefused('HTTP 410 (the subscription was disabled)', 410);
@@ -218,24 +299,43 @@ export async function recordFailedAttempt(
   deliveryId: string,
   outcome: FailedAttempt,
   cause: unknown,
-  outcomes?: Counter<'outcome'>,
+  policy?: FailurePolicy,
 ): Promise<void> {
   const sent = cause instanceof DeliveryRetry || cause instanceof DeliveryRefused;
   const nextAttemptAt = outcome.status === 'pending' ? outcome.dueAt : null;
   if (sent) {
-    if (cause instanceof DeliveryRetry) outcomes?.inc({ outcome: outcome.status === 'pending' ? 'retried' : 'failed' });
+    if (cause instanceof DeliveryRetry) policy?.outcomes?.inc({ outcome: outcome.status === 'pending' ? 'retried' : 'failed' });
     await repo.recordAttempt(db, businessId, deliveryId, {
       status: outcome.status,
       lastStatusCode: cause.statusCode,
       lastError: cause.message,
       nextAttemptAt,
     });
+    if (cause instanceof DeliveryRetry && policy) await noteFailure(db, businessId, deliveryId, policy);
   } else {
     await repo.settleDelivery(db, businessId, deliveryId, {
       status: outcome.status,
       nextAttemptAt,
       lastErrorIfNone: outcome.status === 'failed' ? 'the delivery could not be attempted' : null,
     });
+  }
+}
+
+/** A failed attempt starts or continues its subscription's run of failures; one too long disables it. */
+async function noteFailure(db: Db, businessId: string, deliveryId: string, policy: FailurePolicy): Promise<void> {
+  const now = Date.now();
+  const subscription = await repo.markFailing(db, businessId, deliveryId, now);
+  if (!subscription || policy.disableAfterMs <= 0) return;
+  const since = Number(subscription.failing_since ?? now);
+  if (now - since < policy.disableAfterMs) return;
+  const hours = Math.round((now - since) / 360_000) / 10;
+  const reason = { text: `every delivery attempt failed for ${hours} h`, label: 'failing' as const };
+  if (await disableSubscription(db, businessId, subscription.id, reason, policy.disabled)) {
+    policy.outcomes?.inc({ outcome: 'disabled' });
+    policy.logger.warn(
+      { subscription_id: subscription.id, failing_since: new Date(since).toISOString() },
+      'webhook subscription kept failing; disabled',
+    );
   }
 }
 
@@ -271,16 +371,24 @@ export class SigningKeys {
  */
 export class SuccessRecords {
   readonly #db: Db;
-  #pending: Array<{ businessId: string; deliveryId: string; statusCode: number; done: () => void; fail: (error: unknown) => void }> = [];
+  #pending: Array<{
+    businessId: string;
+    deliveryId: string;
+    statusCode: number;
+    /** Set when the subscription was failing: the success ends that run. */
+    failingSubscription: string | null;
+    done: () => void;
+    fail: (error: unknown) => void;
+  }> = [];
   #flushing = false;
 
   constructor(db: Db) {
     this.#db = db;
   }
 
-  record(businessId: string, deliveryId: string, statusCode: number): Promise<void> {
+  record(businessId: string, deliveryId: string, statusCode: number, failingSubscription: string | null = null): Promise<void> {
     return new Promise((done, fail) => {
-      this.#pending.push({ businessId, deliveryId, statusCode, done, fail });
+      this.#pending.push({ businessId, deliveryId, statusCode, failingSubscription, done, fail });
       if (!this.#flushing) {
         this.#flushing = true;
         setImmediate(() => void this.#flush());
@@ -294,6 +402,8 @@ export class SuccessRecords {
       for (const [statusCode, entries] of Map.groupBy(batch, (entry) => entry.statusCode)) {
         try {
           await repo.recordSuccesses(this.#db, statusCode, entries);
+          const failing = entries.flatMap((entry) => (entry.failingSubscription === null ? [] : [entry.failingSubscription]));
+          if (failing.length > 0) await repo.clearFailing(this.#db, [...new Set(failing)]);
           for (const entry of entries) entry.done();
         } catch (error) {
           for (const entry of entries) entry.fail(error);

@@ -4,9 +4,12 @@ import type { Module } from '../module.ts';
 import { webhookRoutes } from './routes.ts';
 import { WebhookService } from './service.ts';
 import { wireDeliveries } from './wiring.ts';
+import { createBuckets } from '../../security/buckets.ts';
 
 export function webhooksModule(ctx: AppContext): Module {
   const { queue } = wireDeliveries(ctx);
-  const service = new WebhookService({ db: ctx.storage.db, masterKey: ctx.keys.masterKey, outbound: ctx.outbound.policy, queue });
-  return { name: 'webhooks', routes: webhookRoutes(service) };
+  // Shared by every process through Redis when CPS_REDIS_URL is set.
+  const replayLimiter = createBuckets({ redisUrl: ctx.config.redisUrl, logger: ctx.logger, what: 'webhook replay limit' });
+  const service = new WebhookService({ db: ctx.storage.db, masterKey: ctx.keys.masterKey, outbound: ctx.outbound.policy, queue, replayLimiter });
+  return { name: 'webhooks', routes: webhookRoutes(service), stop: () => replayLimiter.close() };
 }

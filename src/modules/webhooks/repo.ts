@@ -65,13 +65,26 @@ export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliverie
   return inserted.length;
 }
 
+export interface DeliveryFilter {
+  status?: WebhookDeliveryStatus;
+  eventTypes?: string[];
+  /** The event's time (epoch ms), inclusive. */
+  from?: number;
+  /** The event's time (epoch ms), exclusive. */
+  to?: number;
+}
+
 /** A subscription's deliveries, newest first. */
-export function listDeliveries(db: Db, businessId: string, subscriptionId: string, limit: number, offset: number) {
+export function listDeliveries(db: Db, businessId: string, subscriptionId: string, filter: DeliveryFilter, limit: number, offset: number) {
   return db
     .selectFrom('webhook_deliveries')
     .select(['event_id', 'event_type', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at'])
     .where('business_id', '=', businessId)
     .where('subscription_id', '=', subscriptionId)
+    .$if(filter.status !== undefined, (qb) => qb.where('status', '=', filter.status!))
+    .$if(filter.eventTypes !== undefined, (qb) => qb.where('event_type', 'in', filter.eventTypes!))
+    .$if(filter.from !== undefined, (qb) => qb.where('created_at', '>=', filter.from!))
+    .$if(filter.to !== undefined, (qb) => qb.where('created_at', '<', filter.to!))
     .orderBy('created_at', 'desc')
     .orderBy('event_id', 'desc')
     .limit(limit)
@@ -79,14 +92,100 @@ export function listDeliveries(db: Db, businessId: string, subscriptionId: strin
     .execute();
 }
 
-export function getDelivery(db: Db, businessId: string, subscriptionId: string, eventId: string): Promise<DeliveryRow | undefined> {
+/** The delivery with its event's ordering (for a job queued anew). */
+export function getDelivery(db: Db, businessId: string, subscriptionId: string, eventId: string) {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .selectAll('d')
+    .select(['e.ordering_key', 'e.sequence'])
+    .where('d.business_id', '=', businessId)
+    .where('d.subscription_id', '=', subscriptionId)
+    .where('d.event_id', '=', eventId)
+    .executeTakeFirst();
+}
+
+export function getEvent(db: Db, businessId: string, eventId: string) {
+  return db.selectFrom('events').selectAll().where('business_id', '=', businessId).where('id', '=', eventId).executeTakeFirst();
+}
+
+/** An event's deliveries, one per subscription, oldest subscription first. */
+export function eventDeliveries(db: Db, businessId: string, eventId: string) {
   return db
     .selectFrom('webhook_deliveries')
-    .selectAll()
+    .select(['subscription_id', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at', 'updated_at'])
     .where('business_id', '=', businessId)
-    .where('subscription_id', '=', subscriptionId)
     .where('event_id', '=', eventId)
+    .orderBy('subscription_id')
+    .execute();
+}
+
+export interface ReplayPage {
+  /** Epoch ms, inclusive. */
+  from: number;
+  /** Epoch ms, exclusive. */
+  to: number;
+  types: string[];
+  /** Keyset position: events strictly after (createdAt, id). */
+  after: { createdAt: number; id: string } | null;
+  limit: number;
+}
+
+/** The business's events in the window, oldest first, with the subscription's delivery of each where there is one. */
+export function eventsToReplay(db: Db, businessId: string, subscriptionId: string, page: ReplayPage) {
+  let query = db
+    .selectFrom('events as e')
+    .leftJoin('webhook_deliveries as d', (join) => join.onRef('d.event_id', '=', 'e.id').on('d.subscription_id', '=', subscriptionId))
+    .select(['e.id', 'e.type', 'e.created_at', 'e.ordering_key', 'e.sequence', 'd.id as delivery_id', 'd.job_id'])
+    .where('e.business_id', '=', businessId)
+    .where('e.type', 'in', page.types)
+    .where('e.created_at', '>=', page.from)
+    .where('e.created_at', '<', page.to);
+  if (page.after) {
+    const { createdAt, id } = page.after;
+    query = query.where((eb) => eb(eb.refTuple('e.created_at', 'e.id'), '>', eb.tuple(createdAt, id)));
+  }
+  return query.orderBy('e.created_at').orderBy('e.id').limit(page.limit).execute();
+}
+
+/**
+ * Notes a failed attempt on the delivery's subscription (while active): `failing_since` keeps the
+ * first failure in a row. Returns the subscription as it is then.
+ */
+export function markFailing(db: Db, businessId: string, deliveryId: string, now: number) {
+  return db
+    .updateTable('webhook_subscriptions')
+    .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
+    .where('business_id', '=', businessId)
+    .where('status', '=', 'active')
+    .where('id', '=', (eb) =>
+      eb.selectFrom('webhook_deliveries').select('subscription_id').where('id', '=', deliveryId).where('business_id', '=', businessId),
+    )
+    .returning(['id', 'endpoint', 'failing_since'])
     .executeTakeFirst();
+}
+
+/** Disables an active subscription; returns it, or nothing when it was not active. */
+export function disableActive(db: Db, businessId: string, id: string, reason: string, now: number) {
+  return db
+    .updateTable('webhook_subscriptions')
+    .set({ status: 'disabled', disabled_reason: reason, updated_at: now })
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .where('status', '=', 'active')
+    .returning(['id', 'endpoint', 'failing_since'])
+    .executeTakeFirst();
+}
+
+/** A success ends a subscription's run of failures. */
+export async function clearFailing(db: Db, subscriptionIds: string[]): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await db
+    .updateTable('webhook_subscriptions')
+    .set({ failing_since: null })
+    .where('id', 'in', subscriptionIds)
+    .where('failing_since', 'is not', null)
+    .execute();
 }
 
 /** What one attempt needs: the delivery, its subscription and the stored event body. */
@@ -105,6 +204,7 @@ export function loadAttempt(db: Db, businessId: string, deliveryId: string) {
       's.signing_key',
       's.previous_signing_key',
       's.previous_key_expires_at',
+      's.failing_since',
       'e.payload',
     ])
     .where('d.business_id', '=', businessId)

@@ -4,9 +4,10 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
-import type { WebhookService } from './service.ts';
+import { REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
+const EVENTS = '/notification/v1/connect/webhook/events';
 
 const Protocol = Type.Union([Type.Literal('https'), Type.Literal('http')], { 'x-message': 'must be "https" or "http"' });
 const Status = Type.Union([Type.Literal('active'), Type.Literal('disabled')], { 'x-message': 'must be "active" or "disabled"' });
@@ -24,14 +25,38 @@ const Subscription = Type.Object({
   updated_at: Type.Integer({ description: 'epoch seconds' }),
 });
 
-const Delivery = Type.Object({
-  event_id: Type.String(),
-  event: Type.String(),
+const DeliveryState = {
   status: Type.String({ description: 'pending, succeeded or failed' }),
   attempts: Type.Integer(),
   last_status_code: Type.Union([Type.Integer(), Type.Null()]),
   last_error: Type.Union([Type.String(), Type.Null()]),
   next_attempt_at: Type.Union([Type.Integer({ description: 'epoch seconds' }), Type.Null()]),
+};
+
+const EventView = Type.Object({
+  id: Type.String(),
+  event: Type.String(),
+  created_at: Type.Integer({ description: 'epoch seconds' }),
+  ordering_key: Type.Union([Type.String(), Type.Null()], {
+    description: 'appointment:<id> or patient:<id>: events of one key are delivered in order',
+  }),
+  sequence: Type.Union([Type.Integer(), Type.Null()]),
+  body: Type.Record(Type.String(), Type.Unknown(), { description: 'The body every attempt sends' }),
+  deliveries: Type.Array(
+    Type.Object({
+      subscription_id: Type.String(),
+      ...DeliveryState,
+      last_attempt_at: Type.Union([Type.Integer({ description: 'epoch seconds' }), Type.Null()]),
+    }),
+  ),
+});
+
+const EpochSeconds = Type.Integer({ minimum: 0, maximum: 99_999_999_999, description: 'epoch seconds' });
+
+const Delivery = Type.Object({
+  event_id: Type.String(),
+  event: Type.String(),
+  ...DeliveryState,
 });
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
@@ -124,15 +149,70 @@ export function webhookRoutes(service: WebhookService) {
         config,
         schema: {
           tags,
-          summary: 'Deliveries of a subscription, newest first, 50 a page',
+          summary: 'Deliveries of a subscription, newest first, 50 a page; filtered by state, event names and event time',
           params: IdParams,
-          querystring: Type.Object({ page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })) }),
+          querystring: Type.Object({
+            page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+            status: Type.Optional(
+              Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
+                'x-message': 'must be "pending", "succeeded" or "failed"',
+              }),
+            ),
+            event: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'event names, comma-separated' })),
+            since: Type.Optional({ ...EpochSeconds, description: 'events at or after (epoch seconds)' }),
+            until: Type.Optional({ ...EpochSeconds, description: 'events before (epoch seconds)' }),
+          }),
           response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...Errors },
         },
       },
       async (request) => ({
-        data: await service.listDeliveries(principalOf(request).businessId, request.params.id, request.query.page_no ?? 0),
+        data: await service.listDeliveries(principalOf(request).businessId, request.params.id, request.query),
       }),
+    );
+
+    app.post(
+      `${BASE}/:id/replay`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: `Queue the subscription's events of a window again (also those it never received), oldest first, ${REPLAY_PAGE_SIZE} a call`,
+          description:
+            'Each appointment keeps its order. `next_token` (sent back as `page_token` with the same window) continues; ' +
+            'a subscription may replay 10 times at once, then once every 6 s (429 with Retry-After). A disabled subscription answers 409.',
+          params: IdParams,
+          body: Type.Object({
+            since: { ...EpochSeconds, description: 'events at or after (epoch seconds)' },
+            until: Type.Optional({ ...EpochSeconds, description: 'events before (epoch seconds); default now' }),
+            event_names: Type.Optional(EventNames),
+            page_token: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+          }),
+          response: {
+            202: Type.Object({ queued: Type.Integer(), next_token: Type.Union([Type.String(), Type.Null()]), msg: Type.Literal('success') }),
+            ...Errors,
+            409: StandardError,
+            429: StandardError,
+          },
+        },
+      },
+      async (request, reply) => {
+        const result = await service.replay(principalOf(request).businessId, request.params.id, request.body);
+        return reply.code(202).send({ ...result, msg: 'success' as const });
+      },
+    );
+
+    app.get(
+      `${EVENTS}/:event_id`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'One event: its body as sent, and its delivery to each subscription (state, attempts, last answer)',
+          params: Type.Object({ event_id: Type.String({ maxLength: 100 }) }),
+          response: { 200: EventView, ...Errors },
+        },
+      },
+      async (request) => service.getEvent(principalOf(request).businessId, request.params.event_id),
     );
 
     app.post(

@@ -1,14 +1,15 @@
 /** Webhook subscriptions and their deliveries (contract 8): rules, no HTTP. */
 import { EVENT_NAMES, isEventName, type EventName } from '../../events.ts';
-import { inTransaction, isUniqueViolation } from '../../db/index.ts';
+import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { newId } from '../../db/ids.ts';
-import type { WebhookSubscriptionStatus } from '../../db/schema.ts';
+import type { WebhookDeliveryStatus, WebhookSubscriptionStatus } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import type { OutboundPolicy } from '../../security/outbound.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
-import { deliveryKey, type DeliveryQueue } from './delivery.ts';
+import { deliveryKey, deliveryOrdering, fanOutTo, type DeliveryQueue } from './delivery.ts';
+import type { Buckets } from '../../security/buckets.ts';
 import * as repo from './repo.ts';
 import { generateSigningKey, keyBytes } from './signer.ts';
 
@@ -28,14 +29,84 @@ export interface SubscriptionView {
   updated_at: number;
 }
 
-export interface DeliveryView {
-  event_id: string;
-  event: string;
+export interface DeliveryState {
   status: 'pending' | 'succeeded' | 'failed';
   attempts: number;
   last_status_code: number | null;
   last_error: string | null;
   next_attempt_at: number | null;
+}
+
+/** Contract 8's delivery, exactly. */
+export interface DeliveryView extends DeliveryState {
+  event_id: string;
+  event: string;
+}
+
+export interface EventView {
+  id: string;
+  event: string;
+  created_at: number;
+  ordering_key: string | null;
+  sequence: number | null;
+  /** The body as every attempt sends it. */
+  body: Record<string, unknown>;
+  deliveries: Array<DeliveryState & { subscription_id: string; last_attempt_at: number | null }>;
+}
+
+export interface DeliveryQuery {
+  page_no?: number;
+  status?: WebhookDeliveryStatus;
+  /** Event names, comma-separated. */
+  event?: string;
+  /** Epoch seconds: events at or after. */
+  since?: number;
+  /** Epoch seconds: events before. */
+  until?: number;
+}
+
+export interface ReplayInput {
+  since: number;
+  until?: number;
+  event_names?: string[];
+  page_token?: string;
+}
+
+/** Events queued again per replay call. */
+export const REPLAY_PAGE_SIZE = 200;
+/** Replays per subscription: a burst of 10, then one every 6 s. */
+const REPLAY_RATE = { rate: 1 / 6, burst: 10 };
+
+function deliveryState(row: Pick<repo.DeliveryRow, 'status' | 'attempts' | 'last_status_code' | 'last_error' | 'next_attempt_at'>): DeliveryState {
+  return {
+    status: row.status,
+    attempts: row.attempts,
+    last_status_code: row.last_status_code,
+    last_error: row.last_error,
+    next_attempt_at: row.status === 'pending' && row.next_attempt_at !== null ? Math.ceil(Number(row.next_attempt_at) / 1000) : null,
+  };
+}
+
+/**
+ * A replay's page token: the last event queued and what the replay asked, so that a token continues
+ * only the replay it was made for. Not secret: it names events of the caller's own business.
+ */
+function replayFilter(subscriptionId: string, input: ReplayInput): string {
+  return JSON.stringify([subscriptionId, input.since, input.until ?? null, input.event_names ?? null]);
+}
+
+function sealReplayToken(after: { createdAt: number; id: string }, subscriptionId: string, input: ReplayInput): string {
+  return Buffer.from(JSON.stringify([after.createdAt, after.id, replayFilter(subscriptionId, input)])).toString('base64url');
+}
+
+function openReplayToken(token: string, subscriptionId: string, input: ReplayInput): { createdAt: number; id: string } | null {
+  try {
+    const [createdAt, id, filter] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as [unknown, unknown, unknown];
+    if (typeof createdAt !== 'number' || typeof id !== 'string' || filter !== replayFilter(subscriptionId, input)) return null;
+    return { createdAt, id };
+  } catch {
+    return null;
+  }
 }
 
 const INVALID = 'INVALID_REQUEST' as const;
@@ -128,6 +199,8 @@ export interface WebhookServiceDeps {
   /** Checks an endpoint's address at registration (every connection checks it again). */
   outbound: OutboundPolicy;
   queue: DeliveryQueue;
+  /** Replays per subscription (REPLAY_RATE). */
+  replayLimiter: Buckets;
 }
 
 export class WebhookService {
@@ -181,6 +254,8 @@ export class WebhookService {
     if (input.status !== undefined) {
       patch.status = input.status;
       patch.disabled_reason = input.status === 'disabled' ? 'disabled by the partner' : null;
+      // Re-enabled: its run of failures starts afresh.
+      if (input.status === 'active') patch.failing_since = null;
     }
     if (signingKey !== undefined) {
       const ad = repo.keyAssociatedData(id);
@@ -203,18 +278,29 @@ export class WebhookService {
     }
   }
 
-  async listDeliveries(businessId: string, subscriptionId: string, pageNo: number): Promise<DeliveryView[]> {
+  async listDeliveries(businessId: string, subscriptionId: string, query: DeliveryQuery): Promise<DeliveryView[]> {
     await this.#existing(businessId, subscriptionId);
-    const rows = await repo.listDeliveries(this.#deps.db, businessId, subscriptionId, DELIVERIES_PAGE_SIZE, pageNo * DELIVERIES_PAGE_SIZE);
+    const eventTypes = query.event === undefined ? undefined : checkEventNames(query.event.split(','));
+    if (query.since !== undefined && query.until !== undefined && query.until <= query.since) throw invalid('until: must be after since');
+    const pageNo = query.page_no ?? 0;
+    const rows = await repo.listDeliveries(
+      this.#deps.db,
+      businessId,
+      subscriptionId,
+      {
+        status: query.status,
+        eventTypes,
+        from: query.since === undefined ? undefined : query.since * 1000,
+        to: query.until === undefined ? undefined : query.until * 1000,
+      },
+      DELIVERIES_PAGE_SIZE,
+      pageNo * DELIVERIES_PAGE_SIZE,
+    );
     // The delivery row holds what the job queue decided: its state and the next attempt's time.
     return rows.map((row) => ({
       event_id: row.event_id,
       event: row.event_type,
-      status: row.status,
-      attempts: row.attempts,
-      last_status_code: row.last_status_code,
-      last_error: row.last_error,
-      next_attempt_at: row.status === 'pending' && row.next_attempt_at !== null ? Math.ceil(row.next_attempt_at / 1000) : null,
+      ...deliveryState(row),
     }));
   }
 
@@ -224,9 +310,102 @@ export class WebhookService {
     const delivery = await repo.getDelivery(this.#deps.db, businessId, subscriptionId, eventId);
     if (!delivery) throw new AppError(404, 'delivery not found', { code: 'NOT_FOUND' });
     await inTransaction(this.#deps.db, async (trx) => {
-      const jobId = await this.#deps.queue.retry(trx, businessId, delivery.id, delivery.job_id, deliveryKey(eventId, subscriptionId));
-      await repo.requeueDelivery(trx, businessId, delivery.id, Date.now(), jobId);
+      await this.#requeue(trx, businessId, subscriptionId, { ...delivery, id: eventId, delivery_id: delivery.id });
     });
+  }
+
+  /** One event of the business as it was sent, and its delivery to each subscription. */
+  async getEvent(businessId: string, eventId: string): Promise<EventView> {
+    const event = await repo.getEvent(this.#deps.db, businessId, eventId);
+    if (!event) throw new AppError(404, 'event not found', { code: 'NOT_FOUND' });
+    const deliveries = await repo.eventDeliveries(this.#deps.db, businessId, eventId);
+    return {
+      id: event.id,
+      event: event.type,
+      created_at: Math.floor(event.created_at / 1000),
+      ordering_key: event.ordering_key,
+      sequence: event.sequence === null ? null : Number(event.sequence),
+      body: JSON.parse(event.payload) as Record<string, unknown>,
+      deliveries: deliveries.map((row) => ({
+        subscription_id: row.subscription_id,
+        ...deliveryState(row),
+        last_attempt_at: row.attempts > 0 ? Math.floor(row.updated_at / 1000) : null,
+      })),
+    };
+  }
+
+  /**
+   * Queues the subscription's events of a window again (those it never received too), oldest first,
+   * REPLAY_PAGE_SIZE a call; `next_token` continues. Deliveries keep each appointment's order.
+   */
+  async replay(businessId: string, subscriptionId: string, input: ReplayInput): Promise<{ queued: number; next_token: string | null }> {
+    const subscription = await this.#existing(businessId, subscriptionId);
+    const subscribed = JSON.parse(subscription.event_names) as string[];
+    const types = input.event_names === undefined ? subscribed : checkEventNames(input.event_names);
+    const unsubscribed = types.filter((type) => !subscribed.includes(type));
+    if (unsubscribed.length > 0) throw invalid(`event_names: the subscription does not name ${unsubscribed.join(', ')}`);
+    const now = Date.now();
+    const from = input.since * 1000;
+    const to = input.until === undefined ? now + 1 : input.until * 1000;
+    if (to <= from) throw invalid('until: must be after since');
+    let after: repo.ReplayPage['after'] = null;
+    if (input.page_token !== undefined) {
+      after = openReplayToken(input.page_token, subscriptionId, input);
+      if (!after) throw invalid('page_token: is not a page token of this replay');
+    }
+    if (subscription.status !== 'active') throw AppError.conflict('the subscription is disabled: enable it before a replay', 'CONFLICT');
+    const taken = await this.#deps.replayLimiter.take([{ key: `webhook-replay:${subscriptionId}`, ...REPLAY_RATE }]);
+    if (taken.waitMs > 0) {
+      const seconds = Math.ceil(taken.waitMs / 1000);
+      throw new AppError(429, `too many replays of this subscription: try again in ${seconds} s`, {
+        code: 'RATE_LIMITED',
+        headers: { 'retry-after': String(seconds) },
+      });
+    }
+    const rows = await repo.eventsToReplay(this.#deps.db, businessId, subscriptionId, { from, to, types, after, limit: REPLAY_PAGE_SIZE + 1 });
+    const page = rows.slice(0, REPLAY_PAGE_SIZE);
+    await inTransaction(this.#deps.db, async (trx) => {
+      const missing = page.filter((row) => row.delivery_id === null);
+      await fanOutTo(
+        trx,
+        this.#deps.queue,
+        subscriptionId,
+        missing.map((row) => ({
+          id: row.id,
+          businessId,
+          type: row.type,
+          createdAt: Number(row.created_at),
+          orderingKey: row.ordering_key,
+          sequence: row.sequence === null ? null : Number(row.sequence),
+        })),
+      );
+      for (const row of page)
+        if (row.delivery_id !== null) await this.#requeue(trx, businessId, subscriptionId, { ...row, delivery_id: row.delivery_id });
+    });
+    const last = page.at(-1);
+    return {
+      queued: page.length,
+      next_token:
+        rows.length > REPLAY_PAGE_SIZE && last ? sealReplayToken({ createdAt: Number(last.created_at), id: last.id }, subscriptionId, input) : null,
+    };
+  }
+
+  async #requeue(
+    trx: Db,
+    businessId: string,
+    subscriptionId: string,
+    event: { id: string; delivery_id: string; job_id: string | null; ordering_key: string | null; sequence: number | string | null },
+  ): Promise<void> {
+    const ordering = deliveryOrdering(subscriptionId, {
+      orderingKey: event.ordering_key,
+      sequence: event.sequence === null ? null : Number(event.sequence),
+    });
+    const jobId = await this.#deps.queue.retry(
+      trx,
+      { businessId, deliveryId: event.delivery_id, key: deliveryKey(event.id, subscriptionId), ordering },
+      event.job_id,
+    );
+    await repo.requeueDelivery(trx, businessId, event.delivery_id, Date.now(), jobId);
   }
 
   async #existing(businessId: string, id: string): Promise<repo.SubscriptionRow> {

@@ -6,8 +6,19 @@
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
-import { enqueue, enqueueMany, retryJob } from '../../jobs/queue.ts';
-import { attempt, DELIVERY_JOB, fanOut, recordFailedAttempt, SigningKeys, SuccessRecords, type AttemptDeps, type DeliveryQueue } from './delivery.ts';
+import { enqueue, enqueueMany, retryJob, type NewJob } from '../../jobs/queue.ts';
+import {
+  attempt,
+  DELIVERY_JOB,
+  fanOut,
+  recordFailedAttempt,
+  SigningKeys,
+  SuccessRecords,
+  type AttemptDeps,
+  type DeliveryQueue,
+  type FailurePolicy,
+  type QueuedDelivery,
+} from './delivery.ts';
 import { createSender, type Sender } from './sender.ts';
 import { EVENT_NAMES } from '../../events.ts';
 
@@ -28,8 +39,18 @@ export interface WebhookWiring {
   sender: Sender;
 }
 
+function deliveryJob({ businessId, deliveryId, key, ordering }: QueuedDelivery): NewJob {
+  return { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key, ...(ordering && { ordering }) };
+}
+
 export function wireDeliveries(ctx: AppContext): WebhookWiring {
   const sender = createSender(ctx.outbound);
+  const disabled = new Counter({
+    name: 'cps_webhook_subscriptions_disabled_total',
+    help: 'Webhook subscriptions disabled automatically, by reason (failing: every attempt failed for CPS_WEBHOOK_DISABLE_AFTER_SECONDS; gone: 410)',
+    labelNames: ['reason'] as const,
+    registers: [ctx.metrics],
+  });
   const deps: AttemptDeps = {
     storage: ctx.storage,
     signingKeys: new SigningKeys(ctx.keys.masterKey),
@@ -42,17 +63,20 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
       labelNames: ['outcome'] as const,
       registers: [ctx.metrics],
     }),
+    disabled,
+  };
+  const policy: FailurePolicy = {
+    disableAfterMs: ctx.config.webhookDisableAfterSeconds * 1000,
+    logger: deps.logger,
+    outcomes: deps.outcomes,
+    disabled,
   };
 
   const queue: DeliveryQueue = {
-    enqueue: (db, deliveries) =>
-      enqueueMany(
-        db,
-        deliveries.map(({ businessId, deliveryId, key }) => ({ kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key })),
-      ),
-    async retry(db, businessId, deliveryId, jobId, key) {
-      const job = jobId ? await retryJob(db, jobId, { businessId }) : null;
-      return job ? job.id : enqueue(db, { kind: DELIVERY_JOB, businessId, payload: { deliveryId }, dedupeKey: key });
+    enqueue: (db, deliveries) => enqueueMany(db, deliveries.map(deliveryJob)),
+    async retry(db, delivery, jobId) {
+      const job = jobId ? await retryJob(db, jobId, { businessId: delivery.businessId }) : null;
+      return job ? job.id : enqueue(db, deliveryJob(delivery));
     },
   };
 
@@ -65,7 +89,7 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
       retrySchedule: ctx.config.webhookRetrySchedule,
       concurrency: DELIVERY_CONCURRENCY,
       leaseMs: LEASE_MS,
-      onFailedAttempt: (db, job, outcome, cause) => recordFailedAttempt(db, job.businessId!, job.payload.deliveryId, outcome, cause, deps.outcomes),
+      onFailedAttempt: (db, job, outcome, cause) => recordFailedAttempt(db, job.businessId!, job.payload.deliveryId, outcome, cause, policy),
     },
   );
 

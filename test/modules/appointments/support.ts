@@ -1,6 +1,7 @@
 /** Shared set-up for appointment tests: a business with a clinic, a doctor assigned to it, and booking. */
 import assert from 'node:assert/strict';
 import { createTestClient, type TestApp, type TestClient } from '../../support.ts';
+import type { EventName } from '../../../src/events.ts';
 
 export interface Practice {
   client: TestClient;
@@ -61,11 +62,13 @@ export async function book(t: TestApp, practice: Practice, overrides: Record<str
   return response.json().appointment_id;
 }
 
-export async function events(t: TestApp, businessId: string) {
+/** The business's stored events of `type` (review requests unless told), oldest first. */
+export async function events(t: TestApp, businessId: string, type: EventName = 'external_review.request') {
   const rows = await t.ctx.storage.db
     .selectFrom('events')
     .selectAll()
     .where('business_id', '=', businessId)
+    .where('type', '=', type)
     .orderBy('created_at')
     .orderBy('id')
     .execute();

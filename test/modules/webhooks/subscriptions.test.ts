@@ -117,7 +117,7 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
     });
 
     it('refuses event names the service does not emit', async () => {
-      const response = await create({ endpoint: 'https://partner.example/hooks/ev', event_names: ['appointment.created'] });
+      const response = await create({ endpoint: 'https://partner.example/hooks/ev', event_names: ['appointment.assessments.taken'] });
       assert.equal(response.statusCode, 400);
       assert.equal(response.json().error.code, 'INVALID_REQUEST');
       assert.match(response.json().error.message, /event_names/);
