@@ -64,6 +64,11 @@ export interface Config {
   workers: boolean;
   /** Seconds SIGTERM waits for requests and running jobs before closing anyway. */
   shutdownGraceSeconds: number;
+  /** The access log (CPS_AUDIT=off only to measure its cost). */
+  audit: boolean;
+  /** The access log's batches: written every auditFlushMs, or once auditFlushEntries wait. */
+  auditFlushMs: number;
+  auditFlushEntries: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -174,6 +179,8 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   }
   const workersRaw = str(env, 'CPS_WORKERS') ?? '1';
   if (workersRaw !== '0' && workersRaw !== '1') throw new ConfigError('CPS_WORKERS', 'must be 0 or 1');
+  const auditRaw = str(env, 'CPS_AUDIT') ?? 'on';
+  if (auditRaw !== 'on' && auditRaw !== 'off') throw new ConfigError('CPS_AUDIT', 'must be on or off');
 
   return {
     env: cpsEnv,
@@ -206,6 +213,9 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     logLevel,
     workers: workersRaw === '1',
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
+    audit: auditRaw === 'on',
+    auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 100, 1, 3_600_000),
+    auditFlushEntries: int(env, 'CPS_AUDIT_FLUSH_ENTRIES', 500, 1, 100_000),
   };
 }
 

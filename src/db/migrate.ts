@@ -22,6 +22,7 @@ import * as webhookDeliveryDecisions from './migrations/0011_webhook_delivery_de
 import * as patientDirectory from './migrations/0012_patient_directory.ts';
 import * as patientNameIndex from './migrations/0013_patient_name_index.ts';
 import * as directoryDeletes from './migrations/0014_directory_deletes.ts';
+import * as accessLog from './migrations/0018_access_log.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '0012_patient_directory': patientDirectory,
   '0013_patient_name_index': patientNameIndex,
   '0014_directory_deletes': directoryDeletes,
+  '0018_access_log': accessLog,
 };
 
 /**
