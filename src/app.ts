@@ -55,6 +55,7 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
       enabled: config.audit,
       flushMs: config.auditFlushMs,
       flushEntries: config.auditFlushEntries,
+      sync: config.auditSync,
       masterKey: keys.masterKey,
       logger,
     }),

@@ -69,6 +69,8 @@ export interface Config {
   /** The access log's batches: written every auditFlushMs, or once auditFlushEntries wait. */
   auditFlushMs: number;
   auditFlushEntries: number;
+  /** CPS_AUDIT_SYNC: 'write' (default) or 'fsync' before an answer is sent (src/audit/log.ts). */
+  auditSync: 'write' | 'fsync';
 }
 
 type Env = Record<string, string | undefined>;
@@ -181,6 +183,8 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   if (workersRaw !== '0' && workersRaw !== '1') throw new ConfigError('CPS_WORKERS', 'must be 0 or 1');
   const auditRaw = str(env, 'CPS_AUDIT') ?? 'on';
   if (auditRaw !== 'on' && auditRaw !== 'off') throw new ConfigError('CPS_AUDIT', 'must be on or off');
+  const auditSync = str(env, 'CPS_AUDIT_SYNC') ?? 'write';
+  if (auditSync !== 'write' && auditSync !== 'fsync') throw new ConfigError('CPS_AUDIT_SYNC', 'must be write or fsync');
 
   return {
     env: cpsEnv,
@@ -214,8 +218,9 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     workers: workersRaw === '1',
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
     audit: auditRaw === 'on',
-    auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 100, 1, 3_600_000),
-    auditFlushEntries: int(env, 'CPS_AUDIT_FLUSH_ENTRIES', 500, 1, 100_000),
+    auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 1000, 1, 3_600_000),
+    auditFlushEntries: int(env, 'CPS_AUDIT_FLUSH_ENTRIES', 5000, 1, 100_000),
+    auditSync,
   };
 }
 

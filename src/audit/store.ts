@@ -35,6 +35,41 @@ export async function insertEntries(db: Db, entries: AuditEntry[]): Promise<void
   }
 }
 
+/**
+ * Appends entries of one business to its chain as they are inserted (one pass: no later update), under
+ * the head row's lock (see chainBusiness). A plain insert: an entry already stored fails the whole
+ * batch rather than leave a gap in the chain, and the caller falls back to insertEntries.
+ */
+export async function appendChained(db: Kysely<Database>, businessId: string, entries: AuditEntry[]): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const head = await lockHead(trx, db, businessId);
+    let seq = head.seq;
+    let prev = head.hash;
+    const rows = entries.map((entry) => {
+      seq += 1;
+      const hash = entryHash(entry, seq, prev);
+      const row = { ...entry, seq, prev_hash: prev, hash };
+      prev = hash;
+      return row;
+    });
+    for (const run of runs(rows)) await trx.insertInto('access_log').values(run).execute();
+    await trx.updateTable('access_log_heads').set({ seq, hash: prev }).where('business_id', '=', businessId).execute();
+  });
+}
+
+/** The chain's head, locked: the first statement writes (on SQLite this takes the write lock before anything is read). */
+async function lockHead(trx: Db, db: Kysely<Database>, businessId: string): Promise<{ seq: number; hash: string }> {
+  await trx
+    .insertInto('access_log_heads')
+    .values({ business_id: businessId, seq: 0, hash: GENESIS })
+    .onConflict((c) => c.column('business_id').doNothing())
+    .execute();
+  let query = trx.selectFrom('access_log_heads').select(['seq', 'hash']).where('business_id', '=', businessId);
+  if (isPostgres(db)) query = query.forUpdate();
+  const head = await query.executeTakeFirstOrThrow();
+  return { seq: Number(head.seq), hash: head.hash };
+}
+
 /** Applies what the answers add to entries written with their changes; an entry chained meanwhile stays as chained. */
 export async function completeEntries(db: Kysely<Database>, completions: AuditCompletion[]): Promise<void> {
   if (completions.length === 0) return;
@@ -64,21 +99,14 @@ export async function businessesToChain(db: Db, before: number): Promise<string[
 }
 
 /**
- * Chains up to `limit` ready entries of a business, in (at, id) order, after its current head, under
- * the head row's lock: the first statement writes the head row (on SQLite this takes the write lock
- * before anything is read), and PostgreSQL locks it, so processes chaining at once queue on it and
- * each continues the chain where the previous one left it. Returns the number chained.
+ * Chains up to `limit` entries of a business stored unchained (written with their changes, or
+ * replayed from a write-ahead file) and ready, in (at, id) order, after its current head, under the
+ * head row's lock: PostgreSQL locks the row, SQLite's write lock serializes, so processes chaining at
+ * once queue on it and each continues the chain where the previous one left it. Returns the number chained.
  */
 export async function chainBusiness(db: Kysely<Database>, businessId: string, before: number, limit: number): Promise<number> {
   return inTransaction(db, async (trx) => {
-    await trx
-      .insertInto('access_log_heads')
-      .values({ business_id: businessId, seq: 0, hash: GENESIS })
-      .onConflict((c) => c.column('business_id').doNothing())
-      .execute();
-    let headQuery = trx.selectFrom('access_log_heads').select(['seq', 'hash']).where('business_id', '=', businessId);
-    if (isPostgres(db)) headQuery = headQuery.forUpdate();
-    const head = await headQuery.executeTakeFirstOrThrow();
+    const head = await lockHead(trx, db, businessId);
     const rows = await trx
       .selectFrom('access_log')
       .selectAll()
@@ -90,7 +118,7 @@ export async function chainBusiness(db: Kysely<Database>, businessId: string, be
       .limit(limit)
       .execute();
     if (rows.length === 0) return 0;
-    let seq = Number(head.seq);
+    let seq = head.seq;
     let prev = head.hash;
     const links: Array<{ id: string; seq: number; prev: string; hash: string }> = [];
     for (const row of rows) {

@@ -1,8 +1,9 @@
 /**
- * The access log's write-ahead file: records appended by the requests of this process and fsynced
- * before their answers are sent, so an entry survives the process being killed right after. Appends
- * made while a write is in flight go together in the next (group commit): one write and one
- * fdatasync serve every answer waiting. The file is split in segments; a segment is deleted once the
+ * The access log's write-ahead file: records appended by the requests of this process and written
+ * (and, with fsync, synced to disk) before their answers are sent, so an entry survives the process
+ * being killed right after. Appends
+ * made while a write is in flight go together in the next (group commit): one write (and one
+ * fdatasync) serves every answer waiting. The file is split in segments; a segment is deleted once the
  * database holds all its records (release). At start, segments left by a process that is gone are
  * read back (replay).
  */
@@ -31,6 +32,7 @@ const SEGMENT_NAME = /^(\d+)-[0-9a-z]+-[0-9a-z]+\.wal$/;
 export class WriteAheadFile<R> {
   readonly #dir: string;
   readonly #durable: (records: R[], segment: Segment) => void;
+  readonly #fsync: boolean;
   #segment: Segment | null = null;
   #lines: string[] = [];
   #records: R[] = [];
@@ -39,10 +41,21 @@ export class WriteAheadFile<R> {
   #idle: Array<() => void> = [];
   #counter = 0;
 
-  /** `durable` receives each group of records once it is on disk. */
-  constructor(dir: string, durable: (records: R[], segment: Segment) => void) {
+  /**
+   * `fsync`: each group is fdatasynced before its appends are done; otherwise they are done once
+   * written (the kernel holds them: a killed process loses nothing) and sync() flushes them to disk.
+   * `durable` receives each group of records once done.
+   */
+  constructor(dir: string, fsync: boolean, durable: (records: R[], segment: Segment) => void) {
     this.#dir = dir;
+    this.#fsync = fsync;
     this.#durable = durable;
+  }
+
+  /** Flushes what was written to the segment in use to disk, in the background. */
+  sync(): void {
+    const segment = this.#segment;
+    if (segment && segment.bytes > 0) fdatasync(segment.fd, () => {});
   }
 
   /** Segments in the directory left by processes that are gone (or by an earlier life of this pid). */
@@ -163,7 +176,8 @@ export class WriteAheadFile<R> {
         if (error) return finish(error);
         if (offset + written < data.length) return writeFrom(offset + written);
         segment.bytes += data.length;
-        fdatasync(segment.fd, (syncError) => finish(syncError));
+        if (this.#fsync) fdatasync(segment.fd, (syncError) => finish(syncError));
+        else finish(null);
       });
     };
     writeFrom(0);
