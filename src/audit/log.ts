@@ -10,7 +10,7 @@ import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Db } from '../db/index.ts';
+import { withoutTransactionObserver, type Db } from '../db/index.ts';
 import type { Database } from '../db/schema.ts';
 import type { AuditCompletion, AuditEntry } from './entry.ts';
 import { appendChained, businessesToChain, chainBusiness, completeEntries, insertEntries } from './store.ts';
@@ -108,7 +108,7 @@ export class AuditLog {
     this.#wal.append({ e: entry }, (error) => {
       if (!error) return done(null);
       this.#options.logger.error({ err: error }, 'access log write-ahead file failed; writing to the database');
-      insertEntries(this.#options.db, [entry]).then(() => done(null), done);
+      withoutTransactionObserver(() => insertEntries(this.#options.db, [entry])).then(() => done(null), done);
     });
   }
 
@@ -117,7 +117,7 @@ export class AuditLog {
     this.#wal.append({ c: completion }, (error) => {
       if (!error) return done(null);
       this.#options.logger.error({ err: error }, 'access log write-ahead file failed; writing to the database');
-      completeEntries(this.#options.db, [completion]).then(() => done(null), done);
+      withoutTransactionObserver(() => completeEntries(this.#options.db, [completion])).then(() => done(null), done);
     });
   }
 
@@ -141,6 +141,12 @@ export class AuditLog {
   }
 
   #queueFlush(): Promise<void> {
+    // Called from the write-ahead file's callbacks, which run in a request's context: the batch's
+    // transactions are not that request's.
+    return withoutTransactionObserver(() => this.#enqueueFlush());
+  }
+
+  #enqueueFlush(): Promise<void> {
     if (this.#flushQueued) return this.#flushChain;
     this.#flushQueued = true;
     this.#flushChain = this.#flushChain.then(async () => {

@@ -197,6 +197,11 @@ export function observeTransactions<T>(observer: TransactionObserver, work: () =
   return observers.run(observer, work);
 }
 
+/** Runs `work`, and what it starts, with no observer: background work a request's callbacks set going. */
+export function withoutTransactionObserver<T>(work: () => T): T {
+  return observers.exit(work);
+}
+
 /** Runs `work` in one transaction: everything it writes commits together, or nothing does. */
 export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   const observer = observers.getStore();
