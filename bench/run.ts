@@ -104,6 +104,7 @@ const modules: Array<{ section: string; file: string; fn: string; title: string 
   { section: 'postgres', file: './postgres.ts', fn: 'runPostgresBench', title: 'PostgreSQL, 2 server processes, against pgbench (issue 18)' },
   { section: 'webhooks', file: './webhooks.ts', fn: 'runWebhooksBench', title: 'Webhooks' },
   { section: 'login', file: './login.ts', fn: 'runLoginBench', title: 'Login under a flood of wrong secrets' },
+  { section: 'audit', file: './audit.ts', fn: 'runAuditBench', title: 'Access log (issue 21)' },
 ];
 for (const module of modules) {
   if (!wanted(module.section) || !existsSync(path.join(import.meta.dirname, module.file))) continue;

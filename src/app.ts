@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
+import { registerAudit } from './audit/http.ts';
+import { AuditLog } from './audit/log.ts';
 import { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -48,6 +50,16 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
     jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),
     outbound: new OutboundClient({ publicOnly: config.env === 'production' }),
+    audit: new AuditLog({
+      db: storage.db,
+      dataDir: config.dataDir,
+      enabled: config.audit,
+      flushMs: config.auditFlushMs,
+      flushEntries: config.auditFlushEntries,
+      sync: config.auditSync,
+      masterKey: keys.masterKey,
+      logger,
+    }),
   };
 }
 
@@ -91,6 +103,7 @@ export async function buildApp(ctx: AppContext, modules: Modules = createModules
   registerIdempotency(app, modules.idempotency.keys);
   registerRequestMetrics(app, ctx.metrics);
   registerAccessLog(app, ctx.logger);
+  registerAudit(app, ctx.audit);
 
   // During shutdown, responses to requests in flight close their connection, so keep-alive
   // sockets do not hold the process open for Fastify's 72 s keep-alive timeout. Running jobs get
@@ -114,9 +127,10 @@ export async function buildApp(ctx: AppContext, modules: Modules = createModules
   for (const module of list) if (module.ready) ctx.readiness.set(module.name, module.ready);
   // The app is ready (listens) once every module has started: a new process never answers from an empty search index.
   app.addHook('onReady', async () => {
-    await Promise.all(list.map((module) => module.start?.()));
+    await Promise.all([ctx.audit.start(), ...list.map((module) => module.start?.())]);
   });
   app.addHook('onClose', async () => {
+    await ctx.audit.stop();
     await (jobsStopping ?? ctx.jobs.stop(jobsGraceMs(ctx.config)));
     for (const module of list) await module.stop?.();
     ctx.outbound.close();

@@ -3,6 +3,7 @@
  * Commands that create something print JSON on stdout; errors go to stderr with exit code 1 (2 for usage).
  */
 import { parseArgs } from 'node:util';
+import { verifyChains } from './audit/verify.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -22,6 +23,8 @@ const USAGE = `Usage: cps <command>
                                           create another API client (all scopes unless given)
   import drugs FILE                       import medicines: A-Z medicines CSV, 1mg CSV (both layouts) or NDJSON
   import labs FILE                        import lab tests: LOINC lab orders CSV or NDJSON
+  audit verify [--business ID]            check the access log's hash chains (every business, or one);
+                                          exit code 1 and the first broken link when one is broken
 
 Configuration comes from the environment (see README.md).`;
 
@@ -87,7 +90,17 @@ const commands: Record<string, Command> = {
     if (positionals.length !== 1) throw new UsageError('import labs needs one FILE');
     printJson(await withStorage(config, (storage) => runImport(storage.db, 'labs', positionals[0]!, config)));
   },
+
+  async 'audit verify'(args, config) {
+    const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
+    const chains = await withStorage(config, (storage) => verifyChains(storage.db, values.business));
+    const ok = chains.every((chain) => chain.ok);
+    printJson({ ok, chains });
+    if (!ok) throw new ChainBroken('the access log chain is broken');
+  },
 };
+
+class ChainBroken extends Error {}
 
 export async function main(argv: string[]): Promise<number> {
   const name = [argv.slice(0, 2).join(' '), argv[0] ?? ''].find((candidate) => candidate in commands);
@@ -108,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`cps: configuration error: ${error.message}\n`);
       return 1;
     }
-    if (error instanceof AppError) {
+    if (error instanceof ChainBroken || error instanceof AppError) {
       process.stderr.write(`cps: ${error.message}\n`);
       return 1;
     }

@@ -68,6 +68,13 @@ export interface Config {
   workers: boolean;
   /** Seconds SIGTERM waits for requests and running jobs before closing anyway. */
   shutdownGraceSeconds: number;
+  /** The access log (CPS_AUDIT=off only to measure its cost). */
+  audit: boolean;
+  /** The access log's batches: written every auditFlushMs, or once auditFlushEntries wait. */
+  auditFlushMs: number;
+  auditFlushEntries: number;
+  /** CPS_AUDIT_SYNC: 'write' (default) or 'fsync' before an answer is sent (src/audit/log.ts). */
+  auditSync: 'write' | 'fsync';
 }
 
 type Env = Record<string, string | undefined>;
@@ -178,6 +185,10 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   }
   const workersRaw = str(env, 'CPS_WORKERS') ?? '1';
   if (workersRaw !== '0' && workersRaw !== '1') throw new ConfigError('CPS_WORKERS', 'must be 0 or 1');
+  const auditRaw = str(env, 'CPS_AUDIT') ?? 'on';
+  if (auditRaw !== 'on' && auditRaw !== 'off') throw new ConfigError('CPS_AUDIT', 'must be on or off');
+  const auditSync = str(env, 'CPS_AUDIT_SYNC') ?? 'write';
+  if (auditSync !== 'write' && auditSync !== 'fsync') throw new ConfigError('CPS_AUDIT_SYNC', 'must be write or fsync');
 
   return {
     env: cpsEnv,
@@ -212,6 +223,10 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     logLevel,
     workers: workersRaw === '1',
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
+    audit: auditRaw === 'on',
+    auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 1000, 1, 3_600_000),
+    auditFlushEntries: int(env, 'CPS_AUDIT_FLUSH_ENTRIES', 5000, 1, 100_000),
+    auditSync,
   };
 }
 

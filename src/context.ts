@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import type { AuditLog } from './audit/log.ts';
 import type { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Storage } from './db/index.ts';
@@ -24,4 +25,6 @@ export interface AppContext {
   readiness: Map<string, () => boolean | Promise<boolean>>;
   /** Every connection made on a client's word or a stored value goes through it (tests may replace it before buildApp). */
   outbound: OutboundClient;
+  /** The access log of operations on patient data (src/audit/). */
+  audit: AuditLog;
 }

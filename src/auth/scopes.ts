@@ -10,6 +10,7 @@ export const SCOPES = [
   'webhook:admin',
   'patient:read',
   'patient:write',
+  'audit:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

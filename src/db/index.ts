@@ -3,6 +3,7 @@
  * DATABASE_URL. Column conventions that hold on both dialects: times are epoch milliseconds in
  * BIGINT columns, booleans are INTEGER 0/1, JSON is TEXT.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
@@ -180,9 +181,42 @@ export function openPostgres(databaseUrl: string, poolSize: number, statementTim
   return { db, dialect: 'postgres', pgPool: pool, location: url.toString(), destroy: () => db.destroy() };
 }
 
+/**
+ * What a request asks of the transactions it runs (the audit entry of a change, src/audit/): written
+ * last in each, so it commits exactly when the change does. Set around a handler by the HTTP layer.
+ */
+export interface TransactionObserver {
+  beforeCommit(trx: Transaction<Database>): Promise<void>;
+  committed(): void;
+}
+
+const observers = new AsyncLocalStorage<TransactionObserver>();
+
+/** Runs `work` with `observer` consulted by every inTransaction it reaches. */
+export function observeTransactions<T>(observer: TransactionObserver, work: () => T): T {
+  return observers.run(observer, work);
+}
+
+/** Runs `work`, and what it starts, with no observer: background work a request's callbacks set going. */
+export function withoutTransactionObserver<T>(work: () => T): T {
+  return observers.exit(work);
+}
+
 /** Runs `work` in one transaction: everything it writes commits together, or nothing does. */
 export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-  return db.transaction().execute(work);
+  const observer = observers.getStore();
+  if (observer === undefined) return db.transaction().execute(work);
+  return db
+    .transaction()
+    .execute(async (trx) => {
+      const result = await work(trx);
+      await observer.beforeCommit(trx);
+      return result;
+    })
+    .then((result) => {
+      observer.committed();
+      return result;
+    });
 }
 
 export function isUniqueViolation(error: unknown): boolean {

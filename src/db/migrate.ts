@@ -25,6 +25,7 @@ import * as directoryDeletes from './migrations/0014_directory_deletes.ts';
 import * as schedules from './migrations/0015_schedules.ts';
 import * as idempotencyKeys from './migrations/0016_idempotency_keys.ts';
 import * as eventOrdering from './migrations/0017_event_ordering.ts';
+import * as accessLog from './migrations/0018_access_log.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -44,6 +45,7 @@ export const migrations: Record<string, Migration> = {
   '0015_schedules': schedules,
   '0016_idempotency_keys': idempotencyKeys,
   '0017_event_ordering': eventOrdering,
+  '0018_access_log': accessLog,
 };
 
 /**

@@ -436,6 +436,38 @@ export interface PushDeliveriesTable {
   updated_at: number;
 }
 
+/** One operation on patient data (src/audit/); seq, prev_hash and hash are null until the row is chained. */
+export interface AccessLogTable {
+  id: string;
+  business_id: string;
+  seq: number | null;
+  prev_hash: string | null;
+  hash: string | null;
+  at: number;
+  client_id: string | null;
+  operation: string;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  patient_ref: string | null;
+  /** Null: a change committed whose answer was never recorded (the process stopped in between). */
+  status: number | null;
+  request_id: string;
+  source_address: string | null;
+  /** JSON: the filter of a search or listing, contact details as keyed digests. */
+  filter: string | null;
+  result_count: number | null;
+  /** 1 when written in the transaction of the change it records. */
+  with_change: Generated<number>;
+}
+
+/** The last link of each business's access log chain. */
+export interface AccessLogHeadsTable {
+  business_id: string;
+  seq: number;
+  hash: string;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -465,6 +497,8 @@ export interface Database {
   push_devices: PushDevicesTable;
   push_notifications: PushNotificationsTable;
   push_deliveries: PushDeliveriesTable;
+  access_log: AccessLogTable;
+  access_log_heads: AccessLogHeadsTable;
 }
 
 export type { Generated };

@@ -1,6 +1,7 @@
 /** Every module, in one list: a new module adds one line. app.ts and server.ts iterate over it. */
 import type { AppContext } from '../context.ts';
 import { appointmentsModule } from './appointments/index.ts';
+import { auditModule } from './audit/index.ts';
 import { authModule } from './auth/index.ts';
 import { businessesModule } from './businesses/index.ts';
 import { casesModule } from './cases/index.ts';
@@ -32,6 +33,7 @@ export function createModules(ctx: AppContext) {
     cases: casesModule(ctx),
     reviews: reviewsModule(ctx),
     push: pushModule(ctx),
+    audit: auditModule(ctx),
   };
 }
 

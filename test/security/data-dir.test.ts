@@ -40,7 +40,9 @@ describe(`data directory modes (${DIALECT})`, () => {
       await storage.db.insertInto('businesses').values({ id: 'biz_modes', name: 'Modes', created_at: Date.now() }).execute();
       const names = readdirSync(dataDir).sort();
       assert.deepEqual(names, ['cps.sqlite', 'cps.sqlite-shm', 'cps.sqlite-wal']);
-      for (const name of names) assert.equal(modeOf(path.join(dataDir, name)), 0o600, name);
+      // Files 0600; directories (the access log's write-ahead files) 0700.
+      for (const name of names)
+        assert.equal(modeOf(path.join(dataDir, name)), statSync(path.join(dataDir, name)).isDirectory() ? 0o700 : 0o600, name);
       assert.equal(modeOf(dataDir), 0o700);
     } finally {
       await storage.destroy();
@@ -133,7 +135,9 @@ describe(`data directory modes (${DIALECT})`, () => {
       const names = readdirSync(dataDir);
       assert.ok(names.includes('master.key') && names.includes('jwt-signing-key.pem') && names.includes('demo-credentials.json'), names.join(', '));
       if (DIALECT === 'sqlite') assert.ok(names.includes('cps.sqlite'));
-      for (const name of names) assert.equal(modeOf(path.join(dataDir, name)), 0o600, name);
+      // Files 0600; directories (the access log's write-ahead files) 0700.
+      for (const name of names)
+        assert.equal(modeOf(path.join(dataDir, name)), statSync(path.join(dataDir, name)).isDirectory() ? 0o700 : 0o600, name);
       assert.equal(modeOf(dataDir), 0o700);
       assert.doesNotMatch(first.output(), /has mode/);
 

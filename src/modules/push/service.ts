@@ -249,28 +249,30 @@ export class PushService {
 
   /** Upsert by did: a device registering again replaces what was stored, patient tie included. */
   async addDevice(businessId: string, payload: DevicePayload, patientRef: string | null): Promise<void> {
-    const db = this.#deps.db;
     const now = Date.now();
-    await repo.upsertDevice(db, {
-      id: newId('dev'),
-      business_id: businessId,
-      did: payload.did,
-      fcm_token: payload['fcm-id'],
-      app_version: payload['app-version'],
-      app_id: payload['app-id'] ?? null,
-      app_platform: payload['app-platform'] ?? null,
-      lang: payload.lang ?? null,
-      os_version: payload['os-version'] ?? null,
-      user_hash: payload['user-hash'] ?? null,
-      patient_ref: patientRef,
-      created_at: now,
-      updated_at: now,
-    });
+    // One statement, in a transaction all the same: a request's audit entry commits with its change.
+    await inTransaction(this.#deps.db, (trx) =>
+      repo.upsertDevice(trx, {
+        id: newId('dev'),
+        business_id: businessId,
+        did: payload.did,
+        fcm_token: payload['fcm-id'],
+        app_version: payload['app-version'],
+        app_id: payload['app-id'] ?? null,
+        app_platform: payload['app-platform'] ?? null,
+        lang: payload.lang ?? null,
+        os_version: payload['os-version'] ?? null,
+        user_hash: payload['user-hash'] ?? null,
+        patient_ref: patientRef,
+        created_at: now,
+        updated_at: now,
+      }),
+    );
   }
 
   async removeDevice(businessId: string, did: string): Promise<void> {
-    const db = this.#deps.db;
-    if (!(await repo.deleteDevice(db, businessId, did))) throw AppError.notFound(`Unknown device: ${did}`);
+    const removed = await inTransaction(this.#deps.db, (trx) => repo.deleteDevice(trx, businessId, did));
+    if (!removed) throw AppError.notFound(`Unknown device: ${did}`);
   }
 
   async sendNotification(businessId: string, clientId: string, input: SendInput): Promise<string> {

@@ -1,0 +1,167 @@
+/** SQL of the access log's writer: entries, completions, the chain, and the reads of `cps audit verify`. */
+import { sql, type Kysely } from 'kysely';
+import { inTransaction, type Db } from '../db/index.ts';
+import { isPostgres } from '../db/dialect.ts';
+import type { Database } from '../db/schema.ts';
+import { entryHash, GENESIS, type AuditCompletion, type AuditEntry, type ChainedEntry } from './entry.ts';
+
+/** Rows per statement at most: 18 columns of 256 rows stay far below both dialects' parameter limits. */
+const MAX_ROWS = 256;
+
+/**
+ * Splits a batch into runs of 256, 128, ..., 1 rows: statements come in a few shapes only, so the
+ * statement caches (SQLite's, PostgreSQL's prepared statements) are not flooded with one per size.
+ */
+function runs<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  for (let size = MAX_ROWS; size >= 1; size >>= 1) {
+    while (items.length - i >= size) {
+      out.push(items.slice(i, i + size));
+      i += size;
+    }
+  }
+  return out;
+}
+
+/** Inserts entries; an entry already stored (a replayed write-ahead record) is left as it is. */
+export async function insertEntries(db: Db, entries: AuditEntry[]): Promise<void> {
+  for (const run of runs(entries)) {
+    await db
+      .insertInto('access_log')
+      .values(run)
+      .onConflict((c) => c.column('id').doNothing())
+      .execute();
+  }
+}
+
+/**
+ * Appends entries of one business to its chain as they are inserted (one pass: no later update), under
+ * the head row's lock (see chainBusiness). A plain insert: an entry already stored fails the whole
+ * batch rather than leave a gap in the chain, and the caller falls back to insertEntries.
+ */
+export async function appendChained(db: Kysely<Database>, businessId: string, entries: AuditEntry[]): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const head = await lockHead(trx, db, businessId);
+    let seq = head.seq;
+    let prev = head.hash;
+    const rows = entries.map((entry) => {
+      seq += 1;
+      const hash = entryHash(entry, seq, prev);
+      const row = { ...entry, seq, prev_hash: prev, hash };
+      prev = hash;
+      return row;
+    });
+    for (const run of runs(rows)) await trx.insertInto('access_log').values(run).execute();
+    await trx.updateTable('access_log_heads').set({ seq, hash: prev }).where('business_id', '=', businessId).execute();
+  });
+}
+
+/** The chain's head, locked: the first statement writes (on SQLite this takes the write lock before anything is read). */
+async function lockHead(trx: Db, db: Kysely<Database>, businessId: string): Promise<{ seq: number; hash: string }> {
+  await trx
+    .insertInto('access_log_heads')
+    .values({ business_id: businessId, seq: 0, hash: GENESIS })
+    .onConflict((c) => c.column('business_id').doNothing())
+    .execute();
+  let query = trx.selectFrom('access_log_heads').select(['seq', 'hash']).where('business_id', '=', businessId);
+  if (isPostgres(db)) query = query.forUpdate();
+  const head = await query.executeTakeFirstOrThrow();
+  return { seq: Number(head.seq), hash: head.hash };
+}
+
+/** Applies what the answers add to entries written with their changes; an entry chained meanwhile stays as chained. */
+export async function completeEntries(db: Kysely<Database>, completions: AuditCompletion[]): Promise<void> {
+  if (completions.length === 0) return;
+  await inTransaction(db, async (trx) => {
+    for (const c of completions) {
+      await trx
+        .updateTable('access_log')
+        .set({ status: c.status, resource_id: c.resource_id, patient_ref: c.patient_ref, result_count: c.result_count })
+        .where('id', '=', c.id)
+        .where('seq', 'is', null)
+        .execute();
+    }
+  });
+}
+
+/** Businesses with entries ready to chain: answered, or written with a change longer ago than `before`. */
+export async function businessesToChain(db: Db, before: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('access_log')
+    .select('business_id')
+    .distinct()
+    .where('seq', 'is', null)
+    .where((eb) => eb.or([eb('status', 'is not', null), eb('at', '<', before)]))
+    .limit(1000)
+    .execute();
+  return rows.map((row) => row.business_id);
+}
+
+/**
+ * Chains up to `limit` entries of a business stored unchained (written with their changes, or
+ * replayed from a write-ahead file) and ready, in (at, id) order, after its current head, under the
+ * head row's lock: PostgreSQL locks the row, SQLite's write lock serializes, so processes chaining at
+ * once queue on it and each continues the chain where the previous one left it. Returns the number chained.
+ */
+export async function chainBusiness(db: Kysely<Database>, businessId: string, before: number, limit: number): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    const head = await lockHead(trx, db, businessId);
+    const rows = await trx
+      .selectFrom('access_log')
+      .selectAll()
+      .where('business_id', '=', businessId)
+      .where('seq', 'is', null)
+      .where((eb) => eb.or([eb('status', 'is not', null), eb('at', '<', before)]))
+      .orderBy('at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    if (rows.length === 0) return 0;
+    let seq = head.seq;
+    let prev = head.hash;
+    const links: Array<{ id: string; seq: number; prev: string; hash: string }> = [];
+    for (const row of rows) {
+      seq += 1;
+      const hash = entryHash(row as AuditEntry, seq, prev);
+      links.push({ id: row.id, seq, prev, hash });
+      prev = hash;
+    }
+    for (const run of runs(links)) {
+      const values = sql.join(run.map((l) => sql`(${l.id}, ${l.seq}, ${l.prev}, ${l.hash})`));
+      if (isPostgres(db)) {
+        await sql`update access_log as a set seq = v.seq::bigint, prev_hash = v.prev, hash = v.hash
+          from (values ${values}) as v(id, seq, prev, hash) where a.id = v.id`.execute(trx);
+      } else {
+        await sql`with v(id, seq, prev, hash) as (values ${values})
+          update access_log set seq = v.seq, prev_hash = v.prev, hash = v.hash from v where access_log.id = v.id`.execute(trx);
+      }
+    }
+    await trx.updateTable('access_log_heads').set({ seq, hash: prev }).where('business_id', '=', businessId).execute();
+    return rows.length;
+  });
+}
+
+export async function chainedBusinesses(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('access_log_heads').select('business_id').orderBy('business_id').execute();
+  return rows.map((row) => row.business_id);
+}
+
+export async function chainHead(db: Db, businessId: string): Promise<{ seq: number; hash: string } | undefined> {
+  const head = await db.selectFrom('access_log_heads').select(['seq', 'hash']).where('business_id', '=', businessId).executeTakeFirst();
+  return head && { seq: Number(head.seq), hash: head.hash };
+}
+
+/** A business's chained entries after `afterSeq`, in chain order. */
+export async function chainedPage(db: Db, businessId: string, afterSeq: number, limit: number): Promise<ChainedEntry[]> {
+  const rows = await db
+    .selectFrom('access_log')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('seq', 'is not', null)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ ...row, seq: Number(row.seq), at: Number(row.at) }) as ChainedEntry);
+}

@@ -1,0 +1,265 @@
+/**
+ * Every audited operation writes its entry: one call per route of src/audit/routes.ts (a route added
+ * there without a call here fails), and every route of the app is either audited or listed as not.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { AUDITED_ROUTES, routeKey, UNAUDITED_ROUTES } from '../../src/audit/routes.ts';
+import { ADMIN_TOKEN, createTestApp, DIALECT, type TestApp } from '../support.ts';
+import { call, entryOf, seed, type Seeded } from './support.ts';
+
+interface Call {
+  method: string;
+  url: string;
+  payload?: unknown;
+  headers?: Record<string, string>;
+  admin?: boolean;
+  /** Expected resource id and patient reference of the entry. */
+  id?: string | null;
+  patient?: string | null;
+  count?: number;
+}
+
+/** The request exercising each audited route, against a seeded business. */
+function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds: [string, string] }): Record<string, () => Call> {
+  const apt = s.appointmentId;
+  const pt = s.patientId;
+  const x = { 'x-pt-id': pt };
+  return {
+    'POST /dr/v1/appointment': () => ({
+      method: 'POST',
+      url: '/dr/v1/appointment',
+      payload: {
+        clinic_id: s.clinicId,
+        doctor_id: s.doctorId,
+        appointment_details: { start_time: 1_950_000_000, end_time: 1_950_000_900 },
+        patient_details: { first_name: 'Ravi', gender: 'M', partner_patient_id: s.partnerPatientId },
+      },
+      patient: s.partnerPatientId,
+    }),
+    'GET /dr/v1/appointment': () => ({ method: 'GET', url: `/dr/v1/appointment?patient_id=${pt}`, patient: pt }),
+    'GET /dr/v1/appointment/:appointment_id': () => ({ method: 'GET', url: `/dr/v1/appointment/${apt}`, id: apt, patient: pt }),
+    'PATCH /dr/v1/appointment/:appointment_id': () => ({
+      method: 'PATCH',
+      url: `/dr/v1/appointment/${apt}`,
+      payload: { notes: 'n' },
+      id: apt,
+      patient: pt,
+    }),
+    'POST /dr/v1/appointment/:appointment_id/change-status': () => ({
+      method: 'POST',
+      url: `/dr/v1/appointment/${apt}/change-status`,
+      payload: { status: 'NS' },
+      id: apt,
+      patient: pt,
+    }),
+    'POST /dr/v1/appointment/:appointment_id/complete': () => ({ method: 'POST', url: `/dr/v1/appointment/${apt}/complete`, id: apt, patient: pt }),
+    'PUT /dr/v1/appointment/:appointment_id/cancel': () => ({ method: 'PUT', url: `/dr/v1/appointment/${apt}/cancel`, id: apt, patient: pt }),
+    'POST /dr/v1/appointment/:appointment_id/review-request': () => ({ method: 'POST', url: `/dr/v1/appointment/${apt}/review-request`, id: apt }),
+    'GET /dr/v1/appointment/patient/:patient_id': () => ({ method: 'GET', url: `/dr/v1/appointment/patient/${pt}`, patient: pt }),
+    'PUT /dr/v1/appointment/:appointment_id/reschedule': () => ({
+      method: 'PUT',
+      url: `/dr/v1/appointment/${extra.movedIds[0]}/reschedule`,
+      payload: { start_time: 1_950_090_000, end_time: 1_950_090_900 },
+      patient: pt,
+    }),
+    'PATCH /appointments/v1/:appointment_id/reschedule': () => ({
+      method: 'PATCH',
+      url: `/appointments/v1/${extra.movedIds[1]}/reschedule`,
+      payload: { start_time: 1_950_190_000, end_time: 1_950_190_900 },
+      patient: pt,
+    }),
+    'POST /dr/v1/patient': () => ({ method: 'POST', url: '/dr/v1/patient', payload: { first_name: 'Meera', gender: 'F', age: 30 } }),
+    'GET /dr/v1/patient/:patient_id': () => ({ method: 'GET', url: `/dr/v1/patient/${pt}`, id: pt, patient: pt }),
+    'PATCH /dr/v1/patient/:patient_id': () => ({
+      method: 'PATCH',
+      url: `/dr/v1/patient/${pt}`,
+      payload: { city: undefined, blood_group: 'A+' },
+      id: pt,
+      patient: pt,
+    }),
+    'POST /dr/v1/patient/:patient_id/merge': () => ({
+      method: 'POST',
+      url: `/dr/v1/patient/${pt}/merge`,
+      payload: { duplicate_patient_id: extra.duplicateId },
+      id: extra.duplicateId,
+      patient: pt,
+    }),
+    'GET /dr/v1/business/patients/search': () => ({
+      method: 'GET',
+      url: '/dr/v1/business/patients/search?mobile=%2B919812345678',
+      patient: pt,
+      count: 1,
+    }),
+    'POST /profiles/v1/patient/': () => ({ method: 'POST', url: '/profiles/v1/patient/', payload: { fn: 'Anita', gen: 'F', age: 40 } }),
+    'GET /profiles/v1/patient/minified/': () => ({ method: 'GET', url: '/profiles/v1/patient/minified/?pageSize=5' }),
+    'GET /profiles/v1/patient/by-mobile/': () => ({
+      method: 'GET',
+      url: '/profiles/v1/patient/by-mobile/?mob=%2B919812345678',
+      patient: pt,
+      count: 1,
+    }),
+    'GET /profiles/v1/patient/search': () => ({ method: 'GET', url: '/profiles/v1/patient/search?prefix=Ravi' }),
+    'GET /profiles/v1/patient/by-abha/': () => ({ method: 'GET', url: '/profiles/v1/patient/by-abha/?abha_number=12-3456-7890-1234', count: 0 }),
+    'GET /profiles/v1/patient/:username/username/': () => ({
+      method: 'GET',
+      url: `/profiles/v1/patient/${s.partnerPatientId}/username/`,
+      id: pt,
+      patient: pt,
+    }),
+    'GET /profiles/v1/patient/:oid': () => ({ method: 'GET', url: `/profiles/v1/patient/${pt}`, id: pt, patient: pt }),
+    'PATCH /profiles/v1/patient/:oid': () => ({
+      method: 'PATCH',
+      url: `/profiles/v1/patient/${pt}`,
+      payload: { bloodgroup: 'B+' },
+      id: pt,
+      patient: pt,
+    }),
+    'DELETE /profiles/v1/patient/:oid': () => ({ method: 'DELETE', url: `/profiles/v1/patient/${extra.duplicateId}`, id: extra.duplicateId }),
+    'POST /profiles/v1/patient/:oid/merge': () => ({
+      method: 'POST',
+      url: `/profiles/v1/patient/${pt}/merge`,
+      payload: { duplicate_oid: extra.duplicateId },
+      id: extra.duplicateId,
+      patient: pt,
+    }),
+    'GET /mr/api/v1/cases': () => ({ method: 'GET', url: '/mr/api/v1/cases', headers: x, patient: pt }),
+    'POST /mr/api/v1/cases': () => ({
+      method: 'POST',
+      url: '/mr/api/v1/cases',
+      headers: x,
+      payload: { id: 'case-new', display_name: 'Visit', occurred_at: 1_700_000_000 },
+      id: 'case-new',
+      patient: pt,
+    }),
+    'GET /mr/api/v1/cases/:id': () => ({ method: 'GET', url: `/mr/api/v1/cases/${extra.caseId}`, headers: x, id: extra.caseId, patient: pt }),
+    'PATCH /mr/api/v1/cases/:id': () => ({
+      method: 'PATCH',
+      url: `/mr/api/v1/cases/${extra.caseId}`,
+      headers: x,
+      payload: { display_name: 'Changed' },
+      id: extra.caseId,
+      patient: pt,
+    }),
+    'DELETE /mr/api/v1/cases/:id': () => ({ method: 'DELETE', url: `/mr/api/v1/cases/${extra.caseId}`, headers: x, id: extra.caseId, patient: pt }),
+    'POST /notification/add-device': () => ({
+      method: 'POST',
+      url: '/notification/add-device',
+      headers: x,
+      payload: { devicePayload: { did: 'dev-1', 'fcm-id': 'f', 'app-version': '1' } },
+      id: 'dev-1',
+      patient: pt,
+    }),
+    'DELETE /notification/delete-device': () => ({
+      method: 'DELETE',
+      url: '/notification/delete-device',
+      headers: { 'device-id': 'dev-1' },
+      id: 'dev-1',
+    }),
+    'POST /notification/send': () => ({ method: 'POST', url: '/notification/send', payload: { patient_id: pt, title: 't', body: 'b' }, patient: pt }),
+    'GET /notification/send/:notification_id': () => ({ method: 'GET', url: '/notification/send/ntf_unknown', id: 'ntf_unknown' }),
+    'GET /reviews/v1': () => ({ method: 'GET', url: '/reviews/v1', count: 0 }),
+    'GET /audit/v1/events': () => ({ method: 'GET', url: `/audit/v1/events?patient_id=${pt}`, patient: pt }),
+    'GET /admin/v1/audit/events': () => ({ method: 'GET', url: `/admin/v1/audit/events?business_id=${s.client.businessId}`, admin: true }),
+  };
+}
+
+describe(`access log entries (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => (t = await createTestApp()));
+  after(async () => t.close());
+
+  it('every route is audited or listed as not, and every audited route exists', async () => {
+    const seen: string[] = [];
+    const probe = Fastify();
+    probe.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) if (method !== 'HEAD' && !route.url.startsWith('/docs')) seen.push(routeKey(method, route.url));
+    });
+    probe.setValidatorCompiler(() => () => true);
+    probe.setSerializerCompiler(() => (data) => JSON.stringify(data));
+    for (const module of Object.values(t.modules)) await probe.register(module.routes);
+    await probe.ready();
+    const missing = seen.filter((key) => !(key in AUDITED_ROUTES) && !(key in UNAUDITED_ROUTES));
+    assert.deepEqual(missing, [], 'routes neither audited nor listed as unaudited in src/audit/routes.ts');
+    for (const key of Object.keys(AUDITED_ROUTES)) assert.ok(seen.includes(key), `${key} is audited but no such route exists`);
+    for (const key of Object.keys(AUDITED_ROUTES)) assert.ok(!(key in UNAUDITED_ROUTES), key);
+    await probe.close();
+  });
+
+  it('each audited route writes one entry with its operation, ids, status and request id', async () => {
+    const s = await seed(t);
+    const duplicate = await call(t, s.client.token, 'POST', '/dr/v1/patient', { first_name: 'Ravi', gender: 'M', age: 35 });
+    const caseId = 'case-1';
+    const created = await call(
+      t,
+      s.client.token,
+      'POST',
+      '/mr/api/v1/cases',
+      { id: caseId, display_name: 'Visit', occurred_at: 1_700_000_000 },
+      { 'x-pt-id': s.patientId },
+    );
+    assert.equal(created.statusCode, 201, created.body);
+    const moved: string[] = [];
+    for (const start of [1_950_080_000, 1_950_180_000]) {
+      const booked = await call(t, s.client.token, 'POST', '/dr/v1/appointment', {
+        clinic_id: s.clinicId,
+        doctor_id: s.doctorId,
+        appointment_details: { start_time: start, end_time: start + 900 },
+        patient_details: { partner_patient_id: s.partnerPatientId },
+      });
+      assert.equal(booked.statusCode, 201, booked.body);
+      moved.push(booked.json().appointment_id);
+    }
+    const table = calls(s, { duplicateId: duplicate.json().patient_id, caseId, movedIds: [moved[0]!, moved[1]!] });
+    assert.deepEqual(Object.keys(table).sort(), Object.keys(AUDITED_ROUTES).sort(), 'a call for every audited route');
+    // In an order that keeps the records the later calls need: merge and delete last.
+    const order = Object.keys(table).sort((a, b) => rank(a) - rank(b));
+    for (const key of order) {
+      const c = table[key]!();
+      const response = await t.app.inject({
+        method: c.method as 'GET',
+        url: c.url,
+        headers: { authorization: `Bearer ${c.admin ? ADMIN_TOKEN : s.client.token}`, ...c.headers },
+        ...(c.payload === undefined ? {} : { payload: c.payload as object }),
+      });
+      assert.ok(response.statusCode < 500, `${key}: ${response.statusCode} ${response.body}`);
+      const entry = await entryOf(t, response.headers['x-request-id'] as string);
+      assert.ok(entry, `${key} wrote no entry`);
+      assert.equal(entry.operation, key);
+      assert.equal(entry.business_id, s.client.businessId, key);
+      assert.equal(entry.client_id, c.admin ? 'admin' : s.client.clientId, key);
+      assert.equal(entry.status, response.statusCode, key);
+      assert.equal(entry.resource_type, AUDITED_ROUTES[key]!.resource, key);
+      assert.equal(entry.source_address, '127.0.0.1');
+      assert.ok(entry.seq !== null && entry.hash !== null, `${key} chained`);
+      if (c.id !== undefined) assert.equal(entry.resource_id, c.id, `${key} resource id`);
+      if (c.patient !== undefined) assert.equal(entry.patient_ref, c.patient, `${key} patient`);
+      if (c.count !== undefined) assert.equal(entry.result_count, c.count, `${key} count`);
+      if (AUDITED_ROUTES[key]!.filter) assert.ok(entry.filter !== null, `${key} filter`);
+      const change = ['create', 'update', 'delete', 'merge', 'send'].includes(AUDITED_ROUTES[key]!.action);
+      if (change && response.statusCode < 300) assert.equal(entry.with_change, 1, `${key} written with its change`);
+      // No contact detail: the mobile and the searched name appear nowhere in the entry.
+      assert.ok(!JSON.stringify(entry).includes('9812345678') && !JSON.stringify(entry).includes('Ravi'), `${key}: ${JSON.stringify(entry)}`);
+    }
+  });
+
+  it('a request refused before a business is known writes no entry; a validation error does', async () => {
+    const s = await seed(t);
+    const anonymous = await t.app.inject({ method: 'GET', url: `/dr/v1/appointment/${s.appointmentId}` });
+    assert.equal(anonymous.statusCode, 401);
+    assert.equal(await entryOf(t, anonymous.headers['x-request-id'] as string), undefined);
+    const invalid = await call(t, s.client.token, 'GET', '/profiles/v1/patient/search?limit=0&prefix=Ravi');
+    assert.equal(invalid.statusCode, 400);
+    const entry = await entryOf(t, invalid.headers['x-request-id'] as string);
+    assert.equal(entry?.status, 400);
+    assert.equal(entry?.result_count, null);
+  });
+});
+
+function rank(key: string): number {
+  if (key.includes('/merge')) return 3;
+  if (key.startsWith('DELETE')) return 2;
+  if (key.includes('/cancel') || key.includes('/complete') || key.includes('change-status')) return 1;
+  return 0;
+}
