@@ -29,6 +29,7 @@
  *   an earlier job of its kind and key is pending or running, and a settled ordered job lets the
  *   refill look again. Events of one appointment use it for their dispatch and their deliveries.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -158,7 +159,11 @@ export class JobQueue {
   private listener: pg.Client | null = null;
   private stopping: Promise<void> | null = null;
   private polls = 0;
-  private readonly onLocalWake = (kind: string) => this.wake(kind);
+  /**
+   * Bound to the context the queue was built in: a wake-up emitted inside a request (an enqueue in its
+   * transaction) must not carry that request's transaction observer into the claims and jobs it starts.
+   */
+  private readonly onLocalWake = AsyncResource.bind((kind: string) => this.wake(kind));
   /** Successes waiting to be recorded together (see recordSuccess). */
   private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
   private flushing = false;

@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { Registry } from 'prom-client';
 import { createLogger } from '../../src/logger.ts';
-import { openStorage } from '../../src/db/index.ts';
+import { inTransaction, observeTransactions, openStorage } from '../../src/db/index.ts';
 import { enqueue, getJob, jobRow } from '../../src/jobs/queue.ts';
 import { JobQueue } from '../../src/jobs/worker.ts';
 import { DIALECT } from '../support.ts';
@@ -109,6 +109,43 @@ describe(`jobs another process enqueues (${DIALECT})`, () => {
     } finally {
       await queue.stop(0);
       await other.destroy();
+    }
+  });
+});
+
+describe(`jobs woken from inside a request (${DIALECT})`, () => {
+  let f: JobsFixture;
+  before(async () => {
+    f = await createJobsFixture();
+  });
+  after(() => f.close());
+
+  it("run without the request's transaction observer (its audit entry never lands in a job's transaction)", async () => {
+    const queue = new JobQueue(f.storage, createLogger('silent'), new Registry(), { pollMs: 60_000 });
+    let observed = 0;
+    const observer = {
+      beforeCommit: async () => {
+        observed++;
+      },
+      committed: () => {},
+    };
+    let ran = false;
+    queue.register('test.observed', async () => {
+      await inTransaction(f.storage.db, async (trx) => trx.selectFrom('jobs').select('id').limit(1).execute());
+      ran = true;
+    });
+    await queue.start();
+    try {
+      await until(() => queue.working);
+      // As a request does: its change enqueues the job in the change's transaction, under its observer.
+      await observeTransactions(observer, () => inTransaction(f.storage.db, (trx) => enqueue(trx, { kind: 'test.observed', payload: {} })));
+      assert.equal(observed, 1, "the request's own transaction is observed");
+      const deadline = Date.now() + 5000;
+      await until(() => ran || Date.now() > deadline);
+      assert.ok(ran, 'the job ran within 5 s');
+      assert.equal(observed, 1, "neither the claim nor the job's transaction consulted the request's observer");
+    } finally {
+      await queue.stop(0);
     }
   });
 });
