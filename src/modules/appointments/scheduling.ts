@@ -16,17 +16,8 @@ import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import type { ClinicService } from '../clinics/service.ts';
-import {
-  addDays,
-  daysBetween,
-  localIso,
-  parseScheduleDate,
-  placesTaken,
-  slotAt,
-  slotsBetween,
-  zonedInstant,
-  type ScheduleService,
-} from '../schedules/service.ts';
+import { addDays, daysBetween, localIso, parseDate, zonedInstant } from '../../time.ts';
+import { placesTaken, slotAt, slotsBetween, type ScheduleService } from '../schedules/service.ts';
 import * as repo from './repo.ts';
 
 /** Eka serves today and tomorrow; the service any range up to this many days. */
@@ -86,6 +77,11 @@ export class Scheduling {
     this.#deps = deps;
   }
 
+  /** Whether the pair books by a schedule (its OPD tokens are then the schedule's to give). */
+  async scheduled(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<boolean> {
+    return (await this.#deps.schedules.forPair(db, businessId, clinicId, doctorId)) !== null;
+  }
+
   /**
    * The pair's slot for [start, end), checked without a lock: 409 when no slot has these times or the
    * slot is already full, so that a booking bound to fail does no more work and waits for no lock.
@@ -140,10 +136,10 @@ export class Scheduling {
       ['start_date', startDate],
       ['end_date', endDate],
     ] as const) {
-      if (parseScheduleDate(value) === null) throw invalid(field, 'must be a real date, YYYY-MM-DD');
+      if (parseDate(value) === null) throw invalid(field, 'must be a real date, YYYY-MM-DD');
     }
     if (endDate < startDate) throw invalid('end_date', 'must not be before start_date');
-    if (daysBetween(startDate, endDate) > MAX_SLOT_DAYS) throw invalid('end_date', `the range is at most ${MAX_SLOT_DAYS} days`);
+    if (daysBetween(startDate, endDate) + 1 > MAX_SLOT_DAYS) throw invalid('end_date', `the range is at most ${MAX_SLOT_DAYS} days`);
     const db = this.#deps.db;
     const placement = await this.#deps.clinics.placement(
       db,
@@ -163,7 +159,7 @@ export class Scheduling {
     const to = zonedInstant(addDays(endDate, 1), 0, schedule.timezone);
     const taken = placesTaken(slots, await repo.holdingBetween(db, businessId, clinic, doctor, from, to));
     const days: Record<string, EkaSlot[]> = {};
-    for (let date = startDate; date <= endDate; date = addDays(date, 1)) days[date] = [];
+    for (let day = 0, last = daysBetween(startDate, endDate); day <= last; day++) days[addDays(startDate, day)] = [];
     slots.forEach((slot, index) => {
       const booked = taken[index]!;
       const left = Math.max(0, slot.capacity - booked);

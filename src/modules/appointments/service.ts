@@ -16,7 +16,7 @@ import { APPOINTMENT_FIELDS, type EventInput, type StatusTransition } from '../.
 import { randomToken } from '../../security/secrets.ts';
 import type { ClinicService, Placement } from '../clinics/service.ts';
 import { LOCKED_PATIENT_COLUMNS, PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
-import { DAY_MS, parseDate, startOfDay, today } from './dates.ts';
+import { addDays, parseDate, startOfDay, today } from '../../time.ts';
 import * as repo from './repo.ts';
 import type { Scheduling } from './scheduling.ts';
 
@@ -321,7 +321,7 @@ export class AppointmentService {
       patientId: query.patient_id,
       statuses,
       from: query.start_date ? startOfDay(query.start_date, timeZone) : undefined,
-      to: query.end_date ? startOfDay(new Date(parseDate(query.end_date)! + DAY_MS).toISOString().slice(0, 10), timeZone) : undefined,
+      to: query.end_date ? startOfDay(addDays(query.end_date, 1), timeZone) : undefined,
       limit: PAGE_SIZE,
       offset: pageNo * PAGE_SIZE,
     });
@@ -364,6 +364,7 @@ export class AppointmentService {
     }
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       const changes: Partial<repo.AppointmentRow> = {};
+      let move: { start: number; end: number } | null = null;
       if (input.start_time !== undefined || input.end_time !== undefined) {
         const field = input.start_time !== undefined ? 'start_time' : 'end_time';
         if (row.status === 'RES') throw rescheduled(row);
@@ -381,10 +382,7 @@ export class AppointmentService {
             );
           }
         }
-        if (start !== row.start_time || end !== row.end_time) {
-          const token = await this.#deps.scheduling.take(trx, row.business_id, row.clinic_id, row.doctor_id, start, end, row.id);
-          if (token !== null) changes.token = token;
-        }
+        if (start !== row.start_time || end !== row.end_time) move = { start, end };
         changes.start_time = start;
         changes.end_time = end;
       }
@@ -397,7 +395,17 @@ export class AppointmentService {
         changes.patient_details = JSON.stringify(patient.details);
         partnerPatientId = patient.partner_patient_id;
       }
-      if (input.token !== undefined) changes.token = input.token;
+      // The place is taken after the patient, in the order a booking locks them.
+      if (move !== null) {
+        const token = await this.#deps.scheduling.take(trx, row.business_id, row.clinic_id, row.doctor_id, move.start, move.end, row.id);
+        if (token !== null) changes.token = token;
+      }
+      if (input.token !== undefined) {
+        if (await this.#deps.scheduling.scheduled(trx, row.business_id, row.clinic_id, row.doctor_id)) {
+          throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
+        }
+        changes.token = input.token;
+      }
       if (input.custom_attributes !== undefined) changes.custom_attributes = JSON.stringify(customAttributes(input.custom_attributes));
       if (input.video_connect !== undefined) changes.video_connect = JSON.stringify(videoConnect(input.video_connect));
       if (input.display_meta !== undefined) changes.display_meta = JSON.stringify(input.display_meta);

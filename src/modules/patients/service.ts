@@ -11,6 +11,7 @@ import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
+import { localDate, parseDate } from '../../time.ts';
 import { PatientNameIndex, type SearchPage } from './name-index.ts';
 import { nameTokens, scoreName } from './names.ts';
 import * as repo from './repo.ts';
@@ -146,26 +147,6 @@ function alreadyExists(partnerPatientId: string): AppError {
 
 /* ---- formats ---- */
 
-const dayFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** The calendar date (YYYY-MM-DD) of `epochMs` in `timeZone`. */
-export function dateIn(timeZone: string, epochMs: number): string {
-  let format = dayFormats.get(timeZone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
-    dayFormats.set(timeZone, format);
-  }
-  return format.format(new Date(epochMs));
-}
-
-function isRealDate(date: string): boolean {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
-  if (!match) return false;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const check = new Date(Date.UTC(year, month - 1, day));
-  return check.getUTCFullYear() === year && check.getUTCMonth() === month - 1 && check.getUTCDate() === day;
-}
-
 /** Whole years from `from` to `to` (both YYYY-MM-DD). */
 function yearsBetween(from: string, to: string): number {
   const years = Number(to.slice(0, 4)) - Number(from.slice(0, 4));
@@ -224,10 +205,10 @@ export function splitMobile(mobile: string): { ccd: string; number: string } {
 
 /** The patient's age now: as given, plus the whole years since it was given. */
 export function currentAge(row: Pick<PatientRow, 'age' | 'age_recorded_at' | 'dob'>, timeZone: string, now = Date.now()): number | undefined {
-  const today = dateIn(timeZone, now);
+  const today = localDate(now, timeZone);
   if (row.dob !== null) return Math.max(0, yearsBetween(row.dob, today));
   if (row.age === null) return undefined;
-  const recorded = row.age_recorded_at === null ? today : dateIn(timeZone, Number(row.age_recorded_at));
+  const recorded = row.age_recorded_at === null ? today : localDate(Number(row.age_recorded_at), timeZone);
   return Number(row.age) + Math.max(0, yearsBetween(recorded, today));
 }
 
@@ -235,7 +216,7 @@ export function currentAge(row: Pick<PatientRow, 'age' | 'age_recorded_at' | 'do
 export function birthDate(row: Pick<PatientRow, 'age' | 'age_recorded_at' | 'dob'>, timeZone: string): string | undefined {
   if (row.dob !== null) return row.dob;
   if (row.age === null) return undefined;
-  const recorded = dateIn(timeZone, row.age_recorded_at === null ? Date.now() : Number(row.age_recorded_at));
+  const recorded = localDate(row.age_recorded_at === null ? Date.now() : Number(row.age_recorded_at), timeZone);
   const year = Number(recorded.slice(0, 4)) - Number(row.age);
   const monthDay = recorded.slice(5) === '02-29' ? '02-28' : recorded.slice(5);
   return `${String(year).padStart(4, '0')}-${monthDay}`;
@@ -515,8 +496,8 @@ export class PatientService {
     if (input.dob !== undefined && input.age !== undefined) throw invalid('dob', 'send either dob or age, not both');
     if (options.creating && input.dob === undefined && input.age === undefined) throw invalid('dob', 'send dob or age');
     if (input.dob !== undefined) {
-      if (!isRealDate(input.dob) || input.dob < '1850-01-01') throw invalid('dob', 'must be a real date, YYYY-MM-DD');
-      if (input.dob > dateIn(this.#timezone, Date.now())) throw invalid('dob', 'must be a date in the past');
+      if (parseDate(input.dob) === null || input.dob < '1850-01-01') throw invalid('dob', 'must be a real date, YYYY-MM-DD');
+      if (input.dob > localDate(Date.now(), this.#timezone)) throw invalid('dob', 'must be a date in the past');
     }
     if (input.mobile !== undefined) {
       const mobile = normaliseMobile(input.mobile);

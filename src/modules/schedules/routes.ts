@@ -10,7 +10,7 @@ import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
 import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH } from '../../http/schemas.ts';
 import type { ScheduleInput, ScheduleService } from './service.ts';
-import { WEEKDAY_NAMES } from './zone.ts';
+import { WEEKDAY_NAMES } from '../../time.ts';
 
 interface RouteConfig {
   family: ErrorFamily;

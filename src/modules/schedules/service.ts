@@ -12,11 +12,10 @@ import { AppError } from '../../errors.ts';
 import type { ClinicService } from '../clinics/service.ts';
 import * as repo from './repo.ts';
 import type { ScheduleException, ScheduleRules, Session } from './slots.ts';
-import { isTimeZone, parseClock, parseDate, WEEKDAY_NAMES } from './zone.ts';
+import { isTimeZone, parseClock, parseDate, WEEKDAY_NAMES } from '../../time.ts';
 
 export type { ScheduleRules, Slot } from './slots.ts';
-export { placesTaken, slotAt, slotsBetween, daysBetween } from './slots.ts';
-export { addDays, localDate, localIso, parseDate as parseScheduleDate, zonedInstant } from './zone.ts';
+export { placesTaken, slotAt, slotsBetween } from './slots.ts';
 
 export interface ScheduleInput {
   timezone?: string;

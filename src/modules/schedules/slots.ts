@@ -5,7 +5,7 @@
  * daylight-saving change is as long as the real time between them, and the sessions of the days around
  * a change start at their wall-clock times.
  */
-import { addDays, localDate, MINUTE_MS, parseClock, parseDate, weekday, zonedInstant, type Weekday } from './zone.ts';
+import { addDays, daysBetween, localDate, MINUTE_MS, parseClock, weekday, zonedInstant, type Weekday } from '../../time.ts';
 
 export interface Session {
   days: Weekday[];
@@ -78,9 +78,11 @@ export function slotsOfDay(rules: ScheduleRules, date: string): Slot[] {
     const sessionStart = instant(from);
     const sessionEnd = instant(to);
     for (let start = sessionStart; start + slotMs <= sessionEnd; start += stepMs) {
+      // Overlapping windows offer a start once; the blocked scan runs once per start.
+      if (slots.has(start)) continue;
       const end = start + slotMs;
       if (blockedInstants.some(([bFrom, bTo]) => start < bTo && end > bFrom)) continue;
-      if (!slots.has(start)) slots.set(start, { date, start, end, sessionStart, capacity: rules.capacity });
+      slots.set(start, { date, start, end, sessionStart, capacity: rules.capacity });
     }
   }
   return [...slots.values()].sort((a, b) => a.start - b.start);
@@ -89,7 +91,7 @@ export function slotsOfDay(rules: ScheduleRules, date: string): Slot[] {
 /** The slots of the local dates `from` to `to` (validated, inclusive), by start. */
 export function slotsBetween(rules: ScheduleRules, from: string, to: string): Slot[] {
   const slots: Slot[] = [];
-  for (let date = from; date <= to; date = addDays(date, 1)) slots.push(...slotsOfDay(rules, date));
+  for (let day = 0, last = daysBetween(from, to); day <= last; day++) slots.push(...slotsOfDay(rules, addDays(from, day)));
   return slots;
 }
 
@@ -109,9 +111,4 @@ export function placesTaken(slots: readonly Slot[], held: ReadonlyArray<{ start:
     }
     return count;
   });
-}
-
-/** Days from `from` to `to` inclusive (both validated). */
-export function daysBetween(from: string, to: string): number {
-  return Math.round((parseDate(to)! - parseDate(from)!) / 86_400_000) + 1;
 }

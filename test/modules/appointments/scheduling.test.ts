@@ -102,6 +102,11 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     const sent = await bookAt(t, p, MONDAY_0900, { token: 7 });
     assert.equal(sent.statusCode, 400);
     assert.match(sent.json().error.message, /^token: /);
+    // Nor may a change overwrite the token the schedule gave.
+    const changed = await call(p, 'PATCH', `/dr/v1/appointment/${tuesday.json().appointment_id}`, { token: 2 });
+    assert.equal(changed.statusCode, 400);
+    assert.match(changed.json().error.message, /^token: /);
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/${tuesday.json().appointment_id}`)).json().token, 1);
   });
 
   it('moves an appointment by PATCH start_time under the same rules', async () => {
@@ -274,6 +279,22 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     assert.deepEqual(await ids(`doctor_id=${p.partnerDoctorId}&date=${MONDAY}&status=BK`), [a]);
     assert.deepEqual(await ids(`doctor_id=${p.doctorId}&status=cn,BK`), [a, b, c]);
     assert.deepEqual(await ids(`doctor_id=${p.doctorId}&status=CN`), [b]);
+  });
+
+  it('the last dates: a range at the end of year 9998 is served, a year past it is refused (no endless day walk)', async () => {
+    const p = await scheduled();
+    const last = await call(p, 'GET', slotPath(p, '9998-12-30', '9998-12-31'));
+    assert.equal(last.statusCode, 200, last.body);
+    assert.deepEqual(Object.keys(last.json().data.schedule[p.doctorId]), ['9998-12-30', '9998-12-31']);
+    for (const [from, to] of [
+      ['9999-12-31', '9999-12-31'],
+      ['9998-12-31', '9999-01-01'],
+    ]) {
+      const refused = await call(p, 'GET', slotPath(p, from, to));
+      assert.equal(refused.statusCode, 400, `${from}..${to}: ${refused.body}`);
+    }
+    const listed = await call(p, 'GET', '/dr/v1/appointment?date=9999-12-31');
+    assert.equal(listed.statusCode, 400);
   });
 
   it('keeps businesses apart and checks scopes on every new endpoint', async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { placesTaken, slotAt, slotsBetween, slotsOfDay, type ScheduleRules } from '../../../src/modules/schedules/slots.ts';
-import { localIso, zonedInstant } from '../../../src/modules/schedules/zone.ts';
+import { localIso, zonedInstant } from '../../../src/time.ts';
 
 const rules = (overrides: Partial<ScheduleRules> = {}): ScheduleRules => ({
   timezone: 'Asia/Kolkata',

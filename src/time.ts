@@ -1,4 +1,7 @@
-/** Wall-clock times in an IANA time zone, as instants (epoch milliseconds), daylight saving included. */
+/**
+ * Calendar dates (YYYY-MM-DD) and wall-clock times in an IANA time zone, as instants (epoch
+ * milliseconds), daylight saving included: the one place the service does date arithmetic.
+ */
 
 const formats = new Map<string, Intl.DateTimeFormat>();
 
@@ -40,11 +43,15 @@ export function offsetAt(timeZone: string, epochMs: number): number {
 export const DAY_MS = 86_400_000;
 export const MINUTE_MS = 60_000;
 
-/** UTC midnight of a valid YYYY-MM-DD, or null when it is not a real calendar date. */
+/** The last year a date may name: a range of days after it stays within four-digit years. */
+const LAST_YEAR = 9998;
+
+/** UTC midnight of a valid YYYY-MM-DD (years 0001 to 9998), or null when it is not one. */
 export function parseDate(date: string): number | null {
   const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
   if (!match) return null;
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  if (year < 1 || year > LAST_YEAR) return null;
   const utc = Date.UTC(year, month - 1, day);
   const check = new Date(utc);
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return null;
@@ -72,6 +79,16 @@ export function zonedInstant(date: string, minutes: number, timeZone: string): n
   return fits.length > 0 ? Math.min(...fits) : wall - before;
 }
 
+/** The instant the day `date` (validated) begins in `timeZone`. */
+export function startOfDay(date: string, timeZone: string): number {
+  return zonedInstant(date, 0, timeZone);
+}
+
+/** Today's date in `timeZone`, as YYYY-MM-DD. */
+export function today(timeZone: string, now = Date.now()): string {
+  return localDate(now, timeZone);
+}
+
 /** The date (YYYY-MM-DD) the wall clock of `timeZone` shows at `epochMs`. */
 export function localDate(epochMs: number, timeZone: string): string {
   return new Date(epochMs + offsetAt(timeZone, epochMs)).toISOString().slice(0, 10);
@@ -84,6 +101,11 @@ export function localIso(epochMs: number, timeZone: string): string {
   const minutes = Math.abs(offset) / MINUTE_MS;
   const sign = offset < 0 ? '-' : '+';
   return `${wall}${sign}${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+}
+
+/** Whole days from `from` to `to` (both validated). */
+export function daysBetween(from: string, to: string): number {
+  return Math.round((parseDate(to)! - parseDate(from)!) / DAY_MS);
 }
 
 /** The date `days` after `date` (validated). */
