@@ -145,7 +145,8 @@ function entryOf(
 const MAX_VALUE = 200;
 
 function text(value: unknown): string | null {
-  if (typeof value === 'string') return value === '' ? null : value.slice(0, MAX_VALUE);
+  // A cut may not split a surrogate pair: the database would store U+FFFD, unlike what was hashed.
+  if (typeof value === 'string') return value === '' ? null : value.slice(0, MAX_VALUE).replace(/[\uD800-\uDBFF]$/, '');
   if (typeof value === 'number') return String(value);
   return null;
 }

@@ -82,7 +82,9 @@ export class AuditLog {
   /** Writes what processes that stopped left in the write-ahead file, then flushes on a timer. */
   async start(): Promise<void> {
     if (!this.enabled || this.#timer) return;
-    for (const file of this.#wal.orphans()) {
+    for (const orphan of this.#wal.orphans()) {
+      const file = this.#wal.claim(orphan);
+      if (file === null) continue;
       const records = WriteAheadFile.read<WalRecord>(file);
       await insertEntries(
         this.#options.db,

@@ -120,6 +120,13 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
   'POST /dr/v1/appointment/:appointment_id/change-status': appointment,
   'POST /dr/v1/appointment/:appointment_id/complete': appointment,
   'PUT /dr/v1/appointment/:appointment_id/cancel': appointment,
+  // An event's body shows the appointment or case it is about.
+  'GET /notification/v1/connect/webhook/events/:event_id': {
+    resource: 'event',
+    action: 'read',
+    id: param('event_id'),
+    patient: (_request, answer) => at(answer, 'body', 'data', 'patient_id'),
+  },
   // A reschedule answers the new appointment: its id is the entry's resource.
   'PUT /dr/v1/appointment/:appointment_id/reschedule': appointment,
   'PATCH /appointments/v1/:appointment_id/reschedule': appointment,
@@ -282,8 +289,7 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'DELETE /notification/v1/connect/webhook/subscriptions/:id': 'webhook subscriptions (events name patients by id only)',
   'GET /notification/v1/connect/webhook/subscriptions/:id/deliveries': 'webhook subscriptions (events name patients by id only)',
   'POST /notification/v1/connect/webhook/subscriptions/:id/deliveries/:event_id/retry': 'webhook subscriptions (events name patients by id only)',
-  'POST /notification/v1/connect/webhook/subscriptions/:id/replay': 'webhook subscriptions (events name patients by id only)',
-  'GET /notification/v1/connect/webhook/events/:event_id': 'webhook subscriptions (events name patients by id only)',
+  'POST /notification/v1/connect/webhook/subscriptions/:id/replay': "webhook subscriptions (it sends events again to the partner's own endpoint)",
   'GET /dr/v1/doctor/:doctor_id/clinic/:clinic_id/appointment/slot': "a doctor's free slots (counts of places, no patient)",
   'PUT /cdr/v1/doctor/:doctor_id/clinic/:clinic_id/schedule': "a doctor's schedule (no patient data)",
   'GET /cdr/v1/doctor/:doctor_id/clinic/:clinic_id/schedule': "a doctor's schedule (no patient data)",

@@ -7,7 +7,7 @@
  * database holds all its records (release). At start, segments left by a process that is gone are
  * read back (replay).
  */
-import { closeSync, fdatasync, openSync, readdirSync, readFileSync, unlinkSync, write } from 'node:fs';
+import { closeSync, fdatasync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, write } from 'node:fs';
 import path from 'node:path';
 import { makePrivateDir } from '../security/data-dir.ts';
 
@@ -70,6 +70,22 @@ export class WriteAheadFile<R> {
       files.push(path.join(this.#dir, name));
     }
     return files.sort();
+  }
+
+  /**
+   * Takes an orphan for this process to replay, by renaming it to a name of this process: of several
+   * processes starting together, one wins each file (null: another took it). Should this process die
+   * while replaying, the file is an orphan again.
+   */
+  claim(file: string): string | null {
+    const mine = path.join(this.#dir, `${process.pid}-${Date.now().toString(36)}-r${(this.#counter++).toString(36)}.wal`);
+    try {
+      renameSync(file, mine);
+      return mine;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
   }
 
   /** The records of a segment; a last line cut short by the crash is left out. */

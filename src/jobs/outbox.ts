@@ -78,8 +78,9 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
     businessId: event.businessId,
     payload: { eventId: id },
     dedupeKey: id,
-    // Dispatched in order too: a later event's deliveries are only queued after the earlier one's.
-    ...(key !== null && sequence !== null && { ordering: { key, seq: sequence } }),
+    // Dispatched in order too: a later event's deliveries are only queued after the earlier one's. Keys
+    // are the business's own (two businesses may name a patient alike), so the job's is prefixed.
+    ...(key !== null && sequence !== null && { ordering: { key: `${event.businessId}|${key}`, seq: sequence } }),
   };
   if (isPostgres(db)) {
     // One round trip inside the caller's transaction; the dispatch job's key is the new event's id,

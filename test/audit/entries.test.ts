@@ -22,7 +22,7 @@ interface Call {
 }
 
 /** The request exercising each audited route, against a seeded business. */
-function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds: [string, string] }): Record<string, () => Call> {
+function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds: [string, string]; eventId: string }): Record<string, () => Call> {
   const apt = s.appointmentId;
   const pt = s.patientId;
   const x = { 'x-pt-id': pt };
@@ -58,6 +58,12 @@ function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds
     'PUT /dr/v1/appointment/:appointment_id/cancel': () => ({ method: 'PUT', url: `/dr/v1/appointment/${apt}/cancel`, id: apt, patient: pt }),
     'POST /dr/v1/appointment/:appointment_id/review-request': () => ({ method: 'POST', url: `/dr/v1/appointment/${apt}/review-request`, id: apt }),
     'GET /dr/v1/appointment/patient/:patient_id': () => ({ method: 'GET', url: `/dr/v1/appointment/patient/${pt}`, patient: pt }),
+    'GET /notification/v1/connect/webhook/events/:event_id': () => ({
+      method: 'GET',
+      url: `/notification/v1/connect/webhook/events/${extra.eventId}`,
+      id: extra.eventId,
+      patient: pt,
+    }),
     'PUT /dr/v1/appointment/:appointment_id/reschedule': () => ({
       method: 'PUT',
       url: `/dr/v1/appointment/${extra.movedIds[0]}/reschedule`,
@@ -211,7 +217,13 @@ describe(`access log entries (${DIALECT})`, () => {
       assert.equal(booked.statusCode, 201, booked.body);
       moved.push(booked.json().appointment_id);
     }
-    const table = calls(s, { duplicateId: duplicate.json().patient_id, caseId, movedIds: [moved[0]!, moved[1]!] });
+    const booked = await t.ctx.storage.db
+      .selectFrom('events')
+      .select('id')
+      .where('business_id', '=', s.client.businessId)
+      .where('ordering_key', '=', `appointment:${s.appointmentId}`)
+      .executeTakeFirstOrThrow();
+    const table = calls(s, { duplicateId: duplicate.json().patient_id, caseId, movedIds: [moved[0]!, moved[1]!], eventId: booked.id });
     assert.deepEqual(Object.keys(table).sort(), Object.keys(AUDITED_ROUTES).sort(), 'a call for every audited route');
     // In an order that keeps the records the later calls need: merge and delete last.
     const order = Object.keys(table).sort((a, b) => rank(a) - rank(b));
