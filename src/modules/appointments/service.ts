@@ -280,7 +280,9 @@ export class AppointmentService {
           prev_aids: null,
           next_aid: null,
         });
-        await this.lifecycleEvent(trx, principal, id, 'appointment.created', { action: 'created' });
+        // Read once: the event shows the clinic's and doctor's partner ids.
+        const created = (await repo.findView(trx, this.#dialect, businessId, id, false))!;
+        await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
       });
     } catch (error) {
       // Two bookings racing for one partner_appointment_id: the unique index decides.
@@ -412,7 +414,7 @@ export class AppointmentService {
       if (input.partner_meta !== undefined) changes.partner_meta = JSON.stringify(input.partner_meta);
       if (input.notes !== undefined) changes.notes = input.notes;
       const written = await this.write(trx, row, { ...changes, updated_at: Date.now() }, { partner_patient_id: partnerPatientId });
-      await this.updatedEvent(trx, principal, row, changes);
+      await this.updatedEvent(trx, principal, row, changes, { ...row, ...written });
       return written;
     });
   }
@@ -422,7 +424,7 @@ export class AppointmentService {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'NS') return {};
       const written = await this.write(trx, row, { status: 'NS', updated_at: Date.now() });
-      await this.statusEvent(trx, principal, row, 'no_show');
+      await this.statusEvent(trx, principal, row, { ...row, ...written }, 'no_show');
       return written;
     });
   }
@@ -432,7 +434,7 @@ export class AppointmentService {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'CN') return {};
       const written = await this.write(trx, row, { status: 'CN', updated_at: Date.now() });
-      await this.statusEvent(trx, principal, row, 'cancelled');
+      await this.statusEvent(trx, principal, row, { ...row, ...written }, 'cancelled');
       return written;
     });
   }
@@ -444,7 +446,7 @@ export class AppointmentService {
       if (row.status === 'RES') throw rescheduled(row);
       const now = Date.now();
       const changed = await this.write(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
-      await this.statusEvent(trx, principal, row, 'completed');
+      await this.statusEvent(trx, principal, row, { ...row, ...changed }, 'completed');
       if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
       return changed;
     });
@@ -529,9 +531,11 @@ export class AppointmentService {
           prev_aids: JSON.stringify(prevAids),
           next_aid: null,
         });
-        await this.statusEvent(trx, principal, row, 'rescheduled');
-        await this.lifecycleEvent(trx, principal, nextId, 'appointment.created', { action: 'created' });
-        return toRecord((await repo.findView(trx, this.#dialect, businessId, nextId, false))!);
+        const old = { ...row, status: 'RES', next_aid: nextId, updated_at: now, ...(movesPartnerId && { partner_appointment_id: null }) };
+        await this.statusEvent(trx, principal, row, old, 'rescheduled');
+        const created = (await repo.findView(trx, this.#dialect, businessId, nextId, false))!;
+        await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
+        return toRecord(created);
       });
     } catch (error) {
       if (isUniqueViolation(error) && input.partner_appointment_id !== undefined) throw this.exists();
@@ -559,23 +563,21 @@ export class AppointmentService {
   }
 
   /**
-   * Records an appointment event from the appointment as this transaction left it (read again, so the
-   * body holds the partner ids and every change made). The appointment's lock orders its events.
+   * Records an appointment event from `view`, the appointment as this transaction left it (the read
+   * row with the changes written, so no second read). The appointment's lock orders its events.
    */
   private async lifecycleEvent<N extends 'appointment.created' | 'appointment.updated' | 'appointment.statuschange'>(
     trx: Transaction<Database>,
     principal: Principal,
-    id: string,
+    view: repo.AppointmentView,
     type: N,
     /** What the event adds to eventData (its schema in src/events.ts; the tests validate every body against it). */
     extra: Record<string, unknown>,
   ): Promise<void> {
-    const view = await repo.findView(trx, this.#dialect, principal.businessId, id, false);
-    if (!view) throw notFound();
     const at = seconds(Date.now());
     await recordEvent(trx, {
       businessId: principal.businessId,
-      orderingKey: appointmentKey(id),
+      orderingKey: appointmentKey(view.id),
       type,
       payload: {
         service: 'appointment',
@@ -590,17 +592,29 @@ export class AppointmentService {
   }
 
   /** `appointment.updated`, naming the fields `changes` altered; nothing when it altered none. */
-  private async updatedEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, changes: Partial<repo.AppointmentRow>) {
+  private async updatedEvent(
+    trx: Transaction<Database>,
+    principal: Principal,
+    row: repo.AppointmentRow,
+    changes: Partial<repo.AppointmentRow>,
+    after: repo.AppointmentView,
+  ) {
     const changed = APPOINTMENT_FIELDS.filter((field) => changes[field] !== undefined && changes[field] !== row[field]);
-    if (changed.length > 0) await this.lifecycleEvent(trx, principal, row.id, 'appointment.updated', { action: 'modified', changed });
+    if (changed.length > 0) await this.lifecycleEvent(trx, principal, after, 'appointment.updated', { action: 'modified', changed });
   }
 
   /**
-   * `appointment.statuschange` after `row` (as read before the change) changed state. The reschedule
-   * operation sends it too, with `rescheduled`, after writing the new times.
+   * `appointment.statuschange` after `row` (as read before the change) became `after`. The reschedule
+   * operation sends it too, with `rescheduled`.
    */
-  private statusEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, transition: StatusTransition): Promise<void> {
-    return this.lifecycleEvent(trx, principal, row.id, 'appointment.statuschange', { transition, previous_status: row.status as Status });
+  private statusEvent(
+    trx: Transaction<Database>,
+    principal: Principal,
+    row: repo.AppointmentRow,
+    after: repo.AppointmentView,
+    transition: StatusTransition,
+  ): Promise<void> {
+    return this.lifecycleEvent(trx, principal, after, 'appointment.statuschange', { transition, previous_status: row.status as Status });
   }
 
   /**
