@@ -4,6 +4,7 @@
  * changing or deleting a row breaks the chain at that row.
  */
 import { createHash } from 'node:crypto';
+import type { AccessLogTable } from '../db/schema.ts';
 
 /** The chain of the operator's accesses that name no business (the admin API across businesses). */
 export const OPERATOR_CHAIN = '*';
@@ -13,25 +14,11 @@ export const GENESIS = '0'.repeat(64);
 
 export type AuditAction = 'read' | 'list' | 'search' | 'create' | 'update' | 'delete' | 'merge' | 'send';
 
-/** An entry as written, before it is chained. */
-export interface AuditEntry {
-  id: string;
-  business_id: string;
-  at: number;
-  client_id: string | null;
-  operation: string;
+/** An entry as written, before it is chained (the chain's columns come with the chaining). */
+export type AuditEntry = Omit<AccessLogTable, 'seq' | 'prev_hash' | 'hash' | 'action' | 'with_change'> & {
   action: AuditAction;
-  resource_type: string;
-  resource_id: string | null;
-  patient_ref: string | null;
-  status: number | null;
-  request_id: string;
-  source_address: string | null;
-  /** JSON text. */
-  filter: string | null;
-  result_count: number | null;
   with_change: number;
-}
+};
 
 /** What the answer adds to an entry written in the transaction of its change. */
 export interface AuditCompletion {

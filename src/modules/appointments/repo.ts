@@ -199,6 +199,19 @@ export const HOLDING_STATUSES = ['BK', 'NS', 'CM'] as const;
  */
 const LONGEST_APPOINTMENT_MS = 86_400_000;
 
+/** The pair's appointments holding a place that overlap [from, to). */
+function holding(db: Db, businessId: string, clinicId: string, doctorId: string, from: number, to: number) {
+  return db
+    .selectFrom('appointments')
+    .where('business_id', '=', businessId)
+    .where('doctor_id', '=', doctorId)
+    .where('clinic_id', '=', clinicId)
+    .where('status', 'in', HOLDING_STATUSES)
+    .where('start_time', '<', to)
+    .where('start_time', '>', from - LONGEST_APPOINTMENT_MS)
+    .where('end_time', '>', from);
+}
+
 /** How many appointments of the pair holding a place overlap [start, end), other than `excludeId`. */
 export async function countHolding(
   db: Db,
@@ -209,16 +222,8 @@ export async function countHolding(
   end: number,
   excludeId: string | null,
 ): Promise<number> {
-  const row = await db
-    .selectFrom('appointments')
+  const row = await holding(db, businessId, clinicId, doctorId, start, end)
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('business_id', '=', businessId)
-    .where('doctor_id', '=', doctorId)
-    .where('clinic_id', '=', clinicId)
-    .where('status', 'in', HOLDING_STATUSES)
-    .where('start_time', '<', end)
-    .where('start_time', '>', start - LONGEST_APPOINTMENT_MS)
-    .where('end_time', '>', start)
     .$if(excludeId !== null, (q) => q.where('id', '<>', excludeId!))
     .executeTakeFirstOrThrow();
   return Number(row.n);
@@ -233,16 +238,6 @@ export async function holdingBetween(
   from: number,
   to: number,
 ): Promise<Array<{ start: number; end: number }>> {
-  const rows = await db
-    .selectFrom('appointments')
-    .select(['start_time', 'end_time'])
-    .where('business_id', '=', businessId)
-    .where('doctor_id', '=', doctorId)
-    .where('clinic_id', '=', clinicId)
-    .where('status', 'in', HOLDING_STATUSES)
-    .where('start_time', '<', to)
-    .where('start_time', '>', from - LONGEST_APPOINTMENT_MS)
-    .where('end_time', '>', from)
-    .execute();
+  const rows = await holding(db, businessId, clinicId, doctorId, from, to).select(['start_time', 'end_time']).execute();
   return rows.map((row) => ({ start: Number(row.start_time), end: Number(row.end_time) }));
 }

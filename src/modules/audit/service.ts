@@ -1,6 +1,6 @@
 /** Reading the access log: a business its own entries, the operator any business's (README "Audit log"). */
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import type { AccessLogTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import type { PatientService } from '../patients/service.ts';
 import { PositionCodec, type Position } from './cursor.ts';
@@ -25,26 +25,14 @@ export interface EventQuery {
   limit?: number;
 }
 
-export interface AuditEvent {
-  id: string;
-  business_id: string;
+/** An entry as the reading API answers it: chained, its filter parsed. */
+export type AuditEvent = Omit<AccessLogTable, 'seq' | 'prev_hash' | 'hash' | 'filter' | 'with_change'> & {
   seq: number;
-  at: number;
-  client_id: string | null;
-  operation: string;
-  action: string;
-  resource_type: string;
-  resource_id: string | null;
-  patient_ref: string | null;
-  status: number | null;
-  request_id: string;
-  source_address: string | null;
-  filter: Record<string, unknown> | null;
-  result_count: number | null;
-  with_change: boolean;
   prev_hash: string;
   hash: string;
-}
+  filter: Record<string, unknown> | null;
+  with_change: boolean;
+};
 
 export const DEFAULT_PAGE = 50;
 
