@@ -195,6 +195,24 @@ export const EVENTS = {
     { summary: 'A case was deleted (the listing shows its tombstone)', occurred: 'the delete occurred' },
     caseRef,
   ),
+  'schedule.updated': event(
+    'schedule.updated',
+    { summary: "A doctor's schedule at a clinic was created or replaced: its slots may have changed", occurred: 'the change was made' },
+    {
+      action: Type.Union([Type.Literal('created'), Type.Literal('replaced')]),
+      schedule_id: Type.String(),
+      doctor_id: Type.String(),
+      clinic_id: Type.String(),
+      schedule: Type.Record(Type.String(), Type.Unknown(), {
+        description: 'The schedule as GET .../schedule answers it (timezone, slot_minutes, capacity, buffer_minutes, sessions, exceptions)',
+      }),
+    },
+  ),
+  'schedule.deleted': event(
+    'schedule.deleted',
+    { summary: "A doctor's schedule at a clinic was deleted: the pair books at any time again", occurred: 'the schedule was deleted' },
+    { schedule_id: Type.String(), doctor_id: Type.String(), clinic_id: Type.String() },
+  ),
   'webhook.subscription.disabled': event(
     'webhook.subscription.disabled',
     { summary: 'A webhook subscription was disabled because its deliveries kept failing, or its endpoint answered 410', occurred: 'it was disabled' },

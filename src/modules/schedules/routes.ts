@@ -111,7 +111,7 @@ export function scheduleRoutes(service: ScheduleService) {
       },
       async (request) => {
         const { doctor_id, clinic_id } = request.params;
-        const schedule = await service.put(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query), ...submitted(request));
+        const schedule = await service.put(principalOf(request), doctor_id, clinic_id, byPartner(request.query), ...submitted(request));
         return { status: 'success' as const, schedule };
       },
     );
@@ -151,7 +151,7 @@ export function scheduleRoutes(service: ScheduleService) {
       },
       async (request) => {
         const { doctor_id, clinic_id } = request.params;
-        await service.delete(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query));
+        await service.delete(principalOf(request), doctor_id, clinic_id, byPartner(request.query));
         return { status: 'success' as const, message: 'Schedule Deleted Successfully' };
       },
     );

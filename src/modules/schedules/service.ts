@@ -9,6 +9,7 @@ import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
+import { recordEvent } from '../../jobs/outbox.ts';
 import type { ClinicService } from '../clinics/service.ts';
 import * as repo from './repo.ts';
 import type { ScheduleException, ScheduleRules, Session } from './slots.ts';
@@ -61,6 +62,17 @@ interface Pair {
   doctorId: string;
 }
 
+/** Who changes a schedule: the business, and the API client its events name. */
+export interface Caller {
+  businessId: string;
+  clientId: string;
+}
+
+function envelope<N extends 'schedule.updated' | 'schedule.deleted'>(event: N, principal: Caller, now: number) {
+  const at = Math.floor(now / 1000);
+  return { event, event_time: at, timestamp: at, client_id: principal.clientId, business_id: principal.businessId };
+}
+
 export class ScheduleService {
   readonly #deps: ScheduleServiceDeps;
 
@@ -69,14 +81,16 @@ export class ScheduleService {
   }
 
   /** Creates or replaces the schedule of the pair (service ids, or partner ids when `byPartner`). */
-  async put(businessId: string, doctorId: string, clinicId: string, byPartner: boolean, input: ScheduleInput, refused: FieldProblems = {}) {
+  async put(principal: Caller, doctorId: string, clinicId: string, byPartner: boolean, input: ScheduleInput, refused: FieldProblems = {}) {
+    const { businessId } = principal;
     const problems = checkRules(input, refused);
     if (Object.keys(problems).length > 0) throw invalid(problems);
     return inTransaction(this.#deps.db, async (trx) => {
       const pair = await this.#pair(trx, businessId, doctorId, clinicId, byPartner, true);
       const now = Date.now();
+      const id = newId('sch');
       const row = await repo.upsert(trx, {
-        id: newId('sch'),
+        id,
         business_id: businessId,
         clinic_id: pair.clinicId,
         doctor_id: pair.doctorId,
@@ -89,7 +103,22 @@ export class ScheduleService {
         created_at: now,
         updated_at: now,
       });
-      return toView(row);
+      const view = toView(row);
+      await recordEvent(trx, {
+        businessId,
+        type: 'schedule.updated',
+        payload: {
+          ...envelope('schedule.updated', principal, now),
+          data: {
+            action: row.id === id ? 'created' : 'replaced',
+            schedule_id: row.id,
+            doctor_id: row.doctor_id,
+            clinic_id: row.clinic_id,
+            schedule: { ...view },
+          },
+        },
+      });
+      return view;
     });
   }
 
@@ -101,12 +130,21 @@ export class ScheduleService {
   }
 
   /** Bookings of the pair are then taken at any time again; booked appointments stay as they are. */
-  async delete(businessId: string, doctorId: string, clinicId: string, byPartner: boolean): Promise<void> {
+  async delete(principal: Caller, doctorId: string, clinicId: string, byPartner: boolean): Promise<void> {
+    const { businessId } = principal;
     await inTransaction(this.#deps.db, async (trx) => {
       const pair = await this.#pair(trx, businessId, doctorId, clinicId, byPartner, false);
       const row = await repo.find(trx, businessId, pair.clinicId, pair.doctorId);
       if (!row) throw AppError.notFound('Schedule not found');
       await repo.remove(trx, businessId, row.id);
+      await recordEvent(trx, {
+        businessId,
+        type: 'schedule.deleted',
+        payload: {
+          ...envelope('schedule.deleted', principal, Date.now()),
+          data: { schedule_id: row.id, doctor_id: row.doctor_id, clinic_id: row.clinic_id },
+        },
+      });
     });
   }
 

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
-import { createPractice, request, type Practice } from '../appointments/support.ts';
+import { createPractice, events, request, type Practice } from '../appointments/support.ts';
+import { assertEventBody } from '../webhooks/event-schemas.ts';
 import { schedulePath, setSchedule, WEEKLY } from './support.ts';
 
 describe(`schedules: CRUD (${DIALECT})`, () => {
@@ -15,6 +16,34 @@ describe(`schedules: CRUD (${DIALECT})`, () => {
   after(async () => t.close());
 
   const call = (method: string, url: string, payload?: unknown, token = p.client.token) => request(t, token, method, url, payload);
+
+  it('records schedule.updated (created, then replaced) and schedule.deleted, in the change’s transaction', async () => {
+    const q = await createPractice(t);
+    const first = await setSchedule(t, q);
+    await setSchedule(t, q, { ...WEEKLY, capacity: 5 });
+    assert.equal((await request(t, q.client.token, 'DELETE', schedulePath(q))).statusCode, 200);
+    const updated = await events(t, q.client.businessId, 'schedule.updated');
+    assert.deepEqual(
+      updated.map((e) => [e.payload.data.action, e.payload.data.schedule.capacity]),
+      [
+        ['created', 3],
+        ['replaced', 5],
+      ],
+    );
+    const deleted = await events(t, q.client.businessId, 'schedule.deleted');
+    assert.deepEqual(
+      deleted.map((e) => e.payload.data),
+      [{ schedule_id: first.schedule_id, doctor_id: q.doctorId, clinic_id: q.clinicId }],
+    );
+    for (const e of [...updated, ...deleted]) {
+      assertEventBody(e.payload);
+      assert.equal(e.payload.client_id, q.client.clientId);
+    }
+    // A refused change records nothing.
+    const refused = await request(t, q.client.token, 'PUT', schedulePath(q), { ...WEEKLY, slot_minutes: 0 });
+    assert.equal(refused.statusCode, 400);
+    assert.equal((await events(t, q.client.businessId, 'schedule.updated')).length, 2);
+  });
 
   it('sets, reads, replaces and deletes a schedule, by service ids and by partner ids', async () => {
     assert.equal((await call('GET', schedulePath(p))).statusCode, 404);
