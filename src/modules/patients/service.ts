@@ -6,6 +6,7 @@
  * devices name a patient by either id through `canonicalRef`.
  */
 import type { Kysely } from 'kysely';
+import type { Principal } from '../../auth/principal.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
@@ -624,7 +625,7 @@ export class PatientService {
    * kept under both patients with one case id are refused (409): merging would lose one of them.
    */
   async merge(
-    principal: { businessId: string; clientId: string },
+    principal: Pick<Principal, 'businessId' | 'clientId'>,
     survivorId: string,
     duplicateId: string,
     byPartner: boolean,

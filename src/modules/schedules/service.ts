@@ -5,6 +5,7 @@
  * lock serialises the bookings of that session.
  */
 import type { Kysely } from 'kysely';
+import type { Principal } from '../../auth/principal.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
@@ -63,10 +64,7 @@ interface Pair {
 }
 
 /** Who changes a schedule: the business, and the API client its events name. */
-export interface Caller {
-  businessId: string;
-  clientId: string;
-}
+type Caller = Pick<Principal, 'businessId' | 'clientId'>;
 
 function envelope<N extends 'schedule.updated' | 'schedule.deleted'>(event: N, principal: Caller, now: number) {
   const at = Math.floor(now / 1000);
