@@ -12,18 +12,16 @@ const TAG = 16;
 
 export class SealedTokens {
   readonly #key: Buffer;
-  readonly #purpose: string;
 
   /** `purpose` separates the keys (and tokens) of different uses of the same master key. */
   constructor(masterKey: Buffer, purpose: string) {
     this.#key = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), purpose, 32));
-    this.#purpose = purpose;
   }
 
   seal(values: readonly unknown[], associatedData: string): string {
     const nonce = randomBytes(NONCE);
     const cipher = createCipheriv('aes-256-gcm', this.#key, nonce);
-    cipher.setAAD(this.#aad(associatedData));
+    cipher.setAAD(Buffer.from(associatedData, 'utf8'));
     const sealed = Buffer.concat([cipher.update(JSON.stringify(values), 'utf8'), cipher.final()]);
     return Buffer.concat([Buffer.of(VERSION), nonce, sealed, cipher.getAuthTag()]).toString('base64url');
   }
@@ -35,7 +33,7 @@ export class SealedTokens {
     if (raw.length < 1 + NONCE + TAG + 2 || raw[0] !== VERSION) return null;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(1, 1 + NONCE));
-      decipher.setAAD(this.#aad(associatedData));
+      decipher.setAAD(Buffer.from(associatedData, 'utf8'));
       decipher.setAuthTag(raw.subarray(raw.length - TAG));
       const plaintext = Buffer.concat([decipher.update(raw.subarray(1 + NONCE, raw.length - TAG)), decipher.final()]);
       const values: unknown = JSON.parse(plaintext.toString('utf8'));
@@ -43,9 +41,5 @@ export class SealedTokens {
     } catch {
       return null;
     }
-  }
-
-  #aad(associatedData: string): Buffer {
-    return Buffer.from(JSON.stringify([this.#purpose, VERSION, associatedData]), 'utf8');
   }
 }

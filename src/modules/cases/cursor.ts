@@ -36,5 +36,5 @@ export class CursorCodec {
 }
 
 function walkOf(businessId: string, patientRef: string): string {
-  return JSON.stringify([businessId, patientRef]);
+  return JSON.stringify(['cases-cursor', 1, businessId, patientRef]);
 }
