@@ -10,6 +10,12 @@ import type { TableRule } from './rules.ts';
  * rows another transaction holds (a job being claimed or settled) are skipped, not waited for.
  */
 export async function deleteBatch(db: Kysely<Database>, rule: TableRule, cutoff: number, limit: number): Promise<number> {
+  const result = await batchStatement(db, rule, cutoff, limit).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** The statement of one batch (EXPLAIN it to see the index a rule's batches use). */
+export function batchStatement(db: Kysely<Database>, rule: TableRule, cutoff: number, limit: number) {
   // The rule's table and columns were checked where it was declared (rules.ts).
   const loose = db as unknown as Kysely<Record<string, Record<string, unknown>>>;
   let chosen = loose
@@ -20,9 +26,5 @@ export async function deleteBatch(db: Kysely<Database>, rule: TableRule, cutoff:
     .orderBy(rule.age)
     .limit(limit);
   if (isPostgres(db)) chosen = chosen.forUpdate().skipLocked();
-  const result = await loose
-    .deleteFrom(rule.table)
-    .where(sql<SqlBool>`(${sql.join(rule.key.map((column) => sql.ref(column)))}) in (${chosen})`)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return loose.deleteFrom(rule.table).where(sql<SqlBool>`(${sql.join(rule.key.map((column) => sql.ref(column)))}) in (${chosen})`);
 }

@@ -5,7 +5,7 @@
  * what else makes a row prunable. A row whose age column is null is never old. Adding a rule is one
  * entry here (and, for a large table, an index on its age column: migrations/0019_retention.ts).
  */
-import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneChains } from '../../audit/prune.ts';
 import type { RetentionConfig } from '../../config.ts';
@@ -51,6 +51,15 @@ export interface CustomRule {
 
 export type RetentionRule = TableRule | CustomRule;
 
+/**
+ * Whether no row of `rows` exists. LIMIT 1 OFFSET 0 keeps it a look-up per candidate through the
+ * child's index: PostgreSQL would otherwise turn NOT EXISTS into an anti join, and right after the
+ * children were pruned (statistics not yet updated) it hashes the whole child table for every batch.
+ */
+function none<DB, TB extends keyof DB, O>(rows: SelectQueryBuilder<DB, TB, O>): Expression<SqlBool> {
+  return sql<SqlBool>`not exists ${rows.limit(1).offset(0)}`;
+}
+
 const notPending = (eb: ExpressionBuilder<Database, 'webhook_deliveries' | 'push_deliveries'>) => eb('status', '<>', 'pending');
 
 export const RULES: readonly RetentionRule[] = [
@@ -90,17 +99,15 @@ export const RULES: readonly RetentionRule[] = [
     days: (c) => c.eventsDays,
     where: (eb) =>
       eb.and([
-        eb.not(eb.exists(eb.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'events.id'))),
+        none(eb.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'events.id')),
         // Not dispatched yet (its dispatch job's dedupe key is the event's id).
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('jobs as j')
-              .select('j.id')
-              .where('j.kind', '=', EVENT_DISPATCH)
-              .whereRef('j.dedupe_key', '=', 'events.id')
-              .where('j.status', 'in', ['pending', 'running']),
-          ),
+        none(
+          eb
+            .selectFrom('jobs as j')
+            .select('j.id')
+            .where('j.kind', '=', EVENT_DISPATCH)
+            .whereRef('j.dedupe_key', '=', 'events.id')
+            .where('j.status', 'in', ['pending', 'running']),
         ),
       ]),
   }),
