@@ -60,6 +60,11 @@ function none<DB, TB extends keyof DB, O>(rows: SelectQueryBuilder<DB, TB, O>): 
   return sql<SqlBool>`not exists ${rows.limit(1).offset(0)}`;
 }
 
+/** Whether some row of `rows` exists, looked up as `none` does. */
+function some<DB, TB extends keyof DB, O>(rows: SelectQueryBuilder<DB, TB, O>): Expression<SqlBool> {
+  return sql<SqlBool>`exists ${rows.limit(1).offset(0)}`;
+}
+
 const notPending = (eb: ExpressionBuilder<Database, 'webhook_deliveries' | 'push_deliveries'>) => eb('status', '<>', 'pending');
 
 export const RULES: readonly RetentionRule[] = [
@@ -109,6 +114,18 @@ export const RULES: readonly RetentionRule[] = [
             .whereRef('j.dedupe_key', '=', 'events.id')
             .where('j.status', 'in', ['pending', 'running']),
         ),
+        // The last event of an ordering key stays: the key's next event is numbered after it (outbox.ts).
+        eb.or([
+          eb('ordering_key', 'is', null),
+          some(
+            eb
+              .selectFrom('events as later')
+              .select('later.id')
+              .whereRef('later.business_id', '=', 'events.business_id')
+              .whereRef('later.ordering_key', '=', 'events.ordering_key')
+              .whereRef('later.sequence', '>', 'events.sequence'),
+          ),
+        ]),
       ]),
   }),
   rule({

@@ -102,6 +102,26 @@ describe(`retention (${DIALECT})`, () => {
     assert.deepEqual(await ids('events', [waiting]), []);
   });
 
+  it("the last event of an ordering key stays, so that the key's next event is numbered after it", async () => {
+    const now = Date.now();
+    const old = now - t.ctx.config.retention.eventsDays * DAY - MINUTE;
+    const b = client.businessId;
+    const key = 'appointment:apt_kept';
+    const first = await insertEvent(t, b, old - 2, { key, sequence: 1 });
+    const second = await insertEvent(t, b, old - 1, { key, sequence: 2 });
+    const last = await insertEvent(t, b, old, { key, sequence: 3 });
+    const report = await retention().run(undefined, now);
+    assert.equal(report.pruned.events, 2);
+    assert.deepEqual(await ids('events', [first, second, last]), [last]);
+    const appointment = await db(t)
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('sequence').as('last'))
+      .where('business_id', '=', b)
+      .where('ordering_key', '=', key)
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(appointment.last), 3);
+  });
+
   it('push notifications and their deliveries: once every delivery is settled and old', async () => {
     const now = Date.now();
     const days = t.ctx.config.retention.pushDays;
@@ -263,7 +283,7 @@ describe(`retention (${DIALECT})`, () => {
     const byRule = Object.fromEntries(metric.values.map((v) => [v.labels.rule, v.value]));
     // What the tests above pruned.
     assert.equal(byRule['jobs.succeeded'], BATCH * 2 + 3);
-    assert.equal(byRule.events, 3);
+    assert.equal(byRule.events, 5);
     assert.equal(byRule.push_deliveries, 4);
     assert.equal(metric.values.find((v) => v.labels.rule === 'events')?.labels.table, 'events');
 

@@ -39,11 +39,19 @@ export async function insertJob(t: TestApp, row: Partial<Insertable<Database['jo
   return id;
 }
 
-export async function insertEvent(t: TestApp, businessId: string, createdAt: number): Promise<string> {
+export async function insertEvent(t: TestApp, businessId: string, createdAt: number, ordering?: { key: string; sequence: number }): Promise<string> {
   const id = newId('evt');
   await db(t)
     .insertInto('events')
-    .values({ id, business_id: businessId, type: 'appointment.created', payload: '{}', created_at: createdAt })
+    .values({
+      id,
+      business_id: businessId,
+      type: 'appointment.created',
+      payload: '{}',
+      created_at: createdAt,
+      ordering_key: ordering?.key ?? null,
+      sequence: ordering?.sequence ?? null,
+    })
     .execute();
   return id;
 }
