@@ -14,6 +14,8 @@ import { createTestApp, createTestClient, DIALECT, type TestApp } from '../suppo
 
 const DAY = 86_400_000;
 const BATCH = 10;
+/** Entries this far either side of the cutoff: those of earlier tests stay young in the later tests' runs. */
+const MARGIN = 10 * 60_000;
 
 describe(`access log retention (${DIALECT})`, () => {
   let t: TestApp;
@@ -51,8 +53,8 @@ describe(`access log retention (${DIALECT})`, () => {
     const { businessId } = await createTestClient(t.ctx);
     const cutoff = now - t.ctx.config.retention.accessLogDays * DAY;
     const entries = [
-      ...Array.from({ length: old }, (_, i) => entry(businessId, cutoff - 60_000 - (old - i))),
-      ...Array.from({ length: young }, (_, i) => entry(businessId, cutoff + 60_000 + i)),
+      ...Array.from({ length: old }, (_, i) => entry(businessId, cutoff - MARGIN - (old - i))),
+      ...Array.from({ length: young }, (_, i) => entry(businessId, cutoff + MARGIN + i)),
     ];
     await appendChained(db(), businessId, entries);
     return businessId;

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { EVENT_DISPATCH } from '../../../src/jobs/outbox.ts';
 import { RETENTION_JOB } from '../../../src/modules/retention/index.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
-import { count, DAY, db, insertDelivery, insertEvent, insertJob, insertNotification, insertSubscription, MINUTE } from './support.ts';
+import { count, DAY, db, insertDelivery, insertEvent, insertJob, insertNotification, insertSubscription, MARGIN } from './support.ts';
 
 const BATCH = 10;
 
@@ -37,17 +37,17 @@ describe(`retention (${DIALECT})`, () => {
   it('jobs: succeeded ones after CPS_RETENTION_JOBS_DAYS, failed ones after CPS_RETENTION_FAILED_JOBS_DAYS, unfinished ones never', async () => {
     const now = Date.now();
     const { jobsDays, failedJobsDays } = t.ctx.config.retention;
-    const oldSucceeded = now - jobsDays * DAY - MINUTE;
+    const oldSucceeded = now - jobsDays * DAY - MARGIN;
     const old = await Promise.all(
       Array.from({ length: BATCH * 2 + 3 }, (_, i) =>
         insertJob(t, { status: 'succeeded', finished_at: oldSucceeded - i, created_at: oldSucceeded - DAY }),
       ),
     );
-    const oldFailed = await insertJob(t, { status: 'failed', finished_at: now - failedJobsDays * DAY - MINUTE });
+    const oldFailed = await insertJob(t, { status: 'failed', finished_at: now - failedJobsDays * DAY - MARGIN });
     const kept = [
-      await insertJob(t, { status: 'succeeded', finished_at: now - jobsDays * DAY + MINUTE }),
+      await insertJob(t, { status: 'succeeded', finished_at: now - jobsDays * DAY + MARGIN }),
       // Older than the succeeded jobs' period, younger than the failed ones'.
-      await insertJob(t, { status: 'failed', finished_at: now - failedJobsDays * DAY + MINUTE }),
+      await insertJob(t, { status: 'failed', finished_at: now - failedJobsDays * DAY + MARGIN }),
       await insertJob(t, { status: 'pending', created_at: now - 400 * DAY, due_at: now - 400 * DAY }),
       await insertJob(t, { status: 'running', created_at: now - 400 * DAY, started_at: now - 400 * DAY }),
     ];
@@ -60,8 +60,8 @@ describe(`retention (${DIALECT})`, () => {
   it('events and their delivery rows: once every delivery is settled and old; never with a pending delivery or an unfinished dispatch', async () => {
     const now = Date.now();
     const days = t.ctx.config.retention.eventsDays;
-    const old = now - days * DAY - MINUTE;
-    const young = now - days * DAY + MINUTE;
+    const old = now - days * DAY - MARGIN;
+    const young = now - days * DAY + MARGIN;
     const b = client.businessId;
     const sub = await insertSubscription(t, b);
     const sub2 = await insertSubscription(t, b);
@@ -104,7 +104,7 @@ describe(`retention (${DIALECT})`, () => {
 
   it("the last event of an ordering key stays, so that the key's next event is numbered after it", async () => {
     const now = Date.now();
-    const old = now - t.ctx.config.retention.eventsDays * DAY - MINUTE;
+    const old = now - t.ctx.config.retention.eventsDays * DAY - MARGIN;
     const b = client.businessId;
     const key = 'appointment:apt_kept';
     const first = await insertEvent(t, b, old - 2, { key, sequence: 1 });
@@ -125,8 +125,8 @@ describe(`retention (${DIALECT})`, () => {
   it('push notifications and their deliveries: once every delivery is settled and old', async () => {
     const now = Date.now();
     const days = t.ctx.config.retention.pushDays;
-    const old = now - days * DAY - MINUTE;
-    const young = now - days * DAY + MINUTE;
+    const old = now - days * DAY - MARGIN;
+    const young = now - days * DAY + MARGIN;
     const b = client.businessId;
     const done = await insertNotification(t, b, old, [
       { status: 'sent', updatedAt: old },
@@ -153,8 +153,8 @@ describe(`retention (${DIALECT})`, () => {
   it('refresh tokens: expired or revoked longer ago than the period; live and spent-but-unexpired ones stay', async () => {
     const now = Date.now();
     const days = t.ctx.config.retention.refreshTokensDays;
-    const old = now - days * DAY - MINUTE;
-    const young = now - days * DAY + MINUTE;
+    const old = now - days * DAY - MARGIN;
+    const young = now - days * DAY + MARGIN;
     const token = async (fields: { expires_at: number; used_at?: number; revoked_at?: number }, family = 'rtf_live') => {
       const id = `rt_${Math.random().toString(36).slice(2)}`;
       await db(t)
@@ -191,8 +191,8 @@ describe(`retention (${DIALECT})`, () => {
     const now = Date.now();
     const r = t.ctx.config.retention;
     const b = client.businessId;
-    const before = (days: number) => now - days * DAY - MINUTE;
-    const within = (days: number) => now - days * DAY + MINUTE;
+    const before = (days: number) => now - days * DAY - MARGIN;
+    const within = (days: number) => now - days * DAY + MARGIN;
     const key = (name: string, expiresAt: number) => ({
       business_id: b,
       idempotency_key: name,
@@ -207,7 +207,7 @@ describe(`retention (${DIALECT})`, () => {
     });
     await db(t)
       .insertInto('idempotency_keys')
-      .values([key('expired', before(r.idempotencyKeysDays)), key('live', now + MINUTE)])
+      .values([key('expired', before(r.idempotencyKeysDays)), key('live', now + MARGIN)])
       .execute();
     const item = (id: string, status: 'A' | 'D', updatedAt: number) => ({
       business_id: b,
@@ -300,7 +300,7 @@ describe(`retention (${DIALECT})`, () => {
     assert.equal(Number(jobs[0]!.due_at) % every, 0);
     assert.ok(Number(jobs[0]!.due_at) > Date.now() && Number(jobs[0]!.due_at) <= Date.now() + every);
 
-    const stale = await insertJob(t, { status: 'succeeded', finished_at: Date.now() - t.ctx.config.retention.jobsDays * DAY - MINUTE });
+    const stale = await insertJob(t, { status: 'succeeded', finished_at: Date.now() - t.ctx.config.retention.jobsDays * DAY - MARGIN });
     await db(t).updateTable('jobs').set({ due_at: Date.now() }).where('kind', '=', RETENTION_JOB).execute();
     await t.ctx.jobs.runDue();
     const ran = await db(t).selectFrom('jobs').select('status').where('kind', '=', RETENTION_JOB).execute();
