@@ -1,5 +1,6 @@
 /**
- * The `cps` command: serve, migrate, business create, client create, and the catalogue importers.
+ * The `cps` command: serve, migrate, business create, client create, the catalogue importers, audit
+ * verify and retention run.
  * Commands that create something print JSON on stdout; errors go to stderr with exit code 1 (2 for usage).
  */
 import { parseArgs } from 'node:util';
@@ -10,6 +11,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { BusinessService } from './modules/businesses/index.ts';
+import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { closeOnSignals, startServer } from './server.ts';
 
@@ -25,6 +27,8 @@ const USAGE = `Usage: cps <command>
   import labs FILE                        import lab tests: LOINC lab orders CSV or NDJSON
   audit verify [--business ID]            check the access log's hash chains (every business, or one);
                                           exit code 1 and the first broken link when one is broken
+  retention run                           delete what is kept no longer, now (the service does it every
+                                          CPS_RETENTION_INTERVAL_MINUTES); prints the rows deleted per rule
 
 Configuration comes from the environment (see README.md).`;
 
@@ -97,6 +101,13 @@ const commands: Record<string, Command> = {
     const ok = chains.every((chain) => chain.ok);
     printJson({ ok, chains });
     if (!ok) throw new ChainBroken('the access log chain is broken');
+  },
+
+  async 'retention run'(args, config) {
+    parseArgs({ args, options: {} });
+    // Its log line goes to stderr: stdout holds the report.
+    const logger = createLogger(config.logLevel, process.stderr);
+    printJson(await withStorage(config, (storage) => runRetention(storage.db, config.retention, logger)));
   },
 };
 

@@ -75,7 +75,38 @@ export interface Config {
   auditFlushEntries: number;
   /** CPS_AUDIT_SYNC: 'write' (default) or 'fsync' before an answer is sent (src/audit/log.ts). */
   auditSync: 'write' | 'fsync';
+  /** How long each kind of row is kept before the retention job deletes it (src/modules/retention/). */
+  retention: RetentionConfig;
 }
+
+/** Days each kind of row is kept (CPS_RETENTION_*_DAYS), how often the retention job runs and its batch size. */
+export interface RetentionConfig {
+  /** Access log entries (at least a year: the DPDP Rules' minimum). */
+  accessLogDays: number;
+  /** Succeeded jobs, after they finished. */
+  jobsDays: number;
+  /** Failed jobs, after they finished. */
+  failedJobsDays: number;
+  /** Events and their webhook delivery rows, once every delivery is settled. */
+  eventsDays: number;
+  /** Push notifications and their delivery rows, once every delivery is settled. */
+  pushDays: number;
+  /** Refresh tokens, after they expired or were revoked. */
+  refreshTokensDays: number;
+  /** Idempotency keys, after they expired. */
+  idempotencyKeysDays: number;
+  /** Deleted cases' tombstones, after the delete. */
+  caseTombstonesDays: number;
+  /** OPD token counters, after their session began. */
+  scheduleTokensDays: number;
+  /** Minutes between two runs of the retention job. */
+  intervalMinutes: number;
+  /** Rows deleted per statement (each its own short transaction). */
+  batchSize: number;
+}
+
+/** The access log is kept at least this long: the DPDP Rules ask for a year of access logs. */
+export const MIN_ACCESS_LOG_DAYS = 365;
 
 type Env = Record<string, string | undefined>;
 
@@ -227,6 +258,24 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 1000, 1, 3_600_000),
     auditFlushEntries: int(env, 'CPS_AUDIT_FLUSH_ENTRIES', 5000, 1, 100_000),
     auditSync,
+    retention: retentionConfig(env),
+  };
+}
+
+function retentionConfig(env: Env): RetentionConfig {
+  const days = (name: string, fallback: number, min = 1) => int(env, `CPS_RETENTION_${name}_DAYS`, fallback, min, 36_500);
+  return {
+    accessLogDays: days('ACCESS_LOG', 365, MIN_ACCESS_LOG_DAYS),
+    jobsDays: days('JOBS', 7),
+    failedJobsDays: days('FAILED_JOBS', 30),
+    eventsDays: days('EVENTS', 30),
+    pushDays: days('PUSH', 30),
+    refreshTokensDays: days('REFRESH_TOKENS', 7, 0),
+    idempotencyKeysDays: days('IDEMPOTENCY_KEYS', 0, 0),
+    caseTombstonesDays: days('CASE_TOMBSTONES', 180),
+    scheduleTokensDays: days('SCHEDULE_TOKENS', 90),
+    intervalMinutes: int(env, 'CPS_RETENTION_INTERVAL_MINUTES', 60, 1, 1440),
+    batchSize: int(env, 'CPS_RETENTION_BATCH', 500, 10, 10_000),
   };
 }
 

@@ -109,6 +109,46 @@ describe('config', () => {
     failsNaming({ CPS_LOGIN_HASH_QUEUE: '100001' }, 'CPS_LOGIN_HASH_QUEUE');
   });
 
+  it('reads the retention periods, keeps the access log at least a year, and refuses a bad period', () => {
+    assert.deepEqual(loadConfig({}).retention, {
+      accessLogDays: 365,
+      jobsDays: 7,
+      failedJobsDays: 30,
+      eventsDays: 30,
+      pushDays: 30,
+      refreshTokensDays: 7,
+      idempotencyKeysDays: 0,
+      caseTombstonesDays: 180,
+      scheduleTokensDays: 90,
+      intervalMinutes: 60,
+      batchSize: 500,
+    });
+    const set = loadConfig({
+      CPS_RETENTION_ACCESS_LOG_DAYS: '730',
+      CPS_RETENTION_JOBS_DAYS: '2',
+      CPS_RETENTION_FAILED_JOBS_DAYS: '14',
+      CPS_RETENTION_EVENTS_DAYS: '90',
+      CPS_RETENTION_PUSH_DAYS: '10',
+      CPS_RETENTION_REFRESH_TOKENS_DAYS: '0',
+      CPS_RETENTION_IDEMPOTENCY_KEYS_DAYS: '3',
+      CPS_RETENTION_CASE_TOMBSTONES_DAYS: '365',
+      CPS_RETENTION_SCHEDULE_TOKENS_DAYS: '30',
+      CPS_RETENTION_INTERVAL_MINUTES: '15',
+      CPS_RETENTION_BATCH: '1000',
+    }).retention;
+    assert.deepEqual(
+      [set.accessLogDays, set.jobsDays, set.failedJobsDays, set.eventsDays, set.pushDays, set.refreshTokensDays, set.idempotencyKeysDays],
+      [730, 2, 14, 90, 10, 0, 3],
+    );
+    assert.deepEqual([set.caseTombstonesDays, set.scheduleTokensDays, set.intervalMinutes, set.batchSize], [365, 30, 15, 1000]);
+    failsNaming({ CPS_RETENTION_ACCESS_LOG_DAYS: '364' }, 'CPS_RETENTION_ACCESS_LOG_DAYS');
+    failsNaming({ CPS_RETENTION_JOBS_DAYS: '0' }, 'CPS_RETENTION_JOBS_DAYS');
+    failsNaming({ CPS_RETENTION_EVENTS_DAYS: 'thirty' }, 'CPS_RETENTION_EVENTS_DAYS');
+    failsNaming({ CPS_RETENTION_CASE_TOMBSTONES_DAYS: '-1' }, 'CPS_RETENTION_CASE_TOMBSTONES_DAYS');
+    failsNaming({ CPS_RETENTION_BATCH: '5' }, 'CPS_RETENTION_BATCH');
+    failsNaming({ CPS_RETENTION_INTERVAL_MINUTES: '0' }, 'CPS_RETENTION_INTERVAL_MINUTES');
+  });
+
   it('reads CPS_TRUST_PROXY as proxy addresses and ranges, and refuses anything else', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.deepEqual(loadConfig({ CPS_TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1' }).trustProxy, ['10.0.0.1', '10.1.0.0/16', '::1']);

@@ -165,3 +165,48 @@ export async function chainedPage(db: Db, businessId: string, afterSeq: number, 
     .execute();
   return rows.map((row) => ({ ...row, seq: Number(row.seq), at: Number(row.at) }) as ChainedEntry);
 }
+
+/** The last pruned entry of a business's chain (where what is left of it begins), if any was pruned. */
+export async function prunedAnchor(db: Db, businessId: string): Promise<{ seq: number; hash: string } | undefined> {
+  const anchor = await db.selectFrom('access_log_pruned').select(['seq', 'hash']).where('business_id', '=', businessId).executeTakeFirst();
+  return anchor && { seq: Number(anchor.seq), hash: anchor.hash };
+}
+
+/**
+ * Deletes a business's chained entries after `from` up to and including `to`, and records `to` as the
+ * chain's new anchor, in one transaction. The anchor moves only from where the caller found it (`from`),
+ * so two prunes of one chain at once cannot both apply; false when the anchor had moved.
+ */
+export async function deletePrefix(
+  db: Kysely<Database>,
+  businessId: string,
+  from: { seq: number; pruned: boolean },
+  to: { seq: number; hash: string },
+): Promise<number | false> {
+  return inTransaction(db, async (trx) => {
+    const now = Date.now();
+    const moved = from.pruned
+      ? await trx
+          .updateTable('access_log_pruned')
+          .set({ seq: to.seq, hash: to.hash, pruned_at: now })
+          .where('business_id', '=', businessId)
+          .where('seq', '=', from.seq)
+          .executeTakeFirst()
+          .then((r) => r.numUpdatedRows > 0n)
+      : await trx
+          .insertInto('access_log_pruned')
+          .values({ business_id: businessId, seq: to.seq, hash: to.hash, pruned_at: now })
+          .onConflict((c) => c.column('business_id').doNothing())
+          .returning('business_id')
+          .executeTakeFirst()
+          .then((row) => row !== undefined);
+    if (!moved) return false;
+    const deleted = await trx
+      .deleteFrom('access_log')
+      .where('business_id', '=', businessId)
+      .where('seq', '>', from.seq)
+      .where('seq', '<=', to.seq)
+      .executeTakeFirst();
+    return Number(deleted.numDeletedRows);
+  });
+}

@@ -2,15 +2,20 @@
  * `cps audit verify`: walks each business's chain from its first entry and recomputes every link.
  * A changed row no longer matches its hash, a deleted one leaves a gap in seq or a prev_hash that
  * names no row, and deleting the newest rows leaves the chain short of its head (access_log_heads).
+ * Once retention pruned the oldest entries, the walk starts from the last pruned one's seq and hash
+ * (access_log_pruned, see prune.ts): deleting the first entry left after it is a gap like any other.
  */
 import type { Db } from '../db/index.ts';
 import { entryHash, GENESIS } from './entry.ts';
-import { chainedBusinesses, chainedPage, chainHead } from './store.ts';
+import { chainedBusinesses, chainedPage, chainHead, prunedAnchor } from './store.ts';
 
 export interface ChainReport {
   business_id: string;
+  /** Entries checked (those left after any pruning). */
   entries: number;
   ok: boolean;
+  /** The seq of the last entry retention pruned: the chain is checked from the one after it. */
+  pruned_through?: number;
   /** The first broken link: the position where the chain stops holding, and why. */
   broken?: { seq: number; entry_id: string | null; reason: string };
 }
@@ -26,12 +31,16 @@ export async function verifyChains(db: Db, businessId?: string): Promise<ChainRe
 
 export async function verifyChain(db: Db, businessId: string): Promise<ChainReport> {
   const head = await chainHead(db, businessId);
-  let expectedSeq = 1;
-  let prev = GENESIS;
+  const anchor = await prunedAnchor(db, businessId);
+  const first = (anchor?.seq ?? 0) + 1;
+  let expectedSeq = first;
+  let prev = anchor?.hash ?? GENESIS;
+  const pruned = anchor ? { pruned_through: anchor.seq } : {};
   const fail = (seq: number, entryId: string | null, reason: string): ChainReport => ({
     business_id: businessId,
-    entries: expectedSeq - 1,
+    entries: expectedSeq - first,
     ok: false,
+    ...pruned,
     broken: { seq, entry_id: entryId, reason },
   });
   for (;;) {
@@ -45,11 +54,12 @@ export async function verifyChain(db: Db, businessId: string): Promise<ChainRepo
     }
     if (rows.length < PAGE) break;
   }
-  const entries = expectedSeq - 1;
+  const end = expectedSeq - 1;
+  const entries = expectedSeq - first;
   if (!head) {
-    return entries === 0 ? { business_id: businessId, entries, ok: true } : fail(1, null, 'the chain has no head record');
+    return end === 0 ? { business_id: businessId, entries, ok: true } : fail(1, null, 'the chain has no head record');
   }
-  if (head.seq !== entries) return fail(entries + 1, null, `the chain ends at ${entries} but its head is at ${head.seq} (entries deleted)`);
-  if (head.hash !== prev) return fail(entries, null, 'the last entry is not the head of the chain');
-  return { business_id: businessId, entries, ok: true };
+  if (head.seq !== end) return fail(end + 1, null, `the chain ends at ${end} but its head is at ${head.seq} (entries deleted)`);
+  if (head.hash !== prev) return fail(end, null, 'the last entry is not the head of the chain');
+  return { business_id: businessId, entries, ok: true, ...pruned };
 }

@@ -468,6 +468,14 @@ export interface AccessLogHeadsTable {
   hash: string;
 }
 
+/** Where a business's access log chain begins once its oldest entries were pruned: the last pruned entry. */
+export interface AccessLogPrunedTable {
+  business_id: string;
+  seq: number;
+  hash: string;
+  pruned_at: number;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -499,6 +507,7 @@ export interface Database {
   push_deliveries: PushDeliveriesTable;
   access_log: AccessLogTable;
   access_log_heads: AccessLogHeadsTable;
+  access_log_pruned: AccessLogPrunedTable;
 }
 
 export type { Generated };

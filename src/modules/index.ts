@@ -10,6 +10,7 @@ import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
 import { patientsModule } from './patients/index.ts';
 import { pushModule } from './push/index.ts';
+import { retentionModule } from './retention/index.ts';
 import { reviewsModule } from './reviews/index.ts';
 import { schedulesModule } from './schedules/index.ts';
 import { searchModule } from './search/index.ts';
@@ -34,6 +35,7 @@ export function createModules(ctx: AppContext) {
     reviews: reviewsModule(ctx),
     push: pushModule(ctx),
     audit: auditModule(ctx),
+    retention: retentionModule(ctx),
   };
 }
 

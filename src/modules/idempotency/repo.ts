@@ -90,24 +90,3 @@ export async function deleteClaim(db: Db, businessId: string, key: string, claim
     .where('claim', '=', claim)
     .execute();
 }
-
-/** Deletes up to `limit` keys expired by `now`, oldest first; returns how many. */
-export async function deleteExpired(db: Db, now: number, limit: number): Promise<number> {
-  const result = await db
-    .deleteFrom('idempotency_keys')
-    .where((eb) =>
-      eb(
-        eb.refTuple('business_id', 'idempotency_key'),
-        'in',
-        eb
-          .selectFrom('idempotency_keys')
-          .select(['business_id', 'idempotency_key'])
-          .where('expires_at', '<=', now)
-          .orderBy('expires_at')
-          .limit(limit)
-          .$asTuple('business_id', 'idempotency_key'),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}

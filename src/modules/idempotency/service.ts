@@ -4,16 +4,15 @@
  * the key and the same request fingerprint gets that response, one with another fingerprint is told
  * so, and one that arrives while the first runs waits for it (bounded). A claim is held by a lease
  * renewed while its request runs, so a process that dies frees its keys once the lease runs out.
- * The HTTP layer (src/http/idempotency.ts) decides what a request and a response are.
+ * The HTTP layer (src/http/idempotency.ts) decides what a request and a response are. Expired keys
+ * are deleted by the retention module (CPS_RETENTION_IDEMPOTENCY_KEYS_DAYS after they expire).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from 'pino';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { enqueue } from '../../jobs/queue.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { randomToken } from '../../security/secrets.ts';
-import { completeClaim, deleteClaim, deleteExpired, findKey, insertClaim, renewClaim, takeOver } from './repo.ts';
+import { completeClaim, deleteClaim, findKey, insertClaim, renewClaim, takeOver } from './repo.ts';
 
 /** How long a stored response is replayed. */
 export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -21,11 +20,6 @@ export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
 export const CLAIM_LEASE_MS = 30_000;
 /** A request is not held longer than this: past it, its claim is left to lapse. */
 const MAX_HOLD_MS = 10 * 60 * 1000;
-/** Expired keys are deleted this many at a time (one short statement each). */
-export const PRUNE_BATCH = 500;
-/** The job that deletes expired keys; one is queued per hour in which responses were stored. */
-export const PRUNE_JOB = 'idempotency.prune';
-const PRUNE_SLOT_MS = 60 * 60 * 1000;
 /** The wait between looks at a key another request is running: doubles from the first to the last. */
 const FIRST_POLL_MS = 5;
 const LAST_POLL_MS = 100;
@@ -85,7 +79,6 @@ export type Begun =
 
 export interface IdempotencyServiceDeps {
   db: Kysely<Database>;
-  logger: Logger;
   /** Stored bodies are encrypted with it: they may hold a signing key or a patient's details. */
   masterKey: Buffer;
   /** How long a request waits for the running request that holds its key before it is refused. */
@@ -94,9 +87,6 @@ export interface IdempotencyServiceDeps {
 
 export class IdempotencyService {
   readonly #deps: IdempotencyServiceDeps;
-  /** The hour whose prune job this instance has queued (a dedupe key makes it one job for all processes). */
-  #pruneSlot = -1;
-
   constructor(deps: IdempotencyServiceDeps) {
     this.#deps = deps;
   }
@@ -153,51 +143,16 @@ export class IdempotencyService {
   async complete(claim: Claim, response: StoredResponse): Promise<boolean> {
     claim.stop();
     const { db } = this.#deps;
-    const stored = await completeClaim(db, claim.businessId, claim.key, claim.token, {
+    return completeClaim(db, claim.businessId, claim.key, claim.token, {
       status: response.status,
       content_type: response.contentType,
       body: encrypt(this.#deps.masterKey, response.body, sealedUnder(claim.businessId, claim.key)),
     });
-    if (stored) await this.#schedulePrune();
-    return stored;
   }
 
   /** Frees a claimed key without a response: the next request with it runs. */
   async release(claim: Claim): Promise<void> {
     claim.stop();
     await deleteClaim(this.#deps.db, claim.businessId, claim.key, claim.token);
-  }
-
-  /** Deletes the expired keys, PRUNE_BATCH at a time, until none is left or `signal` aborts. */
-  async pruneExpired(signal?: AbortSignal): Promise<number> {
-    const now = Date.now();
-    let total = 0;
-    for (;;) {
-      signal?.throwIfAborted();
-      const deleted = await deleteExpired(this.#deps.db, now, PRUNE_BATCH);
-      total += deleted;
-      if (deleted < PRUNE_BATCH) return total;
-    }
-  }
-
-  /**
-   * Queues the prune of the keys stored this hour, due when the last of them expires: one job per hour
-   * with stored responses, whichever process stores them (the job's dedupe key is the hour).
-   */
-  async #schedulePrune(): Promise<void> {
-    const slot = Math.floor(Date.now() / PRUNE_SLOT_MS);
-    if (slot === this.#pruneSlot) return;
-    try {
-      await enqueue(this.#deps.db, {
-        kind: PRUNE_JOB,
-        payload: { hour: slot },
-        dedupeKey: `hour:${slot}`,
-        dueAt: (slot + 1) * PRUNE_SLOT_MS + KEY_TTL_MS,
-      });
-      this.#pruneSlot = slot;
-    } catch (error) {
-      // The next stored response tries again; the keys are pruned by a later hour's job meanwhile.
-      this.#deps.logger.warn({ err: error }, 'idempotency: could not queue the prune of expired keys');
-    }
   }
 }

@@ -1,10 +1,9 @@
 /**
  * Idempotency-Key, happy paths: a retry with the key gets the first response without a second effect, on
- * every route that accepts the key; refused and failed requests are not kept; expired keys are pruned.
+ * every route that accepts the key; refused and failed requests are not kept; expired keys are deleted by retention.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { PRUNE_BATCH, PRUNE_JOB } from '../../../src/modules/idempotency/service.ts';
 import { DIALECT } from '../../support.ts';
 import { bookingBody, createPractice, events, START, type Practice } from '../appointments/support.ts';
 import { createPushTest, type PushTest } from '../push/support.ts';
@@ -234,14 +233,11 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
     assert.equal(replay.json().appointment_id, again.json().appointment_id);
   });
 
-  it('a stored response queues the prune of its hour, due once its keys expire; the job deletes expired keys in batches, not live ones', async () => {
+  it('retention deletes expired keys in batches, not live ones', async () => {
     const db = t.ctx.storage.db;
-    const jobs = await db.selectFrom('jobs').selectAll().where('kind', '=', PRUNE_JOB).execute();
-    assert.equal(jobs.length, 1, 'one prune job for the hour, however many keys were stored');
     const dayMs = 24 * 3600 * 1000;
-    assert.ok(jobs[0]!.due_at > Date.now() + dayMs - 1000 && jobs[0]!.due_at <= Date.now() + dayMs + 3600 * 1000);
-
-    const expired = PRUNE_BATCH * 2 + 7;
+    const batch = t.ctx.config.retention.batchSize;
+    const expired = batch * 2 + 7;
     const now = Date.now();
     const rows = Array.from({ length: expired }, (_, i) => ({
       business_id: p.client.businessId,
@@ -261,8 +257,8 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
         .values(rows.slice(i, i + 200))
         .execute();
     const live = await count('idempotency_keys');
-    await db.updateTable('jobs').set({ due_at: Date.now() }).where('kind', '=', PRUNE_JOB).execute();
-    await t.ctx.jobs.runDue();
+    const report = await t.modules.retention.service.run();
+    assert.equal(report.pruned.idempotency_keys, expired);
     const left = await db
       .selectFrom('idempotency_keys')
       .select(['idempotency_key', 'expires_at'])
@@ -270,8 +266,6 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
       .execute();
     assert.equal(left.length, live - expired);
     assert.ok(left.every((row) => row.expires_at > Date.now()));
-    const job = await db.selectFrom('jobs').select('status').where('kind', '=', PRUNE_JOB).executeTakeFirstOrThrow();
-    assert.equal(job.status, 'succeeded');
   });
 
   it('/openapi.json shows the header on every route that accepts it, and on no other', async () => {
