@@ -9,6 +9,7 @@ import { clinicsModule } from './clinics/index.ts';
 import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
 import { patientsModule } from './patients/index.ts';
+import { privacyModule } from './privacy/index.ts';
 import { pushModule } from './push/index.ts';
 import { reviewsModule } from './reviews/index.ts';
 import { schedulesModule } from './schedules/index.ts';
@@ -34,6 +35,7 @@ export function createModules(ctx: AppContext) {
     reviews: reviewsModule(ctx),
     push: pushModule(ctx),
     audit: auditModule(ctx),
+    privacy: privacyModule(ctx),
   };
 }
 
