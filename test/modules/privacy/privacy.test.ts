@@ -29,7 +29,7 @@ describe(`privacy: export and erasure (${DIALECT})`, () => {
 
   it('exports everything the business holds about the patient, then erases it so that no table holds the name or number', async () => {
     const who = person();
-    const { patientId, appointmentIds } = await seedPerson(t, client, who);
+    const { patientId, appointmentIds, practice } = await seedPerson(t, client, who);
     assert.ok((await findPerson(t, who)).length > 10, 'the seed put the person in many places');
 
     // The export: asked for by the partner's id, the same export while it is pending.
@@ -178,6 +178,20 @@ describe(`privacy: export and erasure (${DIALECT})`, () => {
     assert.equal(entries[0]!.with_change, 1);
     const chain = await verifyChain(t.ctx.storage.db, client.businessId);
     assert.ok(chain.ok, JSON.stringify(chain));
+
+    // A booking with the partner's id afterwards is a new patient, not the erased one.
+    const rebooked = await call(t, client.token, 'POST', '/dr/v1/appointment', {
+      clinic_id: practice.clinicId,
+      doctor_id: practice.doctorId,
+      appointment_details: { start_time: 1_990_000_000, end_time: 1_990_000_900 },
+      patient_details: { first_name: 'New', partner_patient_id: who.partnerId },
+    });
+    assert.equal(rebooked.statusCode, 201, rebooked.body);
+    const newcomer = (await call(t, client.token, 'GET', `/dr/v1/appointment/${rebooked.json().appointment_id}`)).json().patient_id;
+    assert.notEqual(newcomer, patientId);
+    const stub = await t.ctx.storage.db.selectFrom('patients').selectAll().where('id', '=', patientId).executeTakeFirstOrThrow();
+    assert.equal(stub.first_name, null);
+    assert.ok(stub.erased_at !== null);
   });
 
   it("a merged duplicate's id names the survivor: the export holds both, the erasure takes both", async () => {
@@ -266,6 +280,33 @@ describe(`privacy: security and expiry (${DIALECT})`, () => {
     const exporter = await createTestClient(t.ctx, { businessId: owner.businessId, scopes: ['privacy:export'] });
     assert.equal((await call(t, exporter.token, 'POST', `/privacy/v1/patients/${patientId}/export`)).statusCode, 202);
     assert.equal((await call(t, exporter.token, 'POST', `/privacy/v1/patients/${patientId}/erase`)).statusCode, 403);
+  });
+
+  it('two exports asked for at once are one; two erasures at once erase once and answer the same', async () => {
+    const who = person();
+    const seeded = await seedPerson(t, owner, who);
+    const exports = await Promise.all([0, 1, 2].map(() => call(t, owner.token, 'POST', `/privacy/v1/patients/${seeded.patientId}/export`)));
+    assert.deepEqual(
+      exports.map((r) => r.statusCode),
+      [202, 202, 202],
+    );
+    assert.equal(new Set(exports.map((r) => r.json().export_id)).size, 1, exports.map((r) => r.body).join('\n'));
+    const erasures = await Promise.all([0, 1, 2].map(() => call(t, owner.token, 'POST', `/privacy/v1/patients/${who.partnerId}/erase?partner_id=1`)));
+    assert.deepEqual(
+      erasures.map((r) => r.statusCode),
+      [200, 200, 200],
+      erasures.map((r) => r.body).join('\n'),
+    );
+    assert.equal(new Set(erasures.map((r) => r.body)).size, 1);
+    const events = await t.ctx.storage.db
+      .selectFrom('events')
+      .select('payload')
+      .where('business_id', '=', owner.businessId)
+      .where('type', '=', 'patient.erased')
+      .execute();
+    assert.equal(events.filter((e) => e.payload.includes(seeded.patientId)).length, 1);
+    await t.ctx.jobs.runDue();
+    assert.deepEqual(await findPerson(t, who), []);
   });
 
   it('a link expires: the status says so, the download answers 410, and the prune deletes the export', async () => {

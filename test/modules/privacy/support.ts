@@ -24,7 +24,7 @@ export async function subscribe(t: TestApp, token: string, endpoint: string): Pr
   assert.equal(response.statusCode, 201, response.body);
 }
 
-/** A person whose name and number appear nowhere else in the database. */
+/** A person whose name and number appear nowhere else in the database (no one's name holds another's). */
 export interface Person {
   first: string;
   last: string;
@@ -38,7 +38,7 @@ export interface Person {
 export function person(): Person {
   const n = ++counter;
   const digits = `98760${String(10_000 + n).padStart(5, '0')}`;
-  return { first: `Zebulon${'x'.repeat(n)}`, last: `Quixwell${'q'.repeat(n)}`, mobile: `+91${digits}`, local: digits, partnerId: `priv-pp-${n}` };
+  return { first: `Zeb${'x'.repeat(n)}yulon`, last: `Quix${'q'.repeat(n)}pwell`, mobile: `+91${digits}`, local: digits, partnerId: `priv-pp-${n}` };
 }
 
 export interface Seeded {
