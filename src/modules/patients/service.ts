@@ -112,6 +112,7 @@ export const LOCKED_PATIENT_COLUMNS = [
   'extras',
   'archived_at',
   'merged_into',
+  'erased_at',
 ] as const satisfies ReadonlyArray<Exclude<keyof LockedPatient, 'id' | 'partner_patient_id'>>;
 
 /** What a merge did: the survivor, the duplicate as it is now, and how many records moved. */
@@ -447,6 +448,11 @@ export class PatientService {
     known: PatientDetails,
     sent: PatientDetails,
   ): Promise<PatientChoice & { partner_patient_id: string | null }> {
+    if (locked.erased_at !== null) {
+      // An erased patient takes nothing back: what is sent is another patient (found by partner id, or new).
+      const choice = await this.forBooking(trx, businessId, sent);
+      return { ...choice, partner_patient_id: sent.partner_patient_id ?? null };
+    }
     const now = Date.now();
     let patient: LockedPatient = locked;
     const details = mergeDetails(known, sent);

@@ -189,6 +189,16 @@ describe(`privacy: export and erasure (${DIALECT})`, () => {
     assert.equal(rebooked.statusCode, 201, rebooked.body);
     const newcomer = (await call(t, client.token, 'GET', `/dr/v1/appointment/${rebooked.json().appointment_id}`)).json().patient_id;
     assert.notEqual(newcomer, patientId);
+    // Patient details sent to an erased patient's appointment make another patient; the erased row stays empty.
+    const patched = await call(t, client.token, 'PATCH', `/dr/v1/appointment/${appointmentIds[1]}`, { patient_details: { first_name: 'Back' } });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const moved = await t.ctx.storage.db
+      .selectFrom('appointments')
+      .select(['patient_id', 'patient_details'])
+      .where('id', '=', appointmentIds[1]!)
+      .executeTakeFirstOrThrow();
+    assert.notEqual(moved.patient_id, patientId);
+    assert.equal(JSON.parse(moved.patient_details).first_name, 'Back');
     const stub = await t.ctx.storage.db.selectFrom('patients').selectAll().where('id', '=', patientId).executeTakeFirstOrThrow();
     assert.equal(stub.first_name, null);
     assert.ok(stub.erased_at !== null);
