@@ -4,7 +4,7 @@
  * record and its search keys are changed through PatientService, the rest with small statements of
  * our own, all scoped by business.
  */
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../../db/index.ts';
 import type {
   AccessLogTable,
@@ -150,6 +150,11 @@ export async function notificationsOf(db: Db, holder: Holder): Promise<Selectabl
     .execute();
 }
 
+/** `value` matched literally by LIKE ... ESCAPE '!'. */
+function likeEscaped(value: string): string {
+  return value.replace(/[!%_]/g, (c) => `!${c}`);
+}
+
 /** The ordering keys of the events about the patient: its cases' (by key) and its appointments'. */
 function eventKeys(holder: Holder, appointmentIds: string[]): string[] {
   return [...holder.refs.map((ref) => `patient:${ref}`), ...appointmentIds.map((id) => `appointment:${id}`)];
@@ -168,7 +173,10 @@ export async function eventsOf(db: Db, holder: Holder, appointmentIds: string[])
     .where((eb) =>
       eb.or([
         eb('ordering_key', 'in', keys),
-        eb.and([eb('ordering_key', 'is', null), eb.or(holder.refs.map((ref) => eb('payload', 'like', `%${JSON.stringify(ref)}%`)))]),
+        eb.and([
+          eb('ordering_key', 'is', null),
+          eb.or(holder.refs.map((ref) => sql<boolean>`payload like ${`%${likeEscaped(JSON.stringify(ref))}%`} escape '!'`)),
+        ]),
       ]),
     )
     .orderBy('created_at')
