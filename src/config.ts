@@ -55,6 +55,8 @@ export interface Config {
   /** Logins waiting for a verification slot before more are refused with 503. */
   loginHashQueue: number;
   casesPageSize: number;
+  /** Seconds a patient's data export (and its download link) lasts once ready (CPS_PRIVACY_EXPORT_TTL). */
+  privacyExportTtl: number;
   /** How long a request waits for a running request with its Idempotency-Key before a 409 (CPS_IDEMPOTENCY_WAIT_MS). */
   idempotencyWaitMs: number;
   fcmUrl: string;
@@ -246,6 +248,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     loginHashConcurrency: int(env, 'CPS_LOGIN_HASH_CONCURRENCY', 4, 0, 1024),
     loginHashQueue: int(env, 'CPS_LOGIN_HASH_QUEUE', 64, 0, 100_000),
     casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
+    privacyExportTtl: int(env, 'CPS_PRIVACY_EXPORT_TTL', 86_400, 60, 30 * 86_400),
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
     webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),

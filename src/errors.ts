@@ -25,7 +25,9 @@ export type ErrorCode =
   | 'SLOT_UNAVAILABLE'
   | 'APPOINTMENT_RESCHEDULED'
   | 'IDEMPOTENCY_KEY_REUSED'
-  | 'IDEMPOTENCY_KEY_IN_USE';
+  | 'IDEMPOTENCY_KEY_IN_USE'
+  | 'EXPORT_NOT_READY'
+  | 'EXPORT_EXPIRED';
 
 export interface Problem {
   status: number;

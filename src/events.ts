@@ -145,6 +145,19 @@ export const EVENTS = {
       }),
     },
   ),
+  'patient.erased': event(
+    'patient.erased',
+    {
+      summary:
+        "A patient's data was erased on the patient's request: forget the person too. Appointments keep their times and statuses without the person; cases, devices and review comments are gone",
+      occurred: 'the erasure occurred',
+    },
+    {
+      patient_id: Type.String({ description: "The erased patient's service id (it answers as unknown from now on)" }),
+      partner_patient_id: Type.Union([Type.String(), Type.Null()], { description: "The partner's id of the patient, as the partner gave it" }),
+      merged_patient_ids: Type.Array(Type.String(), { description: 'Patients merged into it earlier, erased with it' }),
+    },
+  ),
   'appointment.created': orderedEvent(
     'appointment.created',
     'appointment',

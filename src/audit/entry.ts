@@ -12,7 +12,7 @@ export const OPERATOR_CHAIN = '*';
 /** The prev_hash of a chain's first entry. */
 export const GENESIS = '0'.repeat(64);
 
-export type AuditAction = 'read' | 'list' | 'search' | 'create' | 'update' | 'delete' | 'merge' | 'send';
+export type AuditAction = 'read' | 'list' | 'search' | 'create' | 'update' | 'delete' | 'merge' | 'send' | 'export' | 'erase';
 
 /** An entry as written, before it is chained (the chain's columns come with the chaining). */
 export type AuditEntry = Omit<AccessLogTable, 'seq' | 'prev_hash' | 'hash' | 'action' | 'with_change'> & {

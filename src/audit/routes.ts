@@ -37,7 +37,7 @@ export interface AuditedRoute {
 }
 
 /** Changes write their entry in their own transaction; reads through the write-ahead file. */
-export const CHANGES: ReadonlySet<AuditAction> = new Set(['create', 'update', 'delete', 'merge', 'send']);
+export const CHANGES: ReadonlySet<AuditAction> = new Set(['create', 'update', 'delete', 'merge', 'send', 'export', 'erase']);
 
 /** The value at a path in a parsed JSON value, or undefined. */
 export function at(value: unknown, ...keys: Array<string | number>): unknown {
@@ -231,6 +231,33 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     action: 'list',
     count: length(field('reviews')),
     filter: { plain: ['clinic_id', 'doctor_id', 'page_no'] },
+  },
+
+  // A patient's rights: an export requested, its status and its document fetched, an erasure.
+  'POST /privacy/v1/patients/:patient_id/export': {
+    resource: 'export',
+    action: 'export',
+    id: (_request, answer) => at(answer, 'export_id'),
+    patient: answerOr('patient_id', param('patient_id')),
+  },
+  'GET /privacy/v1/exports/:export_id': {
+    resource: 'export',
+    action: 'read',
+    id: param('export_id'),
+    patient: (_request, answer) => at(answer, 'patient_id'),
+  },
+  'GET /privacy/v1/exports/:export_id/download': {
+    resource: 'export',
+    action: 'read',
+    id: param('export_id'),
+    patient: (_request, answer) => at(answer, 'patient', 'id'),
+  },
+  // The entry that proves an erasure: who, when, which patient id, the answer; nothing erased.
+  'POST /privacy/v1/patients/:patient_id/erase': {
+    resource: 'patient',
+    action: 'erase',
+    id: answerOr('patient_id', param('patient_id')),
+    patient: answerOr('patient_id', param('patient_id')),
   },
 
   // The access log itself: reading it is an access too.

@@ -11,6 +11,8 @@ export const SCOPES = [
   'patient:read',
   'patient:write',
   'audit:read',
+  'privacy:export',
+  'privacy:erase',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

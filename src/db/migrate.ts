@@ -27,6 +27,7 @@ import * as idempotencyKeys from './migrations/0016_idempotency_keys.ts';
 import * as eventOrdering from './migrations/0017_event_ordering.ts';
 import * as accessLog from './migrations/0018_access_log.ts';
 import * as retention from './migrations/0019_retention.ts';
+import * as privacy from './migrations/0020_privacy.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -48,6 +49,7 @@ export const migrations: Record<string, Migration> = {
   '0017_event_ordering': eventOrdering,
   '0018_access_log': accessLog,
   '0019_retention': retention,
+  '0020_privacy': privacy,
 };
 
 /**

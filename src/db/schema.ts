@@ -283,6 +283,10 @@ export interface PatientsTable {
   archived_at: number | null;
   /** The surviving patient's id once this one was merged into it */
   merged_into: string | null;
+  /** ms; an erased patient (modules/privacy) keeps only its ids and times, and answers as unknown */
+  erased_at: number | null;
+  /** An erased patient's partner id as a keyed digest (privacy/service.ts), so that erasing again by it answers the same */
+  erased_ref: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -476,6 +480,25 @@ export interface AccessLogPrunedTable {
   pruned_at: number;
 }
 
+export type PrivacyExportStatus = 'pending' | 'ready' | 'failed';
+
+/** A patient's data exported on request (modules/privacy): the document, encrypted, until expires_at. */
+export interface PrivacyExportsTable {
+  id: string;
+  business_id: string;
+  /** The patient's service id (a survivor's, for a merged patient). */
+  patient_id: string;
+  /** The API client that asked. */
+  client_id: string;
+  status: PrivacyExportStatus;
+  /** Encrypted JSON (security/encryption.ts, AD `privacy-export:<business id>:<id>`); null until ready. */
+  document: string | null;
+  created_at: number;
+  ready_at: number | null;
+  expires_at: number;
+  downloaded_at: number | null;
+}
+
 export interface Database {
   businesses: BusinessesTable;
   api_clients: ApiClientsTable;
@@ -508,6 +531,7 @@ export interface Database {
   access_log: AccessLogTable;
   access_log_heads: AccessLogHeadsTable;
   access_log_pruned: AccessLogPrunedTable;
+  privacy_exports: PrivacyExportsTable;
 }
 
 export type { Generated };

@@ -9,6 +9,7 @@ import { clinicsModule } from './clinics/index.ts';
 import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
 import { patientsModule } from './patients/index.ts';
+import { privacyModule } from './privacy/index.ts';
 import { pushModule } from './push/index.ts';
 import { retentionModule } from './retention/index.ts';
 import { reviewsModule } from './reviews/index.ts';
@@ -36,6 +37,7 @@ export function createModules(ctx: AppContext) {
     push: pushModule(ctx),
     audit: auditModule(ctx),
     retention: retentionModule(ctx),
+    privacy: privacyModule(ctx),
   };
 }
 

@@ -166,6 +166,14 @@ function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds
     'POST /notification/send': () => ({ method: 'POST', url: '/notification/send', payload: { patient_id: pt, title: 't', body: 'b' }, patient: pt }),
     'GET /notification/send/:notification_id': () => ({ method: 'GET', url: '/notification/send/ntf_unknown', id: 'ntf_unknown' }),
     'GET /reviews/v1': () => ({ method: 'GET', url: '/reviews/v1', count: 0 }),
+    'POST /privacy/v1/patients/:patient_id/export': () => ({ method: 'POST', url: `/privacy/v1/patients/${pt}/export`, patient: pt }),
+    'GET /privacy/v1/exports/:export_id': () => ({ method: 'GET', url: '/privacy/v1/exports/exp_unknown', id: 'exp_unknown' }),
+    'GET /privacy/v1/exports/:export_id/download': () => ({
+      method: 'GET',
+      url: '/privacy/v1/exports/exp_unknown/download?token=x',
+      id: 'exp_unknown',
+    }),
+    'POST /privacy/v1/patients/:patient_id/erase': () => ({ method: 'POST', url: `/privacy/v1/patients/${pt}/erase`, id: pt, patient: pt }),
     'GET /audit/v1/events': () => ({ method: 'GET', url: `/audit/v1/events?patient_id=${pt}`, patient: pt }),
     'GET /admin/v1/audit/events': () => ({ method: 'GET', url: `/admin/v1/audit/events?business_id=${s.client.businessId}`, admin: true }),
   };
@@ -249,7 +257,7 @@ describe(`access log entries (${DIALECT})`, () => {
       if (c.patient !== undefined) assert.equal(entry.patient_ref, c.patient, `${key} patient`);
       if (c.count !== undefined) assert.equal(entry.result_count, c.count, `${key} count`);
       if (AUDITED_ROUTES[key]!.filter) assert.ok(entry.filter !== null, `${key} filter`);
-      const change = ['create', 'update', 'delete', 'merge', 'send'].includes(AUDITED_ROUTES[key]!.action);
+      const change = ['create', 'update', 'delete', 'merge', 'send', 'export', 'erase'].includes(AUDITED_ROUTES[key]!.action);
       if (change && response.statusCode < 300) assert.equal(entry.with_change, 1, `${key} written with its change`);
       // No contact detail: the mobile and the searched name appear nowhere in the entry.
       assert.ok(!JSON.stringify(entry).includes('9812345678') && !JSON.stringify(entry).includes('Ravi'), `${key}: ${JSON.stringify(entry)}`);
@@ -270,6 +278,7 @@ describe(`access log entries (${DIALECT})`, () => {
 });
 
 function rank(key: string): number {
+  if (key.endsWith('/erase')) return 4;
   if (key.includes('/merge')) return 3;
   if (key.startsWith('DELETE')) return 2;
   if (key.includes('/cancel') || key.includes('/complete') || key.includes('change-status')) return 1;

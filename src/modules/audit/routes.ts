@@ -16,7 +16,9 @@ const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 
 const filters = {
   patient_id: Type.Optional({ ...Id, description: "The patient (the service's id or the partner's): entries naming it" }),
   client_id: Type.Optional({ ...Id, description: 'The API client that acted (admin: the operator)' }),
-  resource_type: Type.Optional(Type.String({ maxLength: 40, description: 'appointment, patient, case, device, notification, review or access_log' })),
+  resource_type: Type.Optional(
+    Type.String({ maxLength: 40, description: 'appointment, patient, case, device, notification, review, export, event or access_log' }),
+  ),
   resource_id: Type.Optional(Id),
   from: Type.Optional({ ...Epoch, description: 'Entries at or after this time (epoch seconds)' }),
   to: Type.Optional({ ...Epoch, description: 'Entries before this time (epoch seconds)' }),
@@ -31,7 +33,7 @@ const Event = Type.Object({
   at: Type.Integer({ description: 'Epoch milliseconds' }),
   client_id: Type.Union([Type.String(), Type.Null()], { description: "The API client ('admin': the operator)" }),
   operation: Type.String({ description: 'Method and route, e.g. GET /dr/v1/appointment/:appointment_id' }),
-  action: Type.String({ description: 'read, list, search, create, update, delete, merge or send' }),
+  action: Type.String({ description: 'read, list, search, create, update, delete, merge, send, export or erase' }),
   resource_type: Type.String(),
   resource_id: Type.Union([Type.String(), Type.Null()]),
   patient_ref: Type.Union([Type.String(), Type.Null()], {

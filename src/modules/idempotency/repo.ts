@@ -90,3 +90,27 @@ export async function deleteClaim(db: Db, businessId: string, key: string, claim
     .where('claim', '=', claim)
     .execute();
 }
+
+/** The business's keys with a stored answer, a page in key order after `after`. */
+export async function storedAnswers(
+  db: Db,
+  businessId: string,
+  after: string,
+  limit: number,
+): Promise<Array<{ idempotency_key: string; body: string }>> {
+  const rows = await db
+    .selectFrom('idempotency_keys')
+    .select(['idempotency_key', 'body'])
+    .where('business_id', '=', businessId)
+    .where('idempotency_key', '>', after)
+    .where('body', 'is not', null)
+    .orderBy('idempotency_key')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ idempotency_key: row.idempotency_key, body: row.body ?? '' }));
+}
+
+export async function deleteKeys(db: Db, businessId: string, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await db.deleteFrom('idempotency_keys').where('business_id', '=', businessId).where('idempotency_key', 'in', keys).execute();
+}

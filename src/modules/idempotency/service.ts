@@ -9,10 +9,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
+import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { randomToken } from '../../security/secrets.ts';
-import { completeClaim, deleteClaim, findKey, insertClaim, renewClaim, takeOver } from './repo.ts';
+import { completeClaim, deleteClaim, deleteKeys, findKey, insertClaim, renewClaim, storedAnswers, takeOver } from './repo.ts';
+
+/** Stored answers decrypted per page when a patient's are forgotten. */
+const ANSWER_PAGE = 500;
 
 /** How long a stored response is replayed. */
 export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -154,5 +158,33 @@ export class IdempotencyService {
   async release(claim: Claim): Promise<void> {
     claim.stop();
     await deleteClaim(this.#deps.db, claim.businessId, claim.key, claim.token);
+  }
+
+  /**
+   * Deletes the business's keys whose stored answer holds any of `needles` (a patient's ids, name or
+   * number, as JSON strings: see modules/privacy), in the caller's transaction; answers how many. The
+   * answers are decrypted here, a page at a time; a request repeated with such a key runs again.
+   */
+  async forgetAnswersNaming(trx: Db, businessId: string, needles: string[]): Promise<number> {
+    if (needles.length === 0) return 0;
+    let after = '';
+    let forgotten = 0;
+    for (;;) {
+      const page = await storedAnswers(trx, businessId, after, ANSWER_PAGE);
+      const naming: string[] = [];
+      for (const row of page) {
+        let body: string;
+        try {
+          body = decrypt(this.#deps.masterKey, row.body, sealedUnder(businessId, row.idempotency_key));
+        } catch {
+          continue;
+        }
+        if (needles.some((needle) => body.includes(needle))) naming.push(row.idempotency_key);
+      }
+      await deleteKeys(trx, businessId, naming);
+      forgotten += naming.length;
+      if (page.length < ANSWER_PAGE) return forgotten;
+      after = page[page.length - 1]!.idempotency_key;
+    }
   }
 }

@@ -20,6 +20,7 @@ export async function findPatientByAnyId(db: Db, businessId: string, id: string)
     .selectAll()
     .where('business_id', '=', businessId)
     .where((eb) => eb.or([eb('id', '=', id), eb('partner_patient_id', '=', id)]))
+    .where('erased_at', 'is', null)
     .limit(2)
     .execute();
   return rows.find((row) => row.id === id) ?? rows[0];
@@ -31,7 +32,7 @@ export async function findById(db: Db, businessId: string, id: string): Promise<
 
 export async function findByIds(db: Db, businessId: string, ids: string[]): Promise<PatientRow[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('id', 'in', ids).execute();
+  return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('id', 'in', ids).where('erased_at', 'is', null).execute();
 }
 
 export async function findByPartnerId(db: Db, businessId: string, partnerPatientId: string): Promise<PatientRow | undefined> {
@@ -76,7 +77,12 @@ export interface ListQuery {
 
 /** The business's patients by creation (the listing index), merged ones left out. */
 export async function listPatients(db: Db, businessId: string, query: ListQuery): Promise<PatientRow[]> {
-  let select = db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('merged_into', 'is', null);
+  let select = db
+    .selectFrom('patients')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('merged_into', 'is', null)
+    .where('erased_at', 'is', null);
   if (query.createdFrom !== undefined) select = select.where('created_at', '>=', query.createdFrom);
   if (!query.includeArchived) select = select.where('archived_at', 'is', null);
   return select.orderBy('created_at').orderBy('id').limit(query.limit).offset(query.offset).execute();
@@ -210,4 +216,54 @@ export async function movePatientRows(
     .where('patient_id', '=', from)
     .executeTakeFirst();
   return { appointments: Number(appointments.numUpdatedRows), reviews: Number(reviews.numUpdatedRows) };
+}
+
+/** The patients merged into `survivorId` (their records moved to it; their rows keep what they held). */
+export async function findMergedInto(db: Db, businessId: string, survivorId: string): Promise<PatientRow[]> {
+  return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('merged_into', '=', survivorId).orderBy('id').execute();
+}
+
+/** An erased patient by its service id, or (`erasedRef`) by the digest of the partner id it had. */
+export async function findErased(db: Db, businessId: string, id: string | null, erasedRef: string | null): Promise<PatientRow | undefined> {
+  if (id === null && erasedRef === null) return undefined;
+  return db
+    .selectFrom('patients')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('erased_at', 'is not', null)
+    .where((eb) => eb.or([...(id === null ? [] : [eb('id', '=', id)]), ...(erasedRef === null ? [] : [eb('erased_ref', '=', erasedRef)])]))
+    .orderBy('erased_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Every personal column cleared: the row keeps its ids, times and merge pointer, so appointments still name it. */
+export async function erasePatient(db: Db, businessId: string, id: string, now: number, erasedRef: string | null): Promise<void> {
+  await db
+    .updateTable('patients')
+    .set({
+      partner_patient_id: null,
+      designation: null,
+      first_name: null,
+      middle_name: null,
+      last_name: null,
+      gender: null,
+      dob: null,
+      age: null,
+      age_recorded_at: null,
+      mobile: null,
+      email: null,
+      blood_group: null,
+      address: null,
+      abha_number: null,
+      abha_address: null,
+      extras: null,
+      archived_at: now,
+      erased_at: now,
+      erased_ref: erasedRef,
+      updated_at: now,
+    })
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .execute();
 }

@@ -112,6 +112,7 @@ export const LOCKED_PATIENT_COLUMNS = [
   'extras',
   'archived_at',
   'merged_into',
+  'erased_at',
 ] as const satisfies ReadonlyArray<Exclude<keyof LockedPatient, 'id' | 'partner_patient_id'>>;
 
 /** What a merge did: the survivor, the duplicate as it is now, and how many records moved. */
@@ -292,6 +293,8 @@ const EMPTY_RECORD = {
   extras: null,
   archived_at: null,
   merged_into: null,
+  erased_at: null,
+  erased_ref: null,
 } satisfies Omit<PatientRow, 'id' | 'business_id' | 'created_at' | 'updated_at'>;
 
 /**
@@ -445,6 +448,11 @@ export class PatientService {
     known: PatientDetails,
     sent: PatientDetails,
   ): Promise<PatientChoice & { partner_patient_id: string | null }> {
+    if (locked.erased_at !== null) {
+      // An erased patient takes nothing back: what is sent is another patient (found by partner id, or new).
+      const choice = await this.forBooking(trx, businessId, sent);
+      return { ...choice, partner_patient_id: sent.partner_patient_id ?? null };
+    }
     const now = Date.now();
     let patient: LockedPatient = locked;
     const details = mergeDetails(known, sent);
@@ -681,6 +689,51 @@ export class PatientService {
       });
       return { patient: survivor, merged: { ...duplicate, merged_into: survivor.id }, moved };
     });
+  }
+
+  /* ---- a patient's rights (modules/privacy) ---- */
+
+  /**
+   * The live patient a privacy request names, by service id or partner id (`byPartner`: the partner's
+   * only), archived ones included; a merged duplicate names its survivor. With it, the patients merged
+   * into it. Null when the business has no such live patient.
+   */
+  async subject(db: Db, businessId: string, id: string, byPartner: boolean): Promise<{ patient: PatientRow; merged: PatientRow[] } | null> {
+    let patient = byPartner ? await repo.findByPartnerId(db, businessId, id) : await repo.findPatientByAnyId(db, businessId, id);
+    if (patient?.merged_into) patient = await repo.findById(db, businessId, patient.merged_into);
+    if (!patient || patient.erased_at !== null) return null;
+    return { patient, merged: await repo.findMergedInto(db, businessId, patient.id) };
+  }
+
+  /** An erased patient by its service id (unless `byPartner`) or by `erasedRef`, the digest of the partner id it had. */
+  async erased(db: Db, businessId: string, id: string, byPartner: boolean, erasedRef: string): Promise<PatientRow | null> {
+    return (await repo.findErased(db, businessId, byPartner ? null : id, erasedRef)) ?? null;
+  }
+
+  /**
+   * Locks what an erasure changes, in the order other changes take them (as a merge does): the
+   * patients' appointments, then the patient rows, then the records kept under their keys. Answers
+   * the rows read again under the locks.
+   */
+  async lockForErasure(trx: Db, businessId: string, ids: string[]): Promise<PatientRow[]> {
+    const sorted = [...ids].sort();
+    for (const id of sorted) await repo.lockAppointmentsOf(trx, businessId, id);
+    const now = Date.now();
+    for (const id of sorted) await repo.updatePatient(trx, businessId, id, { updated_at: now });
+    const rows: PatientRow[] = [];
+    for (const id of sorted) {
+      const row = await repo.findById(trx, businessId, id);
+      if (row) rows.push(row);
+    }
+    const keys = [...new Set(rows.flatMap((row) => [row.id, ...(row.partner_patient_id ? [row.partner_patient_id] : [])]))].sort();
+    for (const key of keys) await repo.lockRecords(trx, businessId, key, 'write');
+    return rows;
+  }
+
+  /** Clears a locked patient's personal data and its search keys; `erasedRef` is the digest of the partner id it had. */
+  async erase(trx: Db, businessId: string, id: string, now: number, erasedRef: string | null): Promise<void> {
+    await this.#names.remove(trx, id);
+    await repo.erasePatient(trx, businessId, id, now, erasedRef);
   }
 
   /** Archives (Eka's DELETE): hidden from look-ups and listings unless asked for; appointments keep it. */

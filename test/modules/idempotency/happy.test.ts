@@ -302,6 +302,8 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
         'POST /notification/v1/connect/webhook/subscriptions/{id}/deliveries/{event_id}/retry',
         'POST /profiles/v1/patient/',
         'POST /profiles/v1/patient/{oid}/merge',
+        'POST /privacy/v1/patients/{patient_id}/erase',
+        'POST /privacy/v1/patients/{patient_id}/export',
         'PUT /dr/v1/appointment/{appointment_id}/cancel',
         'PUT /dr/v1/appointment/{appointment_id}/reschedule',
         'PATCH /appointments/v1/{appointment_id}/reschedule',

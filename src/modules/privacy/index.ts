@@ -1,0 +1,29 @@
+/** The privacy module's front door: a patient's data exported or erased on request, and the export job. */
+import type { AppContext } from '../../context.ts';
+import { IdempotencyService } from '../idempotency/service.ts';
+import type { Module } from '../module.ts';
+import { PatientService } from '../patients/service.ts';
+import { privacyRoutes } from './routes.ts';
+import { EXPORT_JOB, PrivacyService } from './service.ts';
+
+export { pruneExpiredExports } from './repo.ts';
+
+export function privacyModule(ctx: AppContext): Module {
+  const { db } = ctx.storage;
+  const service = new PrivacyService({
+    db,
+    masterKey: ctx.keys.masterKey,
+    publicUrl: ctx.config.publicUrl,
+    exportTtlSeconds: ctx.config.privacyExportTtl,
+    patients: new PatientService({ db, timezone: ctx.config.timezone }),
+    idempotency: new IdempotencyService({ db, masterKey: ctx.keys.masterKey, waitMs: ctx.config.idempotencyWaitMs }),
+  });
+  ctx.jobs.register<{ exportId: string }>(EXPORT_JOB, async ({ job }) => service.buildExport(job.payload.exportId), {
+    concurrency: 2,
+    retrySchedule: [10, 60, 300, 1800],
+    onFailedAttempt: async (db, job, outcome) => {
+      if (outcome.status === 'failed') await service.failExport(db, job.payload.exportId);
+    },
+  });
+  return { name: 'privacy', routes: privacyRoutes(service) };
+}

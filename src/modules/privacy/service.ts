@@ -1,0 +1,350 @@
+/**
+ * A patient's rights (README "Export and erasure"): a copy of everything the business holds about a
+ * patient, built by a background job and fetched with an expiring link; and erasure, which removes or
+ * irreversibly anonymises it in one transaction, records `patient.erased` and leaves the access log's
+ * entry of the request as the proof.
+ */
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Principal } from '../../auth/principal.ts';
+import { inTransaction, type Db } from '../../db/index.ts';
+import { newId } from '../../db/ids.ts';
+import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../errors.ts';
+import { recordEvent } from '../../jobs/outbox.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import { decrypt, encrypt } from '../../security/encryption.ts';
+import { toView as caseView } from '../cases/service.ts';
+import type { IdempotencyService } from '../idempotency/service.ts';
+import { addressOf, extrasOf, type PatientRow, type PatientService } from '../patients/service.ts';
+import * as repo from './repo.ts';
+
+export const EXPORT_JOB = 'privacy.export';
+export const EXPORT_FORMAT = 'opencps.patient-export.v1';
+
+export interface PrivacyServiceDeps {
+  db: Kysely<Database>;
+  /** Export documents are encrypted with it; the links' key and the erased partner ids' digests derive from it. */
+  masterKey: Buffer;
+  /** CPS_PUBLIC_URL: the links' origin. */
+  publicUrl: string;
+  /** Seconds an export lasts once ready (CPS_PRIVACY_EXPORT_TTL). */
+  exportTtlSeconds: number;
+  patients: PatientService;
+  idempotency: IdempotencyService;
+}
+
+export interface ExportView {
+  export_id: string;
+  patient_id: string;
+  status: 'pending' | 'ready' | 'failed' | 'expired';
+  /** Epoch seconds. */
+  created_at: number;
+  ready_at: number | null;
+  expires_at: number;
+  /** Set while ready: the document, for this business's API clients, until expires_at. */
+  download_url: string | null;
+}
+
+export interface ErasureView {
+  patient_id: string;
+  status: 'erased';
+  /** Epoch seconds. */
+  erased_at: number;
+}
+
+const seconds = (ms: number) => Math.floor(Number(ms) / 1000);
+
+function patientNotFound(): AppError {
+  return new AppError(404, 'No patient found with the provided id belonging to this business', { code: 'PATIENTS_NOT_FOUND' });
+}
+
+function exportNotFound(): AppError {
+  return AppError.notFound('No export found with the provided id belonging to this business');
+}
+
+/** A patient record with its JSON columns parsed: all the row holds. */
+function patientRecord(row: PatientRow): Record<string, unknown> {
+  const { business_id: _business, erased_ref: _ref, ...rest } = row;
+  return { ...rest, address: addressOf(row) ?? null, extras: extrasOf(row) };
+}
+
+function parsed(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The JSON strings that would name the person in a stored answer: ids, name parts, the number in its forms. */
+function needlesOf(rows: PatientRow[], appointmentIds: string[]): string[] {
+  const values = new Set<string>(appointmentIds);
+  for (const row of rows) {
+    values.add(row.id);
+    for (const value of [row.partner_patient_id, row.first_name, row.middle_name, row.last_name, row.email, row.abha_number, row.abha_address]) {
+      if (value) values.add(value);
+    }
+    if (row.mobile) {
+      values.add(row.mobile);
+      values.add(row.mobile.replace(/^\+91/, ''));
+    }
+  }
+  // As JSON strings, quotes included, so that a short value does not match inside another.
+  return [...values].filter((value) => value.length >= 2).map((value) => JSON.stringify(value).slice(0, -1));
+}
+
+/** An event's body with what it said of the person removed: a case's item, an appointment's free-form fields. */
+function redacted(type: string, payload: string): string | null {
+  const body = parsed(payload) as { data?: Record<string, unknown> } | null;
+  const data = body?.data;
+  if (!data || typeof data !== 'object') return null;
+  if (type.startsWith('case.') && data.item && typeof data.item === 'object') {
+    const item = data.item as Record<string, unknown>;
+    data.item = { display_name: '', partner_meta: {}, created_at: item.created_at ?? 0, occurred_at: item.occurred_at ?? 0 };
+    return JSON.stringify(body);
+  }
+  if (type.startsWith('appointment.')) {
+    data.partner_meta = {};
+    data.custom_attributes = {};
+    return JSON.stringify(body);
+  }
+  return null;
+}
+
+export class PrivacyService {
+  readonly #deps: PrivacyServiceDeps;
+  readonly #linkKey: Buffer;
+  readonly #refKey: Buffer;
+
+  constructor(deps: PrivacyServiceDeps) {
+    this.#deps = deps;
+    this.#linkKey = Buffer.from(hkdfSync('sha256', deps.masterKey, Buffer.alloc(0), 'privacy-export-link', 32));
+    this.#refKey = Buffer.from(hkdfSync('sha256', deps.masterKey, Buffer.alloc(0), 'privacy-erased-ref', 32));
+  }
+
+  /* ---- export ---- */
+
+  /**
+   * Asks for a patient's export: 202 with the export pending (its job queued in this transaction), or
+   * the patient's export already pending or ready and not expired (a second request adds nothing).
+   */
+  async requestExport(principal: Principal, patientId: string, byPartner: boolean): Promise<ExportView> {
+    const { businessId } = principal;
+    return inTransaction(this.#deps.db, async (trx) => {
+      const subject = await this.#deps.patients.subject(trx, businessId, patientId, byPartner);
+      if (!subject) throw patientNotFound();
+      // Two requests for one patient wait for each other here (PostgreSQL), so the second finds the first's export.
+      await this.#deps.patients.lockRecords(trx, businessId, `privacy-export:${subject.patient.id}`, 'write');
+      const now = Date.now();
+      const live = await repo.findLiveExport(trx, businessId, subject.patient.id, now);
+      if (live) return this.#view(live, now);
+      const row = {
+        id: newId('exp'),
+        business_id: businessId,
+        patient_id: subject.patient.id,
+        client_id: principal.clientId,
+        status: 'pending' as const,
+        document: null,
+        created_at: now,
+        ready_at: null,
+        // A pending export the job never finished is given up with it.
+        expires_at: now + this.#deps.exportTtlSeconds * 1000,
+        downloaded_at: null,
+      };
+      await repo.insertExport(trx, row);
+      await enqueue(trx, { kind: EXPORT_JOB, businessId, payload: { exportId: row.id }, dedupeKey: row.id });
+      return this.#view(row, now);
+    });
+  }
+
+  /** The job: builds the document, encrypts it, and makes the export ready for exportTtlSeconds. */
+  async buildExport(exportId: string): Promise<void> {
+    const db = this.#deps.db;
+    const row = await repo.findExportById(db, exportId);
+    if (row?.status !== 'pending') return;
+    const document = await this.#document(row.business_id, row.patient_id, exportId);
+    if (document === null) {
+      await repo.failExport(db, exportId);
+      return;
+    }
+    const now = Date.now();
+    const sealed = encrypt(this.#deps.masterKey, JSON.stringify(document), sealedUnder(row.business_id, exportId));
+    await repo.completeExport(db, exportId, sealed, now, now + this.#deps.exportTtlSeconds * 1000);
+  }
+
+  /** A pending export whose job failed for good is failed (a new request makes another). */
+  async failExport(db: Db, exportId: string): Promise<void> {
+    await repo.failExport(db, exportId);
+  }
+
+  async exportStatus(businessId: string, exportId: string): Promise<ExportView> {
+    const row = await repo.findExport(this.#deps.db, businessId, exportId);
+    if (!row) throw exportNotFound();
+    return this.#view(row, Date.now());
+  }
+
+  /**
+   * The document of a ready export, for the business that asked, with the link's token: an unknown
+   * export, another business's or a wrong token answers 404; a pending one 409; an expired one 410.
+   */
+  async download(businessId: string, exportId: string, token: string): Promise<Record<string, unknown>> {
+    const row = await repo.findExport(this.#deps.db, businessId, exportId);
+    if (!row || !this.#tokenMatches(businessId, row.id, token)) throw exportNotFound();
+    const now = Date.now();
+    if (Number(row.expires_at) <= now) throw new AppError(410, 'The export expired: ask for a new one', { code: 'EXPORT_EXPIRED' });
+    if (row.status !== 'ready' || row.document === null) {
+      throw new AppError(409, `The export is ${row.status}, not ready`, { code: 'EXPORT_NOT_READY' });
+    }
+    const document = JSON.parse(decrypt(this.#deps.masterKey, row.document, sealedUnder(businessId, exportId))) as Record<string, unknown>;
+    await repo.markDownloaded(this.#deps.db, exportId, now);
+    return document;
+  }
+
+  #view(row: repo.ExportRow, now: number): ExportView {
+    const expiresAt = Number(row.expires_at);
+    const expired = expiresAt <= now;
+    const status = expired && row.status !== 'failed' ? 'expired' : row.status;
+    return {
+      export_id: row.id,
+      patient_id: row.patient_id,
+      status,
+      created_at: seconds(row.created_at),
+      ready_at: row.ready_at === null ? null : seconds(row.ready_at),
+      expires_at: seconds(expiresAt),
+      download_url:
+        status === 'ready'
+          ? `${this.#deps.publicUrl.replace(/\/$/, '')}/privacy/v1/exports/${encodeURIComponent(row.id)}/download?token=${this.#token(row.business_id, row.id)}`
+          : null,
+    };
+  }
+
+  /** The link's token: a MAC of the business and the export (nothing stored); the export's row says until when it works. */
+  #token(businessId: string, exportId: string): string {
+    return createHmac('sha256', this.#linkKey).update(`${businessId}\n${exportId}`).digest('base64url');
+  }
+
+  #tokenMatches(businessId: string, exportId: string, token: string): boolean {
+    const expected = Buffer.from(this.#token(businessId, exportId));
+    const given = Buffer.from(token);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /** Everything the business holds about the patient; null when it is no longer a live patient. */
+  async #document(businessId: string, patientId: string, exportId: string): Promise<Record<string, unknown> | null> {
+    const db = this.#deps.db;
+    const subject = await this.#deps.patients.subject(db, businessId, patientId, false);
+    if (!subject) return null;
+    const rows = [subject.patient, ...subject.merged];
+    const holder = holderOf(businessId, rows);
+    const appointments = await repo.appointmentsOf(db, holder);
+    const appointmentIds = appointments.map((row) => row.id);
+    const [reviews, cases, devices, notifications, events, accessLog] = [
+      await repo.reviewsOf(db, holder),
+      await repo.casesOf(db, holder),
+      await repo.devicesOf(db, holder),
+      await repo.notificationsOf(db, holder),
+      await repo.eventsOf(db, holder, appointmentIds),
+      await repo.accessLogOf(db, holder),
+    ];
+    return {
+      format: EXPORT_FORMAT,
+      export_id: exportId,
+      business_id: businessId,
+      generated_at: seconds(Date.now()),
+      patient: patientRecord(subject.patient),
+      merged_patients: subject.merged.map(patientRecord),
+      appointments: appointments.map((row) => ({
+        ...row,
+        patient_details: parsed(row.patient_details),
+        custom_attributes: parsed(row.custom_attributes),
+        video_connect: parsed(row.video_connect),
+        display_meta: parsed(row.display_meta),
+        partner_meta: parsed(row.partner_meta),
+        prev_aids: parsed(row.prev_aids),
+      })),
+      reviews,
+      cases: cases.map((row) => ({ patient_ref: row.patient_ref, created_at: seconds(row.created_at), ...caseView(row) })),
+      push_devices: devices,
+      push_notifications: notifications.map((row) => ({ ...row, data: parsed(row.data) })),
+      events: events.map((row) => ({ id: row.id, type: row.type, created_at: row.created_at, body: parsed(row.payload) })),
+      access_log: accessLog.map((row) => ({ ...row, filter: parsed(row.filter) })),
+    };
+  }
+
+  /* ---- erasure ---- */
+
+  /**
+   * Erases the patient (a merged duplicate's id names its survivor, and the survivor's duplicates go
+   * with it) in one transaction under its locks. Erasing an erased patient answers the same.
+   */
+  async erase(principal: Principal, patientId: string, byPartner: boolean): Promise<ErasureView> {
+    const { businessId } = principal;
+    return inTransaction(this.#deps.db, async (trx) => {
+      const patients = this.#deps.patients;
+      const subject = await patients.subject(trx, businessId, patientId, byPartner);
+      if (!subject) {
+        const erased = await patients.erased(trx, businessId, patientId, byPartner, this.#erasedRef(patientId));
+        if (!erased || erased.erased_at === null) throw patientNotFound();
+        return { patient_id: erased.id, status: 'erased', erased_at: seconds(erased.erased_at) };
+      }
+      const rows = await patients.lockForErasure(trx, businessId, [subject.patient.id, ...subject.merged.map((row) => row.id)]);
+      const survivor = rows.find((row) => row.id === subject.patient.id)!;
+      // Another erasure committed while this one waited for the locks.
+      if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };
+      const now = Date.now();
+      const holder = holderOf(businessId, rows);
+      const appointments = await repo.appointmentsOf(trx, holder);
+      const appointmentIds = appointments.map((row) => row.id);
+      for (const event of await repo.eventsOf(trx, holder, appointmentIds)) {
+        const payload = redacted(event.type, event.payload);
+        if (payload !== null && payload !== event.payload) await repo.setEventPayload(trx, event.id, payload);
+      }
+      await this.#deps.idempotency.forgetAnswersNaming(trx, businessId, needlesOf(rows, appointmentIds));
+      await repo.anonymiseAppointments(trx, holder, now);
+      await repo.anonymiseReviews(trx, holder);
+      await repo.deleteCases(trx, holder);
+      await repo.deleteDevices(trx, holder);
+      await repo.deleteExportsOf(trx, holder);
+      for (const row of rows) {
+        await patients.erase(trx, businessId, row.id, now, row.partner_patient_id === null ? null : this.#erasedRef(row.partner_patient_id));
+      }
+      const at = seconds(now);
+      await recordEvent(trx, {
+        businessId,
+        type: 'patient.erased',
+        payload: {
+          event: 'patient.erased',
+          event_time: at,
+          timestamp: at,
+          client_id: principal.clientId,
+          business_id: businessId,
+          data: {
+            patient_id: survivor.id,
+            partner_patient_id: survivor.partner_patient_id,
+            merged_patient_ids: rows.filter((row) => row.id !== survivor.id).map((row) => row.id),
+          },
+        },
+      });
+      return { patient_id: survivor.id, status: 'erased', erased_at: at };
+    });
+  }
+
+  /** A keyed digest of a partner's patient id: an erased patient is found again by it, and it names no one. */
+  #erasedRef(partnerPatientId: string): string {
+    return createHmac('sha256', this.#refKey).update(partnerPatientId).digest('base64url');
+  }
+}
+
+function sealedUnder(businessId: string, exportId: string): string {
+  return `privacy-export:${businessId}:${exportId}`;
+}
+
+function holderOf(businessId: string, rows: PatientRow[]): repo.Holder {
+  return {
+    businessId,
+    patientIds: rows.map((row) => row.id),
+    refs: [...new Set(rows.flatMap((row) => [row.id, ...(row.partner_patient_id ? [row.partner_patient_id] : [])]))],
+  };
+}
