@@ -6,6 +6,9 @@ import { WebhookService } from './service.ts';
 import { wireDeliveries } from './wiring.ts';
 import { createBuckets } from '../../security/buckets.ts';
 
+/** The associated data of a subscription's encrypted signing keys (cps restore checks the master key with it). */
+export { keyAssociatedData } from './repo.ts';
+
 export function webhooksModule(ctx: AppContext): Module {
   const { queue } = wireDeliveries(ctx);
   // Shared by every process through Redis when CPS_REDIS_URL is set.
