@@ -26,6 +26,7 @@ import * as schedules from './migrations/0015_schedules.ts';
 import * as idempotencyKeys from './migrations/0016_idempotency_keys.ts';
 import * as eventOrdering from './migrations/0017_event_ordering.ts';
 import * as accessLog from './migrations/0018_access_log.ts';
+import * as webhookDeliveryAttempts from './migrations/0021_webhook_delivery_attempts.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -46,6 +47,7 @@ export const migrations: Record<string, Migration> = {
   '0016_idempotency_keys': idempotencyKeys,
   '0017_event_ordering': eventOrdering,
   '0018_access_log': accessLog,
+  '0021_webhook_delivery_attempts': webhookDeliveryAttempts,
 };
 
 /**

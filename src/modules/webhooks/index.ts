@@ -6,8 +6,12 @@ import { WebhookService } from './service.ts';
 import { wireDeliveries } from './wiring.ts';
 import { createBuckets } from '../../security/buckets.ts';
 
-/** The associated data of a subscription's encrypted signing keys (cps restore checks the master key with it). */
-export { keyAssociatedData } from './repo.ts';
+/**
+ * keyAssociatedData: what a subscription's signing keys are encrypted under (cps restore checks the
+ * master key with it); pruneAttempts: deletes delivery attempts older than a time, a batch at a time
+ * (for the retention job).
+ */
+export { keyAssociatedData, pruneAttempts } from './repo.ts';
 
 export function webhooksModule(ctx: AppContext): Module {
   const { queue } = wireDeliveries(ctx);
