@@ -13,6 +13,8 @@ import { runCli, startServerProcess, type CliResult } from './process.ts';
 import { DIALECT, PG_URL } from './support.ts';
 
 const WRITER = path.resolve(import.meta.dirname, 'backup-writer.ts');
+/** A loaded machine starts a server slowly; the start is not what these tests check. */
+const SERVER_START_MS = 100_000;
 const ADMIN = { CPS_ADMIN_TOKEN: 'test-admin-token-0123456789', LOG_LEVEL: 'silent', CPS_WORKERS: '0' };
 
 const dirs: string[] = [];
@@ -90,7 +92,7 @@ describe('cps backup and cps restore (sqlite)', { skip: DIALECT !== 'sqlite' && 
     dataDir = tempDir();
     backupDir = tempDir();
     backupFile = path.join(backupDir, 'cps-backup.sqlite');
-    server = await startServerProcess(env(dataDir));
+    server = await startServerProcess(env(dataDir), SERVER_START_MS);
     writer = await startWriter(dataDir);
   });
   after(async () => {
@@ -169,7 +171,7 @@ describe('cps backup and cps restore (sqlite)', { skip: DIALECT !== 'sqlite' && 
       [],
     );
 
-    server = await startServerProcess(env(dataDir));
+    server = await startServerProcess(env(dataDir), SERVER_START_MS);
     assert.equal((await fetch(`${server.url}/ready`)).status, 200);
     server.child.kill('SIGTERM');
     assert.equal(await server.exited, 0);
