@@ -1,10 +1,11 @@
 /**
- * The `cps` command: serve, migrate, business create, client create, the catalogue importers, audit
- * verify and retention run.
+ * The `cps` command: serve, migrate, business create, client create, the catalogue importers, backup and
+ * restore, audit verify and retention run.
  * Commands that create something print JSON on stdout; errors go to stderr with exit code 1 (2 for usage).
  */
 import { parseArgs } from 'node:util';
 import { verifyChains } from './audit/verify.ts';
+import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -25,6 +26,10 @@ const USAGE = `Usage: cps <command>
                                           create another API client (all scopes unless given)
   import drugs FILE                       import medicines: A-Z medicines CSV, 1mg CSV (both layouts) or NDJSON
   import labs FILE                        import lab tests: LOINC lab orders CSV or NDJSON
+  backup FILE [--force]                   copy the SQLite database, online, to FILE (0600); the master key
+                                          is not in it (PostgreSQL: pg_dump, see README "Backups")
+  restore FILE [--force]                  check FILE and put it in place of the SQLite database of a stopped
+                                          data directory, keeping the previous one aside
   audit verify [--business ID]            check the access log's hash chains (every business, or one);
                                           exit code 1 and the first broken link when one is broken
   retention run                           delete what is kept no longer, now (the service does it every
@@ -95,6 +100,20 @@ const commands: Record<string, Command> = {
     printJson(await withStorage(config, (storage) => runImport(storage.db, 'labs', positionals[0]!, config)));
   },
 
+  async backup(args, config) {
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { force: { type: 'boolean' } } });
+    if (positionals.length !== 1) throw new UsageError('backup needs one FILE');
+    if (config.databaseUrl) throw postgresRefusal('backup');
+    printJson(await backupDatabase(config, positionals[0]!, values.force ?? false));
+  },
+
+  async restore(args, config) {
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { force: { type: 'boolean' } } });
+    if (positionals.length !== 1) throw new UsageError('restore needs one FILE');
+    if (config.databaseUrl) throw postgresRefusal('restore');
+    printJson(await restoreDatabase(config, positionals[0]!, values.force ?? false));
+  },
+
   async 'audit verify'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
     const chains = await withStorage(config, (storage) => verifyChains(storage.db, values.business));
@@ -132,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`cps: configuration error: ${error.message}\n`);
       return 1;
     }
-    if (error instanceof ChainBroken || error instanceof AppError) {
+    if (error instanceof ChainBroken || error instanceof AppError || error instanceof BackupError) {
       process.stderr.write(`cps: ${error.message}\n`);
       return 1;
     }

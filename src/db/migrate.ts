@@ -28,6 +28,7 @@ import * as eventOrdering from './migrations/0017_event_ordering.ts';
 import * as accessLog from './migrations/0018_access_log.ts';
 import * as retention from './migrations/0019_retention.ts';
 import * as privacy from './migrations/0020_privacy.ts';
+import * as webhookDeliveryAttempts from './migrations/0021_webhook_delivery_attempts.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -50,6 +51,7 @@ export const migrations: Record<string, Migration> = {
   '0018_access_log': accessLog,
   '0019_retention': retention,
   '0020_privacy': privacy,
+  '0021_webhook_delivery_attempts': webhookDeliveryAttempts,
 };
 
 /**

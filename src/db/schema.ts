@@ -144,6 +144,21 @@ export interface WebhookDeliveriesTable {
   updated_at: number;
 }
 
+/** One attempt of a webhook delivery (pruned by age). */
+export interface WebhookDeliveryAttemptsTable {
+  delivery_id: string;
+  /** 1, 2, ...: the delivery's attempts counted across manual retries. */
+  attempt: number;
+  business_id: string;
+  started_at: number;
+  finished_at: number;
+  duration_ms: number;
+  /** The receiver's answer; null when none came. */
+  status_code: number | null;
+  /** The class of failure ("HTTP 503", "could not connect"); null on success. */
+  error: string | null;
+}
+
 export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
 
 export interface JobsTable {
@@ -519,6 +534,7 @@ export interface Database {
   search_snapshots: SearchSnapshotsTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
   jobs: JobsTable;
   job_locks: JobLocksTable;
   idempotency_keys: IdempotencyKeysTable;

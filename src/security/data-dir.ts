@@ -12,7 +12,8 @@ export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
 /** The files the service writes in the data directory. */
-const SERVICE_FILES = /^(cps\.sqlite(-wal|-shm|-journal)?|jwt-signing-key\.pem|master\.key|demo-credentials\.json|search-index-[0-9a-f]+\.bin)$/;
+const SERVICE_FILES =
+  /^(cps\.sqlite(-wal|-shm|-journal|\.before-restore-[0-9TZ-]+)?|jwt-signing-key\.pem|master\.key|demo-credentials\.json|search-index-[0-9a-f]+\.bin)$/;
 
 /** Creates `dir` (and its parents) if missing; the directory itself is then 0700, whatever the umask. */
 export function makePrivateDir(dir: string): void {

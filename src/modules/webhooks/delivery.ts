@@ -144,19 +144,35 @@ export type AttemptOutcome =
  */
 export class DeliveryRetry extends RetryableError {
   readonly statusCode: number | null;
-  constructor(message: string, statusCode: number | null, retryAfterSeconds: number | null) {
+  readonly timing: AttemptTiming;
+  constructor(message: string, statusCode: number | null, retryAfterSeconds: number | null, timing: AttemptTiming = instant()) {
     super(message, { retryAfterSeconds });
     this.statusCode = statusCode;
+    this.timing = timing;
   }
 }
 
 /** An attempt that retrying cannot help: the subscription is disabled, or the endpoint answered 410. */
 export class DeliveryRefused extends PermanentError {
   readonly statusCode: number | null;
-  constructor(message: string, statusCode: number | null) {
+  readonly timing: AttemptTiming;
+  constructor(message: string, statusCode: number | null, timing: AttemptTiming = instant()) {
     super(message);
     this.statusCode = statusCode;
+    this.timing = timing;
   }
+}
+
+/** When an attempt started and finished (epoch ms): what the attempts table keeps of its timing. */
+export interface AttemptTiming {
+  startedAt: number;
+  finishedAt: number;
+}
+
+/** The timing of an attempt that sent nothing. */
+function instant(): AttemptTiming {
+  const now = Date.now();
+  return { startedAt: now, finishedAt: now };
 }
 
 export interface AttemptInput {
@@ -256,6 +272,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   // network details go to the log only.
   let error: string;
   let detail: ReturnType<typeof failureDetail> | undefined;
+  const startedAt = Date.now();
   try {
     const result = await deps.sender.send(row.endpoint, headers, row.payload, input.signal);
     statusCode = result.statusCode;
@@ -267,9 +284,10 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
     detail = failureDetail(caught);
     error = detail.failure;
   }
+  const timing = { startedAt, finishedAt: Date.now() };
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-    await deps.successes.record(input.businessId, row.id, statusCode, row.failing_since === null ? null : row.subscription_id);
+    await deps.successes.record(input.businessId, row.id, statusCode, timing, row.failing_since === null ? null : row.subscription_id);
     deps.outcomes?.inc({ outcome: 'succeeded' });
     deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
     return { kind: 'succeeded', statusCode };
@@ -281,10 +299,10 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
     );
     deps.outcomes?.inc({ outcome: 'disabled' });
     deps.logger.warn(log, 'webhook endpoint answered 410 Gone; subscription disabled');
-    throw new DeliveryRefused('HTTP 410 (the subscription was disabled)', 410);
+    throw new DeliveryRefused('HTTP 410 (the subscription was disabled)', 410, timing);
   }
   deps.logger.info({ ...log, status_code: statusCode, error, ...detail }, 'webhook attempt failed');
-  throw new DeliveryRetry(error, statusCode, retryAfterSeconds);
+  throw new DeliveryRetry(error, statusCode, retryAfterSeconds, timing);
 }
 
 /**
@@ -305,12 +323,13 @@ export async function recordFailedAttempt(
   const nextAttemptAt = outcome.status === 'pending' ? outcome.dueAt : null;
   if (sent) {
     if (cause instanceof DeliveryRetry) policy?.outcomes?.inc({ outcome: outcome.status === 'pending' ? 'retried' : 'failed' });
-    await repo.recordAttempt(db, businessId, deliveryId, {
-      status: outcome.status,
-      lastStatusCode: cause.statusCode,
-      lastError: cause.message,
-      nextAttemptAt,
-    });
+    await repo.recordAttempt(
+      db,
+      businessId,
+      deliveryId,
+      { status: outcome.status, lastStatusCode: cause.statusCode, lastError: cause.message, nextAttemptAt },
+      cause.timing,
+    );
     if (cause instanceof DeliveryRetry && policy) await noteFailure(db, businessId, deliveryId, policy);
   } else {
     await repo.settleDelivery(db, businessId, deliveryId, {
@@ -375,6 +394,8 @@ export class SuccessRecords {
     businessId: string;
     deliveryId: string;
     statusCode: number;
+    startedAt: number;
+    finishedAt: number;
     /** Set when the subscription was failing: the success ends that run. */
     failingSubscription: string | null;
     done: () => void;
@@ -386,9 +407,15 @@ export class SuccessRecords {
     this.#db = db;
   }
 
-  record(businessId: string, deliveryId: string, statusCode: number, failingSubscription: string | null = null): Promise<void> {
+  record(
+    businessId: string,
+    deliveryId: string,
+    statusCode: number,
+    timing: AttemptTiming,
+    failingSubscription: string | null = null,
+  ): Promise<void> {
     return new Promise((done, fail) => {
-      this.#pending.push({ businessId, deliveryId, statusCode, failingSubscription, done, fail });
+      this.#pending.push({ businessId, deliveryId, statusCode, ...timing, failingSubscription, done, fail });
       if (!this.#flushing) {
         this.#flushing = true;
         setImmediate(() => void this.#flush());

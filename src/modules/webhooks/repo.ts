@@ -1,7 +1,8 @@
 /** SQL of the webhooks module; every query is scoped by business_id. */
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type Insertable, type QueryCreator, type Selectable, type Transaction, type Updateable, type UpdateQueryBuilder } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
-import type { WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscriptionsTable } from '../../db/schema.ts';
+import type { Database, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscriptionsTable } from '../../db/schema.ts';
 
 export type SubscriptionRow = Selectable<WebhookSubscriptionsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -113,7 +114,7 @@ export function getEvent(db: Db, businessId: string, eventId: string) {
 export function eventDeliveries(db: Db, businessId: string, eventId: string) {
   return db
     .selectFrom('webhook_deliveries')
-    .select(['subscription_id', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at', 'updated_at'])
+    .select(['id', 'subscription_id', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at', 'updated_at'])
     .where('business_id', '=', businessId)
     .where('event_id', '=', eventId)
     .orderBy('subscription_id')
@@ -219,20 +220,148 @@ export interface AttemptRecord {
   nextAttemptAt: number | null;
 }
 
-export async function recordAttempt(db: Db, businessId: string, deliveryId: string, record: AttemptRecord): Promise<void> {
-  await db
-    .updateTable('webhook_deliveries')
-    .set((eb) => ({
-      status: record.status,
-      attempts: eb('attempts', '+', 1),
-      last_status_code: record.lastStatusCode,
-      last_error: record.lastError,
-      next_attempt_at: record.nextAttemptAt,
-      updated_at: Date.now(),
-    }))
-    .where('business_id', '=', businessId)
-    .where('id', '=', deliveryId)
+/** One attempt as the attempts table keeps it. */
+export interface AttemptLog {
+  deliveryId: string;
+  startedAt: number;
+  finishedAt: number;
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** An error longer than this is cut (it is a class of failure, never a body). */
+const ATTEMPT_ERROR_MAX = 200;
+
+/** Most recent attempts of a delivery an event's inspection shows. */
+export const ATTEMPTS_SHOWN = 50;
+
+type DeliveryUpdate = UpdateQueryBuilder<Database, 'webhook_deliveries', 'webhook_deliveries', { business_id: string; id: string; attempts: number }>;
+
+/**
+ * Runs an update of delivery rows that counts an attempt on each (`attempts + 1`, returning the rows)
+ * and adds each one's attempt, numbered by that count, in the same statement on PostgreSQL (a
+ * data-modifying WITH: no round trip more than the update alone) and in one transaction on SQLite.
+ */
+async function updateWithAttempts(db: Db, update: (qc: QueryCreator<Database>) => DeliveryUpdate, attempts: AttemptLog[]): Promise<void> {
+  if (isPostgres(db)) {
+    const values = sql.join(
+      attempts.map(
+        (a) =>
+          sql`(cast(${a.deliveryId} as text), cast(${a.startedAt} as bigint), cast(${a.finishedAt} as bigint), cast(${a.statusCode} as integer), cast(${truncate(a.error)} as text))`,
+      ),
+    );
+    await db
+      .with('u', update)
+      .insertInto('webhook_delivery_attempts')
+      .columns(['delivery_id', 'attempt', 'business_id', 'started_at', 'finished_at', 'duration_ms', 'status_code', 'error'])
+      .expression(
+        sql`select u.id, u.attempts, u.business_id, v.started_at, v.finished_at, v.finished_at - v.started_at, v.status_code, v.error
+            from u join (values ${values}) as v (delivery_id, started_at, finished_at, status_code, error) on v.delivery_id = u.id`,
+      )
+      .execute();
+    return;
+  }
+  const run = async (trx: Db) => {
+    const updated = await update(trx).execute();
+    const byId = new Map(attempts.map((a) => [a.deliveryId, a]));
+    const rows = updated.flatMap((row) => {
+      const a = byId.get(row.id);
+      if (!a) return [];
+      return [
+        {
+          delivery_id: row.id,
+          attempt: Number(row.attempts),
+          business_id: row.business_id,
+          started_at: a.startedAt,
+          finished_at: a.finishedAt,
+          duration_ms: a.finishedAt - a.startedAt,
+          status_code: a.statusCode,
+          error: truncate(a.error),
+        },
+      ];
+    });
+    if (rows.length > 0) await trx.insertInto('webhook_delivery_attempts').values(rows).execute();
+  };
+  if (db.isTransaction) await run(db);
+  else await db.transaction().execute((trx: Transaction<Database>) => run(trx));
+}
+
+function truncate(error: string | null): string | null {
+  return error === null || error.length <= ATTEMPT_ERROR_MAX ? error : `${error.slice(0, ATTEMPT_ERROR_MAX - 1)}…`;
+}
+
+/** A failed attempt: the queue's decision on the delivery row, and the attempt itself. */
+export async function recordAttempt(
+  db: Db,
+  businessId: string,
+  deliveryId: string,
+  record: AttemptRecord,
+  timing: { startedAt: number; finishedAt: number },
+): Promise<void> {
+  await updateWithAttempts(
+    db,
+    (qc) =>
+      qc
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          status: record.status,
+          attempts: eb('attempts', '+', 1),
+          last_status_code: record.lastStatusCode,
+          last_error: record.lastError,
+          next_attempt_at: record.nextAttemptAt,
+          updated_at: Date.now(),
+        }))
+        .where('business_id', '=', businessId)
+        .where('id', '=', deliveryId)
+        .returning(['business_id', 'id', 'attempts']),
+    [{ deliveryId, ...timing, statusCode: record.lastStatusCode, error: record.lastError }],
+  );
+}
+
+/**
+ * The most recent attempts (at most ATTEMPTS_SHOWN each) of the deliveries, oldest first within each.
+ */
+export function recentAttempts(db: Db, businessId: string, deliveryIds: string[]) {
+  if (deliveryIds.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom((qc) =>
+      qc
+        .selectFrom('webhook_delivery_attempts')
+        .select(['delivery_id', 'attempt', 'started_at', 'finished_at', 'duration_ms', 'status_code', 'error'])
+        .select((eb) =>
+          eb.fn
+            .agg<number>('row_number', [])
+            .over((ob) => ob.partitionBy('delivery_id').orderBy('attempt', 'desc'))
+            .as('recency'),
+        )
+        .where('business_id', '=', businessId)
+        .where('delivery_id', 'in', deliveryIds)
+        .as('a'),
+    )
+    .select(['delivery_id', 'attempt', 'started_at', 'finished_at', 'duration_ms', 'status_code', 'error'])
+    .where('recency', '<=', ATTEMPTS_SHOWN)
+    .orderBy('delivery_id')
+    .orderBy('attempt')
     .execute();
+}
+
+/**
+ * Deletes up to `limit` attempts that finished before `before` (epoch ms), oldest first; returns how
+ * many. For the retention job: small batches, each one statement.
+ */
+export async function pruneAttempts(db: Db, before: number, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('webhook_delivery_attempts')
+    .where(
+      sql<boolean>`(delivery_id, attempt) in (${db
+        .selectFrom('webhook_delivery_attempts')
+        .select(['delivery_id', 'attempt'])
+        .where('finished_at', '<', before)
+        .orderBy('finished_at')
+        .limit(limit)})`,
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** The state the job queue decided, without an attempt's answer (nothing was sent). */
@@ -255,26 +384,35 @@ export async function settleDelivery(
     .execute();
 }
 
-/** Records successful attempts that got `statusCode`, as recordAttempt does, in one statement. */
-export async function recordSuccesses(db: Db, statusCode: number, deliveries: Array<{ businessId: string; deliveryId: string }>): Promise<void> {
-  await db
-    .updateTable('webhook_deliveries')
-    .set((eb) => ({
-      status: 'succeeded',
-      attempts: eb('attempts', '+', 1),
-      last_status_code: statusCode,
-      last_error: null,
-      next_attempt_at: null,
-      updated_at: Date.now(),
-    }))
-    .where((eb) =>
-      eb(
-        eb.refTuple('business_id', 'id'),
-        'in',
-        deliveries.map((d) => eb.tuple(d.businessId, d.deliveryId)),
-      ),
-    )
-    .execute();
+/** Records successful attempts that got `statusCode`, as recordAttempt does, in one statement (PostgreSQL) or transaction (SQLite). */
+export async function recordSuccesses(
+  db: Db,
+  statusCode: number,
+  deliveries: Array<{ businessId: string; deliveryId: string; startedAt: number; finishedAt: number }>,
+): Promise<void> {
+  await updateWithAttempts(
+    db,
+    (qc) =>
+      qc
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          status: 'succeeded',
+          attempts: eb('attempts', '+', 1),
+          last_status_code: statusCode,
+          last_error: null,
+          next_attempt_at: null,
+          updated_at: Date.now(),
+        }))
+        .where((eb) =>
+          eb(
+            eb.refTuple('business_id', 'id'),
+            'in',
+            deliveries.map((d) => eb.tuple(d.businessId, d.deliveryId)),
+          ),
+        )
+        .returning(['business_id', 'id', 'attempts']),
+    deliveries.map((d) => ({ deliveryId: d.deliveryId, startedAt: d.startedAt, finishedAt: d.finishedAt, statusCode, error: null })),
+  );
 }
 
 /** Marks the delivery pending again (a manual retry), due at `dueAt`. */

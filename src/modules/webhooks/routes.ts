@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
-import { REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
+import { ATTEMPTS_SHOWN, REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
 const EVENTS = '/notification/v1/connect/webhook/events';
@@ -47,6 +47,19 @@ const EventView = Type.Object({
       subscription_id: Type.String(),
       ...DeliveryState,
       last_attempt_at: Type.Union([Type.Integer({ description: 'epoch seconds' }), Type.Null()]),
+      attempt_history: Type.Array(
+        Type.Object({
+          attempt: Type.Integer({ description: "1, 2, ...: the delivery's attempts, manual retries included" }),
+          started_at: Type.Integer({ description: 'epoch seconds' }),
+          finished_at: Type.Integer({ description: 'epoch seconds' }),
+          duration_ms: Type.Integer(),
+          status_code: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's answer; null when none came" }),
+          error: Type.Union([Type.String(), Type.Null()], {
+            description: 'The class of failure ("HTTP 503", "could not connect"); null when the receiver accepted it',
+          }),
+        }),
+        { description: `The latest ${ATTEMPTS_SHOWN} attempts, oldest first (attempts counts them all; older ones are pruned by age)` },
+      ),
     }),
   ),
 });
@@ -207,7 +220,7 @@ export function webhookRoutes(service: WebhookService) {
         config,
         schema: {
           tags,
-          summary: 'One event: its body as sent, and its delivery to each subscription (state, attempts, last answer)',
+          summary: 'One event: its body as sent, and its delivery to each subscription (state, last answer, and its latest attempts)',
           params: Type.Object({ event_id: Type.String({ maxLength: 100 }) }),
           response: { 200: EventView, ...Errors },
         },

@@ -19,6 +19,9 @@ export const DEFAULT_EVENT_NAMES: EventName[] = ['external_review.request'];
 export const KEY_OVERLAP_MS = 24 * 3600 * 1000;
 export const DELIVERIES_PAGE_SIZE = 50;
 
+/** Most recent attempts shown per delivery in an event's inspection. */
+export const ATTEMPTS_SHOWN = repo.ATTEMPTS_SHOWN;
+
 export interface SubscriptionView {
   id: string;
   endpoint: string;
@@ -51,7 +54,20 @@ export interface EventView {
   sequence: number | null;
   /** The body as every attempt sends it. */
   body: Record<string, unknown>;
-  deliveries: Array<DeliveryState & { subscription_id: string; last_attempt_at: number | null }>;
+  deliveries: Array<DeliveryState & { subscription_id: string; last_attempt_at: number | null; attempt_history: AttemptView[] }>;
+}
+
+/** One attempt of a delivery: when, how long, and what came of it. */
+export interface AttemptView {
+  attempt: number;
+  /** Epoch seconds. */
+  started_at: number;
+  finished_at: number;
+  duration_ms: number;
+  /** The receiver's answer; null when none came. */
+  status_code: number | null;
+  /** The class of failure ("HTTP 503", "could not connect"); null when the receiver accepted it. */
+  error: string | null;
 }
 
 export interface DeliveryQuery {
@@ -314,11 +330,19 @@ export class WebhookService {
     });
   }
 
-  /** One event of the business as it was sent, and its delivery to each subscription. */
+  /** One event of the business as it was sent, and its delivery to each subscription with its latest attempts. */
   async getEvent(businessId: string, eventId: string): Promise<EventView> {
     const event = await repo.getEvent(this.#deps.db, businessId, eventId);
     if (!event) throw new AppError(404, 'event not found', { code: 'NOT_FOUND' });
     const deliveries = await repo.eventDeliveries(this.#deps.db, businessId, eventId);
+    const attempts = Map.groupBy(
+      await repo.recentAttempts(
+        this.#deps.db,
+        businessId,
+        deliveries.map((row) => row.id),
+      ),
+      (row) => row.delivery_id,
+    );
     return {
       id: event.id,
       event: event.type,
@@ -330,6 +354,14 @@ export class WebhookService {
         subscription_id: row.subscription_id,
         ...deliveryState(row),
         last_attempt_at: row.attempts > 0 ? Math.floor(row.updated_at / 1000) : null,
+        attempt_history: (attempts.get(row.id) ?? []).map((a) => ({
+          attempt: Number(a.attempt),
+          started_at: Math.floor(Number(a.started_at) / 1000),
+          finished_at: Math.floor(Number(a.finished_at) / 1000),
+          duration_ms: Number(a.duration_ms),
+          status_code: a.status_code === null ? null : Number(a.status_code),
+          error: a.error,
+        })),
       })),
     };
   }
