@@ -4,6 +4,7 @@
  * per job run. The body is the event's stored payload text, byte for byte the same on every
  * attempt; `webhook-id` is the event id; `webhook-timestamp` is the attempt's time.
  */
+import type { KeyObject } from 'node:crypto';
 import type { Insertable } from 'kysely';
 import type { Counter } from 'prom-client';
 import type { Logger } from 'pino';
@@ -15,7 +16,7 @@ import { decrypt } from '../../security/encryption.ts';
 import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
 import type { Sender } from './sender.ts';
-import { signatureHeader } from './signer.ts';
+import { signatureHeader, signingKey } from './signer.ts';
 import { PermanentError, RetryableError } from '../../jobs/queue.ts';
 import type { FailedAttempt } from '../../jobs/worker.ts';
 
@@ -239,9 +240,9 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
 
   const ad = repo.keyAssociatedData(row.subscription_id);
   const now = Date.now();
-  const keys = [deps.signingKeys.decrypt(row.signing_key, ad)];
+  const keys = [deps.signingKeys.key(row.signing_key, ad)];
   if (row.previous_signing_key && row.previous_key_expires_at !== null && row.previous_key_expires_at > now) {
-    keys.push(deps.signingKeys.decrypt(row.previous_signing_key, ad));
+    keys.push(deps.signingKeys.key(row.previous_signing_key, ad));
   }
   const timestamp = Math.floor(now / 1000);
   const headers = {
@@ -342,22 +343,23 @@ async function noteFailure(db: Db, businessId: string, deliveryId: string, polic
 }
 
 /**
- * Decrypted signing keys by their ciphertext and associated data: a delivery decrypts nothing that
- * an earlier one decrypted. A rotated key has a new ciphertext, so nothing stale is served.
+ * Decrypted signing keys, ready to sign with, by their ciphertext and associated data: a delivery
+ * decrypts and prepares nothing that an earlier one did. A rotated key has a new ciphertext, so
+ * nothing stale is served.
  */
 export class SigningKeys {
   readonly #masterKey: Buffer;
-  readonly #keys = new Map<string, string>();
+  readonly #keys = new Map<string, KeyObject>();
 
   constructor(masterKey: Buffer) {
     this.#masterKey = masterKey;
   }
 
-  decrypt(sealed: string, associatedData: string): string {
+  key(sealed: string, associatedData: string): KeyObject {
     const id = `${associatedData}\n${sealed}`;
     let key = this.#keys.get(id);
     if (key === undefined) {
-      key = decrypt(this.#masterKey, sealed, associatedData);
+      key = signingKey(decrypt(this.#masterKey, sealed, associatedData));
       // Bounded: past this many subscriptions, start over rather than track use.
       if (this.#keys.size >= 10_000) this.#keys.clear();
       this.#keys.set(id, key);
