@@ -70,14 +70,19 @@ export interface EventRef {
  */
 export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]): Promise<number> {
   if (events.length === 0) return 0;
+  // Each subscription's names are read once, not once per event.
   const subscriptions = Map.groupBy(
-    await repo.activeSubscriptions(trx, [...new Set(events.map((event) => event.businessId))]),
-    (subscription) => subscription.business_id,
+    (await repo.activeSubscriptions(trx, [...new Set(events.map((event) => event.businessId))])).map((subscription) => ({
+      id: subscription.id,
+      businessId: subscription.business_id,
+      names: new Set(JSON.parse(subscription.event_names) as string[]),
+    })),
+    (subscription) => subscription.businessId,
   );
   const pairs: Array<[EventRef, string]> = [];
   for (const event of events) {
     for (const subscription of subscriptions.get(event.businessId) ?? []) {
-      if ((JSON.parse(subscription.event_names) as string[]).includes(event.type)) pairs.push([event, subscription.id]);
+      if (subscription.names.has(event.type)) pairs.push([event, subscription.id]);
     }
   }
   return addDeliveries(trx, queue, pairs);
