@@ -5,15 +5,18 @@
  * (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres; skipped if unreachable).
  *
  * Then, on the same servers with the queue drained, the time from an event's commit to its receipt
- * while the queue is not backlogged: BENCH_WEBHOOK_RATE review requests a second (default 100),
+ * while the queue is not backlogged: BENCH_WEBHOOK_RATE review requests a second (default 100; 0 skips it),
  * through the servers' API (each stores its event in its own transaction and wakes the workers of
  * its process, as a completion does), for BENCH_SECONDS. On PostgreSQL the throughput run also counts
  * the statements per delivery (pg_stat_statements) and the pool's waits (pg-probe.ts).
  * Goals (issue 18): >= 2,000/s on PostgreSQL with two processes, >= 3,000/s on SQLite, p99 < 1 s.
+ * The throughput note gives the servers' CPU time per delivery (Linux: /proc), which a machine shared
+ * with other work changes less than the rate. BENCH_WEBHOOK_CPU_PROF=dir: each server writes a V8 CPU
+ * profile into dir/sqlite or dir/postgres (summarise with `node bench/cpu-profile-summary.ts dir/sqlite`).
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -91,6 +94,17 @@ function reviewEvent(businessId: string, clientId: string, n: number) {
   };
 }
 
+/** CPU time (user and system) the process has used so far, in ms; null where /proc is not there. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
 async function waitFor(receiver: Receiver, count: number): Promise<void> {
   const deadline = Date.now() + 300_000;
   while (receiver.received.size < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -150,15 +164,14 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
   const receiver = await startReceiver();
   const servers = [];
   const probeDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-probe-'));
+  const profileDir = process.env.BENCH_WEBHOOK_CPU_PROF;
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, databaseUrl ? 'postgres' : 'sqlite')}`] : [];
   for (let i = 0; i < processes; i++) {
     servers.push(
-      await spawnServer(
-        'bin/cps.js',
-        ['serve'],
-        { ...env, CPS_BENCH_PROBE_FILE: path.join(probeDir, `${i}.json`) },
-        '/ready',
-        databaseUrl ? PROBE : [],
-      ),
+      await spawnServer('bin/cps.js', ['serve'], { ...env, CPS_BENCH_PROBE_FILE: path.join(probeDir, `${i}.json`) }, '/ready', [
+        ...(databaseUrl ? PROBE : []),
+        ...profile,
+      ]),
     );
   }
   const writers = databaseUrl ? 4 : 1;
@@ -172,6 +185,7 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     await post(`${servers[0]!.url}/notification/v1/connect/webhook/subscriptions`, { endpoint: receiver.url }, login.access_token);
     const businessId = business.business_id as string;
     await stats?.reset();
+    const cpuBefore = servers.map((server) => cpuMs(server.child.pid));
     const startedAt = Date.now();
     const started = performance.now();
     // Completions arrive from many requests at once in production: on PostgreSQL several writers store
@@ -191,24 +205,32 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     const seconds = (receiver.last() - started) / 1000;
     const delivered = receiver.received.size;
     const requests = receiver.requests();
+    const cpuAfter = servers.map((server) => cpuMs(server.child.pid));
+    const cpuUsed = cpuAfter.every((ms, i) => ms !== null && cpuBefore[i] !== null)
+      ? cpuAfter.reduce((sum: number, ms, i) => sum + ms! - cpuBefore[i]!, 0)
+      : null;
     const throughputStages = await stageBreakdown(storage, startedAt);
     const statements = stats ? perUnit(await stats.read(), delivered, 'delivery', 12) : '';
-    const appointmentId = await oneAppointment(servers[0]!.url, login.access_token);
+    // BENCH_WEBHOOK_RATE=0 leaves the latency run out.
     const lagStarted = Date.now();
-    const lag = await latency(
-      servers.map((server) => server.url),
-      receiver,
-      login.access_token,
-      appointmentId,
-    );
-    const stages = await stageBreakdown(storage, lagStarted);
+    const lag =
+      RATE > 0
+        ? await latency(
+            servers.map((server) => server.url),
+            receiver,
+            login.access_token,
+            await oneAppointment(servers[0]!.url, login.access_token),
+          )
+        : null;
+    const stages = lag ? await stageBreakdown(storage, lagStarted) : '';
     await Promise.all(servers.map((s) => s.stop()));
     const pool = probeNote(
       servers.map((_, i) => readProbe(path.join(probeDir, `${i}.json`))),
-      delivered + lag.count,
+      delivered + (lag?.count ?? 0),
       'delivery (both runs)',
     );
-    return { rate: delivered / seconds, delivered, requests, seconds, stored, throughputStages, statements, pool, lag, stages };
+    const cpuPerDelivery = cpuUsed === null ? null : cpuUsed / delivered;
+    return { rate: delivered / seconds, delivered, requests, seconds, stored, cpuPerDelivery, throughputStages, statements, pool, lag, stages };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await storage.destroy();
@@ -256,21 +278,26 @@ type Outcome = Awaited<ReturnType<typeof scenario>>;
 
 function figures(label: string, r: Outcome, goal: number): Figure[] {
   const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  const lag = r.lag;
   return [
     {
       name: `webhook deliveries, ${label}`,
       value: Math.round(r.rate),
       unit: 'deliveries/s',
       note:
-        `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s; ${r.throughputStages}); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}` +
+        `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s; ${r.cpuPerDelivery === null ? '' : `servers' CPU ${r.cpuPerDelivery.toFixed(2)} ms per delivery; `}${r.throughputStages}); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}` +
         `${r.statements ? `. ${r.statements}` : ''}${r.pool ? `. ${r.pool}` : ''}`,
     },
-    {
-      name: `webhook event commit (202 of a review request) to receipt p99, ${label}, ${RATE} events/s`,
-      value: r.lag.p99,
-      unit: 'ms',
-      note: `${r.lag.count} events, one per request; p50 ${r.lag.p50} ms, max ${r.lag.max} ms${r.lag.lost ? `, ${r.lag.lost} not received` : ''}${r.stages ? ` (${r.stages})` : ''}; goal p99 < 1 s: ${met(r.lag.p99 < 1000 && r.lag.lost === 0)}`,
-    },
+    ...(lag
+      ? [
+          {
+            name: `webhook event commit (202 of a review request) to receipt p99, ${label}, ${RATE} events/s`,
+            value: lag.p99,
+            unit: 'ms',
+            note: `${lag.count} events, one per request; p50 ${lag.p50} ms, max ${lag.max} ms${lag.lost ? `, ${lag.lost} not received` : ''}${r.stages ? ` (${r.stages})` : ''}; goal p99 < 1 s: ${met(lag.p99 < 1000 && lag.lost === 0)}`,
+          },
+        ]
+      : []),
   ];
 }
 

@@ -123,7 +123,10 @@ export async function loadEvents(db: Db, ids: string[]): Promise<StoredEvent[]> 
     id: row.id,
     businessId: row.business_id,
     type: row.type as EventName,
-    payload: JSON.parse(row.payload) as EventBody,
+    // Parsed when a hook reads it: the webhooks' fan-out needs only the event's id, type and key.
+    get payload() {
+      return JSON.parse(row.payload) as EventBody;
+    },
     createdAt: row.created_at,
     orderingKey: row.ordering_key,
     sequence: row.sequence === null ? null : Number(row.sequence),

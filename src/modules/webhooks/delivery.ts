@@ -4,6 +4,7 @@
  * per job run. The body is the event's stored payload text, byte for byte the same on every
  * attempt; `webhook-id` is the event id; `webhook-timestamp` is the attempt's time.
  */
+import type { KeyObject } from 'node:crypto';
 import type { Insertable } from 'kysely';
 import type { Counter } from 'prom-client';
 import type { Logger } from 'pino';
@@ -15,7 +16,7 @@ import { decrypt } from '../../security/encryption.ts';
 import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
 import type { Sender } from './sender.ts';
-import { signatureHeader } from './signer.ts';
+import { signatureHeader, signingKey } from './signer.ts';
 import { PermanentError, RetryableError } from '../../jobs/queue.ts';
 import type { FailedAttempt } from '../../jobs/worker.ts';
 
@@ -69,14 +70,19 @@ export interface EventRef {
  */
 export async function fanOut(trx: Db, queue: DeliveryQueue, events: EventRef[]): Promise<number> {
   if (events.length === 0) return 0;
+  // Each subscription's names are read once, not once per event.
   const subscriptions = Map.groupBy(
-    await repo.activeSubscriptions(trx, [...new Set(events.map((event) => event.businessId))]),
-    (subscription) => subscription.business_id,
+    (await repo.activeSubscriptions(trx, [...new Set(events.map((event) => event.businessId))])).map((subscription) => ({
+      id: subscription.id,
+      businessId: subscription.business_id,
+      names: new Set(JSON.parse(subscription.event_names) as string[]),
+    })),
+    (subscription) => subscription.businessId,
   );
   const pairs: Array<[EventRef, string]> = [];
   for (const event of events) {
     for (const subscription of subscriptions.get(event.businessId) ?? []) {
-      if ((JSON.parse(subscription.event_names) as string[]).includes(event.type)) pairs.push([event, subscription.id]);
+      if (subscription.names.has(event.type)) pairs.push([event, subscription.id]);
     }
   }
   return addDeliveries(trx, queue, pairs);
@@ -185,6 +191,8 @@ export interface AttemptInput {
 
 export interface AttemptDeps {
   storage: Storage;
+  /** Where attempts read their delivery; AttemptLoads reads those that start together in one statement. */
+  loads?: AttemptLoads;
   signingKeys: SigningKeys;
   successes: SuccessRecords;
   sender: Sender;
@@ -242,7 +250,7 @@ export async function disableSubscription(
 /** Sends one attempt; a success is recorded here, anything else is thrown for the queue to settle. */
 export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptOutcome> {
   const db = deps.storage.db;
-  const row = await repo.loadAttempt(db, input.businessId, input.deliveryId);
+  const row = await (deps.loads ? deps.loads.load(input.businessId, input.deliveryId) : repo.loadAttempt(db, input.businessId, input.deliveryId));
   if (!row) return { kind: 'gone' };
   const log = { subscription_id: row.subscription_id, event_id: row.event_id, attempt: input.attempt };
 
@@ -253,9 +261,9 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
 
   const ad = repo.keyAssociatedData(row.subscription_id);
   const now = Date.now();
-  const keys = [deps.signingKeys.decrypt(row.signing_key, ad)];
+  const keys = [deps.signingKeys.key(row.signing_key, ad)];
   if (row.previous_signing_key && row.previous_key_expires_at !== null && row.previous_key_expires_at > now) {
-    keys.push(deps.signingKeys.decrypt(row.previous_signing_key, ad));
+    keys.push(deps.signingKeys.key(row.previous_signing_key, ad));
   }
   const timestamp = Math.floor(now / 1000);
   const headers = {
@@ -359,27 +367,65 @@ async function noteFailure(db: Db, businessId: string, deliveryId: string, polic
 }
 
 /**
- * Decrypted signing keys by their ciphertext and associated data: a delivery decrypts nothing that
- * an earlier one decrypted. A rotated key has a new ciphertext, so nothing stale is served.
+ * Decrypted signing keys, ready to sign with, by their ciphertext and associated data: a delivery
+ * decrypts and prepares nothing that an earlier one did. A rotated key has a new ciphertext, so
+ * nothing stale is served.
  */
 export class SigningKeys {
   readonly #masterKey: Buffer;
-  readonly #keys = new Map<string, string>();
+  readonly #keys = new Map<string, KeyObject>();
 
   constructor(masterKey: Buffer) {
     this.#masterKey = masterKey;
   }
 
-  decrypt(sealed: string, associatedData: string): string {
+  key(sealed: string, associatedData: string): KeyObject {
     const id = `${associatedData}\n${sealed}`;
     let key = this.#keys.get(id);
     if (key === undefined) {
-      key = decrypt(this.#masterKey, sealed, associatedData);
+      key = signingKey(decrypt(this.#masterKey, sealed, associatedData));
       // Bounded: past this many subscriptions, start over rather than track use.
       if (this.#keys.size >= 10_000) this.#keys.clear();
       this.#keys.set(id, key);
     }
     return key;
+  }
+}
+
+/**
+ * Attempts that start together (one claim's jobs start in one turn of the event loop) read their
+ * deliveries in one statement instead of one each; those starting while it runs go into the next.
+ */
+export class AttemptLoads {
+  readonly #db: Db;
+  #pending: Array<{ businessId: string; deliveryId: string; done: (row: repo.AttemptRow | undefined) => void; fail: (error: unknown) => void }> = [];
+  #loading = false;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  load(businessId: string, deliveryId: string): Promise<repo.AttemptRow | undefined> {
+    return new Promise((done, fail) => {
+      this.#pending.push({ businessId, deliveryId, done, fail });
+      if (!this.#loading) {
+        this.#loading = true;
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, 500);
+      try {
+        const rows = new Map((await repo.loadAttempts(this.#db, batch)).map((row) => [`${row.business_id}/${row.id}`, row]));
+        for (const entry of batch) entry.done(rows.get(`${entry.businessId}/${entry.deliveryId}`));
+      } catch (error) {
+        for (const entry of batch) entry.fail(error);
+      }
+    }
+    this.#loading = false;
   }
 }
 

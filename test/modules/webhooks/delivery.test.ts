@@ -223,6 +223,26 @@ describe(`webhook delivery (${DIALECT})`, () => {
       assert.deepEqual(new Set(answered.values()), new Set([200, 204]));
     });
 
+    it('attempts that start together each send their own delivery, to its endpoint, signed with its key', async () => {
+      // One claim's attempts read their deliveries with one shared statement.
+      const receivers = [await startReceiver(), await startReceiver(), await startReceiver()];
+      const subs = [];
+      for (const receiver of receivers) subs.push(await subscribe(receiver));
+      const ids = new Set<string>();
+      for (let i = 0; i < 10; i++) ids.add(await recordReviewEvent(t.ctx.storage, client.businessId, i));
+      await t.ctx.jobs.runDue();
+      for (const receiver of receivers) await receiver.close();
+      for (const [i, receiver] of receivers.entries()) {
+        assert.deepEqual(new Set(receiver.received.map((d) => String(d.headers['webhook-id']))), ids);
+        assert.equal(receiver.received.length, 10);
+        for (const got of receiver.received) {
+          assert.equal(got.body, await storedPayload(String(got.headers['webhook-id'])));
+          new Webhook(subs[i]!.signing_key).verify(got.body, got.headers as Record<string, string>);
+        }
+        assert.ok((await deliveries(subs[i]!.id)).every((delivery) => delivery.status === 'succeeded' && delivery.attempts === 1));
+      }
+    });
+
     it('lists deliveries newest first, 50 a page', async () => {
       const receiver = await startReceiver();
       const sub = await subscribe(receiver);
