@@ -38,7 +38,7 @@ class PendingChange implements TransactionObserver {
     this.entry = entry;
   }
 
-  beforeCommit(trx: Db): Promise<void> {
+  begun(trx: Db): Promise<void> {
     return this.written ? Promise.resolve() : this.#log.writeWithChange(trx, this.entry);
   }
 

@@ -183,10 +183,11 @@ export function openPostgres(databaseUrl: string, poolSize: number, statementTim
 
 /**
  * What a request asks of the transactions it runs (the audit entry of a change, src/audit/): written
- * last in each, so it commits exactly when the change does. Set around a handler by the HTTP layer.
+ * first in each, so it commits exactly when the change does, and before the change takes its locks:
+ * the rows a change locks stay locked for one round trip less. Set around a handler by the HTTP layer.
  */
 export interface TransactionObserver {
-  beforeCommit(trx: Transaction<Database>): Promise<void>;
+  begun(trx: Transaction<Database>): Promise<void>;
   committed(): void;
 }
 
@@ -209,9 +210,8 @@ export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<D
   return db
     .transaction()
     .execute(async (trx) => {
-      const result = await work(trx);
-      await observer.beforeCommit(trx);
-      return result;
+      await observer.begun(trx);
+      return work(trx);
     })
     .then((result) => {
       observer.committed();

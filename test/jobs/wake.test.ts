@@ -124,7 +124,7 @@ describe(`jobs woken from inside a request (${DIALECT})`, () => {
     const queue = new JobQueue(f.storage, createLogger('silent'), new Registry(), { pollMs: 60_000 });
     let observed = 0;
     const observer = {
-      beforeCommit: async () => {
+      begun: async () => {
         observed++;
       },
       committed: () => {},

@@ -77,11 +77,6 @@ export class Scheduling {
     this.#deps = deps;
   }
 
-  /** Whether the pair books by a schedule (its OPD tokens are then the schedule's to give). */
-  async scheduled(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<boolean> {
-    return (await this.#deps.schedules.forPair(db, businessId, clinicId, doctorId)) !== null;
-  }
-
   /**
    * The pair's slot for [start, end), checked without a lock: 409 when no slot has these times or the
    * slot is already full, so that a booking bound to fail does no more work and waits for no lock.

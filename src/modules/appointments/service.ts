@@ -403,7 +403,7 @@ export class AppointmentService {
         if (token !== null) changes.token = token;
       }
       if (input.token !== undefined) {
-        if (await this.#deps.scheduling.scheduled(trx, row.business_id, row.clinic_id, row.doctor_id)) {
+        if (row.scheduled) {
           throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
         }
         changes.token = input.token;

@@ -333,6 +333,12 @@ function changesFor(current: Pick<PatientRow, 'address'>, input: PatientInput, n
   return changes;
 }
 
+/** Whether writing `input` would leave `current` as it is (an age sent again moves its recording time: a change). */
+function unchanged(current: LockedPatient, input: PatientInput, now: number): boolean {
+  const changes = changesFor(current, input, now) as Record<string, unknown>;
+  return Object.keys(changes).every((column) => changes[column] === current[column as keyof LockedPatient]);
+}
+
 /** The columns the name search keys a patient by (name-index.ts). */
 const SEARCHED = ['first_name', 'middle_name', 'last_name', 'mobile', 'partner_patient_id', 'archived_at', 'merged_into'] as const;
 
@@ -486,7 +492,8 @@ export class PatientService {
     // when claimed above.
     const empty = Object.keys(this.details({ ...patient, partner_patient_id: null })).length === 0;
     const applied = { ...(empty ? details : sent), partner_patient_id: claimed };
-    await this.#apply(trx, businessId, patient, applied, now);
+    // Details sent again as the patient has them change nothing: no write (nor a row version to vacuum).
+    if (!unchanged(patient, applied, now)) await this.#apply(trx, businessId, patient, applied, now);
     return { id: patient.id, partner_patient_id: claimed ?? patient.partner_patient_id, details };
   }
 

@@ -209,6 +209,21 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(onlyEnd.json().end_time, START + 7200);
   });
 
+  it("leaves the patient's row as it is when the details sent are those it has, and changes it when one differs", async () => {
+    const id = await book(t, p, { patient_details: { first_name: 'Kiran', last_name: 'Rao', dob: '1985-02-03', partner_patient_id: 'pp-same' } });
+    const stored = async () => (await findPatientByAnyId(t.ctx.storage.db, p.client.businessId, 'pp-same'))!;
+    const before = await stored();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const same = await call('PATCH', `/dr/v1/appointment/${id}`, { patient_details: { last_name: 'Rao', dob: '1985-02-03' }, notes: 'n' });
+    assert.equal(same.statusCode, 200, same.body);
+    assert.deepEqual(await stored(), before, 'the same details write nothing');
+    const changed = await call('PATCH', `/dr/v1/appointment/${id}`, { patient_details: { last_name: 'Rao', first_name: 'Kiran K' } });
+    assert.equal(changed.statusCode, 200, changed.body);
+    const after = await stored();
+    assert.equal(after.first_name, 'Kiran K');
+    assert.ok(Number(after.updated_at) > Number(before.updated_at));
+  });
+
   it('moves the appointment to the patient named by a new partner_patient_id', async () => {
     const other = await read(await book(t, p, { patient_details: { first_name: 'Other', partner_patient_id: 'pp-other' } }));
     const id = await book(t, p, { patient_details: { first_name: 'Nameless' } });
