@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 /**
  * One row per attempt of a webhook delivery: when it started and finished and what came of it (the
  * status code, or the class of failure). Written with the delivery row's own update; deleted with
- * the delivery, or by age (pruneAttempts).
+ * the delivery, or by age (retention).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

@@ -6,8 +6,6 @@ import { PatientService } from '../patients/service.ts';
 import { privacyRoutes } from './routes.ts';
 import { EXPORT_JOB, PrivacyService } from './service.ts';
 
-export { pruneExpiredExports } from './repo.ts';
-
 export function privacyModule(ctx: AppContext): Module {
   const { db } = ctx.storage;
   const service = new PrivacyService({

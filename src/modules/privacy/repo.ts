@@ -74,25 +74,6 @@ export async function markDownloaded(db: Db, id: string, at: number): Promise<vo
   await db.updateTable('privacy_exports').set({ downloaded_at: at }).where('id', '=', id).where('downloaded_at', 'is', null).execute();
 }
 
-/**
- * Deletes up to `limit` exports that expired by `now` (their documents with them); answers how many.
- * One short statement per call: the retention job calls it in a loop of small batches.
- */
-export async function pruneExpiredExports(db: Db, now: number, limit: number): Promise<number> {
-  const ids = await db.selectFrom('privacy_exports').select('id').where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
-  if (ids.length === 0) return 0;
-  const result = await db
-    .deleteFrom('privacy_exports')
-    .where(
-      'id',
-      'in',
-      ids.map((row) => row.id),
-    )
-    .where('expires_at', '<=', now)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
-
 /* ---- what the business holds about a patient ---- */
 
 export async function appointmentsOf(db: Db, holder: Holder): Promise<Selectable<AppointmentsTable>[]> {

@@ -94,7 +94,14 @@ export const RULES: readonly RetentionRule[] = [
     days: (c) => c.failedJobsDays,
     where: (eb) => eb('status', '=', 'failed'),
   }),
-  // The delivery rows of events go before the events: an event goes once none is left.
+  // A delivery's attempts, its rows and then its event, children first: an event goes once none is left.
+  rule({
+    name: 'webhook_delivery_attempts',
+    table: 'webhook_delivery_attempts',
+    key: ['delivery_id', 'attempt'],
+    age: 'finished_at',
+    days: (c) => c.eventsDays,
+  }),
   rule({ name: 'webhook_deliveries', table: 'webhook_deliveries', key: ['id'], age: 'updated_at', days: (c) => c.eventsDays, where: notPending }),
   rule({
     name: 'events',
@@ -170,6 +177,8 @@ export const RULES: readonly RetentionRule[] = [
     age: 'session_start',
     days: (c) => c.scheduleTokensDays,
   }),
+  // A patient's export, document included, once its link expired (modules/privacy).
+  rule({ name: 'privacy_exports', table: 'privacy_exports', key: ['id'], age: 'expires_at', days: () => 0 }),
   // A lease nobody renewed for a day: its holder is gone (a live one renews every few seconds).
   rule({ name: 'job_locks', table: 'job_locks', key: ['name'], age: 'expires_at', days: () => 1 }),
 ];

@@ -6,12 +6,8 @@ import { WebhookService } from './service.ts';
 import { wireDeliveries } from './wiring.ts';
 import { createBuckets } from '../../security/buckets.ts';
 
-/**
- * keyAssociatedData: what a subscription's signing keys are encrypted under (cps restore checks the
- * master key with it); pruneAttempts: deletes delivery attempts older than a time, a batch at a time
- * (for the retention job).
- */
-export { keyAssociatedData, pruneAttempts } from './repo.ts';
+/** What a subscription's signing keys are encrypted under (cps restore checks the master key with it). */
+export { keyAssociatedData } from './repo.ts';
 
 export function webhooksModule(ctx: AppContext): Module {
   const { queue } = wireDeliveries(ctx);

@@ -362,25 +362,6 @@ export function recentAttempts(db: Db, businessId: string, deliveryIds: string[]
     .execute();
 }
 
-/**
- * Deletes up to `limit` attempts that finished before `before` (epoch ms), oldest first; returns how
- * many. For the retention job: small batches, each one statement.
- */
-export async function pruneAttempts(db: Db, before: number, limit: number): Promise<number> {
-  const result = await db
-    .deleteFrom('webhook_delivery_attempts')
-    .where(
-      sql<boolean>`(delivery_id, attempt) in (${db
-        .selectFrom('webhook_delivery_attempts')
-        .select(['delivery_id', 'attempt'])
-        .where('finished_at', '<', before)
-        .orderBy('finished_at')
-        .limit(limit)})`,
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
-
 /** The state the job queue decided, without an attempt's answer (nothing was sent). */
 export async function settleDelivery(
   db: Db,

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { verifyChain } from '../../../src/audit/verify.ts';
-import { pruneExpiredExports } from '../../../src/modules/privacy/index.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { Ajv } from 'ajv';
 import { EVENTS } from '../../../src/events.ts';
@@ -319,7 +318,7 @@ describe(`privacy: security and expiry (${DIALECT})`, () => {
     assert.deepEqual(await findPerson(t, who), []);
   });
 
-  it('a link expires: the status says so, the download answers 410, and the prune deletes the export', async () => {
+  it('a link expires: the status says so, the download answers 410, and retention deletes the export', async () => {
     const ready = await exportReady(t, owner.token, patientId);
     await t.ctx.storage.db
       .updateTable('privacy_exports')
@@ -335,8 +334,8 @@ describe(`privacy: security and expiry (${DIALECT})`, () => {
     const fresh = await call(t, owner.token, 'POST', `/privacy/v1/patients/${patientId}/export`);
     assert.notEqual(fresh.json().export_id, ready.export_id, 'an expired export is not answered again');
 
-    assert.equal(await pruneExpiredExports(t.ctx.storage.db, Date.now(), 10), 1);
-    assert.equal(await pruneExpiredExports(t.ctx.storage.db, Date.now(), 10), 0);
+    assert.equal((await t.modules.retention.service.run()).pruned.privacy_exports, 1);
+    assert.equal((await t.modules.retention.service.run()).pruned.privacy_exports, 0);
     const left = await t.ctx.storage.db.selectFrom('privacy_exports').select('id').where('business_id', '=', owner.businessId).execute();
     assert.deepEqual(
       left.map((row) => row.id),

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { pruneAttempts } from '../../../src/modules/webhooks/index.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { recordReviewEvent, startReceiver, type Answer, type Receiver } from './support.ts';
 
@@ -207,7 +206,7 @@ describe(`webhook delivery attempts (${DIALECT})`, () => {
     await unsubscribe(subscription);
   });
 
-  it('pruneAttempts deletes the attempts finished before a time, oldest first, a batch at a time', async () => {
+  it('retention deletes the attempts finished before CPS_RETENTION_EVENTS_DAYS, and a deleted subscription takes its attempts', async () => {
     const db = t.ctx.storage.db;
     await db.deleteFrom('webhook_delivery_attempts').execute();
     const ok = await receiver();
@@ -231,15 +230,8 @@ describe(`webhook delivery attempts (${DIALECT})`, () => {
         })),
       )
       .execute();
-    const cutoff = Date.now() - 365 * 86_400_000;
-    assert.equal(await pruneAttempts(db, cutoff, 5), 5);
-    const left = await db.selectFrom('webhook_delivery_attempts').select('attempt').orderBy('attempt').execute();
-    assert.deepEqual(
-      left.map((row) => Number(row.attempt)),
-      [1, 105, 106],
-    );
-    assert.equal(await pruneAttempts(db, cutoff, 5), 2);
-    assert.equal(await pruneAttempts(db, cutoff, 5), 0);
+    const report = await t.modules.retention.service.run();
+    assert.equal(report.pruned.webhook_delivery_attempts, 7);
     assert.deepEqual(
       (await db.selectFrom('webhook_delivery_attempts').select('attempt').execute()).map((row) => Number(row.attempt)),
       [1],
