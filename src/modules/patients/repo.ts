@@ -236,34 +236,3 @@ export async function findErased(db: Db, businessId: string, id: string | null, 
     .limit(1)
     .executeTakeFirst();
 }
-
-/** Every personal column cleared: the row keeps its ids, times and merge pointer, so appointments still name it. */
-export async function erasePatient(db: Db, businessId: string, id: string, now: number, erasedRef: string | null): Promise<void> {
-  await db
-    .updateTable('patients')
-    .set({
-      partner_patient_id: null,
-      designation: null,
-      first_name: null,
-      middle_name: null,
-      last_name: null,
-      gender: null,
-      dob: null,
-      age: null,
-      age_recorded_at: null,
-      mobile: null,
-      email: null,
-      blood_group: null,
-      address: null,
-      abha_number: null,
-      abha_address: null,
-      extras: null,
-      archived_at: now,
-      erased_at: now,
-      erased_ref: erasedRef,
-      updated_at: now,
-    })
-    .where('business_id', '=', businessId)
-    .where('id', '=', id)
-    .execute();
-}

@@ -740,7 +740,9 @@ export class PatientService {
   /** Clears a locked patient's personal data and its search keys; `erasedRef` is the digest of the partner id it had. */
   async erase(trx: Db, businessId: string, id: string, now: number, erasedRef: string | null): Promise<void> {
     await this.#names.remove(trx, id);
-    await repo.erasePatient(trx, businessId, id, now, erasedRef);
+    // Every personal column cleared; the row keeps its ids, times and merge pointer, so appointments still name it.
+    const { merged_into: _kept, ...cleared } = EMPTY_RECORD;
+    await repo.updatePatient(trx, businessId, id, { ...cleared, archived_at: now, erased_at: now, erased_ref: erasedRef, updated_at: now });
   }
 
   /** Archives (Eka's DELETE): hidden from look-ups and listings unless asked for; appointments keep it. */

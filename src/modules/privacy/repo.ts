@@ -6,16 +6,7 @@
  */
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../../db/index.ts';
-import type {
-  AccessLogTable,
-  AppointmentsTable,
-  CasesTable,
-  EventsTable,
-  PrivacyExportsTable,
-  PushDevicesTable,
-  PushNotificationsTable,
-  ReviewsTable,
-} from '../../db/schema.ts';
+import type { AccessLogTable, Database, EventsTable, PrivacyExportsTable } from '../../db/schema.ts';
 
 export type ExportRow = Selectable<PrivacyExportsTable>;
 
@@ -76,59 +67,22 @@ export async function markDownloaded(db: Db, id: string, at: number): Promise<vo
 
 /* ---- what the business holds about a patient ---- */
 
-export async function appointmentsOf(db: Db, holder: Holder): Promise<Selectable<AppointmentsTable>[]> {
-  return db
-    .selectFrom('appointments')
-    .selectAll()
-    .where('business_id', '=', holder.businessId)
-    .where('patient_id', 'in', holder.patientIds)
-    .orderBy('start_time')
-    .orderBy('id')
-    .execute();
-}
+/** The tables that hold a patient's rows, by the column that names the patient and the order they are listed in. */
+const HELD = {
+  appointments: { by: 'patient_id', order: 'start_time' },
+  reviews: { by: 'patient_id', order: 'created_at' },
+  cases: { by: 'patient_ref', order: 'created_at' },
+  push_devices: { by: 'patient_ref', order: 'created_at' },
+  push_notifications: { by: 'patient_ref', order: 'created_at' },
+} as const;
 
-export async function reviewsOf(db: Db, holder: Holder): Promise<Selectable<ReviewsTable>[]> {
-  return db
-    .selectFrom('reviews')
-    .selectAll()
-    .where('business_id', '=', holder.businessId)
-    .where('patient_id', 'in', holder.patientIds)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-}
-
-export async function casesOf(db: Db, holder: Holder): Promise<Selectable<CasesTable>[]> {
-  return db
-    .selectFrom('cases')
-    .selectAll()
-    .where('business_id', '=', holder.businessId)
-    .where('patient_ref', 'in', holder.refs)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-}
-
-export async function devicesOf(db: Db, holder: Holder): Promise<Selectable<PushDevicesTable>[]> {
-  return db
-    .selectFrom('push_devices')
-    .selectAll()
-    .where('business_id', '=', holder.businessId)
-    .where('patient_ref', 'in', holder.refs)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-}
-
-export async function notificationsOf(db: Db, holder: Holder): Promise<Selectable<PushNotificationsTable>[]> {
-  return db
-    .selectFrom('push_notifications')
-    .selectAll()
-    .where('business_id', '=', holder.businessId)
-    .where('patient_ref', 'in', holder.refs)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+/** The rows of `table` that name the holder's patients (by service id, or by any id it went by), in their order. */
+export async function heldIn<T extends keyof typeof HELD>(db: Db, table: T, holder: Holder): Promise<Selectable<Database[T]>[]> {
+  const { by, order } = HELD[table];
+  const ids = by === 'patient_id' ? holder.patientIds : holder.refs;
+  const { rows } = await sql<Selectable<Database[T]>>`select * from ${sql.table(table)} where business_id = ${holder.businessId}
+    and ${sql.ref(by)} in (${sql.join(ids)}) order by ${sql.ref(order)}, id`.execute(db);
+  return rows;
 }
 
 /** `value` matched literally by LIKE ... ESCAPE '!'. */

@@ -238,13 +238,13 @@ export class PrivacyService {
     if (!subject) return null;
     const rows = [subject.patient, ...subject.merged];
     const holder = holderOf(businessId, rows);
-    const appointments = await repo.appointmentsOf(db, holder);
+    const appointments = await repo.heldIn(db, 'appointments', holder);
     const appointmentIds = appointments.map((row) => row.id);
     const [reviews, cases, devices, notifications, events, accessLog] = [
-      await repo.reviewsOf(db, holder),
-      await repo.casesOf(db, holder),
-      await repo.devicesOf(db, holder),
-      await repo.notificationsOf(db, holder),
+      await repo.heldIn(db, 'reviews', holder),
+      await repo.heldIn(db, 'cases', holder),
+      await repo.heldIn(db, 'push_devices', holder),
+      await repo.heldIn(db, 'push_notifications', holder),
       await repo.eventsOf(db, holder, appointmentIds),
       await repo.accessLogOf(db, holder),
     ];
@@ -295,7 +295,7 @@ export class PrivacyService {
       if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };
       const now = Date.now();
       const holder = holderOf(businessId, rows);
-      const appointments = await repo.appointmentsOf(trx, holder);
+      const appointments = await repo.heldIn(trx, 'appointments', holder);
       const appointmentIds = appointments.map((row) => row.id);
       for (const event of await repo.eventsOf(trx, holder, appointmentIds)) {
         const payload = redacted(event.type, event.payload);
