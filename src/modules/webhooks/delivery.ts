@@ -191,8 +191,6 @@ export interface AttemptInput {
 
 export interface AttemptDeps {
   storage: Storage;
-  /** Where attempts read their delivery; AttemptLoads reads those that start together in one statement. */
-  loads?: AttemptLoads;
   signingKeys: SigningKeys;
   successes: SuccessRecords;
   sender: Sender;
@@ -250,7 +248,7 @@ export async function disableSubscription(
 /** Sends one attempt; a success is recorded here, anything else is thrown for the queue to settle. */
 export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptOutcome> {
   const db = deps.storage.db;
-  const row = await (deps.loads ? deps.loads.load(input.businessId, input.deliveryId) : repo.loadAttempt(db, input.businessId, input.deliveryId));
+  const row = await repo.loadAttempt(db, input.businessId, input.deliveryId);
   if (!row) return { kind: 'gone' };
   const log = { subscription_id: row.subscription_id, event_id: row.event_id, attempt: input.attempt };
 
@@ -389,43 +387,6 @@ export class SigningKeys {
       this.#keys.set(id, key);
     }
     return key;
-  }
-}
-
-/**
- * Attempts that start together (one claim's jobs start in one turn of the event loop) read their
- * deliveries in one statement instead of one each; those starting while it runs go into the next.
- */
-export class AttemptLoads {
-  readonly #db: Db;
-  #pending: Array<{ businessId: string; deliveryId: string; done: (row: repo.AttemptRow | undefined) => void; fail: (error: unknown) => void }> = [];
-  #loading = false;
-
-  constructor(db: Db) {
-    this.#db = db;
-  }
-
-  load(businessId: string, deliveryId: string): Promise<repo.AttemptRow | undefined> {
-    return new Promise((done, fail) => {
-      this.#pending.push({ businessId, deliveryId, done, fail });
-      if (!this.#loading) {
-        this.#loading = true;
-        setImmediate(() => void this.#flush());
-      }
-    });
-  }
-
-  async #flush(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const batch = this.#pending.splice(0, 500);
-      try {
-        const rows = new Map((await repo.loadAttempts(this.#db, batch)).map((row) => [`${row.business_id}/${row.id}`, row]));
-        for (const entry of batch) entry.done(rows.get(`${entry.businessId}/${entry.deliveryId}`));
-      } catch (error) {
-        for (const entry of batch) entry.fail(error);
-      }
-    }
-    this.#loading = false;
   }
 }
 

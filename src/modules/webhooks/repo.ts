@@ -191,32 +191,12 @@ export async function clearFailing(db: Db, subscriptionIds: string[]): Promise<v
 
 /** What one attempt needs: the delivery, its subscription and the stored event body. */
 export function loadAttempt(db: Db, businessId: string, deliveryId: string) {
-  return attemptQuery(db).where('d.business_id', '=', businessId).where('d.id', '=', deliveryId).executeTakeFirst();
-}
-
-export type AttemptRow = NonNullable<Awaited<ReturnType<typeof loadAttempt>>>;
-
-/** loadAttempt for many deliveries in one statement; those that no longer exist are left out. */
-export function loadAttempts(db: Db, deliveries: Array<{ businessId: string; deliveryId: string }>): Promise<AttemptRow[]> {
-  return attemptQuery(db)
-    .where((eb) =>
-      eb(
-        eb.refTuple('d.business_id', 'd.id'),
-        'in',
-        deliveries.map((d) => eb.tuple(d.businessId, d.deliveryId)),
-      ),
-    )
-    .execute();
-}
-
-function attemptQuery(db: Db) {
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_subscriptions as s', 's.id', 'd.subscription_id')
     .innerJoin('events as e', 'e.id', 'd.event_id')
     .select([
       'd.id',
-      'd.business_id',
       'd.event_id',
       'd.subscription_id',
       'd.status as delivery_status',
@@ -227,7 +207,10 @@ function attemptQuery(db: Db) {
       's.previous_key_expires_at',
       's.failing_since',
       'e.payload',
-    ]);
+    ])
+    .where('d.business_id', '=', businessId)
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
 }
 
 export interface AttemptRecord {
