@@ -248,6 +248,19 @@ export function isSequenced(name: EventName): boolean {
   return Object.hasOwn(EVENTS[name].properties, 'sequence');
 }
 
+/**
+ * What every event body starts with: its name, when (epoch seconds, in both of Eka's fields), the API
+ * client that caused it ('' when none did) and the business.
+ */
+export function envelope<N extends EventName>(
+  event: N,
+  caller: { businessId: string; clientId?: string | null },
+  now: number,
+): { event: N; event_time: number; timestamp: number; client_id: string; business_id: string } {
+  const at = Math.floor(now / 1000);
+  return { event, event_time: at, timestamp: at, client_id: caller.clientId ?? '', business_id: caller.businessId };
+}
+
 export const EVENT_NAMES = Object.keys(EVENTS) as EventName[];
 
 export function isEventName(name: string): name is EventName {

@@ -12,7 +12,7 @@ import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { appointmentKey, recordEvent } from '../../jobs/outbox.ts';
-import { APPOINTMENT_FIELDS, type EventInput, type StatusTransition } from '../../events.ts';
+import { APPOINTMENT_FIELDS, envelope, type EventInput, type EventName, type StatusTransition } from '../../events.ts';
 import { randomToken } from '../../security/secrets.ts';
 import type { ClinicService, Placement } from '../clinics/service.ts';
 import { LOCKED_PATIENT_COLUMNS, PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
@@ -546,17 +546,12 @@ export class AppointmentService {
   private async reviewEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, now: number): Promise<string> {
     const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
     const link = links.doctor ?? links.clinic ?? `${this.#deps.publicUrl}/reviews/${row.review_token}`;
-    const at = seconds(now);
     // Not ordered with the appointment's events: its body (interface 6) has no sequence to follow.
     return recordEvent(trx, {
       businessId: row.business_id,
       type: 'external_review.request',
       payload: {
-        event: 'external_review.request',
-        event_time: at,
-        timestamp: at,
-        client_id: principal.clientId,
-        business_id: row.business_id,
+        ...envelope('external_review.request', principal, now),
         data: { doctor_id: row.doctor_id, external_review_link: link, patient_id: row.patient_id, appointment_id: row.id, clinic_id: row.clinic_id },
       },
     });
@@ -574,18 +569,13 @@ export class AppointmentService {
     /** What the event adds to eventData (its schema in src/events.ts; the tests validate every body against it). */
     extra: Record<string, unknown>,
   ): Promise<void> {
-    const at = seconds(Date.now());
     await recordEvent(trx, {
       businessId: principal.businessId,
       orderingKey: appointmentKey(view.id),
       type,
       payload: {
         service: 'appointment',
-        event: type,
-        event_time: at,
-        timestamp: at,
-        client_id: principal.clientId,
-        business_id: principal.businessId,
+        ...envelope<EventName>(type, principal, Date.now()),
         data: { ...eventData(view), ...extra },
       } as EventInput<N>,
     });

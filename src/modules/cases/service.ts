@@ -41,7 +41,7 @@ import type { PatientService } from '../patients/service.ts';
 import { CursorCodec } from './cursor.ts';
 import * as repo from './repo.ts';
 import { patientKey, recordEvent } from '../../jobs/outbox.ts';
-import type { EventInput } from '../../events.ts';
+import { envelope, type EventInput } from '../../events.ts';
 
 export const HI_TYPES = [
   'OPConsultation',
@@ -277,18 +277,13 @@ export class CasesService {
     const row = await repo.findCase(trx, scope.businessId, scope.patientRef, id);
     if (!row) return;
     const view = toView(row);
-    const at = seconds(Date.now());
     await recordEvent(trx, {
       businessId: scope.businessId,
       orderingKey: patientKey(scope.patientRef),
       type,
       payload: {
         service: 'case',
-        event: type,
-        event_time: at,
-        timestamp: at,
-        client_id: scope.clientId ?? '',
-        business_id: scope.businessId,
+        ...envelope(type, scope, Date.now()),
         data: {
           case_id: view.id,
           patient_id: scope.patientRef,

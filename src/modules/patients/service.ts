@@ -5,6 +5,7 @@
  * a resource in two families of paths (`/dr/v1/patient`, `/profiles/v1/patient`); cases and push
  * devices name a patient by either id through `canonicalRef`.
  */
+import { envelope } from '../../events.ts';
 import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
@@ -675,16 +676,11 @@ export class PatientService {
         archived_at: duplicate.archived_at ?? now,
         updated_at: now,
       });
-      const at = Math.floor(now / 1000);
       await recordEvent(trx, {
         businessId,
         type: 'patient.merged',
         payload: {
-          event: 'patient.merged',
-          event_time: at,
-          timestamp: at,
-          client_id: principal.clientId,
-          business_id: businessId,
+          ...envelope('patient.merged', principal, now),
           data: {
             patient_id: survivor.id,
             partner_patient_id: survivor.partner_patient_id,

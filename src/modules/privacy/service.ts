@@ -4,6 +4,7 @@
  * irreversibly anonymises it in one transaction, records `patient.erased` and leaves the access log's
  * entry of the request as the proof.
  */
+import { envelope } from '../../events.ts';
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
@@ -310,16 +311,11 @@ export class PrivacyService {
       for (const row of rows) {
         await patients.erase(trx, businessId, row.id, now, row.partner_patient_id === null ? null : this.#erasedRef(row.partner_patient_id));
       }
-      const at = seconds(now);
       await recordEvent(trx, {
         businessId,
         type: 'patient.erased',
         payload: {
-          event: 'patient.erased',
-          event_time: at,
-          timestamp: at,
-          client_id: principal.clientId,
-          business_id: businessId,
+          ...envelope('patient.erased', principal, now),
           data: {
             patient_id: survivor.id,
             partner_patient_id: survivor.partner_patient_id,
@@ -327,7 +323,7 @@ export class PrivacyService {
           },
         },
       });
-      return { patient_id: survivor.id, status: 'erased', erased_at: at };
+      return { patient_id: survivor.id, status: 'erased', erased_at: seconds(now) };
     });
   }
 

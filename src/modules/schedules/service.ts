@@ -4,6 +4,7 @@
  * for a pair's rules when it books, and for the next OPD token of a session (`nextToken`), whose row
  * lock serialises the bookings of that session.
  */
+import { envelope } from '../../events.ts';
 import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
@@ -65,11 +66,6 @@ interface Pair {
 
 /** Who changes a schedule: the business, and the API client its events name. */
 type Caller = Pick<Principal, 'businessId' | 'clientId'>;
-
-function envelope<N extends 'schedule.updated' | 'schedule.deleted'>(event: N, principal: Caller, now: number) {
-  const at = Math.floor(now / 1000);
-  return { event, event_time: at, timestamp: at, client_id: principal.clientId, business_id: principal.businessId };
-}
 
 export class ScheduleService {
   readonly #deps: ScheduleServiceDeps;

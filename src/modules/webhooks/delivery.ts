@@ -4,6 +4,7 @@
  * per job run. The body is the event's stored payload text, byte for byte the same on every
  * attempt; `webhook-id` is the event id; `webhook-timestamp` is the attempt's time.
  */
+import { envelope } from '../../events.ts';
 import type { KeyObject } from 'node:crypto';
 import type { Insertable } from 'kysely';
 import type { Counter } from 'prom-client';
@@ -222,17 +223,12 @@ export async function disableSubscription(
   const now = Date.now();
   const row = await repo.disableActive(db, businessId, subscriptionId, reason.text, now);
   if (!row) return false;
-  const at = Math.floor(now / 1000);
   await recordEvent(db, {
     businessId,
     type: 'webhook.subscription.disabled',
     payload: {
-      event: 'webhook.subscription.disabled',
-      event_time: at,
-      timestamp: at,
       // No API client caused it.
-      client_id: '',
-      business_id: businessId,
+      ...envelope('webhook.subscription.disabled', { businessId, clientId: null }, now),
       data: {
         subscription_id: row.id,
         endpoint: row.endpoint,
