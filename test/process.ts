@@ -1,5 +1,6 @@
 /** Helpers for tests that run the real `cps` command in child processes. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { after } from 'node:test';
 import { freePort } from './net.ts';
@@ -7,6 +8,18 @@ import { freePort } from './net.ts';
 export { freePort };
 
 export const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+
+/**
+ * What the server processes of one deployment share: the token issuer (the same whatever port each
+ * listens on), the master key and the token signing key, so tokens and sealed values work on any of them.
+ */
+export function sharedKeys(): { CPS_PUBLIC_URL: string; CPS_MASTER_KEY: string; CPS_JWT_PRIVATE_KEY: string } {
+  return {
+    CPS_PUBLIC_URL: 'http://cps.test',
+    CPS_MASTER_KEY: randomBytes(32).toString('hex'),
+    CPS_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+  };
+}
 
 /** Every server this test file started; whatever a failed test left running is killed at the end. */
 const children = new Set<ChildProcess>();

@@ -6,7 +6,7 @@
  * without a restart. PostgreSQL only: what they exercise (connections, pools, LISTEN) is PostgreSQL's.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -14,7 +14,7 @@ import { inTransaction, openStorage, type Storage } from '../../src/db/index.ts'
 import { recordEvent } from '../../src/jobs/outbox.ts';
 import { CatalogueImporter } from '../../src/modules/search/ingest/importer.ts';
 import { ADMIN_TOKEN, createTestDatabase, PG_URL, type TestDatabase } from '../support.ts';
-import { startServerProcess, type ServerProcess } from '../process.ts';
+import { sharedKeys, startServerProcess, type ServerProcess } from '../process.ts';
 import { reviewEvent, startReceiver, type Receiver } from '../modules/webhooks/support.ts';
 import { waitFor } from './support.ts';
 import { startTcpProxy, type TcpProxy } from './proxy.ts';
@@ -149,9 +149,7 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
       CPS_WORKERS: '1',
       CPS_ADMIN_TOKEN: ADMIN_TOKEN,
       CPS_WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1',
-      CPS_PUBLIC_URL: 'http://cps.test',
-      CPS_MASTER_KEY: randomBytes(32).toString('base64'),
-      CPS_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+      ...sharedKeys(),
       LOG_LEVEL: 'info',
     };
   });

@@ -3,13 +3,12 @@
  * through each server, race for the places of one slot; exactly its places succeed, with distinct tokens.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { BusinessService } from '../../../src/modules/businesses/index.ts';
-import { startServerProcess, type ServerProcess } from '../../process.ts';
+import { sharedKeys, startServerProcess, type ServerProcess } from '../../process.ts';
 import { createTestDatabase, DIALECT, type TestDatabase } from '../../support.ts';
 import { MONDAY_0900, WEEKLY } from '../schedules/support.ts';
 
@@ -33,9 +32,7 @@ describe('scheduling across server processes (postgres)', { skip: DIALECT !== 'p
       CPS_WORKERS: '0',
       LOG_LEVEL: 'warn',
       CPS_ENV: 'development',
-      CPS_PUBLIC_URL: 'http://cps.test',
-      CPS_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
-      CPS_MASTER_KEY: randomBytes(32).toString('hex'),
+      ...sharedKeys(),
     };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const login = await fetch(`${servers[0]!.url}/connect-auth/v1/account/login`, {

@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,7 +13,7 @@ import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { BusinessService } from '../../../src/modules/businesses/index.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
 import { createTestDatabase, DIALECT, type TestDatabase } from '../../support.ts';
-import { startServerProcess } from '../../process.ts';
+import { sharedKeys, startServerProcess } from '../../process.ts';
 import { newCase, untilSecondIsOver, type CaseJson, type PageJson } from './support.ts';
 
 interface Server {
@@ -48,10 +47,8 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
       CPS_WORKERS: '0',
       LOG_LEVEL: 'warn',
       CPS_ENV: 'development',
-      CPS_PUBLIC_URL: 'http://cps.test',
       // Both processes share the keys, as a deployment would: tokens and page tokens work on either.
-      CPS_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
-      CPS_MASTER_KEY: randomBytes(32).toString('hex'),
+      ...sharedKeys(),
     };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const login = await fetch(`${servers[0]!.url}/connect-auth/v1/account/login`, {

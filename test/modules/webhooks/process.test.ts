@@ -4,12 +4,11 @@
  * attempt twice at once.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { inTransaction, openStorage, type Storage } from '../../../src/db/index.ts';
 import { recordEvent } from '../../../src/jobs/outbox.ts';
 import { ADMIN_TOKEN, createTestDatabase, DIALECT, PG_URL, type TestDatabase } from '../../support.ts';
-import { startServerProcess, type ServerProcess } from '../../process.ts';
+import { sharedKeys, startServerProcess, type ServerProcess } from '../../process.ts';
 import { reviewEvent, startReceiver, until, type Answer } from './support.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
@@ -80,11 +79,7 @@ describe(`webhook delivery across processes (${DIALECT})`, () => {
       CPS_WORKERS: '1',
       CPS_ADMIN_TOKEN: ADMIN_TOKEN,
       CPS_WEBHOOK_RETRY_SCHEDULE: '1,1,1',
-      // The token issuer: the same for every process whatever port it listens on.
-      CPS_PUBLIC_URL: 'http://cps.test',
-      // Shared by every process, as in a real deployment.
-      CPS_MASTER_KEY: randomBytes(32).toString('base64'),
-      CPS_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+      ...sharedKeys(),
       LOG_LEVEL: 'warn',
     };
   });
