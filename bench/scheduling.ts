@@ -9,7 +9,8 @@
  * time; the baseline is a burst of the same size against the bare Fastify hello-world, in the same run,
  * with the same client, on both clocks. BENCH_SCHEDULING_PIN=1 puts the client and the servers on
  * separate cores; BENCH_SCHEDULING_ONLY=sqlite|postgres runs one database; BENCH_SCHEDULING_DUMP=file
- * writes every request's timings (one JSON line per round) for analysis.
+ * writes every request's timings (one JSON line per round) for analysis; BENCH_SCHEDULING_CPU_PROF=dir
+ * writes a V8 CPU profile of the first PostgreSQL server into dir (`node bench/cpu-profile-summary.ts dir`).
  *
  * Run alone: `BENCH_ONLY=scheduling node bench/run.ts`, or `node bench/scheduling.ts` (prints the figures).
  */
@@ -23,7 +24,7 @@ import { Agent, request } from 'node:http';
 import { demoToken, machine, spawnServer, type Figure, type RunningProcess } from './lib.ts';
 
 const PG_BASE = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const BOOKERS = 1000;
+const BOOKERS = Number(process.env.BENCH_SCHEDULING_BOOKERS ?? 1000);
 const CAPACITY = 10;
 const ROUNDS = Number(process.env.BENCH_SCHEDULING_ROUNDS ?? 10);
 const SLOT_SECONDS = 900;
@@ -294,7 +295,9 @@ export async function runSchedulingBench(_ctx: { helloWorldRps: number }): Promi
     const url = new URL(PG_BASE);
     url.pathname = `/${name}`;
     const env = { ...serviceEnv(pgDataDir), DATABASE_URL: url.toString() };
-    servers.push(await spawnServer('bin/cps.js', ['serve'], env, '/ready', PROBE));
+    const profileDir = process.env.BENCH_SCHEDULING_CPU_PROF;
+    const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [];
+    servers.push(await spawnServer('bin/cps.js', ['serve'], env, '/ready', [...PROBE, ...profile]));
     servers.push(await spawnServer('bin/cps.js', ['serve'], env, '/ready', PROBE));
     pin(servers);
     const token = await demoToken(servers[0]!.url, pgDataDir);

@@ -23,6 +23,8 @@ export interface NewEvent<N extends EventName = EventName> {
    * appointment's row, the patient's records lock), so the numbers follow the commits.
    */
   orderingKey?: string;
+  /** The key is new (a new appointment's): its first event is number 1, with no read of the key's last. */
+  newKey?: boolean;
 }
 
 export interface StoredEvent {
@@ -53,12 +55,14 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
   let sequence: number | null = null;
   let payload: unknown = event.payload;
   if (key !== null) {
-    const last = await db
-      .selectFrom('events')
-      .select((eb) => eb.fn.max('sequence').as('last'))
-      .where('business_id', '=', event.businessId)
-      .where('ordering_key', '=', key)
-      .executeTakeFirst();
+    const last = event.newKey
+      ? undefined
+      : await db
+          .selectFrom('events')
+          .select((eb) => eb.fn.max('sequence').as('last'))
+          .where('business_id', '=', event.businessId)
+          .where('ordering_key', '=', key)
+          .executeTakeFirst();
     sequence = Number(last?.last ?? 0) + 1;
     if (isSequenced(event.type)) payload = withSequence(event.payload, sequence);
   } else if (isSequenced(event.type)) {

@@ -247,6 +247,30 @@ export async function countHolding(
   return Number(row.n);
 }
 
+/**
+ * Writes `token` to the appointment `id` if the pair's other appointments holding a place that overlap
+ * [start, end) are fewer than `capacity`, in one statement; answers whether it did.
+ */
+export async function setTokenIfPlaceLeft(
+  db: Db,
+  slot: { businessId: string; clinicId: string; doctorId: string; start: number; end: number },
+  capacity: number,
+  id: string,
+  token: number,
+): Promise<boolean> {
+  const others = holding(db, slot.businessId, slot.clinicId, slot.doctorId, slot.start, slot.end)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('id', '<>', id);
+  const result = await db
+    .updateTable('appointments')
+    .set({ token })
+    .where('business_id', '=', slot.businessId)
+    .where('id', '=', id)
+    .where((eb) => eb(others, '<', capacity))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** The times of the pair's appointments holding a place that overlap [from, to). */
 export async function holdingBetween(
   db: Db,

@@ -4,18 +4,21 @@
  * else 409 SLOT_UNAVAILABLE; it then gets the next OPD token of the slot's session. A pair without a
  * schedule books at any time, as before.
  *
- * Why it cannot double-book: the token counter row of the session is upserted first, which locks it
- * until the transaction ends; the places held are counted only after that, from the appointments
- * themselves (cancelled and rescheduled ones hold none). On PostgreSQL every booking of the session
- * waits for the one before it to commit, and its count (a new statement, hence a new snapshot under
- * READ COMMITTED) sees that booking; SQLite runs one writer at a time. A refused booking rolls back and
- * gives its token number back, so tokens follow the order of the bookings that stand, never twice.
+ * Why it cannot double-book: the appointment is written first (new, or at its new times), without a
+ * token; then the token counter row of the session is upserted, which locks it until the transaction
+ * ends; then one statement writes the token to the appointment only if the others holding the slot
+ * (counted from the appointments themselves; cancelled and rescheduled ones hold none) leave a place.
+ * On PostgreSQL every booking of the session waits for the one before it to commit, and that statement
+ * (a new one, hence a new snapshot under READ COMMITTED) sees that booking; SQLite runs one writer at a
+ * time. A refused booking rolls back and gives its token number back, so tokens follow the order of the
+ * bookings that stand, never twice. Two statements hold the lock before the commit: the counter's and
+ * the token's, with the appointment's event after them.
  */
 import type { Kysely } from 'kysely';
 import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
-import type { ClinicService } from '../clinics/service.ts';
+import type { ClinicService, PlacementInput } from '../clinics/service.ts';
 import { addDays, daysBetween, localIso, parseDate, zonedInstant } from '../../time.ts';
 import { placesTaken, slotAt, slotsBetween, type ScheduleService } from '../schedules/service.ts';
 import * as repo from './repo.ts';
@@ -72,9 +75,16 @@ type Checked = NonNullable<Awaited<ReturnType<Scheduling['precheck']>>>;
 
 export class Scheduling {
   readonly #deps: SchedulingDeps;
+  readonly #gate = new SlotGate();
 
   constructor(deps: SchedulingDeps) {
     this.#deps = deps;
+  }
+
+  /** Runs `work`, a booking of [start, end) with the clinic and doctor as the request names them, through the slot's gate (see SlotGate). */
+  gated<T>(businessId: string, named: PlacementInput, start: number, end: number, work: () => Promise<T>): Promise<T> {
+    const key = [businessId, named.clinic_id, named.partner_clinic_id, named.doctor_id, named.partner_doctor_id, start, end].join('\u0000');
+    return this.#gate.run(key, work);
   }
 
   /**
@@ -97,9 +107,10 @@ export class Scheduling {
   }
 
   /**
-   * Takes a place for [start, end) (epoch milliseconds) with the pair, in `trx`: the OPD token, or null
-   * when the pair has no schedule. `excludeId` is an appointment moving within the pair (its own place
-   * does not count); `checked` is what `precheck` answered for the same times, when it ran.
+   * Takes a place for [start, end) (epoch milliseconds) with the pair, in `trx`, for `appointmentId`,
+   * written already in `trx` (new, or moving; its own place does not count): the OPD token, written to
+   * the appointment, or null when the pair has no schedule. `checked` is what `precheck` answered for
+   * the same times, when it ran.
    */
   async take(
     trx: Db,
@@ -108,21 +119,29 @@ export class Scheduling {
     doctorId: string,
     start: number,
     end: number,
-    excludeId: string | null = null,
+    appointmentId: string,
     checked?: Checked | null,
   ) {
-    const found = checked === undefined ? await this.precheck(trx, businessId, clinicId, doctorId, start, end, excludeId) : checked;
+    const found = checked === undefined ? await this.precheck(trx, businessId, clinicId, doctorId, start, end, appointmentId) : checked;
     if (!found) return null;
-    const token = await this.#deps.schedules.nextToken(trx, businessId, clinicId, doctorId, found.slot.sessionStart);
-    await this.#refuseIfFull(trx, businessId, clinicId, doctorId, found, excludeId);
+    const { slot } = found;
+    const token = await this.#deps.schedules.nextToken(trx, businessId, clinicId, doctorId, slot.sessionStart);
+    const observedAt = performance.now();
+    const placed = await repo.setTokenIfPlaceLeft(
+      trx,
+      { businessId, clinicId, doctorId, start: slot.start, end: slot.end },
+      slot.capacity,
+      appointmentId,
+      token,
+    );
+    if (!placed) throw full(found, observedAt);
     return token;
   }
 
-  async #refuseIfFull(db: Db, businessId: string, clinicId: string, doctorId: string, { schedule, slot }: Checked, excludeId: string | null) {
-    const held = await repo.countHolding(db, businessId, clinicId, doctorId, slot.start, slot.end, excludeId);
-    if (held >= slot.capacity) {
-      throw unavailable(`The slot at ${localIso(slot.start, schedule.timezone)} is full (${slot.capacity} of ${slot.capacity} places taken).`);
-    }
+  async #refuseIfFull(db: Db, businessId: string, clinicId: string, doctorId: string, checked: Checked, excludeId: string | null) {
+    const observedAt = performance.now();
+    const held = await repo.countHolding(db, businessId, clinicId, doctorId, checked.slot.start, checked.slot.end, excludeId);
+    if (held >= checked.slot.capacity) throw full(checked, observedAt);
   }
 
   /** The slots of the pair from `startDate` to `endDate` (inclusive, in the schedule's zone), in Eka's shape. */
@@ -188,6 +207,79 @@ export class Scheduling {
     };
     return answer;
   }
+}
+
+/** A slot found full by a count that started at `observedAt` (performance.now()). */
+export class SlotFull extends AppError {
+  readonly observedAt: number;
+  constructor(message: string, observedAt: number) {
+    super(409, message, { code: 'SLOT_UNAVAILABLE' });
+    this.observedAt = observedAt;
+  }
+}
+
+function full({ schedule, slot }: Checked, observedAt: number): SlotFull {
+  return new SlotFull(
+    `The slot at ${localIso(slot.start, schedule.timezone)} is full (${slot.capacity} of ${slot.capacity} places taken).`,
+    observedAt,
+  );
+}
+
+/** Bookings of one slot that one process lets run at once; the slot's lock lets one at a time commit anyway. */
+const BOOKINGS_AT_ONCE = 4;
+
+interface GatedSlot {
+  running: number;
+  /** Bookings waiting for one of the running ones to end; `wake(false)` refuses one without a turn. */
+  waiting: Array<{ arrivedAt: number; wake: (turn: boolean) => void }>;
+  /** The latest finding that the slot is full. */
+  full: SlotFull | null;
+}
+
+/**
+ * Bookings of one slot, as the requests name it, in this process: at most BOOKINGS_AT_ONCE run at a
+ * time and the rest wait here, holding neither a connection nor the event loop. Once a booking finds
+ * the slot full, a waiting booking that arrived before that count began is refused with the same
+ * answer at once: the slot was full while it was in flight, which is what the database would have
+ * told it. One arriving after the count runs and counts again. When a thousand clients book the last
+ * places of one slot at once, the refusals so cost no statement, and the bookings that win keep the
+ * pool and the cores.
+ */
+export class SlotGate {
+  readonly #slots = new Map<string, GatedSlot>();
+
+  async run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const arrivedAt = performance.now();
+    let slot = this.#slots.get(key);
+    if (slot === undefined) {
+      slot = { running: 0, waiting: [], full: null };
+      this.#slots.set(key, slot);
+    }
+    const gated = slot;
+    if (gated.running < limitOf(gated)) gated.running++;
+    else if (!(await new Promise<boolean>((wake) => gated.waiting.push({ arrivedAt, wake })))) {
+      throw new SlotFull(gated.full!.message, gated.full!.observedAt);
+    }
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof SlotFull && (gated.full === null || error.observedAt > gated.full.observedAt)) {
+        gated.full = error;
+        const waited = gated.waiting;
+        gated.waiting = waited.filter((waiter) => waiter.arrivedAt > error.observedAt);
+        for (const waiter of waited) if (waiter.arrivedAt <= error.observedAt) waiter.wake(false);
+      }
+      throw error;
+    } finally {
+      if (gated.waiting.length > 0 && gated.running <= limitOf(gated)) gated.waiting.shift()!.wake(true);
+      else if (--gated.running === 0) this.#slots.delete(key);
+    }
+  }
+}
+
+/** A slot found full lets one booking at a time count again: its count answers all that wait. */
+function limitOf(slot: GatedSlot): number {
+  return slot.full === null ? BOOKINGS_AT_ONCE : 1;
 }
 
 function unavailable(message: string): AppError {

@@ -238,58 +238,65 @@ export class AppointmentService {
     checkDisplayMeta(input.display_meta);
     checkPatientDetails(input.patient_details, this.#deps.timezone);
     const id = newId('apt');
+    const [start, end] = [details.start_time * 1000, details.end_time * 1000];
     try {
-      await inTransaction(this.#db, async (trx) => {
-        const placement = await this.#deps.clinics.placement(trx, businessId, input);
-        const clinicId = resolved('clinic', input.clinic_id, input.partner_clinic_id, placement.clinic);
-        const doctorId = resolved('doctor', input.doctor_id, input.partner_doctor_id, placement.doctor);
-        if (!placement.assigned) {
-          throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
-        }
-        const [start, end] = [details.start_time * 1000, details.end_time * 1000];
-        // A full slot refuses before any write or lock; the place is taken after the patient, in the
-        // order an appointment change locks them.
-        const checked = await this.#deps.scheduling.precheck(trx, businessId, clinicId, doctorId, start, end);
-        // A partner_appointment_id already taken fails the insert below on the unique index (see the catch).
-        const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
-        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, null, checked);
-        if (token !== null && input.token !== undefined) throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
-        const now = Date.now();
-        await repo.insertAppointment(trx, {
-          id,
-          business_id: businessId,
-          partner_appointment_id: input.partner_appointment_id ?? null,
-          clinic_id: clinicId,
-          doctor_id: doctorId,
-          patient_id: patient.id,
-          status: 'BK',
-          mode: details.mode ?? 'INCLINIC',
-          start_time: details.start_time * 1000,
-          end_time: details.end_time * 1000,
-          token: token ?? input.token ?? null,
-          patient_details: JSON.stringify(patient.details),
-          custom_attributes: JSON.stringify(customAttributes(details.custom_attributes ?? {})),
-          video_connect: details.video_connect ? JSON.stringify(videoConnect(details.video_connect)) : null,
-          display_meta: JSON.stringify(input.display_meta ?? {}),
-          partner_meta: JSON.stringify(input.partner_meta ?? {}),
-          notes: input.notes ?? null,
-          review_token: randomToken(24),
-          completed_at: null,
-          created_at: now,
-          updated_at: now,
-          prev_aids: null,
-          next_aid: null,
-        });
-        // Read once: the event shows the clinic's and doctor's partner ids.
-        const created = (await repo.findView(trx, this.#dialect, businessId, id, false))!;
-        await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
-      });
+      await this.#deps.scheduling.gated(businessId, input, start, end, () => this.#book(principal, input, id, start, end));
     } catch (error) {
       // Two bookings racing for one partner_appointment_id: the unique index decides.
       if (isUniqueViolation(error) && input.partner_appointment_id !== undefined) throw this.exists();
       throw error;
     }
     return id;
+  }
+
+  #book(principal: Principal, input: BookInput, id: string, start: number, end: number): Promise<void> {
+    const businessId = principal.businessId;
+    const details = input.appointment_details;
+    return inTransaction(this.#db, async (trx) => {
+      const placement = await this.#deps.clinics.placement(trx, businessId, input);
+      const clinicId = resolved('clinic', input.clinic_id, input.partner_clinic_id, placement.clinic);
+      const doctorId = resolved('doctor', input.doctor_id, input.partner_doctor_id, placement.doctor);
+      if (!placement.assigned) {
+        throw invalid(input.doctor_id !== undefined ? 'doctor_id' : 'partner_doctor_id', 'the doctor is not assigned to this clinic');
+      }
+      // A full slot refuses before any write or lock; the place is taken after the patient, in the
+      // order an appointment change locks them.
+      const checked = await this.#deps.scheduling.precheck(trx, businessId, clinicId, doctorId, start, end);
+      if (checked !== null && input.token !== undefined) throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
+      // A partner_appointment_id already taken fails the insert below on the unique index (see the catch).
+      const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
+      const now = Date.now();
+      // Written before its place is taken, which writes its token (see scheduling.ts).
+      const row: repo.AppointmentRow = {
+        id,
+        business_id: businessId,
+        partner_appointment_id: input.partner_appointment_id ?? null,
+        clinic_id: clinicId,
+        doctor_id: doctorId,
+        patient_id: patient.id,
+        status: 'BK',
+        mode: details.mode ?? 'INCLINIC',
+        start_time: start,
+        end_time: end,
+        token: input.token ?? null,
+        patient_details: JSON.stringify(patient.details),
+        custom_attributes: JSON.stringify(customAttributes(details.custom_attributes ?? {})),
+        video_connect: details.video_connect ? JSON.stringify(videoConnect(details.video_connect)) : null,
+        display_meta: JSON.stringify(input.display_meta ?? {}),
+        partner_meta: JSON.stringify(input.partner_meta ?? {}),
+        notes: input.notes ?? null,
+        review_token: randomToken(24),
+        completed_at: null,
+        created_at: now,
+        updated_at: now,
+        prev_aids: null,
+        next_aid: null,
+      };
+      await repo.insertAppointment(trx, row);
+      const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, id, checked);
+      const created = viewOf({ ...row, token: token ?? row.token }, placement, patient.partner_patient_id);
+      await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
+    });
   }
 
   private exists(): AppError {
@@ -504,9 +511,9 @@ export class AppointmentService {
         });
         const start = input.start_time * 1000;
         const end = input.end_time * 1000;
-        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end);
         const prevAids = [...(row.prev_aids === null ? [] : (JSON.parse(row.prev_aids) as string[])), row.id];
-        await repo.insertAppointment(trx, {
+        // Written before its place is taken, which writes its token (see scheduling.ts).
+        const next: repo.AppointmentRow = {
           id: nextId,
           business_id: businessId,
           partner_appointment_id: movesPartnerId ? row.partner_appointment_id : input.partner_appointment_id!,
@@ -517,7 +524,7 @@ export class AppointmentService {
           mode: row.mode,
           start_time: start,
           end_time: end,
-          token: token ?? row.token,
+          token: row.token,
           patient_details: row.patient_details,
           custom_attributes: row.custom_attributes,
           video_connect: row.video_connect,
@@ -530,10 +537,12 @@ export class AppointmentService {
           updated_at: now,
           prev_aids: JSON.stringify(prevAids),
           next_aid: null,
-        });
+        };
+        await repo.insertAppointment(trx, next);
+        const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, nextId);
         const old = { ...row, status: 'RES', next_aid: nextId, updated_at: now, ...(movesPartnerId && { partner_appointment_id: null }) };
         await this.statusEvent(trx, principal, row, old, 'rescheduled');
-        const created = (await repo.findView(trx, this.#dialect, businessId, nextId, false))!;
+        const created = viewOf({ ...next, token: token ?? next.token }, placement, row.partner_patient_id);
         await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
         return toRecord(created);
       });
@@ -572,6 +581,7 @@ export class AppointmentService {
     await recordEvent(trx, {
       businessId: principal.businessId,
       orderingKey: appointmentKey(view.id),
+      newKey: type === 'appointment.created',
       type,
       payload: {
         service: 'appointment',
@@ -660,6 +670,16 @@ function eventData(view: repo.AppointmentView) {
     sa_ids: [] as string[],
     ...(view.prev_aids !== null && { prev_aids: JSON.parse(view.prev_aids) as string[] }),
     ...(view.next_aid !== null && { next_aid: view.next_aid }),
+  };
+}
+
+/** A new appointment's view, as `repo.findView` would read it, from its row and the partner ids already known. */
+function viewOf(row: repo.AppointmentRow, placement: Placement, partnerPatientId: string | null): repo.AppointmentView {
+  return {
+    ...row,
+    partner_clinic_id: placement.clinic.partnerId,
+    partner_doctor_id: placement.doctor.partnerId,
+    partner_patient_id: partnerPatientId,
   };
 }
 

@@ -198,6 +198,9 @@ export interface PlacementRow {
   clinic_by_partner: string | null;
   doctor_by_id: string | null;
   doctor_by_partner: string | null;
+  /** The partner ids of the clinic and doctor found (by id, else by partner id). */
+  clinic_partner_id: string | null;
+  doctor_partner_id: string | null;
   /** The clinic and doctor found (by id, else by partner id) are assigned; 0/1 on SQLite. */
   assigned: boolean | number;
 }
@@ -217,6 +220,8 @@ export async function placement(
   const alive = sql`deleted_at is null`;
   const query = sql<PlacementRow>`
     select c.by_id as clinic_by_id, c.by_partner as clinic_by_partner, d.by_id as doctor_by_id, d.by_partner as doctor_by_partner,
+      (select partner_id from clinics where business_id = ${businessId} and id = coalesce(c.by_id, c.by_partner)) as clinic_partner_id,
+      (select partner_id from doctors where business_id = ${businessId} and id = coalesce(d.by_id, d.by_partner)) as doctor_partner_id,
       exists (select 1 from clinic_doctors cd where cd.business_id = ${businessId}
         and cd.clinic_id = coalesce(c.by_id, c.by_partner) and cd.doctor_id = coalesce(d.by_id, d.by_partner)) as assigned
     from (select (select id from clinics where business_id = ${businessId} and id = ${ids.clinicId} and ${alive}${lock}) as by_id,

@@ -209,10 +209,10 @@ export interface PlacementInput {
   partner_doctor_id?: string;
 }
 
-/** The service ids found for the ids sent (null: not sent, or unknown). */
+/** The service ids found for the ids sent (null: not sent, or unknown), and the partner id of each found. */
 export interface Placement {
-  clinic: { byId: string | null; byPartner: string | null };
-  doctor: { byId: string | null; byPartner: string | null };
+  clinic: { byId: string | null; byPartner: string | null; partnerId: string | null };
+  doctor: { byId: string | null; byPartner: string | null; partnerId: string | null };
   assigned: boolean;
 }
 
@@ -327,8 +327,8 @@ export class ClinicService {
       partnerDoctorId: sent.partner_doctor_id ?? null,
     });
     return {
-      clinic: { byId: row.clinic_by_id, byPartner: row.clinic_by_partner },
-      doctor: { byId: row.doctor_by_id, byPartner: row.doctor_by_partner },
+      clinic: { byId: row.clinic_by_id, byPartner: row.clinic_by_partner, partnerId: row.clinic_partner_id },
+      doctor: { byId: row.doctor_by_id, byPartner: row.doctor_by_partner, partnerId: row.doctor_partner_id },
       assigned: Boolean(row.assigned),
     };
   }

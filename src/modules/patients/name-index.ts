@@ -158,16 +158,18 @@ export class PatientNameIndex {
     const tokens = indexedTokens(patient);
     const mobile = mobileKey(patient.mobile);
     const partnerId = patient.partner_patient_id ?? null;
-    const previous = fresh ? undefined : await repo.findName(trx, patient.id);
     const next = keysOf(tokens, mobile, partnerId);
-    const seq = await repo.upsertName(trx, {
+    const row = {
       patient_id: patient.id,
       business_id: patient.business_id,
       tokens: tokensToText(tokens),
       mobile,
       partner_id: partnerId,
       archived: patient.archived ? 1 : 0,
-    });
+    };
+    if (fresh) return repo.insertNameAndKeys(trx, row, next);
+    const previous = await repo.findName(trx, patient.id);
+    const seq = await repo.upsertName(trx, row);
     let current: string[] = [];
     if (previous) {
       current = keysOf(tokensFromText(previous.tokens), previous.mobile, previous.partner_id);

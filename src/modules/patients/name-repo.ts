@@ -29,6 +29,26 @@ export async function upsertName(db: Db, row: IndexedNameRow): Promise<number> {
   return Number(stored.seq);
 }
 
+/** The name row and keys of a patient not indexed yet: one statement on PostgreSQL. */
+export async function insertNameAndKeys(db: Db, row: IndexedNameRow, keys: string[]): Promise<void> {
+  if (isPostgres(db)) {
+    await sql`with name as (
+        insert into patient_search_names (patient_id, business_id, tokens, mobile, partner_id, archived)
+        values (${row.patient_id}, ${row.business_id}, ${row.tokens}, ${row.mobile}, ${row.partner_id}, ${row.archived})
+        returning seq)
+      insert into patient_search_keys (business_id, key, seq)
+      select ${row.business_id}, k, name.seq from name, unnest(${keys}::text[]) as t(k)
+      on conflict do nothing`.execute(db);
+    return;
+  }
+  const seq = await upsertName(db, row);
+  await insertKeys(
+    db,
+    row.business_id,
+    keys.map((key) => ({ key, seq })),
+  );
+}
+
 /** Name rows of many patients at once (none of them indexed yet); their seqs by patient id. */
 export async function insertNames(db: Db, rows: IndexedNameRow[]): Promise<Map<string, number>> {
   const seqs = new Map<string, number>();

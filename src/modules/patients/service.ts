@@ -85,9 +85,10 @@ export interface PatientInput {
   extras?: Record<string, unknown>;
 }
 
-/** A patient as an appointment names it: its id, and the details the appointment keeps. */
+/** A patient as an appointment names it: its id, its partner id, and the details the appointment keeps. */
 export interface PatientChoice {
   id: string;
+  partner_patient_id: string | null;
   details: PatientDetails;
 }
 
@@ -429,17 +430,20 @@ export class PatientService {
     if (sent.partner_patient_id === undefined) {
       await repo.insertPatient(trx, row);
       await this.#index(trx, businessId, row, true);
-      return { id: row.id, details: this.details(row) };
+      return { id: row.id, partner_patient_id: null, details: this.details(row) };
     }
     const patient = await repo.upsertByPartnerId(trx, row);
     if (patient.id === row.id) {
       await this.#index(trx, businessId, row, true);
-      return { id: row.id, details: this.details(row) };
+      return { id: row.id, partner_patient_id: row.partner_patient_id, details: this.details(row) };
     }
-    if (patient.merged_into === null) return { id: patient.id, details: await this.#apply(trx, businessId, patient, sent, now) };
+    if (patient.merged_into === null) {
+      return { id: patient.id, partner_patient_id: patient.partner_patient_id, details: await this.#apply(trx, businessId, patient, sent, now) };
+    }
     // A merged patient's bookings go to the patient it was merged into, which keeps its own partner id.
     const survivor = (await repo.findById(trx, businessId, patient.merged_into))!;
-    return { id: survivor.id, details: await this.#apply(trx, businessId, survivor, { ...sent, partner_patient_id: undefined }, now) };
+    const details = await this.#apply(trx, businessId, survivor, { ...sent, partner_patient_id: undefined }, now);
+    return { id: survivor.id, partner_patient_id: survivor.partner_patient_id, details };
   }
 
   /**
@@ -448,17 +452,10 @@ export class PatientService {
    * `known` is what the appointment knew of its patient; the answer's details are what it keeps from
    * now on.
    */
-  async forUpdate(
-    trx: Db,
-    businessId: string,
-    locked: LockedPatient,
-    known: PatientDetails,
-    sent: PatientDetails,
-  ): Promise<PatientChoice & { partner_patient_id: string | null }> {
+  async forUpdate(trx: Db, businessId: string, locked: LockedPatient, known: PatientDetails, sent: PatientDetails): Promise<PatientChoice> {
     if (locked.erased_at !== null) {
       // An erased patient takes nothing back: what is sent is another patient (found by partner id, or new).
-      const choice = await this.forBooking(trx, businessId, sent);
-      return { ...choice, partner_patient_id: sent.partner_patient_id ?? null };
+      return this.forBooking(trx, businessId, sent);
     }
     const now = Date.now();
     let patient: LockedPatient = locked;

@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
 import { bookAt, MONDAY, MONDAY_0900, setSchedule, slotPath } from '../schedules/support.ts';
-import { book, createPractice, request, START, type Practice } from './support.ts';
+import { findView } from '../../../src/modules/appointments/repo.ts';
+import { book, createPractice, events, request, START, type Practice } from './support.ts';
 
 const SLOT = 15 * 60;
 
@@ -199,6 +200,58 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     const completed = await call(p, 'PUT', `/dr/v1/appointment/${current}/reschedule`, { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT });
     assert.equal(completed.statusCode, 400);
     assert.match(completed.json().error.message, /completed appointment cannot be rescheduled/);
+  });
+
+  it('the created events of a booking and of a reschedule say what the stored records say (built without reading them back)', async () => {
+    const p = await scheduled();
+    const first = await book(t, p, {
+      clinic_id: undefined,
+      doctor_id: undefined,
+      partner_clinic_id: p.partnerClinicId,
+      partner_doctor_id: p.partnerDoctorId,
+      partner_appointment_id: 'pa-ev',
+      appointment_details: { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT, custom_attributes: { room: '4' } },
+      patient_details: { first_name: 'Ravi', mobile: '+919812345678', partner_patient_id: 'pp-ev' },
+      partner_meta: { visit: 3 },
+    });
+    const moved = await call(p, 'PUT', `/dr/v1/appointment/${first}/reschedule`, {
+      start_time: MONDAY_0900 + SLOT,
+      end_time: MONDAY_0900 + 2 * SLOT,
+    });
+    assert.equal(moved.statusCode, 200, moved.body);
+    const created = await events(t, p.client.businessId, 'appointment.created');
+    assert.deepEqual(
+      created.map((event) => event.payload.data.appointment_id),
+      [first, moved.json().appointment_id],
+    );
+    for (const event of created) {
+      const data = event.payload.data;
+      const view = (await findView(t.ctx.storage.db, DIALECT, p.client.businessId, data.appointment_id, false))!;
+      assert.equal(event.payload.sequence, 1);
+      assert.deepEqual(
+        [data.partner_clinic_id, data.partner_doctor_id, data.partner_patient_id, data.partner_appointment_id],
+        [view.partner_clinic_id, view.partner_doctor_id, view.partner_patient_id, 'pa-ev'],
+      );
+      assert.deepEqual([data.partner_clinic_id, data.partner_doctor_id, data.partner_patient_id], [p.partnerClinicId, p.partnerDoctorId, 'pp-ev']);
+      assert.deepEqual(
+        [data.clinic_id, data.doctor_id, data.patient_id, data.status, data.start_time, data.end_time, data.created_at, data.modified_at],
+        [
+          view.clinic_id,
+          view.doctor_id,
+          view.patient_id,
+          'BK',
+          view.start_time / 1000,
+          view.end_time / 1000,
+          Math.floor(view.created_at / 1000),
+          Math.floor(view.updated_at / 1000),
+        ],
+      );
+      assert.deepEqual([data.custom_attributes, data.partner_meta], [JSON.parse(view.custom_attributes), JSON.parse(view.partner_meta)]);
+    }
+    const tokens = await Promise.all(
+      created.map(async (event) => (await call(p, 'GET', `/dr/v1/appointment/${event.payload.data.appointment_id}`)).json().token),
+    );
+    assert.deepEqual(tokens, [1, 2], 'each holds the OPD token it was given');
   });
 
   it('reschedules a pair without a schedule to any time, and to another doctor of the clinic', async () => {
