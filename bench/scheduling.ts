@@ -11,6 +11,7 @@
  * separate cores; BENCH_SCHEDULING_ONLY=sqlite|postgres runs one database; BENCH_SCHEDULING_DUMP=file
  * writes every request's timings (one JSON line per round) for analysis; BENCH_SCHEDULING_CPU_PROF=dir
  * writes a V8 CPU profile of the first PostgreSQL server into dir (`node bench/cpu-profile-summary.ts dir`).
+ * BENCH_SCHEDULING_BOOKERS=n sends n bookings a round instead of 1,000 (10: the winners alone, no refusals).
  *
  * Run alone: `BENCH_ONLY=scheduling node bench/run.ts`, or `node bench/scheduling.ts` (prints the figures).
  */
