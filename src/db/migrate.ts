@@ -29,6 +29,7 @@ import * as accessLog from './migrations/0018_access_log.ts';
 import * as retention from './migrations/0019_retention.ts';
 import * as privacy from './migrations/0020_privacy.ts';
 import * as webhookDeliveryAttempts from './migrations/0021_webhook_delivery_attempts.ts';
+import * as appointmentEventSequence from './migrations/0022_appointment_event_sequence.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -52,6 +53,7 @@ export const migrations: Record<string, Migration> = {
   '0019_retention': retention,
   '0020_privacy': privacy,
   '0021_webhook_delivery_attempts': webhookDeliveryAttempts,
+  '0022_appointment_event_sequence': appointmentEventSequence,
 };
 
 /**

@@ -358,6 +358,8 @@ export interface AppointmentsTable {
   prev_aids: string | null;
   /** The appointment this one was rescheduled to. */
   next_aid: string | null;
+  /** The sequence number of the appointment's last event (0: none yet); the change that records the next writes it. */
+  event_sequence: number;
 }
 
 export interface SchedulesTable {

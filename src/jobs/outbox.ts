@@ -23,8 +23,11 @@ export interface NewEvent<N extends EventName = EventName> {
    * appointment's row, the patient's records lock), so the numbers follow the commits.
    */
   orderingKey?: string;
-  /** The key is new (a new appointment's): its first event is number 1, with no read of the key's last. */
-  newKey?: boolean;
+  /**
+   * The event's number, where the caller keeps its key's count (an appointment's row keeps the number
+   * of its last event): the key's last is then not read from the events.
+   */
+  sequence?: number;
 }
 
 export interface StoredEvent {
@@ -55,15 +58,7 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
   let sequence: number | null = null;
   let payload: unknown = event.payload;
   if (key !== null) {
-    const last = event.newKey
-      ? undefined
-      : await db
-          .selectFrom('events')
-          .select((eb) => eb.fn.max('sequence').as('last'))
-          .where('business_id', '=', event.businessId)
-          .where('ordering_key', '=', key)
-          .executeTakeFirst();
-    sequence = Number(last?.last ?? 0) + 1;
+    sequence = event.sequence ?? (await nextSequence(db, event.businessId, key));
     if (isSequenced(event.type)) payload = withSequence(event.payload, sequence);
   } else if (isSequenced(event.type)) {
     throw new Error(`event ${event.type} needs an ordering key`);
@@ -99,6 +94,17 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
     await enqueue(db, job);
   }
   return id;
+}
+
+/** The number after the last event of `key`. */
+async function nextSequence(db: Db, businessId: string, key: string): Promise<number> {
+  const last = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('sequence').as('last'))
+    .where('business_id', '=', businessId)
+    .where('ordering_key', '=', key)
+    .executeTakeFirst();
+  return Number(last?.last ?? 0) + 1;
 }
 
 /** The body with `sequence` after `event`, where the envelope declares it. */

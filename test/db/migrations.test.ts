@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { up as alignWebhookDeliveries } from '../../src/db/migrations/0011_webhook_delivery_decisions.ts';
 import * as patientDirectory from '../../src/db/migrations/0012_patient_directory.ts';
+import * as appointmentEventSequence from '../../src/db/migrations/0022_appointment_event_sequence.ts';
+import { book, createPractice, request } from '../modules/appointments/support.ts';
 import { startReceiver, recordReviewEvent } from '../modules/webhooks/support.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
 
@@ -122,5 +124,38 @@ describe(`migrations (${DIALECT})`, () => {
     );
     const read = await t.app.inject({ method: 'GET', url: '/mr/api/v1/cases/c1', headers: { ...bearer(client.token), 'x-pt-id': 'pt_m1' } });
     assert.equal(read.statusCode, 200);
+  });
+
+  it('0022 numbers an appointment’s next event after the events it already has', async () => {
+    const practice = await createPractice(t);
+    const [changed, untouched] = [await book(t, practice), await book(t, practice)];
+    for (const notes of ['one', 'two']) {
+      const response = await request(t, practice.client.token, 'PATCH', `/dr/v1/appointment/${changed}`, { notes });
+      assert.equal(response.statusCode, 200, response.body);
+    }
+    const db = t.ctx.storage.db;
+    const old = db as unknown as Kysely<any>;
+    await appointmentEventSequence.down(old);
+    await appointmentEventSequence.up(old);
+    const counts = await db.selectFrom('appointments').select(['id', 'event_sequence']).where('id', 'in', [changed, untouched]).execute();
+    assert.deepEqual(Object.fromEntries(counts.map((row) => [row.id, Number(row.event_sequence)])), { [changed]: 3, [untouched]: 1 });
+
+    const cancelled = await request(t, practice.client.token, 'PUT', `/dr/v1/appointment/${changed}/cancel`);
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    const numbers = await db
+      .selectFrom('events')
+      .select(['type', 'sequence', 'payload'])
+      .where('ordering_key', '=', `appointment:${changed}`)
+      .orderBy('sequence')
+      .execute();
+    assert.deepEqual(
+      numbers.map((row) => [row.type, Number(row.sequence), JSON.parse(row.payload).sequence]),
+      [
+        ['appointment.created', 1, 1],
+        ['appointment.updated', 2, 2],
+        ['appointment.updated', 3, 3],
+        ['appointment.statuschange', 4, 4],
+      ],
+    );
   });
 });

@@ -291,6 +291,8 @@ export class AppointmentService {
         updated_at: now,
         prev_aids: null,
         next_aid: null,
+        // Its appointment.created below.
+        event_sequence: 1,
       };
       await repo.insertAppointment(trx, row);
       const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, id, checked);
@@ -420,8 +422,13 @@ export class AppointmentService {
       if (input.display_meta !== undefined) changes.display_meta = JSON.stringify(input.display_meta);
       if (input.partner_meta !== undefined) changes.partner_meta = JSON.stringify(input.partner_meta);
       if (input.notes !== undefined) changes.notes = input.notes;
-      const written = await this.write(trx, row, { ...changes, updated_at: Date.now() }, { partner_patient_id: partnerPatientId });
-      await this.updatedEvent(trx, principal, row, changes, { ...row, ...written });
+      const changed = APPOINTMENT_FIELDS.filter((field) => changes[field] !== undefined && changes[field] !== row[field]);
+      const view = { partner_patient_id: partnerPatientId };
+      changes.updated_at = Date.now();
+      // appointment.updated names the fields the change altered; none altered, no event.
+      if (changed.length === 0) return this.write(trx, row, changes, view);
+      const written = await this.writeWithEvent(trx, row, changes, view);
+      await this.lifecycleEvent(trx, principal, { ...row, ...written }, 'appointment.updated', { action: 'modified', changed });
       return written;
     });
   }
@@ -430,7 +437,7 @@ export class AppointmentService {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'NS') return {};
-      const written = await this.write(trx, row, { status: 'NS', updated_at: Date.now() });
+      const written = await this.writeWithEvent(trx, row, { status: 'NS', updated_at: Date.now() });
       await this.statusEvent(trx, principal, row, { ...row, ...written }, 'no_show');
       return written;
     });
@@ -440,7 +447,7 @@ export class AppointmentService {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'CN') return {};
-      const written = await this.write(trx, row, { status: 'CN', updated_at: Date.now() });
+      const written = await this.writeWithEvent(trx, row, { status: 'CN', updated_at: Date.now() });
       await this.statusEvent(trx, principal, row, { ...row, ...written }, 'cancelled');
       return written;
     });
@@ -452,7 +459,7 @@ export class AppointmentService {
       if (row.status === 'CM') return {};
       if (row.status === 'RES') throw rescheduled(row);
       const now = Date.now();
-      const changed = await this.write(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
+      const changed = await this.writeWithEvent(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
       await this.statusEvent(trx, principal, row, { ...row, ...changed }, 'completed');
       if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
       return changed;
@@ -503,12 +510,13 @@ export class AppointmentService {
         const now = Date.now();
         // The old one lets go of its place and its partner id before the new one takes them.
         const movesPartnerId = input.partner_appointment_id === undefined;
-        await repo.updateAppointment(trx, businessId, row.id, {
+        const retired = {
           status: 'RES',
           next_aid: nextId,
           updated_at: now,
           ...(movesPartnerId && { partner_appointment_id: null }),
-        });
+        };
+        const old = { ...row, ...(await this.writeWithEvent(trx, row, retired)) };
         const start = input.start_time * 1000;
         const end = input.end_time * 1000;
         const prevAids = [...(row.prev_aids === null ? [] : (JSON.parse(row.prev_aids) as string[])), row.id];
@@ -537,10 +545,10 @@ export class AppointmentService {
           updated_at: now,
           prev_aids: JSON.stringify(prevAids),
           next_aid: null,
+          event_sequence: 1,
         };
         await repo.insertAppointment(trx, next);
         const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, nextId);
-        const old = { ...row, status: 'RES', next_aid: nextId, updated_at: now, ...(movesPartnerId && { partner_appointment_id: null }) };
         await this.statusEvent(trx, principal, row, old, 'rescheduled');
         const created = viewOf({ ...next, token: token ?? next.token }, placement, row.partner_patient_id);
         await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
@@ -568,7 +576,8 @@ export class AppointmentService {
 
   /**
    * Records an appointment event from `view`, the appointment as this transaction left it (the read
-   * row with the changes written, so no second read). The appointment's lock orders its events.
+   * row with the changes written, so no second read), numbered by the view's `event_sequence` (written
+   * with the change by writeWithEvent, or 1 in a new row). The appointment's lock orders its events.
    */
   private async lifecycleEvent<N extends 'appointment.created' | 'appointment.updated' | 'appointment.statuschange'>(
     trx: Transaction<Database>,
@@ -581,7 +590,7 @@ export class AppointmentService {
     await recordEvent(trx, {
       businessId: principal.businessId,
       orderingKey: appointmentKey(view.id),
-      newKey: type === 'appointment.created',
+      sequence: Number(view.event_sequence),
       type,
       payload: {
         service: 'appointment',
@@ -589,18 +598,6 @@ export class AppointmentService {
         data: { ...eventData(view), ...extra },
       } as EventInput<N>,
     });
-  }
-
-  /** `appointment.updated`, naming the fields `changes` altered; nothing when it altered none. */
-  private async updatedEvent(
-    trx: Transaction<Database>,
-    principal: Principal,
-    row: repo.AppointmentRow,
-    changes: Partial<repo.AppointmentRow>,
-    after: repo.AppointmentView,
-  ) {
-    const changed = APPOINTMENT_FIELDS.filter((field) => changes[field] !== undefined && changes[field] !== row[field]);
-    if (changed.length > 0) await this.lifecycleEvent(trx, principal, after, 'appointment.updated', { action: 'modified', changed });
   }
 
   /**
@@ -645,6 +642,16 @@ export class AppointmentService {
   ): Promise<Partial<repo.AppointmentView>> {
     await repo.updateAppointment(trx, row.business_id, row.id, changes);
     return { ...changes, ...view };
+  }
+
+  /** As `write`, for a change that records an event: the row takes the event's number, its key's next. */
+  private writeWithEvent(
+    trx: Transaction<Database>,
+    row: repo.AppointmentRow,
+    changes: Partial<repo.AppointmentRow>,
+    view: Partial<repo.AppointmentView> = {},
+  ): Promise<Partial<repo.AppointmentView>> {
+    return this.write(trx, row, { ...changes, event_sequence: Number(row.event_sequence) + 1 }, view);
   }
 }
 

@@ -256,7 +256,8 @@ export class PrivacyService {
       generated_at: seconds(Date.now()),
       patient: patientRecord(subject.patient),
       merged_patients: subject.merged.map(patientRecord),
-      appointments: appointments.map((row) => ({
+      // event_sequence is the service's own count of the appointment's events, not data about the patient.
+      appointments: appointments.map(({ event_sequence: _, ...row }) => ({
         ...row,
         patient_details: parsed(row.patient_details),
         custom_attributes: parsed(row.custom_attributes),
