@@ -1,7 +1,7 @@
 /** Shared pieces of the benchmarks: servers in child processes, autocannon runs, machine facts. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -225,4 +225,114 @@ export async function scratchPgDatabase(): Promise<{ url: string; drop: () => Pr
 /** Three decimals, for figures in ms or s. */
 export function round(value: number): number {
   return Math.round(value * 1000) / 1000;
+}
+
+/**
+ * A process's CPU time so far, in ms, from Linux's /proc: user and system time, or system time only;
+ * `children` adds its reaped children's.
+ */
+function procCpuMs(pid: number | string, children = false, systemOnly = false): number | null {
+  try {
+    // Fields after the command name: utime, stime, cutime, cstime are 14 to 17 of stat, in ticks (100 a second).
+    const [utime, stime, cutime, cstime] = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 15).map(Number);
+    const own = systemOnly ? stime! : utime! + stime!;
+    const reaped = children ? (systemOnly ? cstime! : cutime! + cstime!) : 0;
+    return (own + reaped) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/** The CPU time of every PostgreSQL process of this machine, those that ended included (their postmaster reaped them). */
+function postgresCpuMs(): number | null {
+  let total = 0;
+  let found = false;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    const ms = procCpuMs(pid, true);
+    if (ms === null) continue;
+    total += ms;
+    found = true;
+  }
+  return found ? total : null;
+}
+
+/** Busy CPU time of the whole machine (every core, idle and I/O wait left out), in ms. */
+function machineBusyMs(): number | null {
+  try {
+    const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+    // user nice system idle iowait irq softirq steal
+    return (ticks.slice(0, 8).reduce((sum, t) => sum + t, 0) - ticks[3]! - ticks[4]!) * 10;
+  } catch {
+    return null;
+  }
+}
+
+export interface CpuShares {
+  /** ms of CPU per unit (a request, a delivery, a transaction), by who spent it; null where /proc is not there. */
+  servers: number | null;
+  /** The part of `servers` spent in the kernel (system calls: sockets to clients, PostgreSQL and receivers). */
+  serversSystem: number | null;
+  postgres: number | null;
+  /** This process: the load generator (autocannon) or the bench's own writers; with its reaped children (pgbench). */
+  bench: number | null;
+  machine: number | null;
+}
+
+/**
+ * Where the CPU time of a load goes: started before it, `per(units)` after it gives the ms each unit
+ * cost the servers (`pids`), PostgreSQL (every postgres process of the machine), this process and its
+ * children, and the machine as a whole (which includes anything else running).
+ */
+export function cpuMeter(pids: Array<number | undefined> = []): { per(units: number): CpuShares } {
+  const servers = (systemOnly: boolean) => {
+    let total = 0;
+    for (const pid of pids) {
+      const ms = pid === undefined ? null : procCpuMs(pid, false, systemOnly);
+      if (ms === null) return null;
+      total += ms;
+    }
+    return total;
+  };
+  const read = (): CpuShares => ({
+    servers: servers(false),
+    serversSystem: servers(true),
+    postgres: postgresCpuMs(),
+    bench: procCpuMs('self', true),
+    machine: machineBusyMs(),
+  });
+  const before = read();
+  return {
+    per(units) {
+      const after = read();
+      const share = (key: keyof CpuShares) => {
+        const [a, b] = [after[key], before[key]];
+        return a === null || b === null || units === 0 ? null : (a - b) / units;
+      };
+      const measured = pids.length > 0;
+      return {
+        servers: measured ? share('servers') : null,
+        serversSystem: measured ? share('serversSystem') : null,
+        postgres: share('postgres'),
+        bench: share('bench'),
+        machine: share('machine'),
+      };
+    },
+  };
+}
+
+/** "CPU per request: servers 0.31 ms, PostgreSQL 0.25 ms, ...", naming only what was measured. */
+export function cpuNote(shares: CpuShares, unit: string, benchLabel = 'load generator'): string {
+  const system = shares.servers === null || shares.serversSystem === null ? '' : ` (${shares.serversSystem.toFixed(3)} of it in the kernel)`;
+  const parts = [
+    ['servers', shares.servers, system],
+    ['PostgreSQL', shares.postgres, ''],
+    [benchLabel, shares.bench, ''],
+    ['machine in all', shares.machine, ''],
+  ].flatMap(([label, ms, more]) => (ms === null ? [] : [`${label} ${(ms as number).toFixed(3)} ms${more}`]));
+  return parts.length === 0 ? '' : `CPU per ${unit}: ${parts.join(', ')}`;
 }

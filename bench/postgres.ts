@@ -30,7 +30,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { PATCH_BODY, seed } from './appointments.ts';
-import { reachable, spawnServer, type Figure, type RunningProcess } from './lib.ts';
+import { cpuMeter, cpuNote, reachable, spawnServer, type Figure, type RunningProcess } from './lib.ts';
 import { PROBE, StatementCounter, perUnit, probeNote, readProbe } from './pg-stats.ts';
 
 const PG_BASE = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -45,11 +45,14 @@ interface PgbenchResult {
   tps: number;
   latencyMs: number;
   failed: number;
+  /** CPU per transaction: PostgreSQL's and pgbench's own. */
+  cpu: string;
 }
 
 /** Runs pgbench against `url` (its host, port, user and database) and reads tps and the mean latency. */
 function pgbench(url: URL, args: string[]): Promise<PgbenchResult> {
-  const connection = ['-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres')];
+  const connection = ['-h', url.searchParams.get('host') ?? url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres')];
+  const meter = cpuMeter();
   const child = spawn('pgbench', [...connection, ...args, url.pathname.slice(1)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -62,10 +65,12 @@ function pgbench(url: URL, args: string[]): Promise<PgbenchResult> {
     child.once('error', reject);
     child.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`pgbench ${args.join(' ')} exited with ${code}: ${out.slice(-500)}`));
+      const transactions = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? 0);
       resolve({
         tps: Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? 0),
         latencyMs: Number(/latency average = ([\d.]+) ms/.exec(out)?.[1] ?? 0),
         failed: Number(/number of failed transactions: (\d+)/.exec(out)?.[1] ?? 0),
+        cpu: cpuNote(meter.per(transactions), 'transaction', 'pgbench'),
       });
     });
   });
@@ -118,6 +123,7 @@ interface Phase {
   warmRequests: number;
   statements: string;
   pool: string;
+  cpu: string;
 }
 
 /**
@@ -153,11 +159,13 @@ async function phase(
     }
     const warm = await loadSpread(origins, paths, method, { auth: token }, 1, body);
     await stats.reset();
+    const meter = cpuMeter(servers.map((server) => server.child.pid));
     const load = await loadSpread(origins, paths, method, { auth: token }, seconds(), body);
+    const cpu = cpuNote(meter.per(load.requests), 'request');
     const statements = perUnit(await stats.read(), load.requests, 'request');
     await Promise.all(servers.splice(0).map((s) => s.stop()));
     const probes = Array.from({ length: PROCESSES }, (_, i) => readProbe(path.join(probeDir, `${i}.json`)));
-    return { load, warmRequests: warm.requests, statements, pool: probeNote(probes, load.requests + warm.requests, 'request') };
+    return { load, warmRequests: warm.requests, statements, pool: probeNote(probes, load.requests + warm.requests, 'request'), cpu };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     rmSync(probeDir, { recursive: true, force: true });
@@ -165,11 +173,13 @@ async function phase(
 }
 
 /** The hello-world with the load's requests and spread (both autocannon instances on its one origin). */
-async function helloWorld(paths: string[], token: string): Promise<Load> {
+async function helloWorld(paths: string[], token: string): Promise<Load & { cpu: string }> {
   const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
   try {
     await loadSpread([hello.url, hello.url], paths, 'GET', { auth: token }, 1);
-    return await loadSpread([hello.url, hello.url], paths, 'GET', { auth: token }, seconds());
+    const meter = cpuMeter([hello.child.pid]);
+    const load = await loadSpread([hello.url, hello.url], paths, 'GET', { auth: token }, seconds());
+    return { ...load, cpu: cpuNote(meter.per(load.requests), 'request') };
   } finally {
     await hello.stop();
   }
@@ -242,20 +252,20 @@ export async function runPostgresBench(ctx: { helloWorldRps: number }): Promise<
         name: 'pgbench -S (select only), same PostgreSQL',
         value: Math.round(selectOnly.tps),
         unit: 'tps',
-        note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${selectOnly.latencyMs} ms`,
+        note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${selectOnly.latencyMs} ms; ${selectOnly.cpu}`,
       },
       {
         name: 'pgbench -N (simple update), same PostgreSQL',
         value: Math.round(simpleUpdate.tps),
         unit: 'tps',
-        note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${simpleUpdate.latencyMs} ms${simpleUpdate.failed ? `, ${simpleUpdate.failed} failed` : ''}`,
+        note: `${CLIENTS} clients, 2 threads, ${seconds()} s, scale 1, simple protocol; latency average ${simpleUpdate.latencyMs} ms${simpleUpdate.failed ? `, ${simpleUpdate.failed} failed` : ''}; ${simpleUpdate.cpu}`,
       },
       {
         name: 'hello-world GET, just before the GET load (same requests, 2 × 25 connections)',
         value: Math.round(hello.rps),
         unit: 'req/s',
         ratio: 1,
-        note: `p50 ${hello.p50} ms, p99 ${hello.p99} ms`,
+        note: `p50 ${hello.p50} ms, p99 ${hello.p99} ms; ${hello.cpu}`,
       },
       {
         name: 'GET /dr/v1/appointment/{id}, PostgreSQL, 2 processes',
@@ -265,7 +275,7 @@ export async function runPostgresBench(ctx: { helloWorldRps: number }): Promise<
         note:
           `${spread}; p50 ${get.load.p50} ms, p99 ${get.load.p99} ms, ${failed(get.load)} errors/non-2xx; ` +
           `${round(getToS)} of pgbench -S (goal >= 0.3: ${met(getToS >= 0.3)}); ${round(getToHello)} of the hello-world just before, ` +
-          `${round(getToBaseline)} of the run's baseline (goal >= 0.25: ${met(getToHello >= 0.25)}). ${get.statements}. ${get.pool}`,
+          `${round(getToBaseline)} of the run's baseline (goal >= 0.25: ${met(getToHello >= 0.25)}). ${get.cpu}. ${get.statements}. ${get.pool}`,
       },
       {
         name: 'PATCH /dr/v1/appointment/{id}, PostgreSQL, 2 processes',
@@ -275,7 +285,7 @@ export async function runPostgresBench(ctx: { helloWorldRps: number }): Promise<
         note:
           `${spread}; p50 ${patch.load.p50} ms, p99 ${patch.load.p99} ms, ${failed(patch.load)} errors/non-2xx; ` +
           `${round(patchToN)} of pgbench -N (goal >= 0.5: ${met(patchToN >= 0.5)}; p99 <= 50 ms: ${met(patch.load.p99 <= 50)}; 0 errors: ${met(failed(patch.load) === 0)}). ` +
-          `${patch.statements}. ${patch.pool}`,
+          `${patch.cpu}. ${patch.statements}. ${patch.pool}`,
       },
       {
         name: 'POST /dr/v1/appointment (booking): statements per request',

@@ -10,20 +10,20 @@
  * its process, as a completion does), for BENCH_SECONDS. On PostgreSQL the throughput run also counts
  * the statements per delivery (pg_stat_statements) and the pool's waits (pg-probe.ts).
  * Goals (issue 18): >= 2,000/s on PostgreSQL with two processes, >= 3,000/s on SQLite, p99 < 1 s.
- * The throughput note gives the servers' CPU time per delivery (Linux: /proc), which a machine shared
- * with other work changes less than the rate. BENCH_WEBHOOK_CPU_PROF=dir: each server writes a V8 CPU
+ * The throughput note gives the CPU time per delivery of the servers, PostgreSQL, the bench process
+ * and the machine (Linux: /proc), which a machine shared with other work changes less than the rate. BENCH_WEBHOOK_CPU_PROF=dir: each server writes a V8 CPU
  * profile into dir/sqlite or dir/postgres (summarise with `node bench/cpu-profile-summary.ts dir/sqlite`).
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { inTransaction, openStorage, type Storage } from '../src/db/index.ts';
 import { recordEvent } from '../src/jobs/outbox.ts';
-import { spawnServer, type Figure } from './lib.ts';
+import { cpuMeter, cpuNote, spawnServer, type Figure } from './lib.ts';
 import { PROBE, StatementCounter, perUnit, probeNote, readProbe } from './pg-stats.ts';
 
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2000);
@@ -92,17 +92,6 @@ function reviewEvent(businessId: string, clientId: string, n: number) {
       },
     },
   };
-}
-
-/** CPU time (user and system) the process has used so far, in ms; null where /proc is not there. */
-function cpuMs(pid: number | undefined): number | null {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
 }
 
 async function waitFor(receiver: Receiver, count: number): Promise<void> {
@@ -185,7 +174,7 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     await post(`${servers[0]!.url}/notification/v1/connect/webhook/subscriptions`, { endpoint: receiver.url }, login.access_token);
     const businessId = business.business_id as string;
     await stats?.reset();
-    const cpuBefore = servers.map((server) => cpuMs(server.child.pid));
+    const meter = cpuMeter(servers.map((server) => server.child.pid));
     const startedAt = Date.now();
     const started = performance.now();
     // Completions arrive from many requests at once in production: on PostgreSQL several writers store
@@ -205,10 +194,8 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     const seconds = (receiver.last() - started) / 1000;
     const delivered = receiver.received.size;
     const requests = receiver.requests();
-    const cpuAfter = servers.map((server) => cpuMs(server.child.pid));
-    const cpuUsed = cpuAfter.every((ms, i) => ms !== null && cpuBefore[i] !== null)
-      ? cpuAfter.reduce((sum: number, ms, i) => sum + ms! - cpuBefore[i]!, 0)
-      : null;
+    // The bench's own share is its writers' and the receiver's.
+    const cpu = cpuNote(meter.per(delivered), 'delivery', 'bench (writers and receiver)');
     const throughputStages = await stageBreakdown(storage, startedAt);
     const statements = stats ? perUnit(await stats.read(), delivered, 'delivery', 12) : '';
     // BENCH_WEBHOOK_RATE=0 leaves the latency run out.
@@ -229,8 +216,7 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
       delivered + (lag?.count ?? 0),
       'delivery (both runs)',
     );
-    const cpuPerDelivery = cpuUsed === null ? null : cpuUsed / delivered;
-    return { rate: delivered / seconds, delivered, requests, seconds, stored, cpuPerDelivery, throughputStages, statements, pool, lag, stages };
+    return { rate: delivered / seconds, delivered, requests, seconds, stored, cpu, throughputStages, statements, pool, lag, stages };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await storage.destroy();
@@ -285,7 +271,7 @@ function figures(label: string, r: Outcome, goal: number): Figure[] {
       value: Math.round(r.rate),
       unit: 'deliveries/s',
       note:
-        `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s; ${r.cpuPerDelivery === null ? '' : `servers' CPU ${r.cpuPerDelivery.toFixed(2)} ms per delivery; `}${r.throughputStages}); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}` +
+        `${r.delivered} events in ${r.seconds.toFixed(2)} s (${r.requests} requests), from first event stored to last received (the last event was stored after ${r.stored.toFixed(2)} s; ${r.cpu ? `${r.cpu}; ` : ''}${r.throughputStages}); goal >= ${goal.toLocaleString('en')}/s: ${met(r.rate >= goal)}` +
         `${r.statements ? `. ${r.statements}` : ''}${r.pool ? `. ${r.pool}` : ''}`,
     },
     ...(lag
