@@ -19,7 +19,7 @@ import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors-plugin.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { clientErrorHandler, frameworkErrorHandler, refuseConnect } from './http/framework-errors.ts';
-import { createRegistry, registerRequestMetrics } from './http/metrics.ts';
+import { createRegistry, registerPoolMetrics, registerRequestMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { MAX_ID_LENGTH } from './http/schemas.ts';
 import { requestLogger } from './http/request-logger.ts';
@@ -40,6 +40,7 @@ export const MAX_PARAM_LENGTH = 2 * MAX_ID_LENGTH;
 
 export function createContext(config: Config, storage: Storage, keys: Keys, logger: Logger): AppContext {
   const metrics = createRegistry();
+  if (storage.pgPool) registerPoolMetrics(metrics, storage.pgPool);
   return {
     config,
     storage,

@@ -1,12 +1,44 @@
-/** Prometheus metrics: the request-duration histogram by route, method and status, plus process defaults. */
+/** Prometheus metrics: the request-duration histogram by route, method and status, the PostgreSQL pool, plus process defaults. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { observeResponses } from './route-hooks.ts';
 
 export function createRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/** What the pool metrics read of a PostgreSQL pool (pg.Pool has these). */
+export interface PoolCounts {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+/**
+ * The PostgreSQL pool as a scrape finds it: connections in use and idle, and requests queued for one
+ * (above zero for long: the pool is too small for the load, or PostgreSQL too slow; see the README).
+ */
+export function registerPoolMetrics(registry: Registry, pool: PoolCounts): void {
+  new Gauge({
+    name: 'cps_db_pool_connections',
+    help: 'PostgreSQL connections of this process by state (in_use, idle)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ state: 'in_use' }, pool.totalCount - pool.idleCount);
+      this.set({ state: 'idle' }, pool.idleCount);
+    },
+  });
+  new Gauge({
+    name: 'cps_db_pool_waiting',
+    help: 'Requests of this process waiting for a PostgreSQL connection',
+    registers: [registry],
+    collect() {
+      this.set(pool.waitingCount);
+    },
+  });
 }
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];

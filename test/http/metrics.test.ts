@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Histogram, Registry, type Metric } from 'prom-client';
-import { RequestDurations } from '../../src/http/metrics.ts';
+import { RequestDurations, registerPoolMetrics } from '../../src/http/metrics.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
 
 function count(metrics: string, labels: string): number {
@@ -37,6 +37,35 @@ describe(`request metrics (${DIALECT})`, () => {
     assert.equal(count(metrics, 'route="unmatched",method="POST",status="404"'), 1);
     assert.ok(!metrics.includes('c_1') && !metrics.includes('c_4'), 'no raw URL in labels');
     assert.match(metrics, /http_request_duration_seconds_bucket\{le="\+Inf",route="\/cdr\/v1\/clinic\/:id",method="GET",status="404"\} 2/);
+  });
+});
+
+describe(`PostgreSQL pool metrics (${DIALECT})`, () => {
+  it('are on /metrics with PostgreSQL only, read from the pool at each scrape', async () => {
+    const t = await createTestApp();
+    try {
+      const metrics = (await t.app.inject({ url: '/metrics' })).body;
+      if (DIALECT === 'postgres') {
+        const idle = Number(/^cps_db_pool_connections\{state="idle"\} (\d+)$/m.exec(metrics)?.[1]);
+        assert.equal(idle, t.ctx.storage.pgPool!.idleCount);
+        assert.match(metrics, /^cps_db_pool_waiting 0$/m);
+      } else {
+        assert.doesNotMatch(metrics, /cps_db_pool/);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('say how many connections are in use and idle and how many requests wait for one', async () => {
+    const registry = new Registry();
+    const pool = { totalCount: 5, idleCount: 2, waitingCount: 0 };
+    registerPoolMetrics(registry, pool);
+    pool.waitingCount = 7;
+    const metrics = await registry.metrics();
+    assert.match(metrics, /^cps_db_pool_connections\{state="in_use"\} 3$/m);
+    assert.match(metrics, /^cps_db_pool_connections\{state="idle"\} 2$/m);
+    assert.match(metrics, /^cps_db_pool_waiting 7$/m);
   });
 });
 
