@@ -192,6 +192,7 @@ export interface AttemptInput {
 
 export interface AttemptDeps {
   storage: Storage;
+  loads: AttemptLoads;
   signingKeys: SigningKeys;
   successes: SuccessRecords;
   sender: Sender;
@@ -244,7 +245,7 @@ export async function disableSubscription(
 /** Sends one attempt; a success is recorded here, anything else is thrown for the queue to settle. */
 export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptOutcome> {
   const db = deps.storage.db;
-  const row = await repo.loadAttempt(db, input.businessId, input.deliveryId);
+  const row = await deps.loads.load(input.businessId, input.deliveryId);
   if (!row) return { kind: 'gone' };
   const log = { subscription_id: row.subscription_id, event_id: row.event_id, attempt: input.attempt };
 
@@ -383,6 +384,42 @@ export class SigningKeys {
       this.#keys.set(id, key);
     }
     return key;
+  }
+}
+
+/**
+ * What the attempts started together need, read by one statement: a claim starts its attempts in one
+ * turn of the event loop, so the deliveries of a claim are read at once, not one statement each; an
+ * attempt started alone is read alone. A delivery of another business reads as gone.
+ */
+export class AttemptLoads {
+  readonly #db: Db;
+  #pending: Array<{ businessId: string; deliveryId: string; done: (row: repo.AttemptRow | undefined) => void; fail: (error: unknown) => void }> = [];
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  load(businessId: string, deliveryId: string): Promise<repo.AttemptRow | undefined> {
+    return new Promise((done, fail) => {
+      // After the current turn's synchronous work (the claim's loop starting its attempts), in the same turn.
+      if (this.#pending.length === 0) queueMicrotask(() => void this.#flush());
+      this.#pending.push({ businessId, deliveryId, done, fail });
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      const rows = new Map((await repo.loadAttempts(this.#db, [...new Set(batch.map((entry) => entry.deliveryId))])).map((row) => [row.id, row]));
+      for (const entry of batch) {
+        const row = rows.get(entry.deliveryId);
+        entry.done(row?.business_id === entry.businessId ? row : undefined);
+      }
+    } catch (error) {
+      for (const entry of batch) entry.fail(error);
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 /** SQL of the webhooks module; every query is scoped by business_id. */
 import { sql, type Insertable, type QueryCreator, type Selectable, type Transaction, type Updateable, type UpdateQueryBuilder } from 'kysely';
-import { isPostgres } from '../../db/dialect.ts';
+import { isAnyOf, isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
 import type { Database, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscriptionsTable } from '../../db/schema.ts';
 
@@ -189,14 +189,15 @@ export async function clearFailing(db: Db, subscriptionIds: string[]): Promise<v
     .execute();
 }
 
-/** What one attempt needs: the delivery, its subscription and the stored event body. */
-export function loadAttempt(db: Db, businessId: string, deliveryId: string) {
+/** What attempts need, for many deliveries in one statement: each delivery, its subscription and the stored event body. */
+export function loadAttempts(db: Db, deliveryIds: readonly string[]) {
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_subscriptions as s', 's.id', 'd.subscription_id')
     .innerJoin('events as e', 'e.id', 'd.event_id')
     .select([
       'd.id',
+      'd.business_id',
       'd.event_id',
       'd.subscription_id',
       'd.status as delivery_status',
@@ -208,10 +209,11 @@ export function loadAttempt(db: Db, businessId: string, deliveryId: string) {
       's.failing_since',
       'e.payload',
     ])
-    .where('d.business_id', '=', businessId)
-    .where('d.id', '=', deliveryId)
-    .executeTakeFirst();
+    .where((eb) => isAnyOf(db, eb.ref('d.id'), deliveryIds))
+    .execute();
 }
+
+export type AttemptRow = Awaited<ReturnType<typeof loadAttempts>>[number];
 
 export interface AttemptRecord {
   status: WebhookDeliveryStatus;

@@ -9,6 +9,7 @@ import type { AppContext } from '../../context.ts';
 import { enqueue, enqueueMany, retryJob, type NewJob } from '../../jobs/queue.ts';
 import {
   attempt,
+  AttemptLoads,
   DELIVERY_JOB,
   fanOut,
   recordFailedAttempt,
@@ -53,6 +54,7 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   });
   const deps: AttemptDeps = {
     storage: ctx.storage,
+    loads: new AttemptLoads(ctx.storage.db),
     signingKeys: new SigningKeys(ctx.keys.masterKey),
     successes: new SuccessRecords(ctx.storage.db),
     sender,
