@@ -51,7 +51,9 @@ interface PgbenchResult {
 
 /** Runs pgbench against `url` (its host, port, user and database) and reads tps and the mean latency. */
 function pgbench(url: URL, args: string[]): Promise<PgbenchResult> {
-  const connection = ['-h', url.searchParams.get('host') ?? url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres')];
+  // A Unix socket's directory comes as ?host= (postgres:///db?host=/var/run/postgresql).
+  const host = url.searchParams.get('host') ?? url.hostname;
+  const connection = ['-h', host, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres')];
   const meter = cpuMeter();
   const child = spawn('pgbench', [...connection, ...args, url.pathname.slice(1)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
