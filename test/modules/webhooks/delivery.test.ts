@@ -3,6 +3,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { retryJob } from '../../../src/jobs/queue.ts';
+import { AttemptLoads } from '../../../src/modules/webhooks/delivery.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { recordReviewEvent, startReceiver, type Answer, type Receiver } from './support.ts';
 
@@ -241,6 +242,37 @@ describe(`webhook delivery (${DIALECT})`, () => {
         }
         assert.ok((await deliveries(subs[i]!.id)).every((delivery) => delivery.status === 'succeeded' && delivery.attempts === 1));
       }
+    });
+
+    it('reads the deliveries of attempts started together with one statement, and none of another business', async () => {
+      const receiver = await startReceiver();
+      const sub = await subscribe(receiver);
+      for (let i = 0; i < 3; i++) await recordReviewEvent(t.ctx.storage, client.businessId, i);
+      await t.ctx.jobs.runDue();
+      await receiver.close();
+      const rows = await t.ctx.storage.db.selectFrom('webhook_deliveries').select(['id', 'event_id']).where('subscription_id', '=', sub.id).execute();
+      let statements = 0;
+      const counted = t.ctx.storage.db.withPlugin({
+        transformQuery: (args) => {
+          statements++;
+          return args.node;
+        },
+        transformResult: async (args) => args.result,
+      });
+      const loads = new AttemptLoads(counted);
+      const other = await createTestClient(t.ctx);
+      const [a, b, c, foreign] = await Promise.all([
+        ...rows.map((row) => loads.load(client.businessId, row.id)),
+        loads.load(other.businessId, rows[0]!.id),
+      ]);
+      assert.equal(statements, 1);
+      assert.deepEqual(
+        [a, b, c].map((row) => [row?.id, row?.event_id, row?.subscription_id, row?.payload === undefined]),
+        rows.map((row) => [row.id, row.event_id, sub.id, false]),
+      );
+      assert.equal(foreign, undefined, "another business's delivery reads as gone");
+      assert.equal(await loads.load(client.businessId, 'whd_unknown'), undefined);
+      assert.equal(statements, 2);
     });
 
     it('lists deliveries newest first, 50 a page', async () => {
