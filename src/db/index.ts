@@ -61,22 +61,30 @@ export function openSqlite(file: string): Storage {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyConnection(database) }) });
   return { db, dialect: 'sqlite', pgPool: null, location: file, destroy: () => db.destroy() };
 }
 
 const STATEMENT_CACHE_SIZE = 500;
 
 /**
+ * The connection as Kysely gets it: statements cached, transactions immediate.
+ *
  * Kysely prepares every query afresh, and compiling SQL was the largest cost of a simple read on
  * SQLite; statements are kept by their text (bounded, least recently used evicted). Reusing one is
  * safe: Kysely runs one query at a time on the single connection.
+ *
+ * Transactions begin IMMEDIATE, taking the write lock first: a deferred one that reads and then
+ * writes fails at once with "database is locked" when another process (a second server, the cps
+ * command) committed in between, since the busy timeout does not apply to that case; an immediate
+ * one waits for its turn instead.
  */
-function withStatementCache(database: SQLite.Database): SqliteDatabase {
+function kyselyConnection(database: SQLite.Database): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => void database.close(),
-    prepare(sqlText: string) {
+    prepare(text: string) {
+      const sqlText = text === 'begin' ? 'begin immediate' : text;
       let statement = cache.get(sqlText);
       if (statement) {
         cache.delete(sqlText);
