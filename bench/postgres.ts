@@ -16,6 +16,10 @@
  *   requests (paths, headers, 2 × 25 connections).
  * - What the loads sent: pg_stat_statements of the scratch database (when preloaded), and a probe
  *   preloaded into each server (pg-probe.ts) counting pool checkouts, waits and statements.
+ * - Where the CPU time went, per request or transaction (Linux /proc, lib.ts cpuMeter): the servers
+ *   (and their kernel share), every PostgreSQL process, the load generator or pgbench, the machine.
+ * - CPS_BENCH_DATABASE_URL=postgres:///db?host=/var/run/postgresql runs everything, pgbench too, over
+ *   PostgreSQL's Unix socket.
  * - BENCH_PG_CPU_PROF=dir: the first server of each load writes a V8 CPU profile into dir/get and
  *   dir/patch (summarise with `node bench/cpu-profile-summary.ts dir/get`).
  *
