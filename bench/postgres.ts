@@ -18,7 +18,7 @@
  *   preloaded into each server (pg-probe.ts) counting pool checkouts, waits and statements.
  * - Where the CPU time went, per request or transaction (Linux /proc, lib.ts cpuMeter): the servers
  *   (and their kernel share), every PostgreSQL process, the load generator or pgbench, the machine.
- * - CPS_BENCH_DATABASE_URL=postgres:///db?host=/var/run/postgresql runs everything, pgbench too, over
+ * - CPS_BENCH_DATABASE_URL=postgres://postgres@localhost/test?host=/var/run/postgresql runs everything, pgbench too, over
  *   PostgreSQL's Unix socket.
  * - BENCH_PG_CPU_PROF=dir: the first server of each load writes a V8 CPU profile into dir/get and
  *   dir/patch (summarise with `node bench/cpu-profile-summary.ts dir/get`).
