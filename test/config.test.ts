@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -170,8 +170,9 @@ describe('config', () => {
     failsNaming({ CPS_JWT_PRIVATE_KEY_FILE: '/nonexistent/key.pem' }, 'CPS_JWT_PRIVATE_KEY_FILE');
   });
 
-  it('creates development keys once, mode 0600, and reuses them', async () => {
+  it('creates development keys once, mode 0600, and reuses them', async (context) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-keys-'));
+    context.after(() => rmSync(dataDir, { recursive: true, force: true }));
     const config = loadConfig({ CPS_DATA_DIR: dataDir });
     const first = await loadKeys(config);
     const second = await loadKeys(config);

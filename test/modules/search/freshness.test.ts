@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -48,10 +48,11 @@ describe('catalogue changes reach every process', () => {
     await t.close();
   });
 
-  it('cps import in another process shows in both running apps within 10 s', async () => {
+  it('cps import in another process shows in both running apps within 10 s', async (context) => {
     const client = await createTestClient(t.ctx, { scopes: ['search'] });
     await searchUntil(t.app, client.token, 'qqqzzz', 0).catch(() => {}); // loaded, and the name is unknown
     const dir = mkdtempSync(path.join(tmpdir(), 'cps-fresh-'));
+    context.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = path.join(dir, 'drugs.ndjson');
     writeFileSync(
       file,

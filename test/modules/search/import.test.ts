@@ -1,6 +1,6 @@
 /** Catalogue imports: layouts, idempotency, de-duplication across catalogues and derived fields. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.t
 import { FIXTURES, HAS_SHARED_DATA, importFile, shared } from './support.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'cps-import-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
 function file(name: string, text: string): string {
   const target = path.join(tmp, name);
   writeFileSync(target, text);
