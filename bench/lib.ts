@@ -285,10 +285,12 @@ export interface CpuShares {
 
 /**
  * Where the CPU time of a load goes: started before it, `per(units)` after it gives the ms each unit
- * cost the servers (`pids`), PostgreSQL (every postgres process of the machine), this process and its
- * children, and the machine as a whole (which includes anything else running).
+ * cost the servers (`pids`), PostgreSQL (every postgres process of the machine, unless the load does
+ * not use it), this process and its children, and the machine as a whole (which includes anything
+ * else running).
  */
-export function cpuMeter(pids: Array<number | undefined> = []): { per(units: number): CpuShares } {
+export function cpuMeter(pids: Array<number | undefined> = [], options: { postgres?: boolean } = {}): { per(units: number): CpuShares } {
+  const usesPostgres = options.postgres ?? true;
   const servers = (systemOnly: boolean) => {
     let total = 0;
     for (const pid of pids) {
@@ -301,7 +303,7 @@ export function cpuMeter(pids: Array<number | undefined> = []): { per(units: num
   const read = (): CpuShares => ({
     servers: servers(false),
     serversSystem: servers(true),
-    postgres: postgresCpuMs(),
+    postgres: usesPostgres ? postgresCpuMs() : null,
     bench: procCpuMs('self', true),
     machine: machineBusyMs(),
   });

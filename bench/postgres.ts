@@ -183,7 +183,7 @@ async function helloWorld(paths: string[], token: string): Promise<Load & { cpu:
   const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready');
   try {
     await loadSpread([hello.url, hello.url], paths, 'GET', { auth: token }, 1);
-    const meter = cpuMeter([hello.child.pid]);
+    const meter = cpuMeter([hello.child.pid], { postgres: false });
     const load = await loadSpread([hello.url, hello.url], paths, 'GET', { auth: token }, seconds());
     return { ...load, cpu: cpuNote(meter.per(load.requests), 'request') };
   } finally {

@@ -11,8 +11,9 @@
  * the statements per delivery (pg_stat_statements) and the pool's waits (pg-probe.ts).
  * Goals (issue 18): >= 2,000/s on PostgreSQL with two processes, >= 3,000/s on SQLite, p99 < 1 s.
  * The throughput note gives the CPU time per delivery of the servers, PostgreSQL, the bench process
- * and the machine (Linux: /proc), which a machine shared with other work changes less than the rate. BENCH_WEBHOOK_CPU_PROF=dir: each server writes a V8 CPU
- * profile into dir/sqlite or dir/postgres (summarise with `node bench/cpu-profile-summary.ts dir/sqlite`).
+ * and the machine (Linux: /proc), which a machine shared with other work changes less than the rate.
+ * BENCH_WEBHOOK_CPU_PROF=dir: each server writes a V8 CPU profile into dir/sqlite or dir/postgres
+ * (summarise with `node bench/cpu-profile-summary.ts dir/sqlite`).
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -174,7 +175,10 @@ async function scenario(env: Record<string, string>, databaseUrl: string | null,
     await post(`${servers[0]!.url}/notification/v1/connect/webhook/subscriptions`, { endpoint: receiver.url }, login.access_token);
     const businessId = business.business_id as string;
     await stats?.reset();
-    const meter = cpuMeter(servers.map((server) => server.child.pid));
+    const meter = cpuMeter(
+      servers.map((server) => server.child.pid),
+      { postgres: databaseUrl !== null },
+    );
     const startedAt = Date.now();
     const started = performance.now();
     // Completions arrive from many requests at once in production: on PostgreSQL several writers store
