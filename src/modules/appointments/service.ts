@@ -427,9 +427,7 @@ export class AppointmentService {
       changes.updated_at = Date.now();
       // appointment.updated names the fields the change altered; none altered, no event.
       if (changed.length === 0) return this.write(trx, row, changes, view);
-      const written = await this.writeWithEvent(trx, row, changes, view);
-      await this.lifecycleEvent(trx, principal, { ...row, ...written }, 'appointment.updated', { action: 'modified', changed });
-      return written;
+      return this.writeWithEvent(trx, principal, row, changes, view, 'appointment.updated', { action: 'modified', changed });
     });
   }
 
@@ -437,9 +435,7 @@ export class AppointmentService {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'NS') return {};
-      const written = await this.writeWithEvent(trx, row, { status: 'NS', updated_at: Date.now() });
-      await this.statusEvent(trx, principal, row, { ...row, ...written }, 'no_show');
-      return written;
+      return this.changeStatus(trx, principal, row, { status: 'NS', updated_at: Date.now() }, 'no_show');
     });
   }
 
@@ -447,9 +443,7 @@ export class AppointmentService {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'CN') return {};
-      const written = await this.writeWithEvent(trx, row, { status: 'CN', updated_at: Date.now() });
-      await this.statusEvent(trx, principal, row, { ...row, ...written }, 'cancelled');
-      return written;
+      return this.changeStatus(trx, principal, row, { status: 'CN', updated_at: Date.now() }, 'cancelled');
     });
   }
 
@@ -459,8 +453,13 @@ export class AppointmentService {
       if (row.status === 'CM') return {};
       if (row.status === 'RES') throw rescheduled(row);
       const now = Date.now();
-      const changed = await this.writeWithEvent(trx, row, { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now });
-      await this.statusEvent(trx, principal, row, { ...row, ...changed }, 'completed');
+      const changed = await this.changeStatus(
+        trx,
+        principal,
+        row,
+        { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now },
+        'completed',
+      );
       if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
       return changed;
     });
@@ -510,13 +509,8 @@ export class AppointmentService {
         const now = Date.now();
         // The old one lets go of its place and its partner id before the new one takes them.
         const movesPartnerId = input.partner_appointment_id === undefined;
-        const retired = {
-          status: 'RES',
-          next_aid: nextId,
-          updated_at: now,
-          ...(movesPartnerId && { partner_appointment_id: null }),
-        };
-        const old = { ...row, ...(await this.writeWithEvent(trx, row, retired)) };
+        const retired = { status: 'RES', next_aid: nextId, updated_at: now, ...(movesPartnerId && { partner_appointment_id: null }) };
+        await this.changeStatus(trx, principal, row, retired, 'rescheduled');
         const start = input.start_time * 1000;
         const end = input.end_time * 1000;
         const prevAids = [...(row.prev_aids === null ? [] : (JSON.parse(row.prev_aids) as string[])), row.id];
@@ -549,7 +543,6 @@ export class AppointmentService {
         };
         await repo.insertAppointment(trx, next);
         const token = await this.#deps.scheduling.take(trx, businessId, clinicId, doctorId, start, end, nextId);
-        await this.statusEvent(trx, principal, row, old, 'rescheduled');
         const created = viewOf({ ...next, token: token ?? next.token }, placement, row.partner_patient_id);
         await this.lifecycleEvent(trx, principal, created, 'appointment.created', { action: 'created' });
         return toRecord(created);
@@ -601,17 +594,17 @@ export class AppointmentService {
   }
 
   /**
-   * `appointment.statuschange` after `row` (as read before the change) became `after`. The reschedule
-   * operation sends it too, with `rescheduled`.
+   * Writes a change of status of `row` (as read before it) and its `appointment.statuschange`. The
+   * reschedule operation sends it too, with `rescheduled`.
    */
-  private statusEvent(
+  private changeStatus(
     trx: Transaction<Database>,
     principal: Principal,
-    row: repo.AppointmentRow,
-    after: repo.AppointmentView,
+    row: repo.AppointmentView,
+    changes: Partial<repo.AppointmentRow>,
     transition: StatusTransition,
-  ): Promise<void> {
-    return this.lifecycleEvent(trx, principal, after, 'appointment.statuschange', { transition, previous_status: row.status as Status });
+  ): Promise<Partial<repo.AppointmentView>> {
+    return this.writeWithEvent(trx, principal, row, changes, {}, 'appointment.statuschange', { transition, previous_status: row.status as Status });
   }
 
   /**
@@ -636,7 +629,7 @@ export class AppointmentService {
   /** Writes `changes` to the locked appointment; answers them with `view`, what else the record shows differently. */
   private async write(
     trx: Transaction<Database>,
-    row: repo.AppointmentRow,
+    row: repo.AppointmentView,
     changes: Partial<repo.AppointmentRow>,
     view: Partial<repo.AppointmentView> = {},
   ): Promise<Partial<repo.AppointmentView>> {
@@ -644,14 +637,22 @@ export class AppointmentService {
     return { ...changes, ...view };
   }
 
-  /** As `write`, for a change that records an event: the row takes the event's number, its key's next. */
-  private writeWithEvent(
+  /**
+   * As `write`, and records the change's event of `type` from the appointment as written: the row takes
+   * the event's number, its key's next.
+   */
+  private async writeWithEvent<N extends 'appointment.updated' | 'appointment.statuschange'>(
     trx: Transaction<Database>,
-    row: repo.AppointmentRow,
+    principal: Principal,
+    row: repo.AppointmentView,
     changes: Partial<repo.AppointmentRow>,
-    view: Partial<repo.AppointmentView> = {},
+    view: Partial<repo.AppointmentView>,
+    type: N,
+    extra: Record<string, unknown>,
   ): Promise<Partial<repo.AppointmentView>> {
-    return this.write(trx, row, { ...changes, event_sequence: Number(row.event_sequence) + 1 }, view);
+    const written = await this.write(trx, row, { ...changes, event_sequence: Number(row.event_sequence) + 1 }, view);
+    await this.lifecycleEvent(trx, principal, { ...row, ...written }, type, extra);
+    return written;
   }
 }
 
