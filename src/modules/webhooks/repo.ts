@@ -1,4 +1,4 @@
-/** SQL of the webhooks module; every query is scoped by business_id. */
+/** SQL of the webhooks module; every query is scoped by business_id (loadAttempts answers each row's, for its caller to match). */
 import { sql, type Insertable, type QueryCreator, type Selectable, type Transaction, type Updateable, type UpdateQueryBuilder } from 'kysely';
 import { isAnyOf, isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
@@ -189,7 +189,10 @@ export async function clearFailing(db: Db, subscriptionIds: string[]): Promise<v
     .execute();
 }
 
-/** What attempts need, for many deliveries in one statement: each delivery, its subscription and the stored event body. */
+/**
+ * What attempts need, for many deliveries in one statement: each delivery with its business, its
+ * subscription and the stored event body. The caller matches each row's business to its own.
+ */
 export function loadAttempts(db: Db, deliveryIds: readonly string[]) {
   return db
     .selectFrom('webhook_deliveries as d')
