@@ -1,8 +1,8 @@
 /**
  * Preloaded into a server process by the PostgreSQL benches (`node --import bench/pg-probe.ts`),
  * leaving src/ untouched: it counts the pool's checkouts, the time each waited for a connection and
- * the statements sent, and writes them as JSON to CPS_BENCH_PROBE_FILE when the process exits.
- * Cost: two clock reads per checkout and a counter per statement.
+ * the round trips, and writes them as JSON to CPS_BENCH_PROBE_FILE when the process exits.
+ * Cost: two clock reads per checkout and a counter per round trip.
  */
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
@@ -21,8 +21,11 @@ export interface ProbeStats {
   maxQueued: number;
   /** The pool's size (the largest `max` seen). */
   poolMax: number;
-  /** Statements sent by every client of the process, BEGIN and COMMIT included. */
-  statements: number;
+  /**
+   * Round trips: queries every client of the process sent, each answered before the next (a
+   * transaction's BEGIN and the writes held for the next statement travel with it, src/db/index.ts).
+   */
+  roundTrips: number;
 }
 
 const file = process.env.CPS_BENCH_PROBE_FILE;
@@ -30,7 +33,7 @@ if (file) {
   const waits: number[] = [];
   let checkouts = 0;
   let waited = 0;
-  let statements = 0;
+  let roundTrips = 0;
   let maxQueued = 0;
   let poolMax = 0;
   type Connect = (this: pg.Pool, ...args: unknown[]) => unknown;
@@ -51,7 +54,7 @@ if (file) {
   type Query = (this: pg.Client, ...args: unknown[]) => unknown;
   const query = pg.Client.prototype.query as unknown as Query;
   (pg.Client.prototype as unknown as { query: Query }).query = function (this: pg.Client, ...args: unknown[]) {
-    statements++;
+    roundTrips++;
     return query.apply(this, args);
   };
   process.on('exit', () => {
@@ -66,7 +69,7 @@ if (file) {
       waitMsMax: at(1),
       maxQueued,
       poolMax,
-      statements,
+      roundTrips,
     };
     writeFileSync(file, JSON.stringify(stats));
   });

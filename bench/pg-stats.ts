@@ -70,7 +70,7 @@ export function probeNote(stats: Array<ProbeStats | null>, units: number, unit: 
   const sum = (f: (s: ProbeStats) => number) => present.reduce((total, s) => total + f(s), 0);
   const checkouts = sum((s) => s.checkouts);
   return (
-    `pool (${present.length} processes, max ${present[0]!.poolMax} each): ${(checkouts / units).toFixed(2)} checkouts and ${(sum((s) => s.statements) / units).toFixed(2)} statements sent per ${unit}, ` +
+    `pool (${present.length} processes, max ${present[0]!.poolMax} each): ${(checkouts / units).toFixed(2)} checkouts and ${(sum((s) => s.roundTrips) / units).toFixed(2)} round trips per ${unit}, ` +
     `${Math.round((sum((s) => s.waited) / Math.max(1, checkouts)) * 100)}% of checkouts found no idle connection, ` +
     `wait p50 ${Math.max(...present.map((s) => s.waitMsP50))} ms, p99 ${Math.max(...present.map((s) => s.waitMsP99))} ms, max ${Math.max(...present.map((s) => s.waitMsMax))} ms, ` +
     `${(sum((s) => s.waitMsTotal) / units).toFixed(2)} ms waited per ${unit}, up to ${Math.max(...present.map((s) => s.maxQueued))} queued`

@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { withoutTransactionObserver, type Db } from '../db/index.ts';
 import type { Database } from '../db/schema.ts';
 import type { AuditCompletion, AuditEntry } from './entry.ts';
-import { appendChained, businessesToChain, chainBusiness, completeEntries, insertEntries } from './store.ts';
+import { appendChained, businessesToChain, chainBusiness, completeEntries, insertEntries, insertWithChange } from './store.ts';
 import { WriteAheadFile, type Segment } from './wal.ts';
 
 export type WalRecord = { e: AuditEntry } | { c: AuditCompletion };
@@ -125,7 +125,7 @@ export class AuditLog {
 
   /** Writes an entry in the transaction of the change it records. */
   writeWithChange(trx: Db, entry: AuditEntry): Promise<void> {
-    return insertEntries(trx, [entry]);
+    return insertWithChange(trx, entry);
   }
 
   /** Writes the entries waiting and chains what is ready; resolves when done (tests call it). */

@@ -1,6 +1,6 @@
 /** SQL of the access log's writer: entries, completions, the chain, and the reads of `cps audit verify`. */
 import { sql, type Kysely } from 'kysely';
-import { inTransaction, type Db } from '../db/index.ts';
+import { inTransaction, writeWithNext, type Db } from '../db/index.ts';
 import { isPostgres } from '../db/dialect.ts';
 import type { Database } from '../db/schema.ts';
 import { entryHash, GENESIS, type AuditCompletion, type AuditEntry, type ChainedEntry } from './entry.ts';
@@ -22,6 +22,11 @@ function runs<T>(items: T[]): T[][] {
     }
   }
   return out;
+}
+
+/** Inserts an entry in its change's transaction, sent with the transaction's next statement (writeWithNext). */
+export function insertWithChange(trx: Db, entry: AuditEntry): Promise<void> {
+  return writeWithNext(trx, trx.insertInto('access_log').values(entry));
 }
 
 /** Inserts entries; an entry already stored (a replayed write-ahead record) is left as it is. */

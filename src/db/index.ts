@@ -5,12 +5,23 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type Transaction } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  type Compilable,
+  type RawBuilder,
+  type SqliteDatabase,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { createPrivateFile, makePrivateDir } from '../security/data-dir.ts';
+import { isPostgres } from './dialect.ts';
 import type { Database } from './schema.ts';
 import { isStalePlan } from './unavailable.ts';
 
@@ -126,33 +137,147 @@ function statementName(text: string): string {
   return name;
 }
 
+/** Kysely's statement opening a transaction (PostgresDriver.beginTransaction without settings). */
+const BEGIN = 'begin';
+/** Marks a statement sent with `writeAhead`: the connection holds it for the transaction's next one. */
+const HELD = '/* cps:held */ ';
+
+interface HeldStatement {
+  text: string;
+  values: unknown[];
+}
+
+/** What a statement nobody waited for answers at once (Kysely reads `command`, `rowCount` and `rows`). */
+const heldResult = (command: string | null) => ({ command, rowCount: null, rows: [], fields: [] });
+
+/** The parts of pg's connection and Query a pipelined query uses (pg does not type them). */
+interface ProtocolConnection {
+  stream: { cork?(): void; uncork?(): void };
+  submittedNamedStatements: Record<string, string>;
+  parse(config: { text: string; name: string; types: unknown[] }): void;
+  bind(config: { portal: string; statement: string; values: unknown[]; valueMapper: (value: unknown) => unknown }): void;
+  execute(config: { portal: string; rows: number }): void;
+}
+interface ProtocolQuery {
+  name?: string;
+  callback?: (error: Error | null, result?: unknown) => void;
+  submit(connection: ProtocolConnection): Error | null;
+  handleCommandComplete(message: unknown, connection: ProtocolConnection): void;
+  handleError(error: Error, connection: ProtocolConnection): void;
+}
+const BaseQuery = pg.Query as unknown as new (config: object) => ProtocolQuery;
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue: (value: unknown) => unknown };
+
+/**
+ * A statement sent in one write with held ones before it (each parsed unnamed, bound and executed,
+ * no Sync between them), so they all cost one round trip. PostgreSQL runs them in order and skips
+ * the rest after an error up to the one Sync, whose error is this statement's: a held statement's
+ * error fails the statement that carried it, and so its transaction.
+ */
+class PipelinedQuery extends BaseQuery {
+  readonly #before: HeldStatement[];
+  #completed = 0;
+  /** This statement's prepared name, hidden from pg while the held statements are answered. */
+  #name: string | undefined;
+
+  constructor(config: object, before: HeldStatement[]) {
+    super(config);
+    this.#before = before;
+  }
+
+  override submit(connection: ProtocolConnection): Error | null {
+    connection.stream.cork?.();
+    try {
+      for (const { text, values } of this.#before) {
+        connection.parse({ text, name: '', types: [] });
+        connection.bind({ portal: '', statement: '', values, valueMapper: prepareValue });
+        connection.execute({ portal: '', rows: 0 });
+      }
+      return super.submit(connection);
+    } finally {
+      connection.stream.uncork?.();
+      // pg takes the active query's name as prepared at every ParseComplete: the held statements'
+      // come first, and would mark this one prepared even when an error among them skipped its Parse.
+      this.#name = this.name;
+      this.name = undefined;
+    }
+  }
+
+  override handleCommandComplete(message: unknown, connection: ProtocolConnection): void {
+    // The held statements' completions come first; only this statement's makes the result.
+    if (this.#completed < this.#before.length) {
+      if (++this.#completed === this.#before.length) this.name = this.#name;
+    } else super.handleCommandComplete(message, connection);
+  }
+
+  override handleError(error: Error, connection: ProtocolConnection): void {
+    // A held statement failed: this one was skipped, its Parse too.
+    if (this.#name !== undefined && this.name === undefined) delete connection.submittedNamedStatements[this.#name];
+    super.handleError(error, connection);
+  }
+}
+
 /**
  * A pool client that prepares the statements it runs with parameters, once per connection, so
  * PostgreSQL parses and plans each once instead of on every execution (named statements of the
  * extended protocol). It closes its connection when a query's read timeout fires (the server may
  * still be running that query, and the next one would wait behind it) or when a prepared statement
  * outlived a schema change: the pool discards a closed client, and its successor prepares afresh.
+ *
+ * Inside a transaction it holds the BEGIN, and the writes sent with `writeAhead`, and sends them in
+ * one write with the next statement (or the COMMIT): a transaction's first statement costs no round
+ * trip of its own, nor does a write whose outcome nobody waits for. A transaction that ends before
+ * sending anything sends nothing.
  */
 class PoolClient extends pg.Client {
   readonly #prepared = new Set<string>();
+  #inTransaction = false;
+  /** Statements of the open transaction not sent yet. */
+  #held: HeldStatement[] = [];
 
   override query(...args: any[]): any {
     const [text, values] = args;
-    let named = false;
-    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
-      const name = statementName(text);
-      if (this.#prepared.has(name) || this.#prepared.size < PREPARED_PER_CONNECTION) {
-        this.#prepared.add(name);
-        args = [{ name, text, values }];
-        named = true;
-      }
+    if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values)) return (super.query as (...a: any[]) => any)(...args);
+    if (text === BEGIN && !this.#inTransaction) {
+      this.#inTransaction = true;
+      this.#held = [{ text, values }];
+      return Promise.resolve(heldResult('BEGIN'));
     }
-    const result = (super.query as (...a: any[]) => any)(...args);
-    if (result instanceof Promise) {
-      result.catch((error: unknown) => {
-        if ((error as Error)?.message === 'Query read timeout' || (named && isStalePlan(error))) this.end().catch(() => {});
+    if (text.startsWith(HELD) && this.#inTransaction) {
+      this.#held.push({ text: text.slice(HELD.length), values });
+      return Promise.resolve(heldResult(null));
+    }
+    const held = this.#held;
+    this.#held = [];
+    if (text === 'commit' || text === 'rollback') {
+      this.#inTransaction = false;
+      // A transaction that sent nothing (its BEGIN still held) has nothing to end.
+      const begun = held[0]?.text !== BEGIN;
+      if (!begun && (text === 'rollback' || held.length === 1)) return Promise.resolve(heldResult(text.toUpperCase()));
+      // A rollback drops what it would undo.
+      if (text === 'rollback') held.length = 0;
+    }
+    let config: { name?: string; text: string; values: unknown[]; queryMode?: 'extended' } = { text, values };
+    const name = statementName(text);
+    const named = this.#prepared.has(name) || this.#prepared.size < PREPARED_PER_CONNECTION;
+    if (named) {
+      this.#prepared.add(name);
+      config = { name, text, values };
+    }
+    let result: Promise<unknown>;
+    if (held.length === 0) {
+      result = (super.query as (...a: any[]) => Promise<unknown>)(config);
+    } else {
+      // Extended protocol throughout: a simple Query message would end the held statements' block.
+      const query = new PipelinedQuery({ ...config, queryMode: 'extended' }, held);
+      result = new Promise((resolve, reject) => {
+        query.callback = (error, answer) => (error ? reject(error) : resolve(answer));
       });
+      (super.query as (q: unknown) => unknown)(query);
     }
+    result.catch((error: unknown) => {
+      if ((error as Error)?.message === 'Query read timeout' || (named && isStalePlan(error))) this.end().catch(() => {});
+    });
     return result;
   }
 }
@@ -191,8 +316,8 @@ export function openPostgres(databaseUrl: string, poolSize: number, statementTim
 
 /**
  * What a request asks of the transactions it runs (the audit entry of a change, src/audit/): written
- * first in each, so it commits exactly when the change does, and before the change takes its locks:
- * the rows a change locks stay locked for one round trip less. Set around a handler by the HTTP layer.
+ * first in each, so it commits exactly when the change does, before the change takes its locks, and
+ * with its first statement (writeWithNext). Set around a handler by the HTTP layer.
  */
 export interface TransactionObserver {
   begun(trx: Transaction<Database>): Promise<void>;
@@ -225,6 +350,19 @@ export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<D
       observer.committed();
       return result;
     });
+}
+
+/**
+ * Runs a write in `db`'s transaction whose outcome its caller does not wait for: on PostgreSQL it goes
+ * out with the transaction's next statement, or its COMMIT, in the same round trip, and an error it
+ * meets fails that statement instead (see PoolClient). On SQLite, and outside a transaction, it runs
+ * at once.
+ */
+export async function writeWithNext(db: Db, query: Compilable | RawBuilder<unknown>): Promise<void> {
+  // A raw statement compiles against its executor; a query builder's compile ignores the argument.
+  const compiled = (query as { compile(db: Db): CompiledQuery }).compile(db);
+  if (!db.isTransaction || !isPostgres(db)) await db.executeQuery(compiled);
+  else await db.executeQuery(CompiledQuery.raw(HELD + compiled.sql, [...compiled.parameters]));
 }
 
 export function isUniqueViolation(error: unknown): boolean {

@@ -4,7 +4,7 @@
  * modules register with `jobs.onEvent(type, hook)`; the hooks turn the event into deliveries (one
  * job per recipient). See worker.ts for the whole design.
  */
-import type { Db } from '../db/index.ts';
+import { writeWithNext, type Db } from '../db/index.ts';
 import { isSequenced, type EventBody, type EventInput, type EventName } from '../events.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/dialect.ts';
@@ -82,13 +82,15 @@ export async function recordEvent<N extends EventName>(db: Db, event: NewEvent<N
     ...(key !== null && sequence !== null && { ordering: { key: `${event.businessId}|${key}`, seq: sequence } }),
   };
   if (isPostgres(db)) {
-    // One round trip inside the caller's transaction; the dispatch job's key is the new event's id,
-    // so it cannot conflict.
-    await db
-      .with('event', (qb) => qb.insertInto('events').values(row))
-      .insertInto('jobs')
-      .values(jobRow(job, now))
-      .execute();
+    // One statement, sent with the transaction's next one (or its COMMIT); the dispatch job's key is
+    // the new event's id, so it cannot conflict.
+    await writeWithNext(
+      db,
+      db
+        .with('event', (qb) => qb.insertInto('events').values(row))
+        .insertInto('jobs')
+        .values(jobRow(job, now)),
+    );
   } else {
     await db.insertInto('events').values(row).execute();
     await enqueue(db, job);

@@ -1,6 +1,6 @@
 /** SQL for appointments; every query is scoped by business. */
 import { CompiledQuery } from 'kysely';
-import type { Db, DialectName } from '../../db/index.ts';
+import { writeWithNext, type Db, type DialectName } from '../../db/index.ts';
 import type { AppointmentsTable, PatientsTable } from '../../db/schema.ts';
 import { LOCKED_PATIENT_COLUMNS } from '../patients/service.ts';
 
@@ -26,8 +26,9 @@ export interface ListFilter {
   offset: number;
 }
 
-export async function insertAppointment(db: Db, row: AppointmentRow): Promise<void> {
-  await db.insertInto('appointments').values(row).execute();
+/** Sent with the transaction's next statement (writeWithNext); a taken partner_appointment_id fails that one. */
+export function insertAppointment(db: Db, row: AppointmentRow): Promise<void> {
+  return writeWithNext(db, db.insertInto('appointments').values(row));
 }
 
 type LockedColumn = (typeof LOCKED_PATIENT_COLUMNS)[number];
@@ -98,8 +99,9 @@ export async function findForUpdate(
   return undefined;
 }
 
-export async function updateAppointment(db: Db, businessId: string, id: string, changes: Partial<AppointmentRow>): Promise<void> {
-  await db.updateTable('appointments').set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
+/** Sent with the transaction's next statement, often its COMMIT (writeWithNext). */
+export function updateAppointment(db: Db, businessId: string, id: string, changes: Partial<AppointmentRow>): Promise<void> {
+  return writeWithNext(db, db.updateTable('appointments').set(changes).where('business_id', '=', businessId).where('id', '=', id));
 }
 
 function views(db: Db, businessId: string) {

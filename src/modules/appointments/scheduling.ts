@@ -11,8 +11,8 @@
  * On PostgreSQL every booking of the session waits for the one before it to commit, and that statement
  * (a new one, hence a new snapshot under READ COMMITTED) sees that booking; SQLite runs one writer at a
  * time. A refused booking rolls back and gives its token number back, so tokens follow the order of the
- * bookings that stand, never twice. Two statements hold the lock before the commit: the counter's and
- * the token's, with the appointment's event after them.
+ * bookings that stand, never twice. On PostgreSQL the lock is held for two round trips: the token's
+ * statement, then the COMMIT, which carries the appointment's event (writeWithNext).
  */
 import type { Kysely } from 'kysely';
 import type { Db } from '../../db/index.ts';

@@ -3,7 +3,7 @@
  * keys it is found by, each a row (business, key, seq) read by range scans of the primary key.
  */
 import { sql } from 'kysely';
-import type { Db } from '../../db/index.ts';
+import { writeWithNext, type Db } from '../../db/index.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { PatientSearchNamesTable } from '../../db/schema.ts';
 
@@ -32,13 +32,16 @@ export async function upsertName(db: Db, row: IndexedNameRow): Promise<number> {
 /** The name row and keys of a patient not indexed yet: one statement on PostgreSQL. */
 export async function insertNameAndKeys(db: Db, row: IndexedNameRow, keys: string[]): Promise<void> {
   if (isPostgres(db)) {
-    await sql`with name as (
+    await writeWithNext(
+      db,
+      sql`with name as (
         insert into patient_search_names (patient_id, business_id, tokens, mobile, partner_id, archived)
         values (${row.patient_id}, ${row.business_id}, ${row.tokens}, ${row.mobile}, ${row.partner_id}, ${row.archived})
         returning seq)
       insert into patient_search_keys (business_id, key, seq)
       select ${row.business_id}, k, name.seq from name, unnest(${keys}::text[]) as t(k)
-      on conflict do nothing`.execute(db);
+      on conflict do nothing`,
+    );
     return;
   }
   const seq = await upsertName(db, row);

@@ -1,0 +1,139 @@
+/**
+ * On PostgreSQL a transaction's BEGIN, and the writes sent with writeWithNext, go out with the
+ * transaction's next statement (or its COMMIT) in one round trip; they keep the transaction's
+ * guarantees: read by what follows them, committed with it, undone with it, and an error of theirs
+ * fails the transaction. On SQLite writeWithNext runs at once: the same outcomes, no round trips.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { inTransaction, isUniqueViolation, openStorage, writeWithNext, type Db, type Storage } from '../../src/db/index.ts';
+import { createTestDatabase, DIALECT, type TestDatabase } from '../support.ts';
+
+describe(`writes sent with the next statement (${DIALECT})`, () => {
+  let database: TestDatabase;
+  let storage: Storage;
+  /** Round trips: every query pg's client sends (each ends with one Sync). */
+  let roundTrips = 0;
+  const original = pg.Client.prototype.query;
+
+  before(async () => {
+    database = await createTestDatabase();
+    // One connection: what a failed transaction leaves on it is what the next one meets.
+    storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 1 });
+    await sql`create table notes (id text primary key, body text not null)`.execute(storage.db);
+    (pg.Client.prototype as { query: unknown }).query = function (this: pg.Client, ...args: unknown[]) {
+      roundTrips++;
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    };
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await storage.destroy();
+    await database.drop();
+  });
+  beforeEach(async () => {
+    await sql`delete from notes`.execute(storage.db);
+    roundTrips = 0;
+  });
+  afterEach(() => {
+    roundTrips = 0;
+  });
+
+  const insert = (db: Db, id: string) => db.insertInto('notes' as never).values({ id, body: `note ${id}` } as never);
+  const ids = async () => (await sql<{ id: string }>`select id from notes order by id`.execute(storage.db)).rows.map((row) => row.id);
+  const count = async (db: Db) =>
+    (await sql<{ n: number }>`select cast(count(*) as integer) as n from notes where body like ${'note%'}`.execute(db)).rows[0]!.n;
+
+  it('are read by the statements after them and committed with the transaction, the BEGIN riding with the first statement', async () => {
+    const seen = await inTransaction(storage.db, async (trx) => {
+      await writeWithNext(trx, insert(trx, 'a'));
+      const n = await count(trx);
+      await writeWithNext(trx, insert(trx, 'b'));
+      return n;
+    });
+    if (DIALECT === 'postgres') assert.equal(roundTrips, 2, 'BEGIN, a and the count in one round trip; b and COMMIT in the other');
+    assert.equal(seen, 1, 'the count read the write held before it');
+    assert.deepEqual(await ids(), ['a', 'b']);
+  });
+
+  it('are undone with their transaction, and a transaction that sent nothing costs no round trip', async () => {
+    await assert.rejects(
+      inTransaction(storage.db, async (trx) => {
+        await count(trx);
+        await writeWithNext(trx, insert(trx, 'c'));
+        throw new Error('the change is refused');
+      }),
+      /the change is refused/,
+    );
+    if (DIALECT === 'postgres') assert.equal(roundTrips, 2, 'the count with BEGIN, then ROLLBACK alone: c was never sent');
+    roundTrips = 0;
+    await inTransaction(storage.db, async () => {});
+    await assert.rejects(
+      inTransaction(storage.db, async () => {
+        throw new Error('refused before any statement');
+      }),
+      /refused before any statement/,
+    );
+    if (DIALECT === 'postgres') assert.equal(roundTrips, 0, 'neither BEGIN nor its end was sent');
+    assert.deepEqual(await ids(), []);
+  });
+
+  it("fail the transaction when one of them fails, with the database's own error", async () => {
+    await insert(storage.db, 'x').execute();
+    await assert.rejects(
+      inTransaction(storage.db, async (trx) => {
+        await insert(trx, 'y').execute();
+        await writeWithNext(trx, insert(trx, 'x'));
+        await count(trx);
+      }),
+      (error: unknown) => isUniqueViolation(error),
+    );
+    assert.deepEqual(await ids(), ['x'], 'y was rolled back with the failed write');
+    // A write held until COMMIT fails the COMMIT, and nothing of the transaction stays.
+    await assert.rejects(
+      inTransaction(storage.db, async (trx) => {
+        await insert(trx, 'z').execute();
+        await writeWithNext(trx, insert(trx, 'x'));
+      }),
+      (error: unknown) => isUniqueViolation(error),
+    );
+    assert.deepEqual(await ids(), ['x']);
+  });
+
+  it('leave the connection fit: the statement a failed write carried runs afterwards', async () => {
+    await insert(storage.db, 'x').execute();
+    // A statement this connection has not prepared yet: the failed write skipped its preparation.
+    const fresh = (db: Db) =>
+      sql<{ n: number }>`select cast(count(*) as integer) as n from notes where id <> ${'never'} and body <> ${''}`.execute(db);
+    await assert.rejects(
+      inTransaction(storage.db, async (trx) => {
+        await writeWithNext(trx, insert(trx, 'x'));
+        await fresh(trx);
+      }),
+      (error: unknown) => isUniqueViolation(error),
+    );
+    assert.equal((await inTransaction(storage.db, (trx) => fresh(trx))).rows[0]!.n, 1);
+    assert.equal((await fresh(storage.db)).rows[0]!.n, 1);
+    // The carrying statement prepared, then failed itself: prepared once, it runs again.
+    const other = (db: Db, id: string) => sql`insert into notes (id, body) values (${id}, ${'other'})`.execute(db);
+    await assert.rejects(
+      inTransaction(storage.db, async (trx) => {
+        await writeWithNext(trx, insert(trx, 'p'));
+        await other(trx, 'x');
+      }),
+      (error: unknown) => isUniqueViolation(error),
+    );
+    await inTransaction(storage.db, async (trx) => {
+      await writeWithNext(trx, insert(trx, 'q'));
+      await other(trx, 'r');
+    });
+    assert.deepEqual(await ids(), ['q', 'r', 'x']);
+  });
+
+  it('run at once outside a transaction', async () => {
+    await writeWithNext(storage.db, insert(storage.db, 'w'));
+    assert.deepEqual(await ids(), ['w']);
+  });
+});
