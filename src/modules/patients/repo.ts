@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
-import type { Db } from '../../db/index.ts';
+import { writeWithNext, type Db } from '../../db/index.ts';
 import type { PatientsTable } from '../../db/schema.ts';
 
 export type PatientRow = PatientsTable;
@@ -59,8 +59,9 @@ export async function upsertByPartnerId(db: Db, row: PatientRow): Promise<Patien
 }
 
 /** Fails on the unique index when the business already has a patient with the row's partner id. */
-export async function insertPatient(db: Db, row: PatientRow): Promise<void> {
-  await db.insertInto('patients').values(row).execute();
+/** Sent with the transaction's next statement (writeWithNext); a taken partner id fails that one. */
+export function insertPatient(db: Db, row: PatientRow): Promise<void> {
+  return writeWithNext(db, db.insertInto('patients').values(row));
 }
 
 export async function updatePatient(db: Db, businessId: string, id: string, changes: PatientChanges): Promise<void> {
