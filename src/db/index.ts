@@ -139,7 +139,7 @@ function statementName(text: string): string {
 
 /** Kysely's statement opening a transaction (PostgresDriver.beginTransaction without settings). */
 const BEGIN = 'begin';
-/** Marks a statement sent with `writeAhead`: the connection holds it for the transaction's next one. */
+/** Marks a statement sent with `writeWithNext`: the connection holds it for the transaction's next one. */
 const HELD = '/* cps:held */ ';
 
 interface HeldStatement {
@@ -224,7 +224,7 @@ class PipelinedQuery extends BaseQuery {
  * still be running that query, and the next one would wait behind it) or when a prepared statement
  * outlived a schema change: the pool discards a closed client, and its successor prepares afresh.
  *
- * Inside a transaction it holds the BEGIN, and the writes sent with `writeAhead`, and sends them in
+ * Inside a transaction it holds the BEGIN, and the writes sent with `writeWithNext`, and sends them in
  * one write with the next statement (or the COMMIT): a transaction's first statement costs no round
  * trip of its own, nor does a write whose outcome nobody waits for. A transaction that ends before
  * sending anything sends nothing.
@@ -238,7 +238,7 @@ class PoolClient extends pg.Client {
   override query(...args: any[]): any {
     const [text, values] = args;
     if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values)) return (super.query as (...a: any[]) => any)(...args);
-    if (text === BEGIN && !this.#inTransaction) {
+    if (text === BEGIN) {
       this.#inTransaction = true;
       this.#held = [{ text, values }];
       return Promise.resolve(heldResult('BEGIN'));
@@ -280,6 +280,17 @@ class PoolClient extends pg.Client {
     });
     return result;
   }
+
+  /**
+   * As the pool takes the client back: forgets a transaction that did not end (Kysely always ends
+   * one), so no held statement reaches the next user; answers whether PostgreSQL has it open.
+   */
+  releasedOpen(): boolean {
+    const open = this.#inTransaction && this.#held[0]?.text !== BEGIN;
+    this.#inTransaction = false;
+    this.#held = [];
+    return open;
+  }
 }
 
 export function openPostgres(databaseUrl: string, poolSize: number, statementTimeoutMs = 0): Storage {
@@ -308,6 +319,10 @@ export function openPostgres(databaseUrl: string, poolSize: number, statementTim
   // that client through its next query, which fails (see unavailable.ts).
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  // A client given back inside a transaction is closed, so the pool drops it instead of lending it out.
+  pool.on('release', (_error, client) => {
+    if (client instanceof PoolClient && client.releasedOpen()) client.end().catch(() => {});
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const url = new URL(databaseUrl);
   if (url.password) url.password = '***';

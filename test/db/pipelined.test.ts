@@ -132,6 +132,38 @@ describe(`writes sent with the next statement (${DIALECT})`, () => {
     assert.deepEqual(await ids(), ['q', 'r', 'x']);
   });
 
+  it('never reach the next user of a connection given back inside its transaction', { skip: DIALECT !== 'postgres' }, async () => {
+    const pool = storage.pgPool!;
+    const backend = async (client: pg.PoolClient) => (await client.query('select pg_backend_pid() as pid', [])).rows[0].pid as number;
+    // Seen from a connection of its own (the pool's one is the one looked at).
+    const observer = new pg.Client({ connectionString: database.databaseUrl! });
+    await observer.connect();
+    const stateOf = async (pid: number) =>
+      (await observer.query('select state from pg_stat_activity where pid = $1', [pid])).rows[0]?.state as string;
+    // Nothing sent yet: the held BEGIN and write are dropped, and the connection serves the next user as it is.
+    const first = await pool.connect();
+    const pid = await backend(first);
+    await first.query('begin', []);
+    await first.query(`/* cps:held */ insert into notes (id, body) values ($1, $2)`, ['h', 'held']);
+    first.release();
+    const second = await pool.connect();
+    assert.equal(await backend(second), pid, 'the same connection');
+    second.release();
+    assert.equal(await stateOf(pid), 'idle', 'outside any transaction');
+    assert.deepEqual(await ids(), [], 'the held write was never sent');
+    // BEGIN sent: the connection is closed rather than lent out with its transaction open.
+    const third = await pool.connect();
+    await third.query('begin', []);
+    await backend(third);
+    third.release();
+    const fourth = await pool.connect();
+    const other = await backend(fourth);
+    fourth.release();
+    assert.notEqual(other, pid, 'a new connection');
+    assert.equal(await stateOf(other), 'idle');
+    await observer.end();
+  });
+
   it('run at once outside a transaction', async () => {
     await writeWithNext(storage.db, insert(storage.db, 'w'));
     assert.deepEqual(await ids(), ['w']);
