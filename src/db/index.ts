@@ -155,7 +155,7 @@ interface ProtocolConnection {
   stream: { cork?(): void; uncork?(): void };
   submittedNamedStatements: Record<string, string>;
   parse(config: { text: string; name: string; types: unknown[] }): void;
-  bind(config: { portal: string; statement: string; values: unknown[]; valueMapper: (value: unknown) => unknown }): void;
+  bind(config: { portal: string; statement: string; values: unknown[] }): void;
   execute(config: { portal: string; rows: number }): void;
 }
 interface ProtocolQuery {
@@ -186,13 +186,21 @@ class PipelinedQuery extends BaseQuery {
   }
 
   override submit(connection: ProtocolConnection): Error | null {
+    // Values are converted before anything is written: a value that cannot be sent fails this query
+    // alone, not a half-written pipeline that would never be answered.
+    let bound: unknown[][];
+    try {
+      bound = this.#before.map(({ values }) => values.map((value) => prepareValue(value)));
+    } catch (error) {
+      return error as Error;
+    }
     connection.stream.cork?.();
     try {
-      for (const { text, values } of this.#before) {
+      this.#before.forEach(({ text }, i) => {
         connection.parse({ text, name: '', types: [] });
-        connection.bind({ portal: '', statement: '', values, valueMapper: prepareValue });
+        connection.bind({ portal: '', statement: '', values: bound[i]! });
         connection.execute({ portal: '', rows: 0 });
-      }
+      });
       return super.submit(connection);
     } finally {
       connection.stream.uncork?.();

@@ -132,6 +132,21 @@ describe(`writes sent with the next statement (${DIALECT})`, () => {
     assert.deepEqual(await ids(), ['q', 'r', 'x']);
   });
 
+  it('with a value that cannot be sent fail their transaction, and the connection serves the next one', async () => {
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    await assert.rejects(
+      inTransaction(storage.db, async (trx) => {
+        await writeWithNext(trx, trx.insertInto('notes' as never).values({ id: 'c', body: circular } as never));
+        await count(trx);
+      }),
+    );
+    await inTransaction(storage.db, async (trx) => {
+      await writeWithNext(trx, insert(trx, 'd'));
+    });
+    assert.deepEqual(await ids(), ['d']);
+  });
+
   it('never reach the next user of a connection given back inside its transaction', { skip: DIALECT !== 'postgres' }, async () => {
     const pool = storage.pgPool!;
     const backend = async (client: pg.PoolClient) => (await client.query('select pg_backend_pid() as pid', [])).rows[0].pid as number;
