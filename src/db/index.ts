@@ -245,7 +245,8 @@ class PoolClient extends pg.Client {
 
   override query(...args: any[]): any {
     const [text, values] = args;
-    if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values)) return (super.query as (...a: any[]) => any)(...args);
+    if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values))
+      return this.#watch((super.query as (...a: any[]) => any)(...args), false);
     if (text === BEGIN) {
       this.#inTransaction = true;
       this.#held = [{ text, values }];
@@ -283,9 +284,16 @@ class PoolClient extends pg.Client {
       });
       (super.query as (q: unknown) => unknown)(query);
     }
-    result.catch((error: unknown) => {
-      if ((error as Error)?.message === 'Query read timeout' || (named && isStalePlan(error))) this.end().catch(() => {});
-    });
+    return this.#watch(result, named);
+  }
+
+  /** Closes the connection after a read timeout, or a prepared statement's stale plan (see above). */
+  #watch<T>(result: T, named: boolean): T {
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if ((error as Error)?.message === 'Query read timeout' || (named && isStalePlan(error))) this.end().catch(() => {});
+      });
+    }
     return result;
   }
 
