@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { withoutTransactionObserver, type Db } from '../db/index.ts';
 import type { Database } from '../db/schema.ts';
 import type { AuditCompletion, AuditEntry } from './entry.ts';
-import { appendChained, businessesToChain, chainBusiness, completeEntries, insertEntries, insertWithChange } from './store.ts';
+import { appendChained, businessesOf, businessesToChain, chainBusiness, completeEntries, insertEntries, insertWithChange } from './store.ts';
 import { WriteAheadFile, type Segment } from './wal.ts';
 
 export type WalRecord = { e: AuditEntry } | { c: AuditCompletion };
@@ -178,13 +178,7 @@ export class AuditLog {
       this.#completions = [];
       try {
         await this.#write(entries.map((e) => e.entry));
-        if (completions.length > 0) {
-          await completeEntries(
-            this.#options.db,
-            completions.map((c) => c.completion),
-          );
-          this.#chainDue = true;
-        }
+        if (completions.length > 0) await this.#completeAndChain(completions.map((c) => c.completion));
       } catch (error) {
         this.#entries = entries.concat(this.#entries);
         this.#completions = completions.concat(this.#completions);
@@ -216,12 +210,24 @@ export class AuditLog {
     }
   }
 
-  async #chain(): Promise<void> {
+  /**
+   * Applies answers to the entries written with their changes, each by the update that chains it; an
+   * answer whose entry was chained without it meanwhile (another process, after the grace) changes nothing.
+   */
+  async #completeAndChain(completions: AuditCompletion[]): Promise<void> {
+    const pending = new Map(completions.map((completion) => [completion.id, completion]));
+    await this.#chain(pending);
+    await completeEntries(this.#options.db, [...pending.values()]);
+  }
+
+  /** Chains what is ready, and the entries `pending` holds answers for (see chainBusiness). */
+  async #chain(pending = new Map<string, AuditCompletion>()): Promise<void> {
     const db = this.#options.db;
     const before = Date.now() - UNANSWERED_GRACE_MS;
     this.#lastChain = Date.now();
-    for (const businessId of await businessesToChain(db, before)) {
-      while ((await chainBusiness(db, businessId, before, CHAIN_BATCH)) === CHAIN_BATCH);
+    const businesses = new Set([...(await businessesToChain(db, before)), ...(await businessesOf(db, [...pending.keys()]))]);
+    for (const businessId of businesses) {
+      while ((await chainBusiness(db, businessId, before, CHAIN_BATCH, pending)) === CHAIN_BATCH);
     }
     this.#chainDue = false;
   }

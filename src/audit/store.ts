@@ -1,7 +1,7 @@
 /** SQL of the access log's writer: entries, completions, the chain, and the reads of `cps audit verify`. */
 import { sql, type Kysely } from 'kysely';
 import { inTransaction, writeWithNext, type Db } from '../db/index.ts';
-import { isPostgres } from '../db/dialect.ts';
+import { isAnyOf, isPostgres } from '../db/dialect.ts';
 import type { Database } from '../db/schema.ts';
 import { entryHash, GENESIS, type AuditCompletion, type AuditEntry, type ChainedEntry } from './entry.ts';
 
@@ -103,48 +103,84 @@ export async function businessesToChain(db: Db, before: number): Promise<string[
   return rows.map((row) => row.business_id);
 }
 
+/** The businesses of the unchained entries among `ids`. */
+export async function businessesOf(db: Db, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('access_log')
+    .select('business_id')
+    .distinct()
+    .where((eb) => isAnyOf(db, eb.ref('id'), ids))
+    .where('seq', 'is', null)
+    .execute();
+  return rows.map((row) => row.business_id);
+}
+
 /**
  * Chains up to `limit` entries of a business stored unchained (written with their changes, or
  * replayed from a write-ahead file) and ready, in (at, id) order, after its current head, under the
  * head row's lock: PostgreSQL locks the row, SQLite's write lock serializes, so processes chaining at
- * once queue on it and each continues the chain where the previous one left it. Returns the number chained.
+ * once queue on it and each continues the chain where the previous one left it. An entry `pending`
+ * holds an answer for is ready too: the answer is applied by the same update that chains the entry
+ * (one row version, not two), and removed from `pending`. Returns the number chained.
  */
-export async function chainBusiness(db: Kysely<Database>, businessId: string, before: number, limit: number): Promise<number> {
-  return inTransaction(db, async (trx) => {
+export async function chainBusiness(
+  db: Kysely<Database>,
+  businessId: string,
+  before: number,
+  limit: number,
+  pending: Map<string, AuditCompletion> = new Map(),
+): Promise<number> {
+  const chained = await inTransaction(db, async (trx) => {
     const head = await lockHead(trx, db, businessId);
+    const answered = [...pending.keys()];
     const rows = await trx
       .selectFrom('access_log')
       .selectAll()
       .where('business_id', '=', businessId)
       .where('seq', 'is', null)
-      .where((eb) => eb.or([eb('status', 'is not', null), eb('at', '<', before)]))
+      .where((eb) =>
+        eb.or([eb('status', 'is not', null), eb('at', '<', before), ...(answered.length > 0 ? [isAnyOf(db, eb.ref('id'), answered)] : [])]),
+      )
       .orderBy('at')
       .orderBy('id')
       .limit(limit)
       .execute();
-    if (rows.length === 0) return 0;
+    if (rows.length === 0) return [];
     let seq = head.seq;
     let prev = head.hash;
-    const links: Array<{ id: string; seq: number; prev: string; hash: string }> = [];
+    const links: Array<{ entry: AuditEntry; seq: number; prev: string; hash: string }> = [];
     for (const row of rows) {
+      const answer = pending.get(row.id);
+      const entry = (answer ? { ...row, ...answer } : row) as AuditEntry;
       seq += 1;
-      const hash = entryHash(row as AuditEntry, seq, prev);
-      links.push({ id: row.id, seq, prev, hash });
+      const hash = entryHash(entry, seq, prev);
+      links.push({ entry, seq, prev, hash });
       prev = hash;
     }
     for (const run of runs(links)) {
-      const values = sql.join(run.map((l) => sql`(${l.id}, ${l.seq}, ${l.prev}, ${l.hash})`));
+      const values = sql.join(
+        run.map(
+          ({ entry: e, seq, prev, hash }) =>
+            sql`(${e.id}, ${seq}, ${prev}, ${hash}, ${e.status}, ${e.resource_id}, ${e.patient_ref}, ${e.result_count})`,
+        ),
+      );
       if (isPostgres(db)) {
-        await sql`update access_log as a set seq = v.seq::bigint, prev_hash = v.prev, hash = v.hash
-          from (values ${values}) as v(id, seq, prev, hash) where a.id = v.id`.execute(trx);
+        await sql`update access_log as a set seq = v.seq::bigint, prev_hash = v.prev, hash = v.hash, status = v.status::integer,
+            resource_id = v.resource_id, patient_ref = v.patient_ref, result_count = v.result_count::integer
+          from (values ${values}) as v(id, seq, prev, hash, status, resource_id, patient_ref, result_count) where a.id = v.id`.execute(trx);
       } else {
-        await sql`with v(id, seq, prev, hash) as (values ${values})
-          update access_log set seq = v.seq, prev_hash = v.prev, hash = v.hash from v where access_log.id = v.id`.execute(trx);
+        await sql`with v(id, seq, prev, hash, status, resource_id, patient_ref, result_count) as (values ${values})
+          update access_log set seq = v.seq, prev_hash = v.prev, hash = v.hash, status = v.status, resource_id = v.resource_id,
+            patient_ref = v.patient_ref, result_count = v.result_count
+          from v where access_log.id = v.id`.execute(trx);
       }
     }
     await trx.updateTable('access_log_heads').set({ seq, hash: prev }).where('business_id', '=', businessId).execute();
-    return rows.length;
+    return links.map(({ entry }) => entry.id);
   });
+  for (const id of chained) pending.delete(id);
+  return chained.length;
 }
 
 export async function chainedBusinesses(db: Db): Promise<string[]> {

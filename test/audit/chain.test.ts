@@ -77,6 +77,28 @@ describe(`access log chain (${DIALECT})`, () => {
     assert.equal((await verifyChain(t.ctx.storage.db, s.client.businessId)).ok, true);
   });
 
+  it('a change entry is chained with its answer, among reads, and the chain verifies', async () => {
+    const s = await seed(t);
+    await t.ctx.audit.flush();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        i % 3 === 0
+          ? call(t, s.client.token, 'PATCH', `/dr/v1/appointment/${s.appointmentId}`, { notes: `note ${i}` })
+          : call(t, s.client.token, 'GET', `/dr/v1/appointment/${s.appointmentId}`),
+      ),
+    );
+    for (const answer of answers) assert.equal(answer.statusCode, 200, answer.body);
+    await t.ctx.audit.flush();
+    const changes = (await rows(t, s.client.businessId)).filter((row) => row.with_change === 1 && row.operation.startsWith('PATCH'));
+    assert.equal(changes.length, 4);
+    for (const row of changes) {
+      assert.equal(row.status, 200, 'the answer applied');
+      assert.equal(row.resource_id, s.appointmentId);
+      assert.ok(row.seq !== null && row.hash !== null, 'chained');
+    }
+    assert.equal((await verifyChain(t.ctx.storage.db, s.client.businessId)).ok, true);
+  });
+
   it("a patient merge leaves its entry in the merge's transaction: no entry, no merge", async () => {
     const db = t.ctx.storage.db;
     const s = await seed(t);
