@@ -5,7 +5,7 @@
  * fails the transaction. On SQLite writeWithNext runs at once: the same outcomes, no round trips.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { inTransaction, isUniqueViolation, openStorage, writeWithNext, type Db, type Storage } from '../../src/db/index.ts';
@@ -35,9 +35,6 @@ describe(`writes sent with the next statement (${DIALECT})`, () => {
   });
   beforeEach(async () => {
     await sql`delete from notes`.execute(storage.db);
-    roundTrips = 0;
-  });
-  afterEach(() => {
     roundTrips = 0;
   });
 

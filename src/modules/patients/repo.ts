@@ -58,8 +58,10 @@ export async function upsertByPartnerId(db: Db, row: PatientRow): Promise<Patien
     .executeTakeFirstOrThrow();
 }
 
-/** Fails on the unique index when the business already has a patient with the row's partner id. */
-/** Sent with the transaction's next statement (writeWithNext); a taken partner id fails that one. */
+/**
+ * Sent with the transaction's next statement (writeWithNext); when the business already has a patient
+ * with the row's partner id, the unique index fails that statement.
+ */
 export function insertPatient(db: Db, row: PatientRow): Promise<void> {
   return writeWithNext(db, db.insertInto('patients').values(row));
 }
