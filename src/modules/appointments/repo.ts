@@ -250,27 +250,35 @@ export async function countHolding(
 }
 
 /**
- * Writes `token` to the appointment `id` if the pair's other appointments holding a place that overlap
- * [start, end) are fewer than `capacity`, in one statement; answers whether it did.
+ * Writes the session's last counted token (schedules' `countTokenOn`, just before in the transaction)
+ * to the appointment `id` if the pair's other appointments holding a place that overlap [start, end)
+ * are fewer than `capacity`, in one statement; answers the token, or null when no place was left.
  */
-export async function setTokenIfPlaceLeft(
+export async function placeWithNextToken(
   db: Db,
-  slot: { businessId: string; clinicId: string; doctorId: string; start: number; end: number },
+  slot: { businessId: string; clinicId: string; doctorId: string; start: number; end: number; sessionStart: number },
   capacity: number,
   id: string,
-  token: number,
-): Promise<boolean> {
+): Promise<number | null> {
   const others = holding(db, slot.businessId, slot.clinicId, slot.doctorId, slot.start, slot.end)
     .select((eb) => eb.fn.countAll().as('n'))
     .where('id', '<>', id);
-  const result = await db
+  const counted = db
+    .selectFrom('schedule_tokens')
+    .select('last_token')
+    .where('business_id', '=', slot.businessId)
+    .where('clinic_id', '=', slot.clinicId)
+    .where('doctor_id', '=', slot.doctorId)
+    .where('session_start', '=', slot.sessionStart);
+  const row = await db
     .updateTable('appointments')
-    .set({ token })
+    .set((eb) => ({ token: eb.selectFrom(counted.as('counted')).select('last_token') }))
     .where('business_id', '=', slot.businessId)
     .where('id', '=', id)
     .where((eb) => eb(others, '<', capacity))
+    .returning('token')
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  return row ? Number(row.token) : null;
 }
 
 /** The times of the pair's appointments holding a place that overlap [from, to). */

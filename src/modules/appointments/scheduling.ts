@@ -6,13 +6,13 @@
  *
  * Why it cannot double-book: the appointment is written first (new, or at its new times), without a
  * token; then the token counter row of the session is upserted, which locks it until the transaction
- * ends; then one statement writes the token to the appointment only if the others holding the slot
- * (counted from the appointments themselves; cancelled and rescheduled ones hold none) leave a place.
- * On PostgreSQL every booking of the session waits for the one before it to commit, and that statement
- * (a new one, hence a new snapshot under READ COMMITTED) sees that booking; SQLite runs one writer at a
- * time. A refused booking rolls back and gives its token number back, so tokens follow the order of the
- * bookings that stand, never twice. On PostgreSQL the lock is held for two round trips: the token's
- * statement, then the COMMIT, which carries the appointment's event (writeWithNext).
+ * ends; then one statement writes the counted token to the appointment only if the others holding the
+ * slot (counted from the appointments themselves; cancelled and rescheduled ones hold none) leave a
+ * place. On PostgreSQL every booking of the session waits for the one before it to commit, and that
+ * statement (a new one, hence a new snapshot under READ COMMITTED) sees that booking; SQLite runs one
+ * writer at a time. A refused booking rolls back and gives its token number back, so tokens follow the
+ * order of the bookings that stand, never twice. On PostgreSQL the upsert travels with that statement
+ * (writeWithNext), so the lock is held for one round trip: the COMMIT, which carries the event, follows.
  */
 import type { Kysely } from 'kysely';
 import type { Db } from '../../db/index.ts';
@@ -125,16 +125,15 @@ export class Scheduling {
     const found = checked === undefined ? await this.precheck(trx, businessId, clinicId, doctorId, start, end, appointmentId) : checked;
     if (!found) return null;
     const { slot } = found;
-    const token = await this.#deps.schedules.nextToken(trx, businessId, clinicId, doctorId, slot.sessionStart);
+    await this.#deps.schedules.countTokenOn(trx, businessId, clinicId, doctorId, slot.sessionStart);
     const observedAt = performance.now();
-    const placed = await repo.setTokenIfPlaceLeft(
+    const token = await repo.placeWithNextToken(
       trx,
-      { businessId, clinicId, doctorId, start: slot.start, end: slot.end },
+      { businessId, clinicId, doctorId, start: slot.start, end: slot.end, sessionStart: slot.sessionStart },
       slot.capacity,
       appointmentId,
-      token,
     );
-    if (!placed) throw full(found, observedAt);
+    if (token === null) throw full(found, observedAt);
     return token;
   }
 

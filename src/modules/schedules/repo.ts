@@ -1,6 +1,6 @@
 /** SQL for schedules and their session token counters; every query is scoped by business. */
 import { sql } from 'kysely';
-import type { Db } from '../../db/index.ts';
+import { writeWithNext, type Db } from '../../db/index.ts';
 import type { SchedulesTable } from '../../db/schema.ts';
 
 export type ScheduleRow = SchedulesTable;
@@ -31,19 +31,23 @@ export async function remove(db: Db, businessId: string, id: string): Promise<vo
 }
 
 /**
- * The next OPD token of a session, counted from 1. The upsert locks the session's counter row until
- * the transaction ends (PostgreSQL: a concurrent upsert of the same row waits for the commit and then
- * counts on from it; SQLite runs one writer at a time), so the bookings of one session run their
- * capacity check one after another, and a rolled-back booking gives its number back.
+ * Counts the session's OPD tokens on by one (from 1), its number read back by the statement that
+ * places the booking (appointments' `placeWithNextToken`). The upsert locks the session's counter row
+ * until the transaction ends (PostgreSQL: a concurrent upsert of the same row waits for the commit and
+ * then counts on from it; SQLite runs one writer at a time), so the bookings of one session run their
+ * capacity check one after another, and a rolled-back booking gives its number back. Sent with that
+ * statement (writeWithNext): the lock is taken and used in one round trip.
  */
-export async function nextToken(db: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<number> {
-  const row = await db
-    .insertInto('schedule_tokens')
-    .values({ business_id: businessId, clinic_id: clinicId, doctor_id: doctorId, session_start: sessionStart, last_token: 1 })
-    .onConflict((oc) =>
-      oc.columns(['business_id', 'clinic_id', 'doctor_id', 'session_start']).doUpdateSet({ last_token: sql<number>`schedule_tokens.last_token + 1` }),
-    )
-    .returning('last_token')
-    .executeTakeFirstOrThrow();
-  return Number(row.last_token);
+export async function countTokenOn(db: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<void> {
+  await writeWithNext(
+    db,
+    db
+      .insertInto('schedule_tokens')
+      .values({ business_id: businessId, clinic_id: clinicId, doctor_id: doctorId, session_start: sessionStart, last_token: 1 })
+      .onConflict((oc) =>
+        oc
+          .columns(['business_id', 'clinic_id', 'doctor_id', 'session_start'])
+          .doUpdateSet({ last_token: sql<number>`schedule_tokens.last_token + 1` }),
+      ),
+  );
 }

@@ -1,7 +1,7 @@
 /**
  * Schedules: per doctor and clinic, weekly sessions, slot length, places per slot, buffers and
  * exceptions, in the clinics family (every problem of a write at once). The appointments module asks
- * for a pair's rules when it books, and for the next OPD token of a session (`nextToken`), whose row
+ * for a pair's rules when it books, and for the next OPD token of a session (`countTokenOn`), whose row
  * lock serialises the bookings of that session.
  */
 import { envelope } from '../../events.ts';
@@ -148,9 +148,9 @@ export class ScheduleService {
     return row ? { id: row.id, createdAt: Number(row.created_at), ...rulesOf(row) } : null;
   }
 
-  /** The next OPD token of the session, holding the session's lock until `trx` ends (see repo.nextToken). */
-  nextToken(trx: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<number> {
-    return repo.nextToken(trx, businessId, clinicId, doctorId, sessionStart);
+  /** Counts the session's OPD tokens on by one, holding the session's lock until `trx` ends (see repo.countTokenOn). */
+  countTokenOn(trx: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<void> {
+    return repo.countTokenOn(trx, businessId, clinicId, doctorId, sessionStart);
   }
 
   /** Unknown doctor or clinic: 404 in the clinics family; not assigned: 400 for a write, 404 for a read. */
