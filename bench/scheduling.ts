@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Agent, request } from 'node:http';
-import { demoToken, machine, spawnServer, type Figure, type RunningProcess } from './lib.ts';
+import { cpuMeter, cpuNote, demoToken, machine, spawnServer, type CpuShares, type Figure, type RunningProcess } from './lib.ts';
 
 const PG_BASE = process.env.CPS_BENCH_DATABASE_URL ?? process.env.CPS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BOOKERS = Number(process.env.BENCH_SCHEDULING_BOOKERS ?? 1000);
@@ -111,18 +111,22 @@ const percentile = (values: number[], p: number) => {
 const ms = (value: number) => Math.round(value * 10) / 10;
 
 /** A burst of BOOKERS GETs against the hello-world: what 1,000 requests at once cost this client and machine. */
-async function helloBurst(): Promise<{ p50: number; p99: number; wall: number; serverP50: number; serverP99: number }> {
+async function helloBurst(): Promise<{ p50: number; p99: number; wall: number; serverP50: number; serverP99: number; cpu: CpuShares }> {
   const hello = await spawnServer('bench/hello-world.ts', [], {}, '/ready', PROBE);
   pin([hello]);
   try {
     const all: number[] = [];
     const server: number[] = [];
     let wall = 0;
+    let meter = cpuMeter([hello.child.pid], { postgres: false });
     for (let round = 0; round <= ROUNDS; round++) {
       const started = performance.now();
       const results = await Promise.all(Array.from({ length: BOOKERS }, () => timed(`${hello.url}/`)));
       if (DUMP) appendFileSync(DUMP, `${JSON.stringify({ label: 'hello', round, results })}\n`);
-      if (round === 0) continue; // warm-up: connections, JIT
+      if (round === 0) {
+        meter = cpuMeter([hello.child.pid], { postgres: false });
+        continue; // warm-up: connections, JIT
+      }
       wall += performance.now() - started;
       all.push(...results.map((r) => r.ms));
       server.push(...results.map(serverMs));
@@ -133,6 +137,7 @@ async function helloBurst(): Promise<{ p50: number; p99: number; wall: number; s
       wall: wall / ROUNDS,
       serverP50: percentile(server, 50),
       serverP99: percentile(server, 99),
+      cpu: meter.per(ROUNDS * BOOKERS),
     };
   } finally {
     await hello.stop();
@@ -160,6 +165,8 @@ async function burstRounds(servers: RunningProcess[], token: string) {
   const wrong: string[] = [];
   /** Per round, the latest place among the arrivals (by the servers' clocks) of a successful booking: 0 to 9 when the first ten won. */
   const lastWinnerArrival: number[] = [];
+  const pids = servers.map((server) => server.child.pid);
+  let meter = cpuMeter(pids);
   for (let round = 0; round <= ROUNDS; round++) {
     const start = first + round * SLOT_SECONDS;
     const body = (i: number) =>
@@ -194,7 +201,10 @@ async function burstRounds(servers: RunningProcess[], token: string) {
         counts.set(`${r.status}${r.code ? ` ${r.code}` : ''}`, (counts.get(`${r.status}${r.code ? ` ${r.code}` : ''}`) ?? 0) + 1);
       wrong.push(`round ${round}: ${[...counts].map(([k, n]) => `${n} × ${k}`).join(', ')}`);
     }
-    if (round === 0) continue;
+    if (round === 0) {
+      meter = cpuMeter(pids);
+      continue;
+    }
     wall += elapsed;
     won.push(...booked.map((r) => r.ms));
     wonServer.push(...booked.map(serverMs));
@@ -202,7 +212,7 @@ async function burstRounds(servers: RunningProcess[], token: string) {
     const arrivals = results.map((r) => r.server?.received ?? Number.POSITIVE_INFINITY).sort((a, b) => a - b);
     lastWinnerArrival.push(Math.max(...booked.map((r) => arrivals.indexOf(r.server?.received ?? Number.NaN))));
   }
-  return { won, wonServer, all, wall: wall / ROUNDS, wrong, lastWinnerArrival };
+  return { won, wonServer, all, wall: wall / ROUNDS, wrong, lastWinnerArrival, cpu: meter.per(ROUNDS * BOOKERS) };
 }
 
 function figuresOf(
@@ -237,7 +247,7 @@ function figuresOf(
       value: ms(result.wall / BOOKERS),
       unit: 'ms',
       ratio: Math.round((hello.wall / result.wall) * 1000) / 1000,
-      note: 'ratio: the hello-world burst’s wall time over this one’s',
+      note: `ratio: the hello-world burst’s wall time over this one’s; ${cpuNote(result.cpu, 'booking request', 'client')} (the hello-world burst: ${cpuNote(hello.cpu, 'request', 'client')})`,
     },
   ];
 }
