@@ -145,7 +145,7 @@ async function helloBurst(): Promise<{ p50: number; p99: number; wall: number; s
 }
 
 /** Seeds a doctor, a clinic and a schedule through `servers[0]`, then runs the rounds across `servers`. */
-async function burstRounds(servers: RunningProcess[], token: string) {
+async function burstRounds(servers: RunningProcess[], token: string, usesPostgres: boolean) {
   const base = servers[0]!.url;
   const doctor = await json(`${base}/cdr/v1/doctor/`, 'POST', token, { firstname: 'Asha', lastname: 'Rao' });
   const clinic = await json(`${base}/cdr/v1/clinic/`, 'POST', token, { name: 'Bench', address: '1 Road', doctor_ids: [doctor.svcid] });
@@ -166,7 +166,7 @@ async function burstRounds(servers: RunningProcess[], token: string) {
   /** Per round, the latest place among the arrivals (by the servers' clocks) of a successful booking: 0 to 9 when the first ten won. */
   const lastWinnerArrival: number[] = [];
   const pids = servers.map((server) => server.child.pid);
-  let meter = cpuMeter(pids);
+  let meter = cpuMeter(pids, { postgres: usesPostgres });
   for (let round = 0; round <= ROUNDS; round++) {
     const start = first + round * SLOT_SECONDS;
     const body = (i: number) =>
@@ -202,7 +202,7 @@ async function burstRounds(servers: RunningProcess[], token: string) {
       wrong.push(`round ${round}: ${[...counts].map(([k, n]) => `${n} × ${k}`).join(', ')}`);
     }
     if (round === 0) {
-      meter = cpuMeter(pids);
+      meter = cpuMeter(pids, { postgres: usesPostgres });
       continue;
     }
     wall += elapsed;
@@ -280,7 +280,7 @@ export async function runSchedulingBench(_ctx: { helloWorldRps: number }): Promi
     const server = await spawnServer('bin/cps.js', ['serve'], serviceEnv(dataDir), '/ready', PROBE);
     pin([server]);
     try {
-      figures.push(...figuresOf('SQLite, 1 process', 20, await burstRounds([server], await demoToken(server.url, dataDir)), hello));
+      figures.push(...figuresOf('SQLite, 1 process', 20, await burstRounds([server], await demoToken(server.url, dataDir), false), hello));
     } finally {
       await server.stop();
     }
@@ -312,7 +312,7 @@ export async function runSchedulingBench(_ctx: { helloWorldRps: number }): Promi
     servers.push(await spawnServer('bin/cps.js', ['serve'], env, '/ready', PROBE));
     pin(servers);
     const token = await demoToken(servers[0]!.url, pgDataDir);
-    figures.push(...figuresOf('PostgreSQL, 2 processes', 50, await burstRounds(servers, token), hello));
+    figures.push(...figuresOf('PostgreSQL, 2 processes', 50, await burstRounds(servers, token, true), hello));
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
