@@ -162,7 +162,11 @@ interface ProtocolQuery {
   name?: string;
   callback?: (error: Error | null, result?: unknown) => void;
   submit(connection: ProtocolConnection): Error | null;
+  /** pg's read timeout for this query, when it is given one (see PoolClient). */
+  query_timeout?: number;
   handleCommandComplete(message: unknown, connection: ProtocolConnection): void;
+  handleEmptyQuery(connection: ProtocolConnection): void;
+  handleDataRow(message: unknown): void;
   handleError(error: Error, connection: ProtocolConnection): void;
 }
 const BaseQuery = pg.Query as unknown as new (config: object) => ProtocolQuery;
@@ -186,21 +190,15 @@ class PipelinedQuery extends BaseQuery {
   }
 
   override submit(connection: ProtocolConnection): Error | null {
-    // Values are converted before anything is written: a value that cannot be sent fails this query
-    // alone, not a half-written pipeline that would never be answered.
-    let bound: unknown[][];
-    try {
-      bound = this.#before.map(({ values }) => values.map((value) => prepareValue(value)));
-    } catch (error) {
-      return error as Error;
-    }
     connection.stream.cork?.();
     try {
-      this.#before.forEach(({ text }, i) => {
+      // The values were converted as the statements were held (PoolClient), so nothing here can throw
+      // between the first message and the Sync.
+      for (const { text, values } of this.#before) {
         connection.parse({ text, name: '', types: [] });
-        connection.bind({ portal: '', statement: '', values: bound[i]! });
+        connection.bind({ portal: '', statement: '', values });
         connection.execute({ portal: '', rows: 0 });
-      });
+      }
       return super.submit(connection);
     } finally {
       connection.stream.uncork?.();
@@ -213,9 +211,26 @@ class PipelinedQuery extends BaseQuery {
 
   override handleCommandComplete(message: unknown, connection: ProtocolConnection): void {
     // The held statements' completions come first; only this statement's makes the result.
-    if (this.#completed < this.#before.length) {
-      if (++this.#completed === this.#before.length) this.name = this.#name;
-    } else super.handleCommandComplete(message, connection);
+    if (this.#answeringHeld()) this.#heldCompleted();
+    else super.handleCommandComplete(message, connection);
+  }
+
+  override handleEmptyQuery(connection: ProtocolConnection): void {
+    if (this.#answeringHeld()) this.#heldCompleted();
+    else super.handleEmptyQuery(connection);
+  }
+
+  override handleDataRow(message: unknown): void {
+    // A held statement's rows (RETURNING, a function's answer) have no description: nobody reads them.
+    if (!this.#answeringHeld()) super.handleDataRow(message);
+  }
+
+  #answeringHeld(): boolean {
+    return this.#completed < this.#before.length;
+  }
+
+  #heldCompleted(): void {
+    if (++this.#completed === this.#before.length) this.name = this.#name;
   }
 
   override handleError(error: Error, connection: ProtocolConnection): void {
@@ -247,13 +262,21 @@ class PoolClient extends pg.Client {
     const [text, values] = args;
     if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values))
       return this.#watch((super.query as (...a: any[]) => any)(...args), false);
+    // Converted before anything is held or sent: a value that cannot be sent fails its own statement
+    // and leaves the transaction's held statements, and a named statement's bookkeeping, as they were.
+    let converted: unknown[];
+    try {
+      converted = values.map((value) => prepareValue(value));
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (text === BEGIN) {
       this.#inTransaction = true;
       this.#held = [{ text, values }];
       return Promise.resolve(heldResult('BEGIN'));
     }
     if (text.startsWith(HELD) && this.#inTransaction) {
-      this.#held.push({ text: text.slice(HELD.length), values });
+      this.#held.push({ text: text.slice(HELD.length), values: converted });
       return Promise.resolve(heldResult(null));
     }
     const held = this.#held;
@@ -266,12 +289,12 @@ class PoolClient extends pg.Client {
       // A rollback drops what it would undo.
       if (text === 'rollback') held.length = 0;
     }
-    let config: { name?: string; text: string; values: unknown[]; queryMode?: 'extended' } = { text, values };
+    let config: { name?: string; text: string; values: unknown[]; queryMode?: 'extended' } = { text, values: converted };
     const name = statementName(text);
     const named = this.#prepared.has(name) || this.#prepared.size < PREPARED_PER_CONNECTION;
     if (named) {
       this.#prepared.add(name);
-      config = { name, text, values };
+      config = { name, text, values: converted };
     }
     let result: Promise<unknown>;
     if (held.length === 0) {
@@ -279,6 +302,11 @@ class PoolClient extends pg.Client {
     } else {
       // Extended protocol throughout: a simple Query message would end the held statements' block.
       const query = new PipelinedQuery({ ...config, queryMode: 'extended' }, held);
+      // The read timeout allows each statement of the round trip its statement timeout (a URL's
+      // parameters arrive as strings).
+      const timeouts = (this as unknown as { connectionParameters: { query_timeout?: unknown; statement_timeout?: unknown } }).connectionParameters;
+      const [readTimeout, statementTimeout] = [Number(timeouts.query_timeout), Number(timeouts.statement_timeout)];
+      if (readTimeout > 0 && statementTimeout > 0) query.query_timeout = readTimeout + held.length * statementTimeout;
       result = new Promise((resolve, reject) => {
         query.callback = (error, answer) => (error ? reject(error) : resolve(answer));
       });

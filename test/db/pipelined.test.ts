@@ -129,19 +129,57 @@ describe(`writes sent with the next statement (${DIALECT})`, () => {
     assert.deepEqual(await ids(), ['q', 'r', 'x']);
   });
 
-  it('with a value that cannot be sent fail their transaction, and the connection serves the next one', async () => {
+  it('with a value that cannot be sent fail alone: the transaction goes on with what it held, and the statement runs later', async () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
+    // A held write fails at once; what the transaction held before it stays in the transaction.
     await assert.rejects(
       inTransaction(storage.db, async (trx) => {
-        await writeWithNext(trx, trx.insertInto('notes' as never).values({ id: 'c', body: circular } as never));
-        await count(trx);
+        await writeWithNext(trx, insert(trx, 'a'));
+        await assert.rejects(writeWithNext(trx, trx.insertInto('notes' as never).values({ id: 'c', body: circular } as never)));
+        await insert(trx, 'b').execute();
+        assert.equal(await count(trx), 2, 'a and b, in the transaction');
+        throw new Error('the change is refused');
       }),
+      /the change is refused/,
     );
+    assert.deepEqual(await ids(), [], 'a and b were rolled back with their transaction');
+    // A statement sent at once: once a value can be sent, it runs (it was not left half-prepared).
+    const statement = (body: unknown) => sql`insert into notes (id, body) values (${'e'}, ${body})`;
+    await assert.rejects(statement(circular).execute(storage.db));
+    await statement('note e').execute(storage.db);
+    assert.deepEqual(await ids(), ['e']);
+  });
+
+  it('may return rows, which nobody reads', async () => {
     await inTransaction(storage.db, async (trx) => {
-      await writeWithNext(trx, insert(trx, 'd'));
+      await writeWithNext(
+        trx,
+        trx
+          .insertInto('notes' as never)
+          .values({ id: 'r', body: 'note r' } as never)
+          .returning('id' as never),
+      );
     });
-    assert.deepEqual(await ids(), ['d']);
+    assert.deepEqual(await ids(), ['r']);
+  });
+
+  it('get each their statement timeout within the round trip that carries them', { skip: DIALECT !== 'postgres' }, async () => {
+    const url = new URL(database.databaseUrl!);
+    url.searchParams.set('statement_timeout', '400');
+    url.searchParams.set('query_timeout', '500');
+    const timed = openStorage({ databaseUrl: url.toString(), dataDir: database.dataDir, poolSize: 1 });
+    try {
+      // Three held statements of 250 ms each and the one carrying them: one round trip of 750 ms,
+      // longer than the read timeout of one statement, no statement longer than its timeout.
+      await inTransaction(timed.db, async (trx) => {
+        for (let i = 0; i < 3; i++) await writeWithNext(trx, sql`select pg_sleep(0.25)`);
+        await insert(trx, 't').execute();
+      });
+    } finally {
+      await timed.destroy();
+    }
+    assert.deepEqual(await ids(), ['t']);
   });
 
   it('never reach the next user of a connection given back inside its transaction', { skip: DIALECT !== 'postgres' }, async () => {
