@@ -5,14 +5,16 @@
  * schedule books at any time, as before.
  *
  * Why it cannot double-book: the appointment is written first (new, or at its new times), without a
- * token; then the token counter row of the session is upserted, which locks it until the transaction
- * ends; then one statement writes the counted token to the appointment only if the others holding the
- * slot (counted from the appointments themselves; cancelled and rescheduled ones hold none) leave a
- * place. On PostgreSQL every booking of the session waits for the one before it to commit, and that
- * statement (a new one, hence a new snapshot under READ COMMITTED) sees that booking; SQLite runs one
- * writer at a time. A refused booking rolls back and gives its token number back, so tokens follow the
- * order of the bookings that stand, never twice. On PostgreSQL the upsert travels with that statement
- * (writeWithNext), so the lock is held for one round trip: the COMMIT, which carries the event, follows.
+ * token; then the pair's schedule row is locked until the transaction ends (PostgreSQL; SQLite runs one
+ * writer at a time) and the session's token counter counted on; then one statement writes the counted
+ * token to the appointment only if the others holding a place that overlaps the slot (counted from the
+ * appointments themselves; cancelled and rescheduled ones hold none) leave a place. Every booking of the
+ * pair waits for the one before it to commit, whichever session or version of the schedule it read
+ * (overlapping sessions, an edit racing the booking: an edit waits for the bookings in flight), and that
+ * statement (a new one, hence a new snapshot under READ COMMITTED) sees that booking. A refused booking
+ * rolls back and gives its token number back, so tokens follow the order of the bookings that stand,
+ * never twice. On PostgreSQL the lock and the counter travel with that statement (writeWithNext), so the
+ * lock is held for one round trip: the COMMIT, which carries the event, follows.
  */
 import type { Kysely } from 'kysely';
 import type { Db } from '../../db/index.ts';
@@ -90,7 +92,7 @@ export class Scheduling {
   /**
    * The pair's slot for [start, end), checked without a lock: 409 when no slot has these times or the
    * slot is already full, so that a booking bound to fail does no more work and waits for no lock.
-   * Null when the pair has no schedule. `take` checks again under the session's lock.
+   * Null when the pair has no schedule. `take` checks again under the pair's lock.
    */
   async precheck(db: Db, businessId: string, clinicId: string, doctorId: string, start: number, end: number, excludeId: string | null = null) {
     const schedule = await this.#deps.schedules.forPair(db, businessId, clinicId, doctorId);
@@ -124,8 +126,14 @@ export class Scheduling {
   ) {
     const found = checked === undefined ? await this.precheck(trx, businessId, clinicId, doctorId, start, end, appointmentId) : checked;
     if (!found) return null;
-    const { slot } = found;
-    await this.#deps.schedules.countTokenOn(trx, businessId, clinicId, doctorId, slot.sessionStart);
+    const { schedule, slot } = found;
+    await this.#deps.schedules.lockForBooking(trx, schedule.id);
+    await this.#deps.schedules.countTokenOn(
+      trx,
+      { businessId, clinicId, doctorId },
+      { start: slot.sessionStart, end: slot.sessionEnd },
+      appointmentId,
+    );
     const observedAt = performance.now();
     const token = await repo.placeWithNextToken(
       trx,

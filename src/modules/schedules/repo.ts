@@ -1,5 +1,6 @@
-/** SQL for schedules and their session token counters; every query is scoped by business. */
+/** SQL for schedules, the lock bookings take on them, and their session token counters; every query is scoped by business. */
 import { sql } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
 import { writeWithNext, type Db } from '../../db/index.ts';
 import type { SchedulesTable } from '../../db/schema.ts';
 
@@ -31,19 +32,49 @@ export async function remove(db: Db, businessId: string, id: string): Promise<vo
 }
 
 /**
- * Counts the session's OPD tokens on by one (from 1), its number read back by the statement that
- * places the booking (appointments' `placeWithNextToken`). The upsert locks the session's counter row
- * until the transaction ends (PostgreSQL: a concurrent upsert of the same row waits for the commit and
- * then counts on from it; SQLite runs one writer at a time), so the bookings of one session run their
- * capacity check one after another, and a rolled-back booking gives its number back. Sent with that
- * statement (writeWithNext): the lock is taken and used in one round trip.
+ * Locks the pair's schedule row until the transaction ends (PostgreSQL; SQLite runs one writer at a
+ * time), so the bookings of a pair run their capacity checks one after another, whichever of its
+ * sessions (overlapping ones included) or whichever version of its schedule each one read, and an
+ * edit of the schedule waits for the bookings in flight. Sent with the statement that places the
+ * booking (writeWithNext): the lock is taken and used in one round trip.
  */
-export async function countTokenOn(db: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<void> {
+export async function lockForBooking(db: Db, scheduleId: string): Promise<void> {
+  if (!isPostgres(db)) return;
+  await writeWithNext(db, db.selectFrom('schedules').select('id').where('id', '=', scheduleId).forUpdate());
+}
+
+/**
+ * Counts the session's OPD tokens on by one, its number read back by the statement that places the
+ * booking (appointments' `placeWithNextToken`); taken under `lockForBooking`, and a rolled-back booking
+ * gives its number back. A session's counter starts after the highest token among the pair's
+ * appointments in the session (other than `appointmentId`), so the numbers go on where a counter kept
+ * under another start (the schedule's session moved), or one pruned by retention, left them.
+ */
+export async function countTokenOn(
+  db: Db,
+  pair: { businessId: string; clinicId: string; doctorId: string },
+  session: { start: number; end: number },
+  appointmentId: string,
+): Promise<void> {
   await writeWithNext(
     db,
     db
       .insertInto('schedule_tokens')
-      .values({ business_id: businessId, clinic_id: clinicId, doctor_id: doctorId, session_start: sessionStart, last_token: 1 })
+      .values((eb) => ({
+        business_id: pair.businessId,
+        clinic_id: pair.clinicId,
+        doctor_id: pair.doctorId,
+        session_start: session.start,
+        last_token: eb
+          .selectFrom('appointments')
+          .select(sql<number>`coalesce(max(token), 0) + 1`.as('next'))
+          .where('business_id', '=', pair.businessId)
+          .where('clinic_id', '=', pair.clinicId)
+          .where('doctor_id', '=', pair.doctorId)
+          .where('start_time', '>=', session.start)
+          .where('start_time', '<', session.end)
+          .where('id', '<>', appointmentId),
+      }))
       .onConflict((oc) =>
         oc
           .columns(['business_id', 'clinic_id', 'doctor_id', 'session_start'])

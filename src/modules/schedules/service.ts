@@ -1,8 +1,8 @@
 /**
  * Schedules: per doctor and clinic, weekly sessions, slot length, places per slot, buffers and
  * exceptions, in the clinics family (every problem of a write at once). The appointments module asks
- * for a pair's rules when it books, and for the next OPD token of a session (`countTokenOn`), whose row
- * lock serialises the bookings of that session.
+ * for a pair's rules when it books, for the lock that serialises a pair's bookings (`lockForBooking`)
+ * and for the next OPD token of a session (`countTokenOn`).
  */
 import { envelope } from '../../events.ts';
 import type { Kysely } from 'kysely';
@@ -148,9 +148,19 @@ export class ScheduleService {
     return row ? { id: row.id, createdAt: Number(row.created_at), ...rulesOf(row) } : null;
   }
 
-  /** Counts the session's OPD tokens on by one, holding the session's lock until `trx` ends (see repo.countTokenOn). */
-  countTokenOn(trx: Db, businessId: string, clinicId: string, doctorId: string, sessionStart: number): Promise<void> {
-    return repo.countTokenOn(trx, businessId, clinicId, doctorId, sessionStart);
+  /** Locks the pair's schedule for a booking until `trx` ends (see repo.lockForBooking). */
+  lockForBooking(trx: Db, scheduleId: string): Promise<void> {
+    return repo.lockForBooking(trx, scheduleId);
+  }
+
+  /** Counts the session's OPD tokens on by one for `appointmentId` (see repo.countTokenOn). */
+  countTokenOn(
+    trx: Db,
+    pair: { businessId: string; clinicId: string; doctorId: string },
+    session: { start: number; end: number },
+    appointmentId: string,
+  ): Promise<void> {
+    return repo.countTokenOn(trx, pair, session, appointmentId);
   }
 
   /** Unknown doctor or clinic: 404 in the clinics family; not assigned: 400 for a write, 404 for a read. */

@@ -45,6 +45,8 @@ export interface Slot {
   end: number;
   /** The first instant of the session the slot belongs to: OPD tokens are numbered per session. */
   sessionStart: number;
+  /** The session's last instant (exclusive). */
+  sessionEnd: number;
   capacity: number;
 }
 
@@ -82,7 +84,7 @@ export function slotsOfDay(rules: ScheduleRules, date: string): Slot[] {
       if (slots.has(start)) continue;
       const end = start + slotMs;
       if (blockedInstants.some(([bFrom, bTo]) => start < bTo && end > bFrom)) continue;
-      slots.set(start, { date, start, end, sessionStart, capacity: rules.capacity });
+      slots.set(start, { date, start, end, sessionStart, sessionEnd, capacity: rules.capacity });
     }
   }
   return [...slots.values()].sort((a, b) => a.start - b.start);
@@ -97,7 +99,14 @@ export function slotsBetween(rules: ScheduleRules, from: string, to: string): Sl
 
 /** The slot that starts at `start` and ends at `end` exactly, or null: the time is not one the schedule offers. */
 export function slotAt(rules: ScheduleRules, start: number, end: number): Slot | null {
-  return slotsOfDay(rules, localDate(start, rules.timezone)).find((slot) => slot.start === start && slot.end === end) ?? null;
+  const date = localDate(start, rules.timezone);
+  // A slot may start after midnight and belong to the day before: a session whose end falls in a
+  // daylight-saving gap runs on to the first instant shown after it, on the next date.
+  for (const day of [date, addDays(date, -1)]) {
+    const slot = slotsOfDay(rules, day).find((candidate) => candidate.start === start && candidate.end === end);
+    if (slot) return slot;
+  }
+  return null;
 }
 
 /** How many of `held` (appointments holding a place) overlap each slot. */

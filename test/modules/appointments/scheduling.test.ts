@@ -9,6 +9,9 @@ import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../su
 import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
 import { bookAt, MONDAY, MONDAY_0900, setSchedule, slotPath } from '../schedules/support.ts';
 import { findView } from '../../../src/modules/appointments/repo.ts';
+import { Scheduling } from '../../../src/modules/appointments/scheduling.ts';
+import { runRetention } from '../../../src/modules/retention/index.ts';
+import { createLogger } from '../../../src/logger.ts';
 import { book, createPractice, events, request, START, type Practice } from './support.ts';
 
 const SLOT = 15 * 60;
@@ -423,5 +426,121 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     const slot = (await call(p, 'GET', slotPath(p))).json().data.schedule[p.doctorId][MONDAY][0];
     assert.equal(slot.slots_booked, 3 + rebooked);
     assert.ok(slot.slots_booked <= 5);
+  });
+  let patients = 0;
+  /** A new patient for each booking (its own partner id: no patient row is shared, so none is locked). */
+  const patient = () => {
+    patients++;
+    return {
+      patient_details: { first_name: `N${patients}`, mobile: `+9196${String(patients).padStart(8, '0')}`, partner_patient_id: `new-${patients}` },
+    };
+  };
+  const tokenOf = async (p: Practice, id: string) => (await call(p, 'GET', `/dr/v1/appointment/${id}`)).json().token as number;
+  const slotOf = async (p: Practice, start: number) =>
+    (await call(p, 'GET', slotPath(p))).json().data.schedule[p.doctorId][MONDAY].find((slot: { start_time: number }) => slot.start_time === start);
+
+  /**
+   * Holds every booking after it took its place (before its COMMIT) until `parties` have, or `ms` passed,
+   * so that racing bookings take their places together whenever the database lets them.
+   */
+  function holdAfterTake(parties: number, ms: number): () => void {
+    const take = Scheduling.prototype.take;
+    let arrived = 0;
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const timer = setTimeout(open, ms);
+    Scheduling.prototype.take = async function (this: Scheduling, ...args: Parameters<typeof take>) {
+      const token = await take.apply(this, args);
+      if (++arrived >= parties) open();
+      await opened;
+      return token;
+    } as typeof take;
+    return () => {
+      clearTimeout(timer);
+      Scheduling.prototype.take = take;
+    };
+  }
+
+  it('overlapping sessions: two bookings of overlapping slots racing for one place, one succeeds', async () => {
+    const p = await createPractice(t);
+    // An extra session off the weekly grid: its 09:15 slot overlaps the weekly 09:00 and 09:30 ones.
+    await setSchedule(t, p, {
+      timezone: 'Asia/Kolkata',
+      slot_minutes: 30,
+      capacity: 1,
+      sessions: [{ days: ['MON'], start: '09:00', end: '12:00' }],
+      exceptions: [{ type: 'extra', start_date: MONDAY, end_date: MONDAY, start_time: '09:15', end_time: '10:15' }],
+    });
+    const release = holdAfterTake(2, 500);
+    let codes: number[];
+    try {
+      const racing = await Promise.all([bookAt(t, p, MONDAY_0900, patient(), 30), bookAt(t, p, MONDAY_0900 + 15 * 60, patient(), 30)]);
+      codes = racing.map((response) => response.statusCode).sort();
+    } finally {
+      release();
+    }
+    assert.deepEqual(codes, [201, 409], 'the second waited for the first and found the place taken');
+    const overlapping = await slotOf(p, MONDAY_0900 + 15 * 60);
+    assert.equal(overlapping.slots_booked, 1);
+  });
+
+  it('a booking racing an edit of the schedule: the edit waits for it, and the slot keeps its places', async () => {
+    const p = await createPractice(t);
+    const weekly = { timezone: 'Asia/Kolkata', slot_minutes: 15, capacity: 1, sessions: [{ days: ['MON'], start: '09:00', end: '12:00' }] };
+    await setSchedule(t, p, weekly);
+    const TEN = MONDAY_0900 + 3600;
+    const release = holdAfterTake(2, 500);
+    let codes: number[];
+    try {
+      // The first booking reads the schedule as it is and takes its place; the session then moves to 08:30.
+      const first = bookAt(t, p, TEN, patient());
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await setSchedule(t, p, { ...weekly, sessions: [{ days: ['MON'], start: '08:30', end: '12:00' }] });
+      // A booking that read the edited schedule (another session's start) for the same 10:00 slot.
+      const second = bookAt(t, p, TEN, patient());
+      codes = [(await first).statusCode, (await second).statusCode];
+    } finally {
+      release();
+    }
+    assert.deepEqual(codes, [201, 409]);
+    assert.equal((await slotOf(p, TEN)).slots_booked, 1);
+  });
+
+  it('OPD tokens go on where they were when an edit moves the session, and when retention pruned the counter', async () => {
+    const p = await createPractice(t);
+    const weekly = { timezone: 'Asia/Kolkata', slot_minutes: 15, capacity: 3, sessions: [{ days: ['MON'], start: '09:00', end: '12:00' }] };
+    await setSchedule(t, p, weekly);
+    const first = (await bookAt(t, p, MONDAY_0900 + 3600, patient())).json().appointment_id;
+    const second = (await bookAt(t, p, MONDAY_0900 + 4500, patient())).json().appointment_id;
+    // The clinic opens half an hour earlier from now on: the same morning's session, starting elsewhere.
+    await setSchedule(t, p, { ...weekly, sessions: [{ days: ['MON'], start: '08:30', end: '12:00' }] });
+    const third = (await bookAt(t, p, MONDAY_0900 + 5400, patient())).json().appointment_id;
+    assert.deepEqual([await tokenOf(p, first), await tokenOf(p, second), await tokenOf(p, third)], [1, 2, 3]);
+
+    // A late entry into a session past the counters' retention (90 days).
+    const old = await createPractice(t);
+    const everyDay = ['MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT', 'SUN'];
+    await setSchedule(t, old, { ...weekly, capacity: 5, sessions: [{ days: everyDay, start: '09:00', end: '12:00' }] });
+    const day = new Date(Date.now() - 120 * 86_400_000).toISOString().slice(0, 10);
+    const start = Date.parse(`${day}T03:30:00Z`) / 1000;
+    const early = (await bookAt(t, old, start, patient())).json().appointment_id;
+    const report = await runRetention(t.ctx.storage.db, t.ctx.config.retention, createLogger('silent'));
+    assert.ok((report.pruned.schedule_tokens ?? 0) >= 1, 'the counter was pruned');
+    const late = (await bookAt(t, old, start, patient())).json().appointment_id;
+    assert.deepEqual([await tokenOf(old, early), await tokenOf(old, late)], [1, 2]);
+  });
+
+  it('a slot offered after midnight at a spring-forward change can be booked', async () => {
+    const p = await createPractice(t);
+    // Nuuk moves from 23:00 to 00:00 on the night of 2030-03-30: a session ending at 23:30 runs on to 00:30.
+    await setSchedule(t, p, { timezone: 'America/Nuuk', slot_minutes: 30, capacity: 1, sessions: [{ days: ['SAT'], start: '22:00', end: '23:30' }] });
+    const day = '2030-03-30';
+    const offered = (await call(p, 'GET', slotPath(p, day, day))).json().data.schedule[p.doctorId][day];
+    const last = offered.at(-1);
+    assert.equal(last.s, '2030-03-31T00:00:00-01:00', 'the last slot starts after midnight');
+    assert.equal(last.available, true);
+    const booked = await bookAt(t, p, last.start_time, patient(), 30);
+    assert.equal(booked.statusCode, 201, booked.body);
+    assert.equal(booked.json().token ?? (await tokenOf(p, booked.json().appointment_id)), 1);
   });
 });

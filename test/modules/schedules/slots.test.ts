@@ -106,6 +106,14 @@ describe('schedules: slots', () => {
     assert.equal(slotAt(schedule, Date.parse('2030-01-08T03:30:00Z'), Date.parse('2030-01-08T03:45:00Z')), null, 'Tuesday: no session');
   });
 
+  it('finds a slot that starts after midnight in a session of the day before (spring-forward gap at its end)', () => {
+    // Nuuk skips 23:00 to 00:00 on the night of 2030-03-30: a Saturday session ending at 23:30 runs to 00:30.
+    const schedule = rules({ timezone: 'America/Nuuk', slot_minutes: 30, sessions: [{ days: ['SAT'], start: '22:00', end: '23:30' }] });
+    const last = slotsOfDay(schedule, '2030-03-30').at(-1)!;
+    assert.equal(localIso(last.start, 'America/Nuuk'), '2030-03-31T00:00:00-01:00');
+    assert.deepEqual(slotAt(schedule, last.start, last.end), last);
+  });
+
   it('counts the appointments overlapping each slot', () => {
     const slots = slotsOfDay(rules(), '2030-01-07');
     const at = (i: number) => ({ start: slots[i]!.start, end: slots[i]!.end });
