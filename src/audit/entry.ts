@@ -35,6 +35,21 @@ export interface ChainedEntry extends AuditEntry {
   hash: string;
 }
 
+/**
+ * `record` with every string made storable as it is: a lone surrogate, which the databases would store
+ * as U+FFFD, and NUL, which PostgreSQL's text cannot hold, become U+FFFD, so what is hashed is what is
+ * stored. Entries are built from what requests sent, refused ones included.
+ */
+export function storable<T extends object>(record: T): T {
+  let copy: Record<string, unknown> | null = null;
+  for (const [key, value] of Object.entries(record)) {
+    if (typeof value !== 'string') continue;
+    const clean = value.toWellFormed().replaceAll('\u0000', '\uFFFD');
+    if (clean !== value) (copy ??= { ...(record as Record<string, unknown>) })[key] = clean;
+  }
+  return (copy ?? record) as T;
+}
+
 const HASH_VERSION = 1;
 
 /** The hash of an entry at position `seq` after `prevHash`: every stored field, in a fixed order. */

@@ -88,7 +88,8 @@ function audit(route: RouteOptions, log: AuditLog, spec: AuditedRoute, operation
   );
   addHook(route, 'onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (e: Error | null, p?: unknown) => void) => {
     const state = request.audit ?? (request.audit = { change: null, answer: undefined, recorded: false });
-    const business = spec.business ? spec.business(request) : request.principal?.businessId;
+    // An operator's entry goes to the business it names only once the admin token was accepted.
+    const business = spec.business ? (request.operator ? spec.business(request) : undefined) : request.principal?.businessId;
     if (state.recorded || business === undefined) return done(null, payload);
     state.recorded = true;
     const status = reply.statusCode;
@@ -145,8 +146,8 @@ function entryOf(
 const MAX_VALUE = 200;
 
 function text(value: unknown): string | null {
-  // A cut may not split a surrogate pair: the database would store U+FFFD, unlike what was hashed.
-  if (typeof value === 'string') return value === '' ? null : value.slice(0, MAX_VALUE).replace(/[\uD800-\uDBFF]$/, '');
+  // What a database cannot store as sent (a pair cut in two, any lone surrogate, NUL) is made storable where entries are written (store.ts).
+  if (typeof value === 'string') return value === '' ? null : value.slice(0, MAX_VALUE);
   if (typeof value === 'number') return String(value);
   return null;
 }

@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import { inTransaction, writeWithNext, type Db } from '../db/index.ts';
 import { isAnyOf, isPostgres } from '../db/dialect.ts';
 import type { Database } from '../db/schema.ts';
-import { entryHash, GENESIS, type AuditCompletion, type AuditEntry, type ChainedEntry } from './entry.ts';
+import { entryHash, GENESIS, storable, type AuditCompletion, type AuditEntry, type ChainedEntry } from './entry.ts';
 
 /** Rows per statement at most: 18 columns of 256 rows stay far below both dialects' parameter limits. */
 const MAX_ROWS = 256;
@@ -26,12 +26,12 @@ function runs<T>(items: T[]): T[][] {
 
 /** Inserts an entry in its change's transaction, sent with the transaction's next statement (writeWithNext). */
 export function insertWithChange(trx: Db, entry: AuditEntry): Promise<void> {
-  return writeWithNext(trx, trx.insertInto('access_log').values(entry));
+  return writeWithNext(trx, trx.insertInto('access_log').values(storable(entry)));
 }
 
 /** Inserts entries; an entry already stored (a replayed write-ahead record) is left as it is. */
 export async function insertEntries(db: Db, entries: AuditEntry[]): Promise<void> {
-  for (const run of runs(entries)) {
+  for (const run of runs(entries.map(storable))) {
     await db
       .insertInto('access_log')
       .values(run)
@@ -50,7 +50,7 @@ export async function appendChained(db: Kysely<Database>, businessId: string, en
     const head = await lockHead(trx, db, businessId);
     let seq = head.seq;
     let prev = head.hash;
-    const rows = entries.map((entry) => {
+    const rows = entries.map(storable).map((entry) => {
       seq += 1;
       const hash = entryHash(entry, seq, prev);
       const row = { ...entry, seq, prev_hash: prev, hash };
@@ -79,7 +79,7 @@ async function lockHead(trx: Db, db: Kysely<Database>, businessId: string): Prom
 export async function completeEntries(db: Kysely<Database>, completions: AuditCompletion[]): Promise<void> {
   if (completions.length === 0) return;
   await inTransaction(db, async (trx) => {
-    for (const c of completions) {
+    for (const c of completions.map(storable)) {
       await trx
         .updateTable('access_log')
         .set({ status: c.status, resource_id: c.resource_id, patient_ref: c.patient_ref, result_count: c.result_count })
@@ -152,7 +152,7 @@ export async function chainBusiness(
     const links: Array<{ entry: AuditEntry; seq: number; prev: string; hash: string }> = [];
     for (const row of rows) {
       const answer = pending.get(row.id);
-      const entry = (answer ? { ...row, ...answer } : row) as AuditEntry;
+      const entry = (answer ? { ...row, ...storable(answer) } : row) as AuditEntry;
       seq += 1;
       const hash = entryHash(entry, seq, prev);
       links.push({ entry, seq, prev, hash });

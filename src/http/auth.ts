@@ -22,6 +22,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal: Principal | null;
+    /** The admin token was presented and matched (routes of config.auth 'admin'). */
+    operator: boolean;
   }
 }
 
@@ -68,6 +70,7 @@ function principalFor(claims: AccessClaims): Principal {
 
 export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminToken: string | null): void {
   app.decorateRequest('principal', null);
+  app.decorateRequest('operator', false);
 
   app.addHook('onRoute', (route) => {
     if (route.config?.auth === undefined && !route.url.startsWith('/docs')) {
@@ -87,11 +90,12 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminTo
       auth === 'admin'
         ? (request, _reply, done) => {
             const token = tokenFrom(request);
-            done(
-              adminToken === null || token === null || !constantTimeEqual(token, adminToken)
-                ? new AppError(401, 'A valid admin token is required')
-                : undefined,
-            );
+            if (adminToken === null || token === null || !constantTimeEqual(token, adminToken)) {
+              done(new AppError(401, 'A valid admin token is required'));
+              return;
+            }
+            request.operator = true;
+            done();
           }
         : (request, _reply, done) => {
             const token = tokenFrom(request);
