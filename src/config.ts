@@ -150,12 +150,19 @@ export function parseMasterKey(raw: string, variable = 'CPS_MASTER_KEY'): Buffer
   return key;
 }
 
+/** The longest delay of a retry schedule: 30 days. */
+export const MAX_RETRY_DELAY_SECONDS = 30 * 86_400;
+
 export function parseRetrySchedule(raw: string, variable = 'CPS_WEBHOOK_RETRY_SCHEDULE'): number[] {
   const parts = raw.split(',').map((part) => part.trim());
   if (parts.some((part) => !/^\d+$/.test(part))) {
     throw new ConfigError(variable, 'must be a comma-separated list of whole seconds, e.g. 5,300,1800');
   }
-  return parts.map(Number);
+  const delays = parts.map(Number);
+  if (delays.some((delay) => delay > MAX_RETRY_DELAY_SECONDS)) {
+    throw new ConfigError(variable, `each delay is at most ${MAX_RETRY_DELAY_SECONDS} seconds (30 days)`);
+  }
+  return delays;
 }
 
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';

@@ -99,6 +99,9 @@ describe('config', () => {
     failsNaming({ CPS_JWT_PRIVATE_KEY: 'not a pem' }, 'CPS_JWT_PRIVATE_KEY');
     failsNaming({ CPS_TIMEZONE: 'Mars/Olympus' }, 'CPS_TIMEZONE');
     failsNaming({ CPS_WEBHOOK_RETRY_SCHEDULE: '5,soon' }, 'CPS_WEBHOOK_RETRY_SCHEDULE');
+    // A delay past 30 days (one past what a due time can hold made the settle fail and the attempt run again).
+    failsNaming({ CPS_WEBHOOK_RETRY_SCHEDULE: '5,9999999999999999' }, 'CPS_WEBHOOK_RETRY_SCHEDULE');
+    failsNaming({ CPS_PUSH_RETRY_SCHEDULE: '2592001' }, 'CPS_PUSH_RETRY_SCHEDULE');
     failsNaming({ CPS_SEARCH_RATE_LIMIT: '0' }, 'CPS_SEARCH_RATE_LIMIT');
     failsNaming({ CPS_PUBLIC_URL: 'ftp://x' }, 'CPS_PUBLIC_URL');
     failsNaming({ CPS_ADMIN_TOKEN: 'short' }, 'CPS_ADMIN_TOKEN');

@@ -479,8 +479,8 @@ export class JobQueue {
       this.metrics.startDelay.observe({ kind: kind.name }, Math.max(0, (job.startedAt ?? Date.now()) - job.dueAt) / 1000);
       const maxAttempts = job.maxAttempts ?? kind.maxAttempts;
       if (job.attempts > maxAttempts) {
-        // Its last attempt's lease ran out (see releaseExpired).
-        await this.settleFailure(kind, job, { status: 'failed', error: job.lastError ?? 'out of attempts' }, null);
+        // Its last attempt's lease ran out (see releaseExpired), or its failure could not be recorded.
+        await this.settleFailureOrEnd(kind, job, { status: 'failed', error: job.lastError ?? 'out of attempts' }, null);
         this.metrics.outcomes.inc({ kind: kind.name, outcome: 'failed' });
         return;
       }
@@ -521,7 +521,8 @@ export class JobQueue {
         this.logger.warn(log, 'job attempt interrupted; left to its lease');
         return;
       }
-      const recorded = settlement.status === 'succeeded' ? await this.recordSuccess(job) : await this.settleFailure(kind, job, settlement, cause);
+      const recorded =
+        settlement.status === 'succeeded' ? await this.recordSuccess(job) : await this.settleFailureOrEnd(kind, job, settlement, cause);
       if (!recorded) {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
@@ -541,6 +542,24 @@ export class JobQueue {
       this.logLevel(error)({ ...log, ...errorLogFields(error) }, 'recording a job outcome failed; the job runs again when its lease runs out');
     } finally {
       kind.running--;
+    }
+  }
+
+  /**
+   * settleFailure; when that fails on a job's last attempt (the kind's record of it fails every time,
+   * a poisoned payload), the job is settled failed without the record rather than run again at every
+   * lease's end. An earlier attempt whose record fails is left to its lease, as when the database fails.
+   */
+  private async settleFailureOrEnd(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<boolean> {
+    try {
+      return await this.settleFailure(kind, job, settlement, cause);
+    } catch (error) {
+      if (settlement.status !== 'failed' || !kind.onFailedAttempt) throw error;
+      this.logger.error(
+        { job_id: job.id, kind: kind.name, attempt: job.attempts, ...errorLogFields(error) },
+        'recording a failed job failed; the job is settled as failed without it',
+      );
+      return settleJob(this.storage.db, job, settlement);
     }
   }
 

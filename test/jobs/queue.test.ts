@@ -171,6 +171,39 @@ describe(`jobs (${DIALECT})`, () => {
       assert.equal(job.lastError, '410 gone');
     });
 
+    it("end failed on their last attempt even when the kind's record of the failure always fails", async () => {
+      let recorded = 0;
+      f.queue.register(
+        'test.poisoned',
+        async () => {
+          throw new Error('cannot read the payload');
+        },
+        {
+          retrySchedule: [0],
+          onFailedAttempt: async () => {
+            recorded++;
+            throw new Error('cannot record it either');
+          },
+        },
+      );
+      const id = await enqueue(f.storage.db, { kind: 'test.poisoned', payload: null });
+      await f.queue.runDue();
+      assert.equal((await getJob(f.storage.db, id))!.status, 'running', 'an earlier attempt is left to its lease');
+      await f.storage.db
+        .updateTable('jobs')
+        .set({ lease_until: Date.now() - 1 })
+        .where('id', '=', id)
+        .execute();
+      await releaseExpired(f.storage.db);
+      await makeDue(id);
+      await f.queue.runDue();
+      const job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'failed', 'the last attempt ends it, without the record');
+      assert.equal(job.attempts, 2);
+      assert.equal(job.lastError, 'cannot read the payload');
+      assert.equal(recorded, 2);
+    });
+
     it('a job whose lease ran out runs again, and the late attempt cannot overwrite it', async () => {
       const ran: number[] = [];
       f.queue.register('test.noop', async ({ job }) => {

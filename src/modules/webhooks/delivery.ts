@@ -290,7 +290,9 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   const timing = { startedAt, finishedAt: Date.now() };
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-    await deps.successes.record(input.businessId, row.id, statusCode, timing, row.failing_since === null ? null : row.subscription_id);
+    // Whether the subscription was failing when the row was read or became so since (a failure landing
+    // while this attempt ran), the success ends the run: clearFailing touches only a failing one.
+    await deps.successes.record(input.businessId, row.id, statusCode, timing, row.subscription_id);
     deps.outcomes?.inc({ outcome: 'succeeded' });
     deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
     return { kind: 'succeeded', statusCode };
@@ -436,8 +438,8 @@ export class SuccessRecords {
     statusCode: number;
     startedAt: number;
     finishedAt: number;
-    /** Set when the subscription was failing: the success ends that run. */
-    failingSubscription: string | null;
+    /** The subscription whose run of failures, if any, the success ends (null: none to end). */
+    subscriptionId: string | null;
     done: () => void;
     fail: (error: unknown) => void;
   }> = [];
@@ -447,15 +449,9 @@ export class SuccessRecords {
     this.#db = db;
   }
 
-  record(
-    businessId: string,
-    deliveryId: string,
-    statusCode: number,
-    timing: AttemptTiming,
-    failingSubscription: string | null = null,
-  ): Promise<void> {
+  record(businessId: string, deliveryId: string, statusCode: number, timing: AttemptTiming, subscriptionId: string | null = null): Promise<void> {
     return new Promise((done, fail) => {
-      this.#pending.push({ businessId, deliveryId, statusCode, ...timing, failingSubscription, done, fail });
+      this.#pending.push({ businessId, deliveryId, statusCode, ...timing, subscriptionId, done, fail });
       if (!this.#flushing) {
         this.#flushing = true;
         setImmediate(() => void this.#flush());
@@ -469,8 +465,8 @@ export class SuccessRecords {
       for (const [statusCode, entries] of Map.groupBy(batch, (entry) => entry.statusCode)) {
         try {
           await repo.recordSuccesses(this.#db, statusCode, entries);
-          const failing = entries.flatMap((entry) => (entry.failingSubscription === null ? [] : [entry.failingSubscription]));
-          if (failing.length > 0) await repo.clearFailing(this.#db, [...new Set(failing)]);
+          const subscriptions = entries.flatMap((entry) => (entry.subscriptionId === null ? [] : [entry.subscriptionId]));
+          if (subscriptions.length > 0) await repo.clearFailing(this.#db, [...new Set(subscriptions)]);
           for (const entry of entries) entry.done();
         } catch (error) {
           for (const entry of entries) entry.fail(error);
