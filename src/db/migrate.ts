@@ -30,6 +30,7 @@ import * as retention from './migrations/0019_retention.ts';
 import * as privacy from './migrations/0020_privacy.ts';
 import * as webhookDeliveryAttempts from './migrations/0021_webhook_delivery_attempts.ts';
 import * as appointmentEventSequence from './migrations/0022_appointment_event_sequence.ts';
+import * as jobRetryRequested from './migrations/0023_job_retry_requested.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -54,6 +55,7 @@ export const migrations: Record<string, Migration> = {
   '0020_privacy': privacy,
   '0021_webhook_delivery_attempts': webhookDeliveryAttempts,
   '0022_appointment_event_sequence': appointmentEventSequence,
+  '0023_job_retry_requested': jobRetryRequested,
 };
 
 /**

@@ -182,6 +182,8 @@ export interface JobsTable {
   /** Jobs of one kind and key are claimed in ordering_seq order, each once the earlier ones are settled. */
   ordering_key: string | null;
   ordering_seq: number | null;
+  /** A retry asked while an attempt ran (retryJob): applied when that attempt is settled. */
+  retry_requested_at: number | null;
 }
 
 export interface JobLocksTable {

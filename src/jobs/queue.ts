@@ -189,7 +189,9 @@ export async function listJobs<P = unknown>(db: Db, filter: JobFilter = {}): Pro
 
 /**
  * Queues a finished job (failed or succeeded) again, due now, with its attempts counted afresh; a
- * pending job is made due now; a running job is left alone. Returns the job, or null when unknown.
+ * pending job is made due now; a running job keeps running, and the retry takes effect when its
+ * attempt is settled (settleJob: a failed attempt is followed by one due now, attempts afresh; a
+ * success stands). Returns the job, or null when unknown.
  */
 export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {}): Promise<Job<P> | null> {
   const now = Date.now();
@@ -213,7 +215,15 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
     else localWake.emit('job', row.kind);
     return toJob<P>(row);
   }
-  return getJob<P>(db, id, scope);
+  const running = await db
+    .updateTable('jobs')
+    .set({ retry_requested_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'running')
+    .$if(scope.businessId !== undefined, (qb) => qb.where('business_id', '=', scope.businessId!))
+    .returningAll()
+    .executeTakeFirst();
+  return running ? toJob<P>(running) : getJob<P>(db, id, scope);
 }
 
 // ---- The worker's statements ---------------------------------------------------------------
@@ -285,25 +295,46 @@ export async function renewLease(db: Db, job: Job, leaseMs: number): Promise<boo
 export type Settlement = { status: 'succeeded' } | { status: 'failed'; error: string } | { status: 'pending'; error: string; dueAt: number };
 
 /**
- * Records how an attempt ended. The attempt number guards it: an attempt whose lease ran out and
- * whose job was claimed again cannot overwrite the newer attempt.
+ * Records how an attempt ended, and answers what was recorded, or null when nothing was. The attempt
+ * number guards it: an attempt whose lease ran out and whose job was claimed again cannot overwrite
+ * the newer attempt. A failed attempt of a job whose retry was asked meanwhile (retryJob) is followed
+ * by one due now, with its attempts counted afresh.
  */
-export async function settleJob(db: Db, job: Job, settlement: Settlement): Promise<boolean> {
+export async function settleJob(db: Db, job: Job, settlement: Settlement): Promise<Settlement | null> {
   const now = Date.now();
-  const result = await db
+  const base = {
+    status: settlement.status,
+    lease_until: null,
+    updated_at: now,
+    retry_requested_at: null,
+    ...(settlement.status === 'pending' ? { due_at: settlement.dueAt } : { finished_at: now }),
+    ...(settlement.status === 'succeeded' ? {} : { last_error: truncate(settlement.error) }),
+  };
+  const retried =
+    settlement.status === 'succeeded'
+      ? base
+      : {
+          ...base,
+          status: sql<JobStatus>`case when retry_requested_at is null then ${settlement.status} else 'pending' end`,
+          due_at: sql<number>`case when retry_requested_at is null then due_at else cast(${now} as bigint) end`,
+          finished_at: sql<number | null>`case when retry_requested_at is null then cast(${now} as bigint) else null end`,
+          attempts: sql<number>`case when retry_requested_at is null then attempts else 0 end`,
+          ...(settlement.status === 'pending' && {
+            due_at: sql<number>`case when retry_requested_at is null then cast(${settlement.dueAt} as bigint) else cast(${now} as bigint) end`,
+            finished_at: sql<number | null>`finished_at`,
+          }),
+        };
+  const row = await db
     .updateTable('jobs')
-    .set({
-      status: settlement.status,
-      lease_until: null,
-      updated_at: now,
-      ...(settlement.status === 'pending' ? { due_at: settlement.dueAt } : { finished_at: now }),
-      ...(settlement.status === 'succeeded' ? {} : { last_error: truncate(settlement.error) }),
-    })
+    .set(retried)
     .where('id', '=', job.id)
     .where('status', '=', 'running')
     .where('attempts', '=', job.attempts)
+    .returning(['status', 'due_at'])
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  if (!row) return null;
+  if (settlement.status === 'succeeded' || row.status === settlement.status) return settlement;
+  return { status: 'pending', error: settlement.error, dueAt: Number(row.due_at) };
 }
 
 /**
@@ -314,7 +345,7 @@ export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>>
   const now = Date.now();
   const rows = await db
     .updateTable('jobs')
-    .set({ status: 'succeeded', lease_until: null, updated_at: now, finished_at: now })
+    .set({ status: 'succeeded', lease_until: null, updated_at: now, finished_at: now, retry_requested_at: null })
     .where('status', '=', 'running')
     .where((eb) =>
       eb(

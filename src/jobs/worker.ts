@@ -504,7 +504,7 @@ export class JobQueue {
       );
       // After an abort the attempt is abandoned to its lease (shutdown) or already lost.
       abort.signal.addEventListener('abort', () => clearInterval(heartbeat));
-      let settlement: Settlement;
+      let settlement: Settlement | null;
       let cause: unknown = null;
       try {
         await kind.handler({ job, signal: abort.signal });
@@ -521,9 +521,10 @@ export class JobQueue {
         this.logger.warn(log, 'job attempt interrupted; left to its lease');
         return;
       }
-      const recorded =
-        settlement.status === 'succeeded' ? await this.recordSuccess(job) : await this.settleFailureOrEnd(kind, job, settlement, cause);
-      if (!recorded) {
+      // What was recorded (a retry asked during a failed attempt makes the next one due now), or null.
+      if (settlement.status !== 'succeeded') settlement = await this.settleFailureOrEnd(kind, job, settlement, cause);
+      else if (!(await this.recordSuccess(job))) settlement = null;
+      if (settlement === null) {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
       }
@@ -550,7 +551,7 @@ export class JobQueue {
    * a poisoned payload), the job is settled failed without the record rather than run again at every
    * lease's end. An earlier attempt whose record fails is left to its lease, as when the database fails.
    */
-  private async settleFailureOrEnd(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<boolean> {
+  private async settleFailureOrEnd(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<FailedAttempt | null> {
     try {
       return await this.settleFailure(kind, job, settlement, cause);
     } catch (error) {
@@ -559,17 +560,17 @@ export class JobQueue {
         { job_id: job.id, kind: kind.name, attempt: job.attempts, ...errorLogFields(error) },
         'recording a failed job failed; the job is settled as failed without it',
       );
-      return settleJob(this.storage.db, job, settlement);
+      return (await settleJob(this.storage.db, job, settlement)) as FailedAttempt | null;
     }
   }
 
-  /** Settles the job and, in the same transaction, lets the kind record the decision. */
-  private settleFailure(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<boolean> {
+  /** Settles the job and, in the same transaction, lets the kind record what was decided; answers it. */
+  private async settleFailure(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<FailedAttempt | null> {
     const record = kind.onFailedAttempt;
-    if (!record) return settleJob(this.storage.db, job, settlement);
+    if (!record) return (await settleJob(this.storage.db, job, settlement)) as FailedAttempt | null;
     return inTransaction(this.storage.db, async (trx) => {
-      const settled = await settleJob(trx, job, settlement);
-      if (settled) await record(trx, job, settlement, cause);
+      const settled = (await settleJob(trx, job, settlement)) as FailedAttempt | null;
+      if (settled) await record(trx, job, settled, cause);
       return settled;
     });
   }

@@ -2,7 +2,18 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { inTransaction } from '../../src/db/index.ts';
 import { recordEvent } from '../../src/jobs/outbox.ts';
-import { PermanentError, RetryableError, claimJobs, enqueue, getJob, listJobs, releaseExpired, retryJob } from '../../src/jobs/queue.ts';
+import {
+  PermanentError,
+  RetryableError,
+  claimJobs,
+  enqueue,
+  getJob,
+  listJobs,
+  releaseExpired,
+  retryJob,
+  settleJob,
+  settleSucceeded,
+} from '../../src/jobs/queue.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
@@ -169,6 +180,28 @@ describe(`jobs (${DIALECT})`, () => {
       assert.equal(job.status, 'failed');
       assert.equal(job.attempts, 1);
       assert.equal(job.lastError, '410 gone');
+    });
+
+    it('a retry asked while an attempt runs takes effect as it ends: after a failure, due now with attempts afresh', async () => {
+      const id = await enqueue(f.storage.db, { kind: 'test.manual', payload: {} });
+      const [failing] = await claimJobs(f.storage.db, 'test.manual', 1, 60_000, 'worker-a');
+      assert.equal((await retryJob(f.storage.db, id))?.status, 'running', 'the attempt goes on');
+      const before = Date.now();
+      const recorded = await settleJob(f.storage.db, failing!, { status: 'failed', error: 'HTTP 503' });
+      assert.equal(recorded?.status, 'pending');
+      let job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'pending');
+      assert.equal(job.attempts, 0);
+      assert.ok(job.dueAt >= before && job.dueAt <= Date.now());
+      assert.equal(job.lastError, 'HTTP 503');
+      // A success stands: the delivery asked for happened.
+      const [succeeding] = await claimJobs(f.storage.db, 'test.manual', 1, 60_000, 'worker-a');
+      await retryJob(f.storage.db, id);
+      assert.deepEqual([...(await settleSucceeded(f.storage.db, [succeeding!]))], [id]);
+      job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'succeeded');
+      const stored = await f.storage.db.selectFrom('jobs').select('retry_requested_at').where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(stored.retry_requested_at, null);
     });
 
     it("end failed on their last attempt even when the kind's record of the failure always fails", async () => {
