@@ -367,7 +367,15 @@ export async function releaseExpired(db: Db): Promise<{ id: string; kind: string
   const now = Date.now();
   return db
     .updateTable('jobs')
-    .set({ status: 'pending', due_at: now, lease_until: null, updated_at: now, last_error: 'lease expired: the worker stopped or crashed mid-job' })
+    // Due now: a retry asked meanwhile (retryJob) is served by it.
+    .set({
+      status: 'pending',
+      due_at: now,
+      lease_until: null,
+      updated_at: now,
+      retry_requested_at: null,
+      last_error: 'lease expired: the worker stopped or crashed mid-job',
+    })
     .where('status', '=', 'running')
     .where('lease_until', '<', now)
     .returning(['id', 'kind'])
