@@ -365,9 +365,9 @@ export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>>
  */
 export async function releaseExpired(db: Db): Promise<{ id: string; kind: string }[]> {
   const now = Date.now();
+  // Due now: a retry asked meanwhile (retryJob) is served by it.
   return db
     .updateTable('jobs')
-    // Due now: a retry asked meanwhile (retryJob) is served by it.
     .set({
       status: 'pending',
       due_at: now,
