@@ -2,7 +2,8 @@
  * One line per request at info, when the response is sent: `reqId`, `method`, `url`, `statusCode`,
  * `responseTime` (ms) and `remoteAddress`. A matched route is logged by its pattern
  * (`/reviews/:token`, not the address that holds the token) and never with the query string (search
- * terms, patient references); an unmatched request by its path. Fastify's own lines for each request
+ * terms, patient references); an unmatched request by its path with every segment that is not a plain
+ * lower-case word shown as `*` (a token or an id in a mistyped address). Fastify's own lines for each request
  * (on arrival, on completion, for an unknown route, each through the redaction) are off; its lines
  * for errors stay (AccessLogController).
  */
@@ -12,6 +13,16 @@ import { createAccessLogger } from '../logger.ts';
 import { observeResponses } from './route-hooks.ts';
 
 const MAX_PATH = 200;
+const WORD = /^[a-z][a-z0-9.-]{0,39}$/;
+
+/** An unmatched request's path as logged: its words kept, anything else (a token, an id) masked. */
+export function maskedPath(url: string): string {
+  const path = url.split('?', 1)[0]!.slice(0, MAX_PATH);
+  return path
+    .split('/')
+    .map((segment) => (segment === '' || WORD.test(segment) ? segment : '*'))
+    .join('/');
+}
 
 /** Fastify's request-lifecycle logging without the per-request lines this module writes instead. */
 export class AccessLogController extends LogController {
@@ -47,7 +58,7 @@ export function registerAccessLog(app: FastifyInstance, logger: Logger): void {
       if (access.isLevelEnabled('info')) write(request, reply, url);
     },
     (request, reply) => {
-      if (access.isLevelEnabled('info')) write(request, reply, request.url.split('?', 1)[0]!.slice(0, MAX_PATH));
+      if (access.isLevelEnabled('info')) write(request, reply, maskedPath(request.url));
     },
   );
 }

@@ -89,6 +89,17 @@ describe(`request logs (${DIALECT})`, () => {
     assert.deepEqual([line.method, line.url, line.statusCode], ['GET', '/no/such/route', 404]);
     assert.equal(info.lines.filter((entry) => entry.reqId === unmatched.headers['x-request-id']).length, 1);
     assert.ok(!JSON.stringify(info.lines).includes('secret=1'), 'no query string in the log');
+    // A token in an address no route matches (another method, a suffix) is masked.
+    const token = 'rvw_SECRETREVIEWTOKEN0123456789';
+    for (const [method, url] of [
+      ['DELETE', `/reviews/${token}`],
+      ['GET', `/reviews/${token}/x`],
+    ] as const) {
+      const refused = await info.app.inject({ method, url });
+      const logged = info.lines.find((entry) => entry.reqId === refused.headers['x-request-id'])!;
+      assert.equal(logged.url, url.replace(token, '*'));
+    }
+    assert.ok(!JSON.stringify(info.lines).includes('SECRETREVIEWTOKEN'));
     assert.ok(info.lines.some((line) => line.msg === 'request failed' && line.reqId === responses[3]!.headers['x-request-id']));
     const text = JSON.stringify(info.lines);
     assert.ok(!text.includes(info.token) && !text.includes('not-a-valid-token-secret'), 'no token in the log');

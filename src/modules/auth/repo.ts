@@ -21,6 +21,19 @@ export async function spendRefreshToken(db: Db, id: string, now: number): Promis
   return Number(result.numUpdatedRows) === 1;
 }
 
+/**
+ * Revokes every refresh token of a login, in passes until one finds none left: a refresh committing
+ * while a pass waited for its row stored a successor that pass cannot see (PostgreSQL re-checks only
+ * the rows a statement began with) and the next one does.
+ */
 export async function revokeFamily(db: Db, familyId: string, now: number): Promise<void> {
-  await db.updateTable('refresh_tokens').set({ revoked_at: now }).where('family_id', '=', familyId).where('revoked_at', 'is', null).execute();
+  for (;;) {
+    const result = await db
+      .updateTable('refresh_tokens')
+      .set({ revoked_at: now })
+      .where('family_id', '=', familyId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return;
+  }
 }

@@ -75,7 +75,7 @@ export class AuthService {
       throw new AppError(401, 'Invalid or expired refresh token');
     }
     // Spending the token and storing its successor commit together, so a replay that revokes the
-    // family afterwards always sees (and revokes) the successor too.
+    // family sees (and revokes) the successor too, also one committed while it ran (revokeFamily).
     const issued = await inTransaction(this.#db, async (trx) => {
       if (stored.used_at !== null || !(await repo.spendRefreshToken(trx, stored.id, now))) return 'reused' as const;
       const client = await this.#businesses.findActiveClient(trx, stored.client_id);

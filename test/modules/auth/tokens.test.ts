@@ -112,6 +112,35 @@ describe(`auth tokens (${DIALECT})`, () => {
       assert.equal((await refresh(other.refresh_token)).statusCode, 200);
     });
 
+    it('revokes the successor a refresh is storing while a spent token comes back', async () => {
+      const first = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json().refresh_token;
+      const second = (await refresh(first)).json().refresh_token;
+      // The client's refresh of the second token is held between storing its successor and committing.
+      const tokens = t.ctx.tokens as unknown as { issue: (...args: unknown[]) => Promise<unknown> };
+      const issue = tokens.issue.bind(tokens);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      tokens.issue = async (...args: unknown[]) => {
+        entered();
+        await held;
+        return issue(...args);
+      };
+      const legitimate = refresh(second);
+      await inside;
+      tokens.issue = issue;
+      // A copy of the first token comes back: the login is revoked while that refresh is open.
+      const replay = refresh(first);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      release();
+      const [answered, replayed] = await Promise.all([legitimate, replay]);
+      assert.equal(replayed.statusCode, 401);
+      if (answered.statusCode === 200) {
+        assert.equal((await refresh(answered.json().refresh_token)).statusCode, 401, 'the successor was revoked with its login');
+      }
+    });
+
     it('lets only one of two concurrent refreshes with the same token through', async () => {
       const first = (await login({ client_id: client.clientId, client_secret: client.clientSecret })).json();
       const results = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token)]);
