@@ -31,6 +31,7 @@ import * as privacy from './migrations/0020_privacy.ts';
 import * as webhookDeliveryAttempts from './migrations/0021_webhook_delivery_attempts.ts';
 import * as appointmentEventSequence from './migrations/0022_appointment_event_sequence.ts';
 import * as jobRetryRequested from './migrations/0023_job_retry_requested.ts';
+import * as patientMergesFlattened from './migrations/0024_patient_merges_flattened.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -56,6 +57,7 @@ export const migrations: Record<string, Migration> = {
   '0021_webhook_delivery_attempts': webhookDeliveryAttempts,
   '0022_appointment_event_sequence': appointmentEventSequence,
   '0023_job_retry_requested': jobRetryRequested,
+  '0024_patient_merges_flattened': patientMergesFlattened,
 };
 
 /**

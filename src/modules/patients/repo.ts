@@ -222,6 +222,16 @@ export async function movePatientRows(
 }
 
 /** The patients merged into `survivorId` (their records moved to it; their rows keep what they held). */
+/** Patients merged into `from` are merged into `to` from now on. */
+export async function repointMerged(db: Db, businessId: string, from: string, to: string, now: number): Promise<void> {
+  await db
+    .updateTable('patients')
+    .set({ merged_into: to, updated_at: now })
+    .where('business_id', '=', businessId)
+    .where('merged_into', '=', from)
+    .execute();
+}
+
 export async function findMergedInto(db: Db, businessId: string, survivorId: string): Promise<PatientRow[]> {
   return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('merged_into', '=', survivorId).orderBy('id').execute();
 }

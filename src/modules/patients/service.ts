@@ -607,6 +607,9 @@ export class PatientService {
       // a change that committed while this one waited for the lock is seen.
       await repo.updatePatient(trx, businessId, row.id, { updated_at: Date.now() });
       const current = (await repo.findById(trx, businessId, row.id)) ?? row;
+      // Erased, merged away or archived while this change waited: it would write the person back.
+      if (current.erased_at !== null || (current.archived_at !== null && current.merged_into === null)) throw notFound();
+      if (current.merged_into !== null) throw mergedAway(current.merged_into);
       await work(trx, current);
       return current;
     });
@@ -656,6 +659,8 @@ export class PatientService {
       duplicate = (await repo.findById(trx, businessId, duplicate.id))!;
       const moved = { appointments: 0, reviews: 0, cases: 0, devices: 0 };
       if (duplicate.merged_into === survivor.id) return { patient: survivor, merged: duplicate, moved };
+      // Erased while this merge waited for the locks: nothing may move into or out of an erased patient.
+      if (survivor.erased_at !== null || duplicate.erased_at !== null) throw notFound();
       if (survivor.merged_into !== null) throw mergedAway(survivor.merged_into);
       if (duplicate.merged_into !== null) throw mergedAway(duplicate.merged_into);
       const [from, to] = [keyOf(duplicate), keyOf(survivor)];
@@ -668,6 +673,8 @@ export class PatientService {
       const now = Date.now();
       Object.assign(moved, await repo.movePatientRows(trx, businessId, duplicate.id, survivor.id, now));
       Object.assign(moved, await repo.moveRefs(trx, businessId, from, to));
+      // Patients merged into the duplicate earlier now name the survivor: a merge is one step, never a chain.
+      await repo.repointMerged(trx, businessId, duplicate.id, survivor.id, now);
       await this.#write(trx, businessId, duplicate, {
         merged_into: survivor.id,
         archived_at: duplicate.archived_at ?? now,

@@ -1,0 +1,16 @@
+import { sql, type Kysely } from 'kysely';
+
+/**
+ * A patient merged into one that was merged in turn names the end of that chain: lookups follow one
+ * step (a merge now moves the earlier ones along, patients' repointMerged).
+ */
+export async function up(db: Kysely<any>): Promise<void> {
+  // Each pass shortens every chain by one step; a chain is at most as long as the patients it holds.
+  for (;;) {
+    const result = await sql`update patients set merged_into = (select later.merged_into from patients later where later.id = patients.merged_into)
+      where merged_into in (select id from patients where merged_into is not null)`.execute(db);
+    if (Number(result.numAffectedRows ?? 0n) === 0) return;
+  }
+}
+
+export async function down(): Promise<void> {}
