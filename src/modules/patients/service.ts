@@ -712,6 +712,11 @@ export class PatientService {
     return { patient, merged: await repo.findMergedInto(db, businessId, patient.id) };
   }
 
+  /** The patients merged into `id`. */
+  mergedInto(db: Db, businessId: string, id: string): Promise<PatientRow[]> {
+    return repo.findMergedInto(db, businessId, id);
+  }
+
   /** An erased patient by its service id (unless `byPartner`) or by `erasedRef`, the digest of the partner id it had. */
   async erased(db: Db, businessId: string, id: string, byPartner: boolean, erasedRef: string): Promise<PatientRow | null> {
     return (await repo.findErased(db, businessId, byPartner ? null : id, erasedRef)) ?? null;

@@ -291,7 +291,15 @@ export class PrivacyService {
         if (!erased || erased.erased_at === null) throw patientNotFound();
         return { patient_id: erased.id, status: 'erased', erased_at: seconds(erased.erased_at) };
       }
-      const rows = await patients.lockForErasure(trx, businessId, [subject.patient.id, ...subject.merged.map((row) => row.id)]);
+      const ids = [subject.patient.id, ...subject.merged.map((row) => row.id)];
+      const rows = await patients.lockForErasure(trx, businessId, ids);
+      // A merge into the patient that committed while this erasure waited for its locks added patients to erase.
+      for (;;) {
+        const added = (await patients.mergedInto(trx, businessId, subject.patient.id)).filter((row) => !ids.includes(row.id)).map((row) => row.id);
+        if (added.length === 0) break;
+        ids.push(...added);
+        rows.push(...(await patients.lockForErasure(trx, businessId, added)));
+      }
       const survivor = rows.find((row) => row.id === subject.patient.id)!;
       // Another erasure committed while this one waited for the locks.
       if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };

@@ -2,7 +2,8 @@
  * Merges never chain: a merge into a patient that absorbed others earlier moves them along, so a
  * booking, an erasure or a lookup by any of their ids reaches the one live patient (migration 0024
  * flattens chains stored before). Changes and merges that waited for a patient's lock while it was
- * erased refuse (PostgreSQL: the waits are held open by another transaction).
+ * erased refuse, and an erasure that waited while a merge into its patient committed erases the
+ * duplicate too (PostgreSQL: the waits are held open by another transaction).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -118,6 +119,20 @@ describe(`patients: merges never chain (${DIALECT})`, () => {
       await release();
       assert.equal((await merging).statusCode, 404);
       assert.equal((await row(duplicate)).merged_into, null);
+    });
+    it('an erasure that waited while a merge into its patient committed erases the new duplicate too', async () => {
+      const survivor = await createDr(t, client.token, { first_name: 'Keeper' });
+      const duplicate = await createDr(t, client.token, { first_name: 'Laterdupe', mobile: '+919855566677' });
+      const release = await hold(`select id from patients where id = '${survivor}' for update`);
+      const merging = merge(survivor, duplicate);
+      await sleep(300);
+      const erasure = privacyCall(t, client.token, 'POST', `/privacy/v1/patients/${survivor}/erase`);
+      await sleep(300);
+      await release();
+      const [merged, erased] = await Promise.all([merging, erasure]);
+      assert.deepEqual([merged.statusCode, erased.statusCode], [200, 200], `${merged.body} ${erased.body}`);
+      const stored = await row(duplicate);
+      assert.deepEqual([stored.first_name, stored.mobile, stored.erased_at !== null], [null, null, true]);
     });
   });
 });
