@@ -651,10 +651,12 @@ export class PatientService {
       let survivor = await this.#find(trx, businessId, survivorId, byPartner, { archived: false });
       let duplicate = await this.#find(trx, businessId, duplicateId, byPartner, { archived: true });
       if (survivor.id === duplicate.id) throw invalid('duplicate_patient_id', 'must name another patient than the one merged into');
-      // The duplicate's appointments first, then both patients in one order: an appointment change
-      // locks its appointment before its patient, so the two cannot wait on each other in a cycle.
-      await repo.lockAppointmentsOf(trx, businessId, duplicate.id);
-      for (const id of [survivor.id, duplicate.id].sort()) await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
+      // Both patients' appointments first, then both patients, each in one order: an appointment change
+      // locks its appointment before its patients (its own, then one a new partner id names), so the
+      // two cannot wait on each other in a cycle.
+      const pair = [survivor.id, duplicate.id].sort();
+      for (const id of pair) await repo.lockAppointmentsOf(trx, businessId, id);
+      for (const id of pair) await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
       survivor = (await repo.findById(trx, businessId, survivor.id))!;
       duplicate = (await repo.findById(trx, businessId, duplicate.id))!;
       const moved = { appointments: 0, reviews: 0, cases: 0, devices: 0 };

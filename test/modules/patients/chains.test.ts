@@ -134,5 +134,22 @@ describe(`patients: merges never chain (${DIALECT})`, () => {
       const stored = await row(duplicate);
       assert.deepEqual([stored.first_name, stored.mobile, stored.erased_at !== null], [null, null, true]);
     });
+    it('a merge racing an appointment update that names the duplicate by its partner id: both succeed, no deadlock', async () => {
+      const dropped = partnerId('dl');
+      const duplicate = await createDr(t, client.token, { partner_patient_id: dropped }); // created first: sorts first
+      const survivor = await createDr(t, client.token, { partner_patient_id: partnerId('sv') });
+      const booked = await book(t, practice, {
+        appointment_details: { start_time: START + 50_000, end_time: START + 50_600 },
+        patient_details: { partner_patient_id: (await row(survivor)).partner_patient_id },
+      });
+      const release = await hold(`select id from patients where id = '${survivor}' for update`);
+      const update = call('PATCH', `/dr/v1/appointment/${booked}`, { patient_details: { partner_patient_id: dropped } });
+      await sleep(300);
+      const merging = merge(survivor, duplicate);
+      await sleep(300);
+      await release();
+      const [updated, merged] = await Promise.all([update, merging]);
+      assert.deepEqual([updated.statusCode, merged.statusCode], [200, 200], `${updated.body} ${merged.body}`);
+    });
   });
 });
