@@ -441,7 +441,7 @@ export class PatientService {
       return { id: patient.id, partner_patient_id: patient.partner_patient_id, details: await this.#apply(trx, businessId, patient, sent, now) };
     }
     // A merged patient's bookings go to the patient it was merged into, which keeps its own partner id.
-    const survivor = (await repo.findById(trx, businessId, patient.merged_into))!;
+    const survivor = await this.#lockedSurvivor(trx, businessId, patient.merged_into);
     const details = await this.#apply(trx, businessId, survivor, { ...sent, partner_patient_id: undefined }, now);
     return { id: survivor.id, partner_patient_id: survivor.partner_patient_id, details };
   }
@@ -483,7 +483,7 @@ export class PatientService {
         return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
       }
       // A merged patient's appointments go to the patient it was merged into.
-      if (patient.merged_into !== null) patient = (await repo.findById(trx, businessId, patient.merged_into))!;
+      if (patient.merged_into !== null) patient = await this.#lockedSurvivor(trx, businessId, patient.merged_into);
     }
     // The appointment keeps what it knew and takes the fields sent, whichever patient it now has; a
     // patient that knows nothing yet takes all the appointment knows. The partner id changes only
@@ -493,6 +493,15 @@ export class PatientService {
     // Details sent again as the patient has them change nothing: no write (nor a row version to vacuum).
     if (!unchanged(patient, applied, now)) await this.#apply(trx, businessId, patient, applied, now);
     return { id: patient.id, partner_patient_id: claimed ?? patient.partner_patient_id, details };
+  }
+
+  /**
+   * The patient a merged one names, locked and read under the lock (after the merged one, the order a
+   * merge takes them in too): a change of it committed meanwhile is what the booking's write builds on.
+   */
+  async #lockedSurvivor(trx: Db, businessId: string, id: string): Promise<PatientRow> {
+    await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
+    return (await repo.findById(trx, businessId, id))!;
   }
 
   /** Writes `input` onto `patient` and answers its details after the change. */
@@ -656,6 +665,11 @@ export class PatientService {
       // two cannot wait on each other in a cycle.
       const pair = [survivor.id, duplicate.id].sort();
       for (const id of pair) await repo.lockAppointmentsOf(trx, businessId, id);
+      // The patients merged into the duplicate before it (their rows move along), as a booking by their
+      // partner ids locks them before the patient they name.
+      for (const earlier of await repo.findMergedInto(trx, businessId, duplicate.id)) {
+        await repo.updatePatient(trx, businessId, earlier.id, { updated_at: Date.now() });
+      }
       for (const id of pair) await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
       survivor = (await repo.findById(trx, businessId, survivor.id))!;
       duplicate = (await repo.findById(trx, businessId, duplicate.id))!;

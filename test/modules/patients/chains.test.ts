@@ -151,5 +151,26 @@ describe(`patients: merges never chain (${DIALECT})`, () => {
       const [updated, merged] = await Promise.all([update, merging]);
       assert.deepEqual([updated.statusCode, merged.statusCode], [200, 200], `${updated.body} ${merged.body}`);
     });
+    it("a booking by a merged patient's partner id waits for a rename of the patient it names: the search finds the new name", async () => {
+      const dropped = partnerId('st');
+      const survivor = await createDr(t, client.token, { first_name: 'Oldname', last_name: 'Stalewell', mobile: '+919866677788' });
+      await createDr(t, client.token, { partner_patient_id: dropped, first_name: 'Oldname' });
+      assert.equal((await merge(survivor, dropped)).statusCode, 200);
+      const release = await hold(`select id from patients where id = '${survivor}' for update`);
+      const rename = call('PATCH', `/dr/v1/patient/${survivor}`, { first_name: 'Newname' });
+      await sleep(300);
+      const booking = book(t, practice, {
+        appointment_details: { start_time: START + 70_000, end_time: START + 70_600 },
+        patient_details: { partner_patient_id: dropped, mobile: '+919866677799' },
+      });
+      await sleep(300);
+      await release();
+      const [renamed] = await Promise.all([rename, booking]);
+      assert.equal(renamed.statusCode, 200, renamed.body);
+      assert.equal((await row(survivor)).first_name, 'Newname');
+      const found = JSON.stringify((await call('GET', '/profiles/v1/patient/search?prefix=Newname%20Stalewell')).json());
+      const stale = JSON.stringify((await call('GET', '/profiles/v1/patient/search?prefix=Oldname%20Stalewell')).json());
+      assert.deepEqual([found.includes(survivor), stale.includes(survivor)], [true, false]);
+    });
   });
 });
