@@ -146,7 +146,7 @@ function entryOf(
 const MAX_VALUE = 200;
 
 function text(value: unknown): string | null {
-  // What a database cannot store as sent (a pair cut in two, any lone surrogate, NUL) is made storable where entries are written (store.ts).
+  // A pair cut in two, like any lone surrogate or NUL, is made storable where entries are written (store.ts).
   if (typeof value === 'string') return value === '' ? null : value.slice(0, MAX_VALUE);
   if (typeof value === 'number') return String(value);
   return null;

@@ -3,9 +3,9 @@
  * `responseTime` (ms) and `remoteAddress`. A matched route is logged by its pattern
  * (`/reviews/:token`, not the address that holds the token) and never with the query string (search
  * terms, patient references); an unmatched request by its path with every segment that is not a plain
- * lower-case word shown as `*` (a token or an id in a mistyped address). Fastify's own lines for each request
- * (on arrival, on completion, for an unknown route, each through the redaction) are off; its lines
- * for errors stay (AccessLogController).
+ * lower-case word shown as `*` (a token or an id in a mistyped address). Fastify's own lines for each
+ * request (on arrival, on completion, for an unknown route, each through the redaction) are off; its
+ * lines for errors stay (AccessLogController).
  */
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';

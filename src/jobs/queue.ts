@@ -333,8 +333,10 @@ export async function settleJob(db: Db, job: Job, settlement: Settlement): Promi
     .returning(['status', 'due_at'])
     .executeTakeFirst();
   if (!row) return null;
-  if (settlement.status === 'succeeded' || row.status === settlement.status) return settlement;
-  return { status: 'pending', error: settlement.error, dueAt: Number(row.due_at) };
+  if (settlement.status === 'succeeded') return settlement;
+  const dueAt = Number(row.due_at);
+  if (row.status === settlement.status && (settlement.status === 'failed' || dueAt === settlement.dueAt)) return settlement;
+  return { status: 'pending', error: settlement.error, dueAt };
 }
 
 /**

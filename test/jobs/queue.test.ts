@@ -189,11 +189,18 @@ describe(`jobs (${DIALECT})`, () => {
       const before = Date.now();
       const recorded = await settleJob(f.storage.db, failing!, { status: 'failed', error: 'HTTP 503' });
       assert.equal(recorded?.status, 'pending');
+      assert.ok(recorded?.status === 'pending' && recorded.dueAt <= Date.now(), 'what was recorded: due now');
       let job = (await getJob(f.storage.db, id))!;
       assert.equal(job.status, 'pending');
       assert.equal(job.attempts, 0);
       assert.ok(job.dueAt >= before && job.dueAt <= Date.now());
       assert.equal(job.lastError, 'HTTP 503');
+      // A failure the schedule would retry later is retried now too.
+      const [retrying] = await claimJobs(f.storage.db, 'test.manual', 1, 60_000, 'worker-a');
+      await retryJob(f.storage.db, id);
+      const later = await settleJob(f.storage.db, retrying!, { status: 'pending', error: 'HTTP 503', dueAt: Date.now() + 3_600_000 });
+      assert.ok(later?.status === 'pending' && later.dueAt <= Date.now(), 'answered due now, not in an hour');
+      assert.ok((await getJob(f.storage.db, id))!.dueAt <= Date.now());
       // A success stands: the delivery asked for happened.
       const [succeeding] = await claimJobs(f.storage.db, 'test.manual', 1, 60_000, 'worker-a');
       await retryJob(f.storage.db, id);

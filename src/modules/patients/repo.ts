@@ -221,7 +221,6 @@ export async function movePatientRows(
   return { appointments: Number(appointments.numUpdatedRows), reviews: Number(reviews.numUpdatedRows) };
 }
 
-/** The patients merged into `survivorId` (their records moved to it; their rows keep what they held). */
 /** Patients merged into `from` are merged into `to` from now on. */
 export async function repointMerged(db: Db, businessId: string, from: string, to: string, now: number): Promise<void> {
   await db
@@ -232,6 +231,7 @@ export async function repointMerged(db: Db, businessId: string, from: string, to
     .execute();
 }
 
+/** The patients merged into `survivorId` (their records moved to it; their rows keep what they held). */
 export async function findMergedInto(db: Db, businessId: string, survivorId: string): Promise<PatientRow[]> {
   return db.selectFrom('patients').selectAll().where('business_id', '=', businessId).where('merged_into', '=', survivorId).orderBy('id').execute();
 }
