@@ -1,4 +1,7 @@
-/** SQL for schedules, the lock bookings take on them, and their session token counters; every query is scoped by business. */
+/**
+ * SQL for schedules, the lock bookings take on them, and their session token counters; every query is
+ * scoped by business.
+ */
 import { sql } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import { writeWithNext, type Db } from '../../db/index.ts';
