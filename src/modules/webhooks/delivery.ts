@@ -291,7 +291,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
 
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
     // Whether the subscription was failing when the row was read or became so since (a failure landing
-    // while this attempt ran), the success ends the run: clearFailing touches only a failing one.
+    // while this attempt ran), the success ends the run (recordSuccesses touches only a failing one).
     await deps.successes.record(input.businessId, row.id, statusCode, timing, row.subscription_id);
     deps.outcomes?.inc({ outcome: 'succeeded' });
     deps.logger.debug({ ...log, status_code: statusCode }, 'webhook delivered');
@@ -464,9 +464,8 @@ export class SuccessRecords {
       const batch = this.#pending.splice(0, 500);
       for (const [statusCode, entries] of Map.groupBy(batch, (entry) => entry.statusCode)) {
         try {
-          await repo.recordSuccesses(this.#db, statusCode, entries);
           const subscriptions = entries.flatMap((entry) => (entry.subscriptionId === null ? [] : [entry.subscriptionId]));
-          if (subscriptions.length > 0) await repo.clearFailing(this.#db, [...new Set(subscriptions)]);
+          await repo.recordSuccesses(this.#db, statusCode, entries, [...new Set(subscriptions)]);
           for (const entry of entries) entry.done();
         } catch (error) {
           for (const entry of entries) entry.fail(error);

@@ -1,5 +1,14 @@
 /** SQL of the webhooks module; every query is scoped by business_id (loadAttempts answers each row's, for its caller to match). */
-import { sql, type Insertable, type QueryCreator, type Selectable, type Transaction, type Updateable, type UpdateQueryBuilder } from 'kysely';
+import {
+  sql,
+  type Insertable,
+  type QueryCreator,
+  type Selectable,
+  type Transaction,
+  type Updateable,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from 'kysely';
 import { isAnyOf, isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
 import type { Database, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscriptionsTable } from '../../db/schema.ts';
@@ -178,17 +187,6 @@ export function disableActive(db: Db, businessId: string, id: string, reason: st
     .executeTakeFirst();
 }
 
-/** A success ends a subscription's run of failures. */
-export async function clearFailing(db: Db, subscriptionIds: string[]): Promise<void> {
-  if (subscriptionIds.length === 0) return;
-  await db
-    .updateTable('webhook_subscriptions')
-    .set({ failing_since: null })
-    .where('id', 'in', subscriptionIds)
-    .where('failing_since', 'is not', null)
-    .execute();
-}
-
 /**
  * What attempts need, for many deliveries in one statement: each delivery with its business, its
  * subscription and the stored event body. The caller matches each row's business to its own.
@@ -241,13 +239,23 @@ const ATTEMPT_ERROR_MAX = 200;
 export const ATTEMPTS_SHOWN = 50;
 
 type DeliveryUpdate = UpdateQueryBuilder<Database, 'webhook_deliveries', 'webhook_deliveries', { business_id: string; id: string; attempts: number }>;
+type SubscriptionUpdate = UpdateQueryBuilder<Database, 'webhook_subscriptions', 'webhook_subscriptions', UpdateResult>;
 
 /**
  * Runs an update of delivery rows that counts an attempt on each (`attempts + 1`, returning the rows)
  * and adds each one's attempt, numbered by that count, in the same statement on PostgreSQL (a
  * data-modifying WITH: no round trip more than the update alone) and in one transaction on SQLite.
  */
-async function updateWithAttempts(db: Db, update: (qc: QueryCreator<Database>) => DeliveryUpdate, attempts: AttemptLog[]): Promise<void> {
+/**
+ * Runs `update` on delivery rows and logs their attempts, in one statement on PostgreSQL; `alongside`,
+ * another write, goes in the same statement (PostgreSQL) or transaction (SQLite).
+ */
+async function updateWithAttempts(
+  db: Db,
+  update: (qc: QueryCreator<Database>) => DeliveryUpdate,
+  attempts: AttemptLog[],
+  alongside?: (qc: QueryCreator<Database>) => SubscriptionUpdate,
+): Promise<void> {
   if (isPostgres(db)) {
     const values = sql.join(
       attempts.map(
@@ -255,8 +263,7 @@ async function updateWithAttempts(db: Db, update: (qc: QueryCreator<Database>) =
           sql`(cast(${a.deliveryId} as text), cast(${a.startedAt} as bigint), cast(${a.finishedAt} as bigint), cast(${a.statusCode} as integer), cast(${truncate(a.error)} as text))`,
       ),
     );
-    await db
-      .with('u', update)
+    await (alongside ? db.with('u', update).with('c', alongside) : db.with('u', update))
       .insertInto('webhook_delivery_attempts')
       .columns(['delivery_id', 'attempt', 'business_id', 'started_at', 'finished_at', 'duration_ms', 'status_code', 'error'])
       .expression(
@@ -286,6 +293,7 @@ async function updateWithAttempts(db: Db, update: (qc: QueryCreator<Database>) =
       ];
     });
     if (rows.length > 0) await trx.insertInto('webhook_delivery_attempts').values(rows).execute();
+    if (alongside) await alongside(trx).execute();
   };
   if (db.isTransaction) await run(db);
   else await db.transaction().execute((trx: Transaction<Database>) => run(trx));
@@ -371,10 +379,15 @@ export async function settleDelivery(
 }
 
 /** Records successful attempts that got `statusCode`, as recordAttempt does, in one statement (PostgreSQL) or transaction (SQLite). */
+/**
+ * Records successful attempts and, in the same statement, ends the run of failures of
+ * `subscriptionIds` that are failing (a success ends it, even one in flight when it began).
+ */
 export async function recordSuccesses(
   db: Db,
   statusCode: number,
   deliveries: Array<{ businessId: string; deliveryId: string; startedAt: number; finishedAt: number }>,
+  subscriptionIds: string[] = [],
 ): Promise<void> {
   await updateWithAttempts(
     db,
@@ -398,6 +411,14 @@ export async function recordSuccesses(
         )
         .returning(['business_id', 'id', 'attempts']),
     deliveries.map((d) => ({ deliveryId: d.deliveryId, startedAt: d.startedAt, finishedAt: d.finishedAt, statusCode, error: null })),
+    subscriptionIds.length === 0
+      ? undefined
+      : (qc) =>
+          qc
+            .updateTable('webhook_subscriptions')
+            .set({ failing_since: null })
+            .where('id', 'in', subscriptionIds)
+            .where('failing_since', 'is not', null),
   );
 }
 
