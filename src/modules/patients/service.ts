@@ -133,6 +133,9 @@ export interface Visibility {
 const DEFAULT_TIMEZONE = 'Asia/Kolkata';
 
 /** A 400 naming the field, in the family's body. */
+/** Service patient ids are `pt_` and a time-ordered random part (db/ids.ts). */
+const PATIENT_ID_PREFIX = 'pt';
+
 export function invalid(field: string, message: string): AppError {
   return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
 }
@@ -422,7 +425,7 @@ export class PatientService {
     const row: PatientRow = {
       ...EMPTY_RECORD,
       ...changesFor({ address: null }, sent, now),
-      id: newId('pt'),
+      id: newId(PATIENT_ID_PREFIX),
       business_id: businessId,
       created_at: now,
       updated_at: now,
@@ -432,6 +435,7 @@ export class PatientService {
       await this.#index(trx, businessId, row, true);
       return { id: row.id, partner_patient_id: null, details: this.details(row) };
     }
+    await this.#refuseServiceId(trx, businessId, sent.partner_patient_id);
     const patient = await repo.upsertByPartnerId(trx, row);
     if (patient.id === row.id) {
       await this.#index(trx, businessId, row, true);
@@ -461,6 +465,7 @@ export class PatientService {
     let patient: LockedPatient = locked;
     const details = mergeDetails(known, sent);
     const moved = sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id;
+    if (moved) await this.#refuseServiceId(trx, businessId, sent.partner_patient_id!);
     let claimed: string | undefined;
     if (moved && patient.partner_patient_id === null && !(await repo.findByPartnerId(trx, businessId, sent.partner_patient_id!))) {
       // A patient booked without a partner id takes the one now sent, and so does its key.
@@ -472,7 +477,7 @@ export class PatientService {
       const row: PatientRow = {
         ...EMPTY_RECORD,
         ...changesFor({ address: null }, details, now),
-        id: newId('pt'),
+        id: newId(PATIENT_ID_PREFIX),
         business_id: businessId,
         created_at: now,
         updated_at: now,
@@ -493,6 +498,18 @@ export class PatientService {
     // Details sent again as the patient has them change nothing: no write (nor a row version to vacuum).
     if (!unchanged(patient, applied, now)) await this.#apply(trx, businessId, patient, applied, now);
     return { id: patient.id, partner_patient_id: claimed ?? patient.partner_patient_id, details };
+  }
+
+  /**
+   * A partner id may not be another patient's service id: records are kept under a patient's partner
+   * id or else its service id, and the two patients would share them. Only ids of the service's own
+   * form are looked up.
+   */
+  async #refuseServiceId(trx: Db, businessId: string, partnerId: string): Promise<void> {
+    if (!partnerId.startsWith(`${PATIENT_ID_PREFIX}_`)) return;
+    if (await repo.findById(trx, businessId, partnerId)) {
+      throw invalid('partner_patient_id', "is another patient's service id: send the partner's own id");
+    }
   }
 
   /**
@@ -550,13 +567,14 @@ export class PatientService {
     const row: PatientRow = {
       ...EMPTY_RECORD,
       ...changesFor({ address: null }, input, now),
-      id: newId('pt'),
+      id: newId(PATIENT_ID_PREFIX),
       business_id: businessId,
       created_at: now,
       updated_at: now,
     };
     try {
       const duplicates = await inTransaction(this.#deps.db, async (trx) => {
+        if (input.partner_patient_id !== undefined) await this.#refuseServiceId(trx, businessId, input.partner_patient_id);
         await repo.insertPatient(trx, row);
         await this.#index(trx, businessId, row, true);
         return this.#probableDuplicates(trx, row);
@@ -629,6 +647,9 @@ export class PatientService {
     const input = this.check(sent, { creating: false });
     try {
       const row = await this.#change(businessId, id, byPartner, async (trx, current) => {
+        if (input.partner_patient_id !== undefined && input.partner_patient_id !== current.partner_patient_id) {
+          await this.#refuseServiceId(trx, businessId, input.partner_patient_id);
+        }
         const now = Date.now();
         await this.#write(trx, businessId, current, { ...changesFor(current, input, now), updated_at: now });
         if (input.partner_patient_id !== undefined && input.partner_patient_id !== current.partner_patient_id) {

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
+import { bookingBody, createPractice } from '../appointments/support.ts';
 import { createDr, createProfile, drBody, partnerId, request } from './support.ts';
 
 describe(`patients: errors (${DIALECT})`, () => {
@@ -50,6 +51,25 @@ describe(`patients: errors (${DIALECT})`, () => {
     assert.equal(taken.statusCode, 409);
     assert.equal(taken.json().error.code, 'profile_already_exists');
     assert.equal((await call('GET', `/dr/v1/patient/${partner}`)).json().patient_id, first);
+  });
+
+  it("refuses another patient's service id as a partner id, on create, update and booking (they would share records)", async () => {
+    const first = await createDr(t, client.token, { first_name: 'Firstone' });
+    await drError('POST', '/dr/v1/patient', drBody({ partner_patient_id: first }), 400, 'INVALID_REQUEST', /partner_patient_id/);
+    const second = await createDr(t, client.token, { first_name: 'Secondone' });
+    await drError('PATCH', `/dr/v1/patient/${second}`, { partner_patient_id: first }, 400, 'INVALID_REQUEST', /partner_patient_id/);
+    const practice = await createPractice(t, { client });
+    const booked = await request(
+      t,
+      client.token,
+      'POST',
+      '/dr/v1/appointment',
+      bookingBody(practice, { patient_details: { partner_patient_id: first } }),
+    );
+    assert.equal(booked.statusCode, 400, booked.body);
+    assert.match(booked.json().error.message, /partner_patient_id/);
+    // An id of that form naming no patient is the partner's own.
+    assert.ok(await createDr(t, client.token, { partner_patient_id: 'pt_not_a_service_id' }));
   });
 
   it('404 for unknown patients in each family', async () => {
