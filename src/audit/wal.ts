@@ -166,6 +166,17 @@ export class WriteAheadFile<R> {
     return segment;
   }
 
+  /**
+   * Appends no more to `segment` after a write to it failed, maybe part-way: a torn line would join
+   * the next record's into one that replay cannot read, so that record goes to a new file.
+   */
+  #retire(segment: Segment): void {
+    if (this.#segment !== segment) return;
+    this.#segment = null;
+    segment.sealed = true;
+    if (segment.pending === 0) this.#discard(segment);
+  }
+
   #discard(segment: Segment): void {
     try {
       closeSync(segment.fd);
@@ -177,11 +188,12 @@ export class WriteAheadFile<R> {
 
   #writeNow(record: R): Error | null {
     const data = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
-    let segment: Segment;
+    let segment: Segment | null = null;
     try {
       segment = this.#current();
       for (let offset = 0; offset < data.length; ) offset += writeSync(segment.fd, data, offset, data.length - offset);
     } catch (error) {
+      if (segment) this.#retire(segment);
       return error as Error;
     }
     segment.bytes += data.length;
@@ -207,8 +219,10 @@ export class WriteAheadFile<R> {
     this.#waiters = [];
     segment.pending += records.length;
     const finish = (error: Error | null) => {
-      if (error) segment.pending -= records.length;
-      else this.#durable(records, segment);
+      if (error) {
+        segment.pending -= records.length;
+        this.#retire(segment);
+      } else this.#durable(records, segment);
       for (const done of waiters) done(error);
       this.#settle(null);
     };
