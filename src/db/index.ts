@@ -272,7 +272,7 @@ class PoolClient extends pg.Client {
     }
     if (text === BEGIN) {
       this.#inTransaction = true;
-      this.#held = [{ text, values }];
+      this.#held = [{ text, values: converted }];
       return Promise.resolve(heldResult('BEGIN'));
     }
     if (text.startsWith(HELD) && this.#inTransaction) {

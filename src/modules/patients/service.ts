@@ -132,10 +132,10 @@ export interface Visibility {
 
 const DEFAULT_TIMEZONE = 'Asia/Kolkata';
 
-/** A 400 naming the field, in the family's body. */
 /** Service patient ids are `pt_` and a time-ordered random part (db/ids.ts). */
 const PATIENT_ID_PREFIX = 'pt';
 
+/** A 400 naming the field, in the family's body. */
 export function invalid(field: string, message: string): AppError {
   return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
 }
@@ -444,8 +444,9 @@ export class PatientService {
     if (patient.merged_into === null) {
       return { id: patient.id, partner_patient_id: patient.partner_patient_id, details: await this.#apply(trx, businessId, patient, sent, now) };
     }
-    // A merged patient's bookings go to the patient it was merged into, which keeps its own partner id.
-    const survivor = await this.#lockedSurvivor(trx, businessId, patient.merged_into);
+    // A merged patient's bookings go to the patient it was merged into, which keeps its own partner id;
+    // locked after the merged one, the order a merge takes them in too.
+    const survivor = (await this.#lockedRead(trx, businessId, patient.merged_into))!;
     const details = await this.#apply(trx, businessId, survivor, { ...sent, partner_patient_id: undefined }, now);
     return { id: survivor.id, partner_patient_id: survivor.partner_patient_id, details };
   }
@@ -488,7 +489,7 @@ export class PatientService {
         return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
       }
       // A merged patient's appointments go to the patient it was merged into.
-      if (patient.merged_into !== null) patient = await this.#lockedSurvivor(trx, businessId, patient.merged_into);
+      if (patient.merged_into !== null) patient = (await this.#lockedRead(trx, businessId, patient.merged_into))!;
     }
     // The appointment keeps what it knew and takes the fields sent, whichever patient it now has; a
     // patient that knows nothing yet takes all the appointment knows. The partner id changes only
@@ -513,12 +514,12 @@ export class PatientService {
   }
 
   /**
-   * The patient a merged one names, locked and read under the lock (after the merged one, the order a
-   * merge takes them in too): a change of it committed meanwhile is what the booking's write builds on.
+   * A patient locked for the rest of the transaction (SQLite runs one writer at a time), then read
+   * again: a change that committed while this one waited for the lock is what it builds on.
    */
-  async #lockedSurvivor(trx: Db, businessId: string, id: string): Promise<PatientRow> {
+  async #lockedRead(trx: Db, businessId: string, id: string): Promise<PatientRow | undefined> {
     await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
-    return (await repo.findById(trx, businessId, id))!;
+    return repo.findById(trx, businessId, id);
   }
 
   /** Writes `input` onto `patient` and answers its details after the change. */
@@ -627,14 +628,8 @@ export class PatientService {
   async #change(businessId: string, id: string, byPartner: boolean, work: (trx: Db, row: PatientRow) => Promise<void>): Promise<PatientRow> {
     return inTransaction(this.#deps.db, async (trx) => {
       const row = await this.#find(trx, businessId, id, byPartner, { archived: false });
-      if (row.merged_into !== null) {
-        throw mergedAway(row.merged_into);
-      }
-      // Locked for the rest of the transaction (SQLite runs one writer at a time), then read again:
-      // a change that committed while this one waited for the lock is seen.
-      await repo.updatePatient(trx, businessId, row.id, { updated_at: Date.now() });
-      const current = (await repo.findById(trx, businessId, row.id)) ?? row;
-      // Erased, merged away or archived while this change waited: it would write the person back.
+      const current = (await this.#lockedRead(trx, businessId, row.id)) ?? row;
+      // Merged away (before or while this change waited), erased or archived meanwhile: it would write the person back.
       if (current.erased_at !== null || (current.archived_at !== null && current.merged_into === null)) throw notFound();
       if (current.merged_into !== null) throw mergedAway(current.merged_into);
       await work(trx, current);
@@ -647,14 +642,11 @@ export class PatientService {
     const input = this.check(sent, { creating: false });
     try {
       const row = await this.#change(businessId, id, byPartner, async (trx, current) => {
-        if (input.partner_patient_id !== undefined && input.partner_patient_id !== current.partner_patient_id) {
-          await this.#refuseServiceId(trx, businessId, input.partner_patient_id);
-        }
+        const newPartnerId = input.partner_patient_id !== current.partner_patient_id ? input.partner_patient_id : undefined;
+        if (newPartnerId !== undefined) await this.#refuseServiceId(trx, businessId, newPartnerId);
         const now = Date.now();
         await this.#write(trx, businessId, current, { ...changesFor(current, input, now), updated_at: now });
-        if (input.partner_patient_id !== undefined && input.partner_patient_id !== current.partner_patient_id) {
-          await repo.moveRefs(trx, businessId, keyOf(current), input.partner_patient_id);
-        }
+        if (newPartnerId !== undefined) await repo.moveRefs(trx, businessId, keyOf(current), newPartnerId);
       });
       return row.id;
     } catch (error) {
