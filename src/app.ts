@@ -50,7 +50,7 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
     metrics,
     jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),
-    outbound: new OutboundClient({ publicOnly: config.env === 'production' }),
+    outbound: new OutboundClient({ publicOnly: config.env === 'production', allow: config.outboundAllow }),
     audit: new AuditLog({
       db: storage.db,
       dataDir: config.dataDir,

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { OutboundAllowList } from './security/outbound.ts';
 
 export class ConfigError extends Error {
   readonly variable: string;
@@ -60,6 +61,11 @@ export interface Config {
   /** How long a request waits for a running request with its Idempotency-Key before a 409 (CPS_IDEMPOTENCY_WAIT_MS). */
   idempotencyWaitMs: number;
   fcmUrl: string;
+  /**
+   * Destinations production may reach although not public (CPS_OUTBOUND_ALLOW): addresses, CIDR
+   * ranges and host names, over http or https (src/security/outbound.ts).
+   */
+  outboundAllow: string[];
   webhookRetrySchedule: number[];
   /** A subscription whose every attempt failed for this long is disabled; 0: never. */
   webhookDisableAfterSeconds: number;
@@ -258,6 +264,7 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     privacyExportTtl: int(env, 'CPS_PRIVACY_EXPORT_TTL', 86_400, 60, 30 * 86_400),
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
+    outboundAllow: outboundAllowList(env),
     webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),
     webhookDisableAfterSeconds: int(env, 'CPS_WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 0, 365 * 86_400),
     pushRetrySchedule: parseRetrySchedule(str(env, 'CPS_PUSH_RETRY_SCHEDULE') ?? DEFAULT_PUSH_RETRY_SCHEDULE, 'CPS_PUSH_RETRY_SCHEDULE'),
@@ -305,6 +312,22 @@ function trustedProxies(env: Env): string[] | false {
     }
   }
   return entries.length > 0 ? entries : false;
+}
+
+function outboundAllowList(env: Env): string[] {
+  const entries = (str(env, 'CPS_OUTBOUND_ALLOW') ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  try {
+    new OutboundAllowList(entries);
+  } catch (error) {
+    throw new ConfigError(
+      'CPS_OUTBOUND_ALLOW',
+      `must be a comma-separated list of addresses, CIDR ranges and host names: ${(error as Error).message}`,
+    );
+  }
+  return entries;
 }
 
 function defaultReadFile(file: string): string {

@@ -158,6 +158,16 @@ describe('config', () => {
     for (const bad of ['true', 'proxy.local', '10.0.0.0/33', '::/129', '10.0.0.0/x']) failsNaming({ CPS_TRUST_PROXY: bad }, 'CPS_TRUST_PROXY');
   });
 
+  it('reads CPS_OUTBOUND_ALLOW as addresses, ranges and host names, and refuses anything else', () => {
+    assert.deepEqual(loadConfig({}).outboundAllow, []);
+    assert.deepEqual(loadConfig({ CPS_OUTBOUND_ALLOW: '192.168.1.0/24, hooks.clinic.lan,fd00::/8' }).outboundAllow, [
+      '192.168.1.0/24',
+      'hooks.clinic.lan',
+      'fd00::/8',
+    ]);
+    for (const bad of ['10.0.0.0/33', 'http://hooks.lan', 'a b']) failsNaming({ CPS_OUTBOUND_ALLOW: bad }, 'CPS_OUTBOUND_ALLOW');
+  });
+
   it('refuses production without keys, admin token or public URL', () => {
     for (const variable of ['CPS_JWT_PRIVATE_KEY', 'CPS_MASTER_KEY', 'CPS_ADMIN_TOKEN', 'CPS_PUBLIC_URL']) {
       const env: Record<string, string> = { ...production };

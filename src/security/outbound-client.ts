@@ -6,8 +6,10 @@
  *
  * What a client may see of a failure is its class (failureClass); the details are for the log.
  */
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { AddressNotAllowedError, OutboundPolicy, type PolicyOptions } from './outbound.ts';
 
 /** A request without a complete answer by then fails as 'timed out'. */
@@ -73,6 +75,26 @@ function abortError(reason: unknown): Error {
 
 export interface OutboundClientOptions extends PolicyOptions {
   timeoutMs?: number;
+  /**
+   * Tests only: the address a connection the policy approved really goes to (a loopback listener
+   * standing in for a LAN receiver), so the allow-list is shown end to end without leaving the machine.
+   */
+  connectTo?: (approvedAddress: string) => string;
+}
+
+/** A lookup whose approved answers are replaced by connectTo's (tests only). */
+function redirected(lookup: LookupFunction, connectTo: (address: string) => string): LookupFunction {
+  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    lookup(hostname, options as LookupOptions, (error: unknown, address: unknown, family?: number) => {
+      if (error) return callback(error);
+      if (Array.isArray(address))
+        callback(
+          null,
+          (address as LookupAddress[]).map((entry) => ({ ...entry, address: connectTo(entry.address) })),
+        );
+      else callback(null, connectTo(address as string), family);
+    });
+  }) as LookupFunction;
 }
 
 export class OutboundClient {
@@ -81,13 +103,18 @@ export class OutboundClient {
   // Keep-alive reuses a socket only for the destination whose lookup approved it.
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
+  private readonly httpsLookup: LookupFunction;
+  private readonly httpLookup: LookupFunction;
 
   constructor(options: OutboundClientOptions) {
     this.policy = new OutboundPolicy(options);
     this.timeoutMs = options.timeoutMs ?? OUTBOUND_TIMEOUT_MS;
-    const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS, lookup: this.policy.lookup };
-    this.httpAgent = new http.Agent(agentOptions);
-    this.httpsAgent = new https.Agent(agentOptions);
+    const connectTo = options.connectTo;
+    this.httpsLookup = connectTo ? redirected(this.policy.lookup, connectTo) : this.policy.lookup;
+    this.httpLookup = connectTo ? redirected(this.policy.httpLookup, connectTo) : this.policy.httpLookup;
+    const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS };
+    this.httpAgent = new http.Agent({ ...agentOptions, lookup: this.httpLookup });
+    this.httpsAgent = new https.Agent({ ...agentOptions, lookup: this.httpsLookup });
   }
 
   /** Resolves with any HTTP status; rejects on refused addresses, network errors and timeouts. */
@@ -127,7 +154,7 @@ export class OutboundClient {
         {
           method: init.method ?? 'POST',
           agent: secure ? this.httpsAgent : this.httpAgent,
-          lookup: this.policy.lookup,
+          lookup: secure ? this.httpsLookup : this.httpLookup,
           headers: { ...init.headers, 'content-length': Buffer.byteLength(body) },
         },
         (response) => {

@@ -1,7 +1,8 @@
 /**
  * The outbound address policy: where the service may connect on a client's word or a stored value
  * (webhook endpoints, push token_uri, CPS_FCM_URL, and any later destination). In production only
- * https to public addresses; development allows everything, so local receivers work.
+ * https to public addresses, plus http or https to what the operator lists in CPS_OUTBOUND_ALLOW;
+ * development allows everything, so local receivers work.
  *
  * Checked twice: at registration (`check`, which resolves the name once) and at connect time (the
  * socket's DNS lookup, `lookup`), so the address checked is the address used and a name that
@@ -183,23 +184,107 @@ export const systemResolver: Resolver = (hostname) =>
     dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses)));
   });
 
+/** Classes an allow-list range covers only when it names them on purpose (allowedBy). */
+const EXPLICIT_ONLY: ReadonlySet<AddressClass> = new Set(['loopback', 'metadata', 'this network']);
+
+/**
+ * The operator's allow-list (CPS_OUTBOUND_ALLOW): address ranges and host names the service may
+ * reach over http or https in production although they are not public.
+ *
+ * Loopback, "this network" and metadata addresses are covered only by an entry that names them: a
+ * range wholly inside 127.0.0.0/8 or 0.0.0.0/8 (at least /8 and starting there), ::1/128, or the
+ * metadata address itself; a wide range such as 10.0.0.0/8 or 0.0.0.0/0 never covers them, and
+ * neither does a listed name (its addresses must be listed too).
+ */
+export class OutboundAllowList {
+  readonly entries: readonly string[];
+  readonly #ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][] = [];
+  readonly #names = new Set<string>();
+
+  /** Throws Error naming the first entry that is neither an address, a CIDR range nor a host name. */
+  constructor(entries: readonly string[]) {
+    this.entries = entries;
+    for (const entry of entries) {
+      if (entry.includes('/') || ipaddr.isValid(entry.replace(/^\[(.*)\]$/, '$1'))) {
+        const text = entry.replace(/^\[(.*)\]$/, '$1');
+        try {
+          const [address, prefix] = text.includes('/') ? ipaddr.parseCIDR(text) : [ipaddr.parse(text), -1];
+          const bits = address.kind() === 'ipv4' ? 32 : 128;
+          this.#ranges.push([unmapped(address), prefix === -1 ? bits : prefix]);
+        } catch {
+          throw new Error(`"${entry}" is not an address or CIDR range`);
+        }
+        continue;
+      }
+      const name = canonicalHost(entry);
+      if (!/^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/.test(name)) {
+        throw new Error(`"${entry}" is not an address, CIDR range or host name`);
+      }
+      this.#names.add(name);
+    }
+  }
+
+  get empty(): boolean {
+    return this.entries.length === 0;
+  }
+
+  /** Whether a host name (not an IP literal) is listed. */
+  namesHost(host: string): boolean {
+    return this.#names.has(canonicalHost(host));
+  }
+
+  /** Whether an address of the given class lies in a listed range that may cover it. */
+  covers(text: string, addressClass: AddressClass): boolean {
+    let address: ipaddr.IPv4 | ipaddr.IPv6;
+    try {
+      address = unmapped(ipaddr.parse(canonicalHost(text).replace(/%.*$/, '')));
+    } catch {
+      return false;
+    }
+    return this.#ranges.some(([network, prefix]) => {
+      if (network.kind() !== address.kind() || !address.match(network, prefix)) return false;
+      if (!EXPLICIT_ONLY.has(addressClass)) return true;
+      if (addressClass === 'metadata' || network.kind() === 'ipv6') return prefix === (network.kind() === 'ipv4' ? 32 : 128);
+      return prefix >= 8 && classifyAddress(network.toString()) === addressClass;
+    });
+  }
+}
+
+/** An IPv4-mapped IPv6 address as the IPv4 address it reaches. */
+function unmapped(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
+}
+
 export interface PolicyOptions {
-  /** Production: https to public addresses only. Development: anything. */
+  /** Production: https to public addresses, and what `allow` lists. Development: anything. */
   publicOnly: boolean;
+  /** CPS_OUTBOUND_ALLOW's entries (production only). */
+  allow?: readonly string[];
   resolve?: Resolver;
 }
 
+type Scheme = 'http:' | 'https:';
+
 export class OutboundPolicy {
   readonly publicOnly: boolean;
+  readonly allow: OutboundAllowList;
   readonly resolve: Resolver;
-  /** The socket's DNS lookup: refuses a name when any of its addresses is not allowed. */
+  /** The socket's DNS lookup for https: refuses a name when any of its addresses is not allowed. */
   readonly lookup: LookupFunction;
+  /** The same for plain http, which production allows only to listed destinations. */
+  readonly httpLookup: LookupFunction;
 
   constructor(options: PolicyOptions) {
     this.publicOnly = options.publicOnly;
+    this.allow = new OutboundAllowList(options.allow ?? []);
     this.resolve = options.resolve ?? systemResolver;
-    this.lookup = ((hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-      this.resolveAllowed(hostname).then(
+    this.lookup = this.#lookupFor('https:');
+    this.httpLookup = this.#lookupFor('http:');
+  }
+
+  #lookupFor(scheme: Scheme): LookupFunction {
+    return ((hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+      this.resolveAllowed(hostname, scheme).then(
         (addresses) => {
           if (lookupOptions.all) callback(null, addresses);
           else callback(null, addresses[0]!.address, addresses[0]!.family);
@@ -209,17 +294,33 @@ export class OutboundPolicy {
     }) as LookupFunction;
   }
 
+  /** Whether one address may be reached over the scheme; the reason when not. */
+  #refusal(address: string, addressClass: AddressClass, scheme: Scheme, listedName: boolean): RefusalReason | null {
+    if (this.allow.covers(address, addressClass)) return null;
+    if (listedName && !EXPLICIT_ONLY.has(addressClass)) return null;
+    if (addressClass !== 'public') return addressClass;
+    return scheme === 'https:' ? null : 'not https';
+  }
+
   /**
-   * What may be known of a URL without DNS: the scheme (https in production) and a host that is
-   * an IP literal or a blocked name. Throws AddressNotAllowedError; used before every request.
+   * What may be known of a URL without DNS: the scheme (https in production, unless the host may be
+   * listed) and a host that is an IP literal or a blocked name. Throws AddressNotAllowedError; used
+   * before every request.
    */
   assertStatic(url: URL): void {
     if (!this.publicOnly) return;
     const host = url.hostname;
-    if (url.protocol !== 'https:') throw new AddressNotAllowedError(host, 'not https');
+    const scheme = url.protocol as Scheme;
     const literal = classifyLiteral(host);
-    if (literal !== null && literal !== 'public') throw new AddressNotAllowedError(host, literal);
-    if (literal === null && isBlockedName(host)) throw new AddressNotAllowedError(host, 'blocked name');
+    if (literal !== null) {
+      const refused = this.#refusal(host, literal, scheme, false);
+      if (refused !== null) throw new AddressNotAllowedError(host, refused);
+      return;
+    }
+    if (this.allow.namesHost(host)) return;
+    if (isBlockedName(host)) throw new AddressNotAllowedError(host, 'blocked name');
+    // An unlisted name over http may still resolve into a listed range: its lookup decides.
+    if (scheme !== 'https:' && this.allow.empty) throw new AddressNotAllowedError(host, 'not https');
   }
 
   /**
@@ -230,26 +331,29 @@ export class OutboundPolicy {
     if (!this.publicOnly) return null;
     try {
       this.assertStatic(url);
-      if (classifyLiteral(url.hostname) === null) await this.resolveAllowed(url.hostname);
+      if (classifyLiteral(url.hostname) === null) await this.resolveAllowed(url.hostname, url.protocol as Scheme);
     } catch (error) {
       if (error instanceof AddressNotAllowedError) return error;
     }
     return null;
   }
 
-  /** The addresses to connect to: all of them allowed, or AddressNotAllowedError. */
-  async resolveAllowed(hostname: string): Promise<LookupAddress[]> {
+  /** The addresses to connect to over the scheme: all of them allowed, or AddressNotAllowedError. */
+  async resolveAllowed(hostname: string, scheme: Scheme = 'https:'): Promise<LookupAddress[]> {
     const literal = classifyLiteral(hostname);
+    const listedName = literal === null && this.allow.namesHost(hostname);
     if (this.publicOnly) {
-      if (literal !== null && literal !== 'public') throw new AddressNotAllowedError(hostname, literal);
-      if (literal === null && isBlockedName(hostname)) throw new AddressNotAllowedError(hostname, 'blocked name');
+      if (literal !== null) {
+        const refused = this.#refusal(hostname, literal, scheme, false);
+        if (refused !== null) throw new AddressNotAllowedError(hostname, refused);
+      } else if (!listedName && isBlockedName(hostname)) throw new AddressNotAllowedError(hostname, 'blocked name');
     }
     const addresses = await this.resolve(hostname);
     if (addresses.length === 0) throw Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
     if (this.publicOnly) {
       for (const { address } of addresses) {
-        const found = classifyAddress(address);
-        if (found !== 'public') throw new AddressNotAllowedError(hostname, found);
+        const refused = this.#refusal(address, classifyAddress(address), scheme, listedName);
+        if (refused !== null) throw new AddressNotAllowedError(hostname, refused);
       }
     }
     return addresses;

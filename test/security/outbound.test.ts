@@ -3,6 +3,7 @@ import type { LookupAddress } from 'node:dns';
 import { describe, it } from 'node:test';
 import {
   AddressNotAllowedError,
+  OutboundAllowList,
   OutboundPolicy,
   canonicalHost,
   classifyAddress,
@@ -268,6 +269,83 @@ describe('outbound policy (production)', () => {
     assert.throws(() => policy.assertStatic(new URL('http://example.test/')), AddressNotAllowedError);
     assert.throws(() => policy.assertStatic(new URL('https://[::1]/')), AddressNotAllowedError);
     assert.doesNotThrow(() => policy.assertStatic(new URL('https://example.test/')));
+  });
+});
+
+describe('outbound policy (production) with the operator allow-list', () => {
+  const httpLookup = (policy: OutboundPolicy, host: string): Promise<{ error?: Error; answer?: unknown }> =>
+    new Promise((resolve) => {
+      (policy.httpLookup as (h: string, o: { all: boolean }, cb: (...args: unknown[]) => void) => void)(host, { all: true }, (error, answer) =>
+        resolve(error ? { error: error as Error } : { answer }),
+      );
+    });
+
+  it('allows listed ranges and names over http and https, and nothing else that is not public', async () => {
+    const dns = stubResolver({
+      'receiver.clinic.test': ['192.168.1.20'],
+      'inrange.test': ['10.8.0.7'],
+      'outofrange.test': ['10.9.0.7'],
+      'public.test': ['93.184.215.14'],
+      'ehr.corp.internal': ['172.16.4.2'],
+      'loopy.test': ['127.0.0.1'],
+    });
+    const policy = new OutboundPolicy({
+      publicOnly: true,
+      allow: ['192.168.1.0/24', '10.8.0.0/16', 'fd12:3456::/32', 'loopy.test', 'ehr.corp.internal'],
+      resolve: dns.resolve,
+    });
+    const refused = async (url: string) => (await policy.check(new URL(url)))?.addressClass ?? null;
+
+    assert.equal(await refused('http://192.168.1.20:8080/hook'), null, 'a literal in a listed range, over http');
+    assert.equal(await refused('https://192.168.1.20/hook'), null);
+    assert.equal(await refused('http://[fd12:3456::9]/hook'), null);
+    assert.equal(await refused('http://[::ffff:192.168.1.9]/hook'), null, 'an IPv4-mapped spelling of a listed address');
+    assert.equal(await refused('http://receiver.clinic.test/hook'), null, 'an unlisted name whose answers are all listed');
+    assert.equal(await refused('http://inrange.test/hook'), null);
+    assert.equal(await refused('https://ehr.corp.internal/hook'), null, 'a listed name lifts the blocked suffix');
+    assert.equal(await refused('http://192.168.2.1/hook'), 'private', 'outside every range');
+    assert.equal(await refused('http://outofrange.test/hook'), 'private');
+    assert.equal(await refused('http://public.test/hook'), 'not https', 'plain http to an unlisted public address');
+    assert.equal(await refused('https://public.test/hook'), null);
+    assert.equal(await refused('https://loopy.test/hook'), 'loopback', 'a listed name does not cover loopback answers');
+    assert.equal(await refused('https://localhost/hook'), 'blocked name');
+
+    assert.deepEqual((await httpLookup(policy, 'receiver.clinic.test')).answer, [{ address: '192.168.1.20', family: 4 }]);
+    assert.ok((await httpLookup(policy, 'public.test')).error instanceof AddressNotAllowedError, 'http lookup needs a listed destination');
+    assert.doesNotThrow(() => policy.assertStatic(new URL('http://unlisted.test/')), 'an unlisted name over http is for its lookup to decide');
+    assert.throws(() => policy.assertStatic(new URL('http://192.168.2.1/')), AddressNotAllowedError);
+  });
+
+  it('keeps loopback, "this network" and metadata refused unless an entry names them', async () => {
+    const wide = new OutboundPolicy({
+      publicOnly: true,
+      allow: ['0.0.0.0/0', '::/0', '169.254.0.0/16', '127.0.0.0/4'],
+      resolve: stubResolver().resolve,
+    });
+    for (const url of [
+      'https://127.0.0.1/',
+      'https://0.0.0.0/',
+      'https://169.254.169.254/latest',
+      'https://[::1]/',
+      'https://[fd00:ec2::254]/',
+      'https://100.100.100.200/',
+    ]) {
+      assert.notEqual(await wide.check(new URL(url)), null, url);
+    }
+    assert.equal(await wide.check(new URL('http://10.1.2.3/')), null, 'a wide range covers private addresses');
+    assert.equal(await wide.check(new URL('http://169.254.10.1/')), null, 'and link-local ones');
+
+    const named = new OutboundPolicy({ publicOnly: true, allow: ['127.0.0.1', '::1', '169.254.169.254'], resolve: stubResolver().resolve });
+    assert.equal(await named.check(new URL('http://127.0.0.1:8080/')), null);
+    assert.equal(await named.check(new URL('http://[::1]:8080/')), null);
+    assert.equal(await named.check(new URL('http://169.254.169.254/')), null);
+    assert.notEqual(await named.check(new URL('http://127.0.0.2/')), null, 'only what is named');
+  });
+
+  it('rejects entries that are neither addresses, ranges nor names', () => {
+    for (const entry of ['10.0.0.0/33', '300.1.1.1/8', 'http://x.test', 'a b', '-x.test']) {
+      assert.throws(() => new OutboundAllowList([entry]), new RegExp(entry.replace(/[./]/g, '\\$&').replace('-', '\\-')), entry);
+    }
   });
 });
 

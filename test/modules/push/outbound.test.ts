@@ -99,6 +99,26 @@ describe(`push token_uri under the outbound policy in production (${DIALECT})`, 
   });
 });
 
+describe(`push under the operator allow-list (CPS_OUTBOUND_ALLOW) in production (${DIALECT})`, () => {
+  let t: PushTest;
+  before(async () => {
+    const dns = stubResolver({ 'oauth.intranet.test': ['192.168.10.10'], 'oauth.other.test': ['192.168.11.10'] });
+    t = await createPushTest(productionEnv({ CPS_FCM_URL: 'https://fcm.push.test', CPS_OUTBOUND_ALLOW: '192.168.10.0/24' }), {
+      resolve: dns.resolve,
+    });
+  });
+  after(async () => t.close());
+
+  it('accepts a token_uri whose addresses the list covers, and still refuses the rest and loopback', async () => {
+    const accepted = await t.post('/notification/push-creds', { sa_key: t.saKey({ token_uri: 'https://oauth.intranet.test/token' }) });
+    assert.equal(accepted.statusCode, 200, accepted.body);
+    for (const tokenUri of ['https://oauth.other.test/token', 'https://127.0.0.1/token', 'https://169.254.169.254/token']) {
+      const refused = await t.post('/notification/push-creds', { sa_key: t.saKey({ token_uri: tokenUri }) });
+      assert.deepEqual(refused.json(), { message: REFUSED, error_code: 400 }, tokenUri);
+    }
+  });
+});
+
 describe(`CPS_FCM_URL under the outbound policy (${DIALECT})`, () => {
   it('a production start refuses an FCM address that is not https to a public host', async () => {
     for (const fcmUrl of ['https://127.0.0.1:8443', 'https://[::ffff:a9fe:a9fe]', 'https://metadata.google.internal', 'http://fcm.push.test']) {
@@ -113,6 +133,21 @@ describe(`CPS_FCM_URL under the outbound policy (${DIALECT})`, () => {
         await storage.destroy();
         await database.drop();
       }
+    }
+  });
+
+  it('a production start accepts an FCM address the operator lists', async () => {
+    const database = await createTestDatabase();
+    const config = testConfig(database, productionEnv({ CPS_FCM_URL: 'http://fcm.clinic.test:8080', CPS_OUTBOUND_ALLOW: 'fcm.clinic.test' }));
+    const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+    try {
+      await migrateToLatest(storage.db);
+      const ctx = createContext(config, storage, await testKeys(), createLogger('silent'));
+      const app = await buildApp(ctx);
+      await app.close();
+    } finally {
+      await storage.destroy();
+      await database.drop();
     }
   });
 });

@@ -52,7 +52,8 @@ export async function createPushTest(
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
   const ctx = createContext(config, storage, await testKeys(), createLogger('debug', sink));
-  if (options.resolve) ctx.outbound = new OutboundClient({ publicOnly: config.env === 'production', resolve: options.resolve });
+  if (options.resolve)
+    ctx.outbound = new OutboundClient({ publicOnly: config.env === 'production', allow: config.outboundAllow, resolve: options.resolve });
   const modules = createModules(ctx);
   const app = await buildApp(ctx, modules);
   options.setup?.(app);

@@ -140,6 +140,60 @@ describe(`webhook endpoints under the outbound policy in production (${DIALECT})
   });
 });
 
+describe(`webhooks to destinations the operator allows (CPS_OUTBOUND_ALLOW) in production (${DIALECT})`, () => {
+  let t: TestApp;
+  let client: TestClient;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const dialled: string[] = [];
+  before(async () => {
+    receiver = await startReceiver();
+    const dns = stubResolver({ 'receiver.clinic.test': ['192.168.1.20'], 'printer.clinic.test': ['192.168.2.30'] });
+    t = await createTestApp({
+      env: productionEnv({ CPS_WEBHOOK_RETRY_SCHEDULE: '0', CPS_OUTBOUND_ALLOW: '192.168.1.0/24, 10.8.0.0/16' }),
+      context: (ctx) => {
+        // The connect step is stubbed: an approved LAN address is dialled at the loopback receiver.
+        ctx.outbound = new OutboundClient({
+          publicOnly: true,
+          allow: ctx.config.outboundAllow,
+          resolve: dns.resolve,
+          connectTo: (address) => {
+            dialled.push(address);
+            return '127.0.0.1';
+          },
+        });
+      },
+    });
+    client = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
+  });
+  after(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  const create = (endpoint: string) => t.app.inject({ method: 'POST', url: BASE, headers: bearer(client.token), payload: { endpoint } });
+
+  it('delivers over plain http to a LAN receiver whose address the list covers', async () => {
+    const created = await create(`http://receiver.clinic.test:${receiver.port}/hooks`);
+    assert.equal(created.statusCode, 201, created.body);
+    await recordReviewEvent(t.ctx.storage, client.businessId);
+    await t.ctx.jobs.runDue();
+    assert.deepEqual(dialled, ['192.168.1.20'], 'the policy approved the LAN address before the stubbed connect');
+    assert.equal(receiver.received.length, 1);
+    assert.equal(JSON.parse(receiver.received[0]!.body).event, 'external_review.request');
+    const [delivery] = (await t.app.inject({ method: 'GET', url: `${BASE}/${created.json().id}/deliveries`, headers: bearer(client.token) })).json()
+      .data;
+    assert.equal(delivery.status, 'succeeded');
+  });
+
+  it('still refuses addresses outside the list, loopback and metadata, at registration', async () => {
+    for (const endpoint of ['http://printer.clinic.test/hook', 'http://192.168.2.30/hook', 'http://127.0.0.1/hook', 'http://169.254.169.254/hook']) {
+      const response = await create(endpoint);
+      assert.equal(response.statusCode, 400, endpoint);
+      assert.equal(response.json().error.code, 'INVALID_REQUEST', endpoint);
+    }
+  });
+});
+
 describe(`webhook delivery errors name the class of failure (${DIALECT})`, () => {
   let t: TestApp;
   let client: TestClient;
