@@ -26,7 +26,7 @@ export function authRoutes(service: AuthService, tokens: AccessTokens) {
           tags: ['auth'],
           summary: 'Log in with client credentials',
           description:
-            'Failed logins spend a budget per client id and per source address (CPS_LOGIN_CLIENT_FAILURES, CPS_LOGIN_ADDRESS_FAILURES per CPS_LOGIN_FAILURE_WINDOW_SECONDS); once one is spent, attempts answer 429 with Retry-After before the secret is checked. A successful login spends nothing. 503 with Retry-After when too many secret checks are already in progress.',
+            'Failed logins spend a budget per client id and per source address (CPS_LOGIN_CLIENT_FAILURES, CPS_LOGIN_ADDRESS_FAILURES per CPS_LOGIN_FAILURE_WINDOW_SECONDS); an address that spent its budget is answered 429 with Retry-After before the secret is checked; a client id that spent its budget answers a wrong secret 429 and still admits the right one. A successful login spends nothing. 503 with Retry-After when too many secret checks are already in progress.',
           body: Type.Object({
             client_id: Type.String({ minLength: 1, maxLength: 200 }),
             client_secret: Type.String({ minLength: 1, maxLength: 500 }),

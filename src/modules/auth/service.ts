@@ -45,8 +45,8 @@ export class AuthService {
     this.#businesses = deps.businesses;
   }
 
-  /** `address` is the caller's source address, for its failure budget (throttle.ts). */
-  async login(clientId: string, clientSecret: string, address: string): Promise<TokenPair> {
+  /** `address` is the caller's source address, for its failure budget (throttle.ts); undefined on a Unix socket. */
+  async login(clientId: string, clientSecret: string, address: string | undefined): Promise<TokenPair> {
     // Before the database and the hash: a throttled attempt costs neither.
     const admission = await this.#guard.admit(clientId, address);
     let client: ApiClientsTable | undefined;
@@ -60,10 +60,7 @@ export class AuthService {
       await this.#guard.giveBack(admission);
       throw error;
     }
-    if (!client || !valid) {
-      this.#guard.failed();
-      throw new AppError(401, 'Invalid client credentials');
-    }
+    if (!client || !valid) throw this.#guard.failed(admission);
     await this.#guard.succeeded(admission);
     return this.#issue(this.#db, client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
   }

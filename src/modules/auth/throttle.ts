@@ -1,11 +1,15 @@
 /**
- * Login throttling. Each attempt takes a token from two failure budgets, its client id's and its
- * source address's, before any secret is hashed; a success gives both back, so only failures spend
- * them. A budget is a token bucket: `failures` tokens, refilled evenly over the window, so after a
- * burst of failures one more attempt is allowed every window/failures seconds, and an idle budget is
- * whole again one window later. An attempt refused by one budget takes from neither: a flood aimed at
- * one client id does not spend its address's budget, so other clients behind the same address (a NAT)
- * still log in; spraying many client ids from one address does spend it.
+ * Login throttling. Each attempt takes a token from two failure budgets, its source address's and its
+ * client id's; a success gives them back, so only failures spend them. A budget is a token bucket:
+ * `failures` tokens, refilled evenly over the window, so after a burst of failures one more attempt is
+ * allowed every window/failures seconds, and an idle budget is whole again one window later.
+ *
+ * The address budget is checked before any secret is hashed: an address that spent it is refused.
+ * A spent client budget does not refuse before the secret is checked, or anyone who knows a client id
+ * could keep its owner out by failing now and then from elsewhere: the attempt is hashed (paid for from
+ * its address's budget and bounded by the hashing limit below), a correct secret logs in, and a wrong
+ * one answers 429 as before. So guessing one client's secret from many addresses stays refused, and
+ * each guess still costs its address.
  *
  * The hashing itself is bounded too: at most `hashConcurrency` verifications run at once, `hashQueue`
  * more wait, and any beyond that are refused at once with 503, so a flood that passes the budgets
@@ -28,14 +32,21 @@ export interface LoginGuardOptions {
   metrics?: Registry;
 }
 
-/** An admitted attempt: the budgets it took from, given back if it succeeds. */
-export type Admission = readonly BucketLimit[];
+/** An admitted attempt: the budgets it took from (given back if it succeeds), and the client budget's refusal, if spent. */
+export interface Admission {
+  readonly taken: readonly BucketLimit[];
+  readonly clientRefusal: AppError | null;
+}
+
+/** A Unix socket listener gives no source address: all its callers share this budget. */
+const NO_ADDRESS = 'local';
 
 /**
  * The budget key of a source address: IPv4 as it is, IPv4-mapped IPv6 as its IPv4, other IPv6 by
  * its /64, since one host usually holds a whole /64 and could otherwise rotate through it.
  */
-export function addressKey(address: string): string {
+export function addressKey(address: string | undefined): string {
+  if (address === undefined || address === '') return NO_ADDRESS;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return mapped[1]!;
   if (!address.includes(':')) return address;
@@ -47,6 +58,11 @@ export function addressKey(address: string): string {
     .slice(0, 4)
     .map((g) => (parseInt(g, 16) || 0).toString(16))
     .join(':')}::/64`;
+}
+
+function tooMany(whose: string, waitMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new AppError(429, `Too many failed logins ${whose}; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
 }
 
 export class LoginGuard {
@@ -76,25 +92,41 @@ export class LoginGuard {
     });
   }
 
-  #limits(clientId: string, address: string): BucketLimit[] {
-    const { clientFailures, addressFailures, windowSeconds } = this.#options;
-    const limits: BucketLimit[] = [];
-    if (clientFailures > 0) limits.push({ key: `cps:login:client:${clientId}`, rate: clientFailures / windowSeconds, burst: clientFailures });
-    if (addressFailures > 0)
-      limits.push({ key: `cps:login:address:${addressKey(address)}`, rate: addressFailures / windowSeconds, burst: addressFailures });
-    return limits;
+  #clientLimit(clientId: string): BucketLimit | null {
+    const { clientFailures, windowSeconds } = this.#options;
+    return clientFailures > 0 ? { key: `cps:login:client:${clientId}`, rate: clientFailures / windowSeconds, burst: clientFailures } : null;
   }
 
-  /** Takes from the attempt's budgets, or refuses it with 429 and Retry-After. */
-  async admit(clientId: string, address: string): Promise<Admission> {
-    const limits = this.#limits(clientId, address);
-    if (limits.length === 0) return limits;
-    const { waitMs, refusedBy } = await this.#buckets.take(limits);
-    if (refusedBy < 0) return limits;
-    this.#attempts.inc({ outcome: 'throttled' });
-    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-    const whose = limits[refusedBy]!.key.startsWith('cps:login:client:') ? 'for this client' : 'from this address';
-    throw new AppError(429, `Too many failed logins ${whose}; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
+  #addressLimit(address: string | undefined): BucketLimit | null {
+    const { addressFailures, windowSeconds } = this.#options;
+    return addressFailures > 0
+      ? { key: `cps:login:address:${addressKey(address)}`, rate: addressFailures / windowSeconds, burst: addressFailures }
+      : null;
+  }
+
+  /**
+   * Takes from the address's budget, or refuses with 429 and Retry-After; then from the client id's,
+   * whose refusal is kept for a wrong secret (see the top of this file).
+   */
+  async admit(clientId: string, address: string | undefined): Promise<Admission> {
+    const taken: BucketLimit[] = [];
+    const addressLimit = this.#addressLimit(address);
+    if (addressLimit) {
+      const { waitMs, refusedBy } = await this.#buckets.take([addressLimit]);
+      if (refusedBy >= 0) {
+        this.#attempts.inc({ outcome: 'throttled' });
+        throw tooMany('from this address', waitMs);
+      }
+      taken.push(addressLimit);
+    }
+    let clientRefusal: AppError | null = null;
+    const clientLimit = this.#clientLimit(clientId);
+    if (clientLimit) {
+      const { waitMs, refusedBy } = await this.#buckets.take([clientLimit]);
+      if (refusedBy >= 0) clientRefusal = tooMany('for this client', waitMs);
+      else taken.push(clientLimit);
+    }
+    return { taken, clientRefusal };
   }
 
   /** A successful login costs no budget. */
@@ -105,11 +137,17 @@ export class LoginGuard {
 
   /** Returns an admitted attempt's budget: it succeeded, or its secret was never tried. */
   async giveBack(admission: Admission): Promise<void> {
-    if (admission.length > 0) await this.#buckets.refund(admission);
+    if (admission.taken.length > 0) await this.#buckets.refund(admission.taken);
   }
 
-  failed(): void {
+  /** A wrong secret: the budgets stay spent; the answer is 429 if the client's budget was spent already, else 401. */
+  failed(admission: Admission): AppError {
+    if (admission.clientRefusal) {
+      this.#attempts.inc({ outcome: 'throttled' });
+      return admission.clientRefusal;
+    }
     this.#attempts.inc({ outcome: 'failed' });
+    return new AppError(401, 'Invalid client credentials');
   }
 
   /** Runs a secret verification in a free slot, or after the ones queued; refuses with 503 when the queue is full. */

@@ -1,6 +1,8 @@
 /** Login throttling: failure budgets per client id and per address, the bounded hashing, Redis sharing. */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildApp, createContext } from '../../../src/app.ts';
 import type { App } from '../../../src/http/app-type.ts';
@@ -38,12 +40,10 @@ describe(`login throttling (${DIALECT})`, () => {
     });
     after(() => t.close());
 
-    it('answers 429 with Retry-After once the client id has spent its failures, without hashing', async () => {
+    it('answers a wrong secret 429 with Retry-After once the client id has spent its failures', async () => {
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await login(t.app, victim.clientId, 'cs_wrong')).statusCode);
       assert.deepEqual(statuses, [401, 401, 401]);
-      const hashed = await verifications(t);
-      assert.equal(hashed, 3);
 
       const refused = await login(t.app, victim.clientId, 'cs_wrong');
       assert.equal(refused.statusCode, 429);
@@ -51,10 +51,18 @@ describe(`login throttling (${DIALECT})`, () => {
       assert.equal(refused.headers['retry-after'], '20', 'one failure back every 60/3 s');
       assert.equal(refused.headers['cache-control'], 'no-store');
       assert.ok(refused.headers['x-request-id']);
-      // The right secret is refused too while the budget is spent: the budget is checked before the secret.
-      assert.equal((await login(t.app, victim.clientId, victim.clientSecret)).statusCode, 429);
-      assert.equal(await verifications(t), hashed, 'a throttled attempt hashes nothing');
-      assert.equal(await counter(t, 'cps_login_attempts_total', 'throttled'), 2);
+      assert.equal(await verifications(t), 4, 'the refused secret was checked, paid for by its address');
+      assert.equal(await counter(t, 'cps_login_attempts_total', 'throttled'), 1);
+    });
+
+    it('lets the right secret through a spent client budget, so failing from elsewhere cannot lock the owner out', async () => {
+      // Someone who knows the client id keeps failing from another address...
+      assert.equal((await login(t.app, victim.clientId, 'cs_wrong', '10.9.9.9')).statusCode, 429);
+      // ...and the owner, with the right secret, still logs in; a wrong secret is still refused.
+      const response = await login(t.app, victim.clientId, victim.clientSecret);
+      assert.equal(response.statusCode, 200);
+      assert.ok(response.json().access_token);
+      assert.equal((await login(t.app, victim.clientId, 'cs_wrong')).statusCode, 429);
     });
 
     it('lets another client id log in from the same address meanwhile', async () => {
@@ -65,9 +73,9 @@ describe(`login throttling (${DIALECT})`, () => {
 
     it('recovers as the window passes: one attempt per refill, then the whole budget', async () => {
       clock += 19_000;
-      assert.equal((await login(t.app, victim.clientId, victim.clientSecret)).statusCode, 429, 'not yet');
+      assert.equal((await login(t.app, victim.clientId, 'cs_wrong')).statusCode, 429, 'not yet');
       clock += 1_000;
-      assert.equal((await login(t.app, victim.clientId, victim.clientSecret)).statusCode, 200, 'one token back after 20 s');
+      assert.equal((await login(t.app, victim.clientId, 'cs_wrong')).statusCode, 401, 'one failure back after 20 s');
       clock += 60_000;
       const statuses = [];
       for (let i = 0; i < 4; i++) statuses.push((await login(t.app, victim.clientId, 'cs_wrong')).statusCode);
@@ -91,7 +99,7 @@ describe(`login throttling (${DIALECT})`, () => {
       assert.equal((await real).statusCode, 200);
       assert.equal(statuses.filter((s) => s === 401).length, 3);
       assert.equal(statuses.filter((s) => s === 429).length, 37);
-      assert.equal(await verifications(t), before + 4, 'the flood hashed only its budget');
+      assert.equal(await verifications(t), before + 41, "every attempt was checked: the address's budget (100) bounds them");
     });
   });
 
@@ -121,13 +129,21 @@ describe(`login throttling (${DIALECT})`, () => {
       assert.equal((await login(t.app, 'cl_v6_y', 'cs_wrong', '2001:db8:1:3::1')).statusCode, 401);
     });
 
-    it('does not spend the address budget on attempts another budget refused', async () => {
+    it("checks a flood on a locked client at the flooding address's cost, then refuses it before hashing", async () => {
       clock += 60_000;
-      // Ten failures spend the client's budget from one address and four from another...
+      // Ten failures from several addresses spend the client's budget...
       for (let i = 0; i < 10; i++) await login(t.app, client.clientId, 'cs_wrong', `10.2.0.${i}`);
-      // ...then this address floods the locked client: every attempt is refused without spending the address.
-      for (let i = 0; i < 20; i++) assert.equal((await login(t.app, client.clientId, 'cs_wrong', '10.2.1.1')).statusCode, 429);
-      assert.equal((await login(t.app, 'cl_someone_else', 'cs_wrong', '10.2.1.1')).statusCode, 401, 'the address budget is whole');
+      const before = await verifications(t);
+      // ...then one address floods it: its four are checked and refused by the client's budget, the rest by its own.
+      const answers = [];
+      for (let i = 0; i < 8; i++) answers.push((await login(t.app, client.clientId, 'cs_wrong', '10.2.1.1')).json().error);
+      assert.deepEqual(answers, [
+        ...Array(4).fill('Too many failed logins for this client; retry in 6 s'),
+        ...Array(4).fill('Too many failed logins from this address; retry in 15 s'),
+      ]);
+      assert.equal(await verifications(t), before + 4);
+      assert.equal((await login(t.app, client.clientId, client.clientSecret, '10.2.1.1')).statusCode, 429, 'that address is out');
+      assert.equal((await login(t.app, client.clientId, client.clientSecret, '10.2.1.2')).statusCode, 200, 'the owner is not');
     });
 
     it('keys addresses: IPv4, IPv4-mapped IPv6, IPv6 by /64', () => {
@@ -212,13 +228,14 @@ describe(`login throttling (${DIALECT})`, () => {
         const statuses = [];
         for (const app of [one.app, two, one.app, two]) statuses.push((await login(app, client.clientId, 'cs_wrong', address)).statusCode);
         assert.deepEqual(statuses, [401, 401, 429, 429]);
-        const refused = await login(two, client.clientId, client.clientSecret, address);
+        const refused = await login(two, client.clientId, 'cs_wrong', address);
         assert.equal(refused.statusCode, 429);
         assert.ok(Number(refused.headers['retry-after']) >= 1 && Number(refused.headers['retry-after']) <= 30);
+        assert.equal((await login(two, client.clientId, client.clientSecret, address)).statusCode, 200);
         const other = await createTestClient(one.ctx);
         assert.equal((await login(two, other.clientId, other.clientSecret, address)).statusCode, 200);
-        assert.equal(await verifications(one), 1);
-        assert.equal(await verifications({ ctx: twoCtx }), 2, 'one failure and the other client; the refused attempts hashed nothing');
+        assert.equal(await verifications(one), 2);
+        assert.equal(await verifications({ ctx: twoCtx }), 5);
       } finally {
         await two.close();
         await storage.destroy();
@@ -243,6 +260,40 @@ describe(`login throttling (${DIALECT})`, () => {
       assert.deepEqual(buckets.take([a], 0).refusedBy, 0, 'refunds stop at the burst');
       assert.deepEqual(buckets.take([a], 500), { waitMs: 500, refusedBy: 0 });
       assert.deepEqual(buckets.take([a], 1000), { waitMs: 0, refusedBy: -1 });
+    });
+  });
+
+  describe('on a Unix socket (no source address)', () => {
+    let t: TestApp;
+    let socketPath: string;
+    before(async () => {
+      t = await createTestApp({ env: { CPS_LOGIN_CLIENT_FAILURES: '100', CPS_LOGIN_ADDRESS_FAILURES: '2' } });
+      socketPath = path.join(t.database.dataDir, 'cps.sock');
+      await t.app.listen({ path: socketPath });
+    });
+    after(() => t.close());
+
+    const overSocket = (clientId: string, clientSecret: string) =>
+      new Promise<number>((resolve, reject) => {
+        const body = JSON.stringify({ client_id: clientId, client_secret: clientSecret });
+        const request = http.request(
+          { socketPath, method: 'POST', path: LOGIN, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (response) => {
+            response.resume();
+            response.on('end', () => resolve(response.statusCode!));
+          },
+        );
+        request.on('error', reject);
+        request.end(body);
+      });
+
+    it('throttles every caller of the socket as one address', async () => {
+      const client = await createTestClient(t.ctx);
+      assert.equal(await overSocket(client.clientId, client.clientSecret), 200);
+      assert.deepEqual(
+        [await overSocket('cl_nobody', 'cs_wrong'), await overSocket('cl_nobody', 'cs_wrong'), await overSocket('cl_nobody', 'cs_wrong')],
+        [401, 401, 429],
+      );
     });
   });
 
