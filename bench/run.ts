@@ -99,6 +99,7 @@ const modules: Array<{ section: string; file: string; fn: string; title: string 
   { section: 'search', file: './search.ts', fn: 'runSearchBench', title: 'Drug and lab search' },
   { section: 'appointments', file: './appointments.ts', fn: 'runAppointmentsBench', title: 'Appointments' },
   { section: 'scheduling', file: './scheduling.ts', fn: 'runSchedulingBench', title: 'Scheduling: 1,000 bookers at once on one slot (issue 19)' },
+  { section: 'slots', file: './schedule-slots.ts', fn: 'runScheduleSlotsBench', title: 'Slots of the worst schedule the limits allow (issue 38)' },
   { section: 'cases', file: './cases.ts', fn: 'runCasesBench', title: 'Cases sync' },
   { section: 'patients', file: './patients.ts', fn: 'runPatientsBench', title: 'Patient search (issue 22)' },
   { section: 'postgres', file: './postgres.ts', fn: 'runPostgresBench', title: 'PostgreSQL, 2 server processes, against pgbench (issue 18)' },

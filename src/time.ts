@@ -97,10 +97,46 @@ export function localDate(epochMs: number, timeZone: string): string {
 /** ISO 8601 with the zone's offset at that instant, as Eka writes slot times: `2024-09-05T09:15:00+05:30`. */
 export function localIso(epochMs: number, timeZone: string): string {
   const offset = offsetAt(timeZone, epochMs);
-  const wall = new Date(epochMs + offset).toISOString().slice(0, 19);
+  return `${new Date(epochMs + offset).toISOString().slice(0, 19)}${offsetText(offset)}`;
+}
+
+/** A date's wall-clock times as instants, and instants near it as local ISO text (see `dayClock`). */
+export interface DayClock {
+  /** As `zonedInstant(date, minutes, zone)`. */
+  instant(minutes: number): number;
+  /** As `localIso(epochMs, zone)`, for an instant within a day of the date. */
+  iso(epochMs: number): string;
+}
+
+/**
+ * The clock of one date in `timeZone`. A date whose zone keeps one offset from the day before it to the
+ * day after (all but a few dates a year) looks the offset up once, so a day's hundreds of slot times
+ * cost arithmetic, not a time-zone look-up each.
+ */
+export function dayClock(date: string, timeZone: string): DayClock {
+  const midnight = parseDate(date)!;
+  const offset = offsetAt(timeZone, midnight - DAY_MS);
+  const steady = [midnight, midnight + DAY_MS, midnight + 2 * DAY_MS].every((at) => offsetAt(timeZone, at) === offset);
+  if (!steady) return { instant: (minutes) => zonedInstant(date, minutes, timeZone), iso: (epochMs) => localIso(epochMs, timeZone) };
+  const suffix = offsetText(offset);
+  return {
+    instant: (minutes) => midnight + minutes * MINUTE_MS - offset,
+    iso: (epochMs) => {
+      const sinceMidnight = epochMs + offset - midnight;
+      if (sinceMidnight < 0 || sinceMidnight >= DAY_MS || sinceMidnight % 1000 !== 0)
+        return `${new Date(epochMs + offset).toISOString().slice(0, 19)}${suffix}`;
+      const seconds = sinceMidnight / 1000;
+      return `${date}T${TWO_DIGITS[Math.floor(seconds / 3600)]}:${TWO_DIGITS[Math.floor(seconds / 60) % 60]}:${TWO_DIGITS[seconds % 60]}${suffix}`;
+    },
+  };
+}
+
+const TWO_DIGITS = Array.from({ length: 60 }, (_, value) => String(value).padStart(2, '0'));
+
+function offsetText(offset: number): string {
   const minutes = Math.abs(offset) / MINUTE_MS;
   const sign = offset < 0 ? '-' : '+';
-  return `${wall}${sign}${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+  return `${sign}${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
 }
 
 /** Whole days from `from` to `to` (both validated). */

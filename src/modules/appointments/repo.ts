@@ -281,7 +281,11 @@ export async function placeWithNextToken(
   return row ? Number(row.token) : null;
 }
 
-/** The times of the pair's appointments holding a place that overlap [from, to). */
+/**
+ * The times of the pair's appointments holding a place that overlap [from, to), with how many hold
+ * each: appointments booked into slots share their times, so the rows grow with the slots, not with
+ * the places taken.
+ */
 export async function holdingBetween(
   db: Db,
   businessId: string,
@@ -289,7 +293,10 @@ export async function holdingBetween(
   doctorId: string,
   from: number,
   to: number,
-): Promise<Array<{ start: number; end: number }>> {
-  const rows = await holding(db, businessId, clinicId, doctorId, from, to).select(['start_time', 'end_time']).execute();
-  return rows.map((row) => ({ start: Number(row.start_time), end: Number(row.end_time) }));
+): Promise<Array<{ start: number; end: number; places: number }>> {
+  const rows = await holding(db, businessId, clinicId, doctorId, from, to)
+    .select((eb) => ['start_time', 'end_time', eb.fn.countAll<number>().as('places')])
+    .groupBy(['start_time', 'end_time'])
+    .execute();
+  return rows.map((row) => ({ start: Number(row.start_time), end: Number(row.end_time), places: Number(row.places) }));
 }

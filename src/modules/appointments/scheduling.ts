@@ -21,8 +21,8 @@ import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import type { ClinicService, PlacementInput } from '../clinics/service.ts';
-import { addDays, daysBetween, localIso, parseDate, zonedInstant } from '../../time.ts';
-import { placesTaken, slotAt, slotsBetween, type ScheduleService } from '../schedules/service.ts';
+import { addDays, dayClock, daysBetween, localIso, parseDate, zonedInstant } from '../../time.ts';
+import { placesTaken, slotAt, slotsOfDay, type ScheduleService } from '../schedules/service.ts';
 import * as repo from './repo.ts';
 
 /** Eka serves today and tomorrow; the service any range up to this many days. */
@@ -175,25 +175,30 @@ export class Scheduling {
     const answer: EkaSlots = { success: 'true', status_code: 200, data: { schedule: {}, services: {} } };
     const schedule = await this.#deps.schedules.forPair(db, businessId, clinic, doctor);
     if (!schedule) return answer;
-    const slots = slotsBetween(schedule, startDate, endDate);
-    const from = zonedInstant(startDate, 0, schedule.timezone);
+    const dates = Array.from({ length: daysBetween(startDate, endDate) + 1 }, (_, day) => addDays(startDate, day));
+    const clocks = dates.map((date) => dayClock(date, schedule.timezone));
+    const slotsByDay = dates.map((date, day) => slotsOfDay(schedule, date, clocks[day]));
+    const from = clocks[0]!.instant(0);
     const to = zonedInstant(addDays(endDate, 1), 0, schedule.timezone);
-    const taken = placesTaken(slots, await repo.holdingBetween(db, businessId, clinic, doctor, from, to));
+    const taken = placesTaken(slotsByDay.flat(), await repo.holdingBetween(db, businessId, clinic, doctor, from, to));
     const days: Record<string, EkaSlot[]> = {};
-    for (let day = 0, last = daysBetween(startDate, endDate); day <= last; day++) days[addDays(startDate, day)] = [];
-    slots.forEach((slot, index) => {
-      const booked = taken[index]!;
-      const left = Math.max(0, slot.capacity - booked);
-      days[slot.date]!.push({
-        available: left > 0 && slot.start > now,
-        conf_id: schedule.id,
-        s: localIso(slot.start, schedule.timezone),
-        e: localIso(slot.end, schedule.timezone),
-        slots_booked: booked,
-        start_time: slot.start / 1000,
-        end_time: slot.end / 1000,
-        capacity: slot.capacity,
-        places_left: left,
+    let index = 0;
+    slotsByDay.forEach((slots, day) => {
+      const clock = clocks[day]!;
+      days[dates[day]!] = slots.map((slot) => {
+        const booked = taken[index++]!;
+        const left = Math.max(0, slot.capacity - booked);
+        return {
+          available: left > 0 && slot.start > now,
+          conf_id: schedule.id,
+          s: clock.iso(slot.start),
+          e: clock.iso(slot.end),
+          slots_booked: booked,
+          start_time: slot.start / 1000,
+          end_time: slot.end / 1000,
+          capacity: slot.capacity,
+          places_left: left,
+        };
       });
     });
     answer.data.schedule[doctor] = days;

@@ -14,11 +14,11 @@ import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import type { ClinicService } from '../clinics/service.ts';
 import * as repo from './repo.ts';
-import type { ScheduleException, ScheduleRules, Session } from './slots.ts';
+import { crowdedDate, MAX_SESSIONS_PER_DATE, MAX_SLOTS_PER_DATE, type ScheduleException, type ScheduleRules, type Session } from './slots.ts';
 import { isTimeZone, parseClock, parseDate, WEEKDAY_NAMES } from '../../time.ts';
 
 export type { ScheduleRules, Slot } from './slots.ts';
-export { placesTaken, slotAt, slotsBetween } from './slots.ts';
+export { placesTaken, slotAt, slotsOfDay } from './slots.ts';
 
 export interface ScheduleInput {
   timezone?: string;
@@ -227,7 +227,8 @@ const CLOCK = 'Enter a time HH:MM from 00:00 to 24:00.';
 /**
  * The rules the schema cannot state, added to what it refused (fields it refused are not checked
  * again): real zones, dates and times, sessions at least one slot long and not overlapping on a day,
- * exceptions whose ends follow their starts.
+ * exceptions whose ends follow their starts, and no date past MAX_SESSIONS_PER_DATE sessions or
+ * MAX_SLOTS_PER_DATE slots (what serving a day's slots costs is bounded by them).
  */
 function checkRules(input: ScheduleInput, refused: FieldProblems): FieldProblems {
   const problems: FieldProblems = Object.create(null);
@@ -284,6 +285,27 @@ function checkRules(input: ScheduleInput, refused: FieldProblems): FieldProblems
     if (from === null) add(`${field}.start_time`, CLOCK);
     if (to === null) add(`${field}.end_time`, CLOCK);
     if (from !== null && to !== null && to <= from) add(`${field}.end_time`, 'The end must be after the start.');
+  }
+  if (Object.keys(problems).length === 0) {
+    const crowded = crowdedDate({
+      timezone: 'UTC',
+      slot_minutes: input.slot_minutes,
+      capacity: 1,
+      buffer_minutes: input.buffer_minutes ?? 0,
+      sessions,
+      exceptions: input.exceptions ?? [],
+    });
+    if (crowded && crowded.sessions > MAX_SESSIONS_PER_DATE) {
+      add(
+        'exceptions',
+        `On ${crowded.date} the schedule would have ${crowded.sessions} sessions and extra sessions: at most ${MAX_SESSIONS_PER_DATE} on one date.`,
+      );
+    } else if (crowded) {
+      add(
+        'exceptions',
+        `On ${crowded.date} the schedule would offer ${crowded.slots} slots: at most ${MAX_SLOTS_PER_DATE} on one date (5-minute slots from 00:00 to 24:00).`,
+      );
+    }
   }
   return problems;
 }

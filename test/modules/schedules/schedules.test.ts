@@ -117,6 +117,46 @@ describe(`schedules: CRUD (${DIALECT})`, () => {
     assert.deepEqual(missing.json(), { slot_minutes: ['This field is required.'], sessions: ['This field is required.'] });
   });
 
+  it('refuses a schedule past the sessions or slots of one date (the 55 KB schedule of issue 38), and stores the most allowed', async () => {
+    const everyDay = ['MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT', 'SUN'];
+    const clock = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+    const sessions = Array.from({ length: 24 }, (_, hour) => ({ days: everyDay, start: clock(hour * 60), end: clock(hour * 60 + 60) }));
+    const extras = (count: number) =>
+      Array.from({ length: count }, () => ({
+        type: 'extra',
+        start_date: '2030-01-01',
+        end_date: '2030-12-31',
+        start_time: '00:00',
+        end_time: '24:00',
+      }));
+    const leaves = Array.from({ length: 250 }, (_, i) => ({
+      type: 'leave',
+      start_date: '2030-01-01',
+      end_date: '2030-12-31',
+      start_time: clock((i * 5) % 1440),
+      end_time: clock(((i * 5) % 1440) + 1),
+    }));
+    const before = await call('GET', schedulePath(p));
+    const hostile = await call('PUT', schedulePath(p), { slot_minutes: 5, sessions, exceptions: [...extras(250), ...leaves] });
+    assert.equal(hostile.statusCode, 400);
+    assert.deepEqual(hostile.json(), {
+      exceptions: ['On 2030-01-01 the schedule would have 274 sessions and extra sessions: at most 50 on one date.'],
+    });
+    const offGrid = await call('PUT', schedulePath(p), {
+      slot_minutes: 5,
+      sessions: [{ days: ['MON'], start: '00:00', end: '24:00' }],
+      exceptions: [{ type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '00:02', end_time: '01:00' }],
+    });
+    assert.deepEqual(offGrid.json(), {
+      exceptions: ['On 2030-01-07 the schedule would offer 299 slots: at most 288 on one date (5-minute slots from 00:00 to 24:00).'],
+    });
+    assert.deepEqual((await call('GET', schedulePath(p))).json(), before.json(), 'nothing stored');
+    const most = { slot_minutes: 5, sessions, exceptions: [...extras(26), ...leaves, ...leaves.slice(0, 224)] };
+    const stored = await call('PUT', schedulePath(p), most);
+    assert.equal(stored.statusCode, 200, stored.body);
+    assert.equal(stored.json().schedule.exceptions.length, 500);
+  });
+
   it('answers unknown ids as not found and an unassigned pair as a 400', async () => {
     const other = await createPractice(t, { client: p.client });
     assert.deepEqual((await call('GET', `/cdr/v1/doctor/nope/clinic/${p.clinicId}/schedule`)).json(), {

@@ -1,7 +1,17 @@
 /** The pure slot computation: sessions, buffers, places, exceptions, and daylight-saving changes. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { placesTaken, slotAt, slotsBetween, slotsOfDay, type ScheduleRules } from '../../../src/modules/schedules/slots.ts';
+import {
+  crowdedDate,
+  MAX_SESSIONS_PER_DATE,
+  MAX_SLOTS_PER_DATE,
+  placesTaken,
+  slotAt,
+  slotsBetween,
+  slotsOfDay,
+  type ScheduleException,
+  type ScheduleRules,
+} from '../../../src/modules/schedules/slots.ts';
 import { localIso, zonedInstant } from '../../../src/time.ts';
 
 const rules = (overrides: Partial<ScheduleRules> = {}): ScheduleRules => ({
@@ -119,5 +129,81 @@ describe('schedules: slots', () => {
     const at = (i: number) => ({ start: slots[i]!.start, end: slots[i]!.end });
     const spanning = { start: slots[1]!.start, end: slots[2]!.end };
     assert.deepEqual(placesTaken(slots, [at(0), at(0), spanning, at(3)]), [2, 1, 1, 1]);
+    assert.deepEqual(
+      placesTaken(slots, [{ ...at(0), places: 3 }, { ...spanning, places: 2 }, at(3)]),
+      [3, 2, 2, 1],
+      'grouped rows count their places',
+    );
+    const early = { start: slots[0]!.start - 3_600_000, end: slots[0]!.start };
+    assert.deepEqual(
+      placesTaken(slots, [early, { start: early.start, end: slots[3]!.end }]),
+      [1, 1, 1, 1],
+      'one ending as a slot starts holds none of it',
+    );
+  });
+
+  const EVERY_DAY = ['MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT', 'SUN'] as const;
+  const clock = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+  const hourly = Array.from({ length: 24 }, (_, hour) => ({ days: [...EVERY_DAY], start: clock(hour * 60), end: clock(hour * 60 + 60) }));
+  const wholeDayExtras = (count: number, from = '2030-01-01', to = '2030-12-31'): ScheduleException[] =>
+    Array.from({ length: count }, () => ({ type: 'extra', start_date: from, end_date: to, start_time: '00:00', end_time: '24:00' }));
+
+  it('offers each start of overlapping sessions on one grid once, as one session; other grids keep their own', () => {
+    const schedule = rules({
+      sessions: [{ days: ['MON'], start: '09:00', end: '10:00' }],
+      exceptions: [
+        { type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '09:30', end_time: '11:00' },
+        { type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '09:00', end_time: '09:45' },
+        { type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '10:05', end_time: '10:35' },
+      ],
+    });
+    const slots = slotsOfDay(schedule, '2030-01-07');
+    const times = slots.map((s) => localIso(s.start, 'Asia/Kolkata').slice(11, 16));
+    assert.deepEqual(times, ['09:00', '09:15', '09:30', '09:45', '10:00', '10:05', '10:15', '10:20', '10:30', '10:45']);
+    const sessionOf = (time: string) => localIso(slots[times.indexOf(time)]!.sessionStart, 'Asia/Kolkata').slice(11, 16);
+    assert.deepEqual(['09:00', '10:45', '10:05', '10:20'].map(sessionOf), ['09:00', '09:00', '10:05', '10:05'], 'one token sequence a session');
+  });
+
+  it("a date's work grows with its slots, not with overlapping sessions and leaves (the 55 KB schedule of issue 38)", () => {
+    // Stored before the limits existed: 24 sessions, 250 overlapping whole-day extra sessions, 250 one-minute leaves.
+    const leaves: ScheduleException[] = Array.from({ length: 250 }, (_, i) => ({
+      type: 'leave',
+      start_date: '2030-01-01',
+      end_date: '2030-12-31',
+      start_time: clock((i * 5) % 1440),
+      end_time: clock(((i * 5) % 1440) + 1),
+    }));
+    const schedule = rules({ slot_minutes: 5, sessions: hourly, exceptions: [...wholeDayExtras(250), ...leaves] });
+    const formatToParts = Intl.DateTimeFormat.prototype.formatToParts;
+    let lookups = 0;
+    Intl.DateTimeFormat.prototype.formatToParts = function (this: Intl.DateTimeFormat, date?: Date | number) {
+      lookups++;
+      return formatToParts.call(this, date);
+    };
+    let slots: ReturnType<typeof slotsBetween>;
+    try {
+      slots = slotsBetween(schedule, '2030-03-01', '2030-03-31');
+    } finally {
+      Intl.DateTimeFormat.prototype.formatToParts = formatToParts;
+    }
+    assert.equal(slots.length, 31 * (288 - 250), 'every 5-minute start but the 250 with a leave in them');
+    assert.ok(lookups <= 31 * 4, `time-zone look-ups: ${lookups}, at most 4 a date`);
+    assert.equal(new Set(slots.map((s) => s.start)).size, slots.length);
+  });
+
+  it('finds the first date past MAX_SESSIONS_PER_DATE sessions or MAX_SLOTS_PER_DATE slots, and none within them', () => {
+    const limit = MAX_SESSIONS_PER_DATE - hourly.length;
+    const five = (exceptions: ScheduleException[]) => rules({ slot_minutes: 5, sessions: hourly, exceptions });
+    assert.equal(crowdedDate(five(wholeDayExtras(limit))), null, 'the most sessions allowed, all on one grid: 288 slots');
+    assert.deepEqual(crowdedDate(five(wholeDayExtras(limit + 1))), { date: '2030-01-01', sessions: MAX_SESSIONS_PER_DATE + 1, slots: Number.NaN });
+    // A session on another grid (a start 1 minute off) offers 288 more starts on a Friday only.
+    const offGrid: ScheduleException = { type: 'extra', start_date: '2030-01-09', end_date: '2030-01-13', start_time: '00:01', end_time: '23:56' };
+    const crowded = crowdedDate(rules({ slot_minutes: 5, sessions: [{ days: ['FRI'], start: '00:00', end: '24:00' }], exceptions: [offGrid] }));
+    assert.deepEqual(crowded, { date: '2030-01-11', sessions: 2, slots: MAX_SLOTS_PER_DATE + 287 });
+    assert.equal(
+      crowdedDate(rules({ slot_minutes: 5, sessions: [{ days: ['MON'], start: '00:00', end: '24:00' }], exceptions: [offGrid] })),
+      null,
+      'no Monday among its dates',
+    );
   });
 });
