@@ -91,6 +91,7 @@ export const APPOINTMENT_FIELDS = [
   'video_connect',
   'display_meta',
   'partner_meta',
+  'mode',
   'notes',
 ] as const;
 

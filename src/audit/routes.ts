@@ -106,7 +106,8 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     resource: 'appointment',
     action: 'create',
     id: (_request, answer) => at(answer, 'appointment_id'),
-    patient: (request) => body(request, 'patient_details', 'partner_patient_id'),
+    patient: (request) =>
+      body(request, 'patient_id') ?? body(request, 'partner_patient_id') ?? body(request, 'patient_details', 'partner_patient_id'),
   },
   'GET /dr/v1/appointment': {
     resource: 'appointment',
@@ -117,6 +118,12 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
   },
   'GET /dr/v1/appointment/:appointment_id': { ...appointment, action: 'read' },
   'PATCH /dr/v1/appointment/:appointment_id': appointment,
+  // Answers 204: the patient is the one the body names, when it names one.
+  'PATCH /dr/v2/appointment/:appointment_id': {
+    ...appointment,
+    id: param('appointment_id'),
+    patient: (request) => body(request, 'patient_id') ?? body(request, 'partner_patient_id'),
+  },
   'POST /dr/v1/appointment/:appointment_id/change-status': appointment,
   'POST /dr/v1/appointment/:appointment_id/complete': appointment,
   'PUT /dr/v1/appointment/:appointment_id/cancel': appointment,

@@ -47,6 +47,13 @@ function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds
       id: apt,
       patient: pt,
     }),
+    'PATCH /dr/v2/appointment/:appointment_id': () => ({
+      method: 'PATCH',
+      url: `/dr/v2/appointment/${apt}`,
+      payload: { patient_id: pt, notes: 'v2' },
+      id: apt,
+      patient: pt,
+    }),
     'POST /dr/v1/appointment/:appointment_id/change-status': () => ({
       method: 'POST',
       url: `/dr/v1/appointment/${apt}/change-status`,

@@ -50,6 +50,9 @@ const PatientDetails = Type.Object({
   partner_patient_id: Type.Optional(Id),
 });
 const Token = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Position in the queue' });
+const Mode = Type.Enum(['INCLINIC', 'VIDEO', 'PHONE', 'in_clinic', 'tele'], {
+  description: 'INCLINIC (default), VIDEO or PHONE; in_clinic and tele, as the record reads them, mean INCLINIC and VIDEO',
+});
 const Notes = Type.String({ maxLength: 5000 });
 
 const BookBody = Type.Object({
@@ -61,11 +64,21 @@ const BookBody = Type.Object({
   appointment_details: Type.Object({
     start_time: Epoch,
     end_time: Epoch,
-    mode: Type.Optional(Type.Enum(['INCLINIC', 'VIDEO', 'PHONE'])),
+    mode: Type.Optional(Mode),
     custom_attributes: Type.Optional(CustomAttributes),
     video_connect: Type.Optional(VideoConnect),
   }),
-  patient_details: PatientDetails,
+  patient_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, description: 'An existing patient (the service id); patient_details sent too change it' }),
+  ),
+  partner_patient_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_ID_LENGTH,
+      description: "An existing patient by the partner's id; patient_details sent too change it",
+    }),
+  ),
+  patient_details: Type.Optional(PatientDetails),
   token: Type.Optional(Token),
   partner_meta: Type.Optional(FreeForm),
   display_meta: Type.Optional(DisplayMeta),
@@ -81,7 +94,32 @@ const UpdateBody = Type.Object({
   display_meta: Type.Optional(DisplayMeta),
   start_time: Type.Optional(Epoch),
   end_time: Type.Optional(Epoch),
+  mode: Type.Optional(Mode),
   notes: Type.Optional(Notes),
+});
+
+/** Eka's v2 update: the times, mode and appointment attributes inside appointment_details; the ids name the appointment's own. */
+const UpdateV2Body = Type.Object({
+  token: Type.Optional(Token),
+  appointment_details: Type.Optional(
+    Type.Object({
+      start_time: Type.Optional(Epoch),
+      end_time: Type.Optional(Epoch),
+      mode: Type.Optional(Mode),
+      custom_attributes: Type.Optional(CustomAttributes),
+      video_connect: Type.Optional(VideoConnect),
+    }),
+  ),
+  partner_meta: Type.Optional(freeFormObject('Replaces the stored object')),
+  patient_details: Type.Optional(PatientDetails),
+  display_meta: Type.Optional(DisplayMeta),
+  notes: Type.Optional(Notes),
+  clinic_id: Type.Optional(Id),
+  doctor_id: Type.Optional(Id),
+  patient_id: Type.Optional(Id),
+  partner_clinic_id: Type.Optional(Id),
+  partner_doctor_id: Type.Optional(Id),
+  partner_patient_id: Type.Optional(Id),
 });
 
 /** The appointment record (contract 4), as every appointment answer renders it. */
@@ -204,6 +242,29 @@ export function appointmentRoutes(service: AppointmentService) {
       async (request) => service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), request.body),
     );
 
+    app.patch(
+      '/dr/v2/appointment/:appointment_id',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary:
+            "Update an appointment, Eka's v2 body (times, mode, custom_attributes and video_connect in appointment_details; clinic, doctor and patient ids, when sent, must be the appointment's); 204",
+          params: Params,
+          querystring: ByPartner,
+          body: UpdateV2Body,
+          response: { 204: Type.Null({ description: 'Updated' }), ...errors, 409: StandardError },
+        },
+      },
+      async (request, reply) => {
+        const { token, appointment_details: details = {}, partner_meta, patient_details, display_meta, notes, ...expected } = request.body;
+        const { start_time, end_time, mode, custom_attributes, video_connect } = details;
+        const input = { token, partner_meta, patient_details, display_meta, notes, start_time, end_time, mode, custom_attributes, video_connect };
+        await service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), input, expected);
+        return reply.code(204).send(null);
+      },
+    );
+
     app.post(
       '/dr/v1/appointment/:appointment_id/change-status',
       {
@@ -271,7 +332,6 @@ export function appointmentRoutes(service: AppointmentService) {
 }
 
 const PathId = Type.String({ maxLength: MAX_ID_LENGTH });
-const DateText = Type.String({ maxLength: 10, description: 'YYYY-MM-DD, in the schedule’s time zone' });
 
 const Slot = Type.Object({
   available: Type.Boolean({ description: 'A place is left and the slot has not begun' }),
@@ -299,20 +359,36 @@ const Service = Type.Object({
   slot_minutes: Type.Integer(),
   capacity: Type.Integer(),
 });
+const ClinicService = Type.Object({
+  service_type: Type.String(),
+  service_name: Type.String(),
+  conf_id: Type.String(),
+  fee: Type.Union([Type.Number(), Type.Null()], { description: 'The price of the service' }),
+  slots: Type.Array(Slot, { description: 'Every slot of the range, in order' }),
+});
 const Slots = Type.Object({
   success: Type.Literal('true'),
   status_code: Type.Literal(200),
   data: Type.Object({
-    schedule: Type.Record(Type.String(), Type.Record(Type.String(), Type.Array(Slot)), {
-      description: 'doctor id -> date -> slots; empty when the pair has no schedule (it books at any time)',
+    schedule: Type.Record(Type.String(), Type.Union([Type.Record(Type.String(), Type.Array(Slot)), Type.Array(ClinicService)]), {
+      description:
+        "Under the doctor's id: date -> slots (the shape of Eka's schema); under the clinic's id as the path names it: the services with their slots (the shape of Eka's example, which Eka's clients read). Empty when the pair has no schedule (it books at any time)",
     }),
     services: Type.Record(Type.String(), Service, { description: 'schedule id (conf_id) -> the consultation it offers' }),
   }),
 });
 
+/** A day as Eka's clients send it: a date, or a date with a time part (eka-mcp-sdk sends `2030-01-07T00:00:00.000Z`), whose date is the day. */
+const dayText = (description: string) =>
+  Type.String({
+    maxLength: 35,
+    pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
+    'x-message': 'must be a date, YYYY-MM-DD, or a date and time (YYYY-MM-DDTHH:MM:SS.sssZ)',
+    description: `${description}; a time part may follow (its date is the day, as written)`,
+  });
 const SlotQuery = Type.Object({
-  start_date: DateText,
-  end_date: Type.String({ maxLength: 10, description: `YYYY-MM-DD, inclusive; at most ${MAX_SLOT_DAYS} days after start_date` }),
+  start_date: dayText('YYYY-MM-DD, in the schedule’s time zone'),
+  end_date: dayText(`YYYY-MM-DD, inclusive; at most ${MAX_SLOT_DAYS} days after start_date`),
   partner_id: ByPartner.properties.partner_id,
 });
 
@@ -356,8 +432,9 @@ export function schedulingRoutes(scheduling: Scheduling, appointments: Appointme
       },
       async (request) => {
         const { doctor_id, clinic_id } = request.params;
+        const day = (value: string) => value.slice(0, 10);
         const { start_date, end_date } = request.query;
-        return scheduling.slots(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query), start_date, end_date);
+        return scheduling.slots(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query), day(start_date), day(end_date));
       },
     );
 

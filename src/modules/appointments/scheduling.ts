@@ -40,11 +40,20 @@ export interface EkaSlot {
   places_left: number;
 }
 
+/** A clinic's services with their slots: the shape of Eka's example, which Eka's clients read. */
+export interface EkaClinicService {
+  service_type: string;
+  service_name: string;
+  conf_id: string;
+  fee: number | null;
+  slots: EkaSlot[];
+}
+
 export interface EkaSlots {
   success: 'true';
   status_code: 200;
   data: {
-    schedule: Record<string, Record<string, EkaSlot[]>>;
+    schedule: Record<string, Record<string, EkaSlot[]> | EkaClinicService[]>;
     services: Record<
       string,
       {
@@ -202,6 +211,11 @@ export class Scheduling {
       });
     });
     answer.data.schedule[doctor] = days;
+    // Eka's schema keys the slots by a doctor and a date, its example (and so its clients) by the clinic
+    // as the request named it: both are served, under their own keys.
+    answer.data.schedule[clinicId] = [
+      { service_type: 'consultation', service_name: 'consultation', conf_id: schedule.id, fee: null, slots: Object.values(days).flat() },
+    ];
     answer.data.services[schedule.id] = {
       allow_patient_booking: true,
       appointment_type: 'REGULAR',

@@ -25,6 +25,13 @@ export const PAGE_SIZE = 50;
 export type Status = 'BK' | 'NS' | 'CM' | 'CN' | 'RES';
 export const STATUSES: readonly Status[] = ['BK', 'NS', 'CM', 'CN', 'RES'];
 export type BookedMode = 'INCLINIC' | 'VIDEO' | 'PHONE';
+/** A mode as sent: Eka's booking names, or the record's (in_clinic, tele), which Eka's MCP SDK books with. */
+export type SentMode = BookedMode | 'in_clinic' | 'tele';
+
+function bookedMode(mode: SentMode | undefined): BookedMode {
+  if (mode === undefined || mode === 'in_clinic') return 'INCLINIC';
+  return mode === 'tele' ? 'VIDEO' : mode;
+}
 
 export interface CustomAttributes {
   label?: string[];
@@ -46,11 +53,16 @@ export interface BookInput {
   appointment_details: {
     start_time: number;
     end_time: number;
-    mode?: BookedMode;
+    mode?: SentMode;
     custom_attributes?: CustomAttributes;
     video_connect?: VideoConnect;
   };
-  patient_details: PatientDetails;
+  /** An existing patient by the service's id (Eka's EkaIds booking); patient_details, when sent, change it. */
+  patient_id?: string;
+  /** An existing patient by the partner's id (Eka's PartnerIds booking). */
+  partner_patient_id?: string;
+  /** Without patient_id or partner_patient_id: the patient, matched by its partner_patient_id or new. */
+  patient_details?: PatientDetails;
   token?: number;
   partner_meta?: FreeForm;
   display_meta?: FreeForm;
@@ -66,7 +78,18 @@ export interface UpdateInput {
   display_meta?: FreeForm;
   start_time?: number;
   end_time?: number;
+  mode?: SentMode;
   notes?: string;
+}
+
+/** The ids an update of Eka's v2 names the appointment's clinic, doctor and patient by: they must be its own. */
+export interface ExpectedIds {
+  clinic_id?: string;
+  partner_clinic_id?: string;
+  doctor_id?: string;
+  partner_doctor_id?: string;
+  patient_id?: string;
+  partner_patient_id?: string;
 }
 
 export const UPDATE_FIELDS = [
@@ -78,6 +101,7 @@ export const UPDATE_FIELDS = [
   'display_meta',
   'start_time',
   'end_time',
+  'mode',
   'notes',
 ] as const;
 
@@ -237,6 +261,12 @@ export class AppointmentService {
     if (details.end_time <= details.start_time) throw invalid('appointment_details.end_time', 'must be after start_time');
     checkDisplayMeta(input.display_meta);
     checkPatientDetails(input.patient_details, this.#deps.timezone);
+    if (input.patient_details === undefined && input.patient_id === undefined && input.partner_patient_id === undefined) {
+      throw invalid('patient_details', 'send patient_details, or patient_id (or partner_patient_id) of an existing patient');
+    }
+    if (input.patient_id !== undefined && input.partner_patient_id !== undefined) {
+      throw invalid('partner_patient_id', 'send patient_id or partner_patient_id, not both');
+    }
     const id = newId('apt');
     const [start, end] = [details.start_time * 1000, details.end_time * 1000];
     try {
@@ -264,7 +294,16 @@ export class AppointmentService {
       const checked = await this.#deps.scheduling.precheck(trx, businessId, clinicId, doctorId, start, end);
       if (checked !== null && input.token !== undefined) throw invalid('token', "is given by the doctor's schedule at this clinic: send none");
       // A partner_appointment_id already taken fails the insert below on the unique index (see the catch).
-      const patient = await this.#deps.patients.forBooking(trx, businessId, input.patient_details);
+      const named = input.patient_id ?? input.partner_patient_id;
+      const patient =
+        named === undefined
+          ? await this.#deps.patients.forBooking(trx, businessId, input.patient_details!)
+          : await this.#deps.patients.forBookingExisting(
+              trx,
+              businessId,
+              { id: named, byPartner: input.patient_id === undefined },
+              input.patient_details ?? {},
+            );
       const now = Date.now();
       // Written before its place is taken, which writes its token (see scheduling.ts).
       const row: repo.AppointmentRow = {
@@ -275,7 +314,7 @@ export class AppointmentService {
         doctor_id: doctorId,
         patient_id: patient.id,
         status: 'BK',
-        mode: details.mode ?? 'INCLINIC',
+        mode: bookedMode(details.mode),
         start_time: start,
         end_time: end,
         token: input.token ?? null,
@@ -361,7 +400,7 @@ export class AppointmentService {
     return { appointments: page.map(toRecord), next_token: nextToken };
   }
 
-  async update(principal: Principal, id: string, byPartner: boolean, input: UpdateInput): Promise<AppointmentRecord> {
+  async update(principal: Principal, id: string, byPartner: boolean, input: UpdateInput, expected: ExpectedIds = {}): Promise<AppointmentRecord> {
     if (!UPDATE_FIELDS.some((field) => input[field] !== undefined)) {
       throw new AppError(400, `The update is empty: send at least one of ${UPDATE_FIELDS.join(', ')}`, { code: 'INVALID_REQUEST' });
     }
@@ -374,6 +413,14 @@ export class AppointmentService {
       throw invalid('end_time', 'must be after start_time');
     }
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      for (const [field, value] of Object.entries(expected)) {
+        if (value !== undefined && value !== row[field as keyof ExpectedIds]) {
+          throw invalid(
+            field,
+            "is not the appointment's: a move to another clinic or doctor is a reschedule, another patient is patient_details.partner_patient_id",
+          );
+        }
+      }
       const changes: Partial<repo.AppointmentRow> = {};
       let move: { start: number; end: number } | null = null;
       if (input.start_time !== undefined || input.end_time !== undefined) {
@@ -421,6 +468,7 @@ export class AppointmentService {
       if (input.video_connect !== undefined) changes.video_connect = JSON.stringify(videoConnect(input.video_connect));
       if (input.display_meta !== undefined) changes.display_meta = JSON.stringify(input.display_meta);
       if (input.partner_meta !== undefined) changes.partner_meta = JSON.stringify(input.partner_meta);
+      if (input.mode !== undefined) changes.mode = bookedMode(input.mode);
       if (input.notes !== undefined) changes.notes = input.notes;
       const changed = APPOINTMENT_FIELDS.filter((field) => changes[field] !== undefined && changes[field] !== row[field]);
       const view = { partner_patient_id: partnerPatientId };

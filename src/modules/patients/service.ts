@@ -452,6 +452,29 @@ export class PatientService {
   }
 
   /**
+   * A booking's patient named by id (Eka's top-level patient_id, or partner_patient_id when `byPartner`):
+   * an existing, live patient of the business, locked, with `sent` applied; a merged one's bookings go to
+   * its survivor. Unknown, erased or archived: 400 naming the field. A partner_patient_id in `sent` must
+   * be the patient's own.
+   */
+  async forBookingExisting(trx: Db, businessId: string, named: { id: string; byPartner: boolean }, sent: PatientDetails): Promise<PatientChoice> {
+    const field = named.byPartner ? 'partner_patient_id' : 'patient_id';
+    const found = named.byPartner ? await repo.findByPartnerId(trx, businessId, named.id) : await repo.findById(trx, businessId, named.id);
+    let patient = found && (await this.#lockedRead(trx, businessId, found.id));
+    if (patient?.merged_into) patient = await this.#lockedRead(trx, businessId, patient.merged_into);
+    if (!patient || patient.erased_at !== null) throw invalid(field, 'unknown patient');
+    if (patient.archived_at !== null) throw invalid(field, 'the patient is archived: unarchive it first');
+    if (sent.partner_patient_id !== undefined && sent.partner_patient_id !== patient.partner_patient_id) {
+      throw invalid('patient_details.partner_patient_id', `names another patient than ${field}`);
+    }
+    const changes = { ...sent, partner_patient_id: undefined };
+    const details = PATIENT_FIELDS.some((key) => changes[key] !== undefined)
+      ? await this.#apply(trx, businessId, patient, changes, Date.now())
+      : this.details(patient);
+    return { id: patient.id, partner_patient_id: patient.partner_patient_id, details };
+  }
+
+  /**
    * An appointment's patient after an update sent `sent`: `locked`, the appointment's patient as the
    * caller read it locked in this transaction, or another one when a new partner_patient_id names it.
    * `known` is what the appointment knew of its patient; the answer's details are what it keeps from

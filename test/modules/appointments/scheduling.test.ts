@@ -36,8 +36,23 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     const response = await call(p, 'GET', slotPath(p, MONDAY, '2030-01-08'));
     assert.equal(response.statusCode, 200, response.body);
     const body = response.json();
-    assertValid(ekaResponse('/dr/v1/doctor/{doctor_id}/clinic/{clinic_id}/appointment/slot', 'get', '200').schema, body, 'slots');
+    // Eka's schema's shape under the doctor's id; its example's (what Eka's clients read) under the clinic's.
+    const { [p.clinicId]: services, ...bySchema } = body.data.schedule;
+    assertValid(
+      ekaResponse('/dr/v1/doctor/{doctor_id}/clinic/{clinic_id}/appointment/slot', 'get', '200').schema,
+      { ...body, data: { ...body.data, schedule: bySchema } },
+      'slots',
+    );
     const days = body.data.schedule[p.doctorId];
+    assert.deepEqual(services, [
+      {
+        service_type: 'consultation',
+        service_name: 'consultation',
+        conf_id: Object.keys(body.data.services)[0],
+        fee: null,
+        slots: [...days[MONDAY], ...days['2030-01-08']],
+      },
+    ]);
     assert.deepEqual(Object.keys(days), [MONDAY, '2030-01-08']);
     assert.equal(days[MONDAY].length, 12, '09:00 to 12:00 in 15 minutes');
     assert.deepEqual(days[MONDAY][0], {
@@ -57,6 +72,7 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
       `/dr/v1/doctor/${p.partnerDoctorId}/clinic/${p.partnerClinicId}/appointment/slot?start_date=${MONDAY}&end_date=${MONDAY}&partner_id=1`,
     );
     assert.deepEqual(byPartner.json().data.schedule[p.doctorId][MONDAY], days[MONDAY]);
+    assert.deepEqual(byPartner.json().data.schedule[p.partnerClinicId][0].slots, days[MONDAY]);
     // A pair without a schedule offers no slots (it books at any time).
     const free = await createPractice(t);
     assert.deepEqual((await call(free, 'GET', slotPath(free))).json(), { success: 'true', status_code: 200, data: { schedule: {}, services: {} } });
