@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
+import { VERSION } from '../../../src/version.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`operations (${DIALECT})`, () => {
@@ -41,7 +42,8 @@ describe(`operations (${DIALECT})`, () => {
     assert.equal(response.statusCode, 200);
     const doc = response.json();
     assert.equal(doc.openapi, '3.1.0');
-    assert.equal(doc.info.version, '1.0.0');
+    assert.equal(doc.info.version, VERSION);
+    assert.equal(doc.info.title, 'OpenCPS — Clinical Practice Service');
     assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['authHeader', 'bearerAuth']);
     assert.ok(doc.webhooks['external_review.request'].post.requestBody);
     const login = doc.paths['/connect-auth/v1/account/login'].post;
@@ -55,6 +57,8 @@ describe(`operations (${DIALECT})`, () => {
     assert.equal(page.statusCode, 200);
     assert.match(page.body, /swagger/i);
     assert.ok(!/https?:\/\/(?!localhost)[^"']*\.(js|css)/.test(page.body), 'no CDN assets');
+    assert.match(page.body, new RegExp(`<title>OpenCPS ${VERSION.replaceAll('.', '\\.')} — API reference</title>`));
+    assert.doesNotMatch(String(page.headers['content-security-policy']), /upgrade-insecure-requests/, 'assets stay on the scheme the page came by');
     const json = await t.app.inject({ method: 'GET', url: '/docs/json' });
     assert.equal(json.json().openapi, '3.1.0');
   });

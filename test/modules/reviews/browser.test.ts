@@ -15,6 +15,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../../../test-output/reviews');
 const PHONE: BrowserContextOptions = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
 const DESKTOP: BrowserContextOptions = { viewport: { width: 1280, height: 800 } };
+const LAN_NAME = 'cps.clinic.test';
 
 const missing = !existsSync(CHROMIUM);
 if (missing && process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
@@ -32,7 +33,16 @@ describe('review page in a browser', { skip }, () => {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+        '--disable-sync',
+        // A LAN name the browser answers itself (no DNS question); every other name fails.
+        `--host-resolver-rules=MAP ${LAN_NAME} 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
+      ],
     });
   });
   after(async () => {
@@ -191,6 +201,27 @@ describe('review page in a browser', { skip }, () => {
       await shot(page, 'thanks-desktop');
       const [review] = (await listReviews(t, practice.client.token)).json().reviews;
       assert.deepEqual([review.rating, review.comment], [3, 'Quick and painless.']);
+      assert.deepEqual(problems, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test('over plain http by a LAN host name: the page, its style and script, and the submission work', async () => {
+    const { practice, token } = await bookOne(t, { clinic: { name: 'Riverside Clinic' } });
+    const { page, problems, close } = await open(DESKTOP);
+    try {
+      const lan = `http://${LAN_NAME}:${new URL(base).port}`;
+      const response = await page.goto(`${lan}/reviews/${token}`);
+      assert.equal(response?.status(), 200);
+      await checkLayout(page, 1280);
+      await page.getByRole('radio', { name: '5 Excellent' }).check();
+      await page.getByLabel('Comment (optional)').fill('On the clinic network');
+      assert.equal(await page.locator('#comment-count').innerText(), '21 of 1000 characters', 'the inline script ran');
+      const [submitted] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Send review' }).click()]);
+      assert.equal(submitted?.status(), 201);
+      assert.ok(submitted?.url().startsWith(`${lan}/`), 'the form posted to the LAN name over http');
+      assert.equal((await listReviews(t, practice.client.token)).json().reviews[0].rating, 5);
       assert.deepEqual(problems, []);
     } finally {
       await close();
