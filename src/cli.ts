@@ -1,8 +1,9 @@
 /**
- * The `cps` command: serve, migrate, business create, client create, the catalogue importers, backup and
- * restore, audit verify and retention run.
+ * The `cps` command: init, serve, migrate, business create, client create, the catalogue importers, backup
+ * and restore, audit verify and retention run.
  * Commands that create something print JSON on stdout; errors go to stderr with exit code 1 (2 for usage).
  */
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { verifyChains } from './audit/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
@@ -14,10 +15,15 @@ import { createLogger } from './logger.ts';
 import { BusinessService } from './modules/businesses/index.ts';
 import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
-import { closeOnSignals, startServer } from './server.ts';
+import { InitError, writeEnvironmentFile } from './init.ts';
+import { closeOnSignals, StartError, startServer } from './server.ts';
+import { PRODUCT, VERSION } from './version.ts';
 
-const USAGE = `Usage: cps <command>
+const USAGE = `Usage: cps [--env-file FILE] <command>
 
+  init [--file FILE] [--public-url URL] [--database-url URL] [--force]
+                                          write a production environment file (default cps.env, 0600)
+                                          with fresh keys, and say what in it to keep safe
   serve                                   start the HTTP service (npm start)
   migrate                                 apply database migrations (and store the search index snapshot
                                           of a large catalogue when this release cannot read the stored one)
@@ -35,7 +41,10 @@ const USAGE = `Usage: cps <command>
   retention run                           delete what is kept no longer, now (the service does it every
                                           CPS_RETENTION_INTERVAL_MINUTES); prints the rows deleted per rule
 
-Configuration comes from the environment (see README.md).`;
+  --help, --version                       this text; the version
+
+Configuration comes from the environment (see README.md); --env-file FILE reads FILE first (variables
+already set win).`;
 
 class UsageError extends Error {}
 
@@ -56,6 +65,24 @@ function printJson(value: unknown): void {
 }
 
 const commands: Record<string, Command> = {
+  async init(args, config) {
+    const { values } = parseArgs({
+      args,
+      options: { file: { type: 'string' }, 'public-url': { type: 'string' }, 'database-url': { type: 'string' }, force: { type: 'boolean' } },
+    });
+    printJson(
+      writeEnvironmentFile({
+        file: values.file ?? 'cps.env',
+        publicUrl: values['public-url'] ?? `http://${hostname()}:${config.port}`,
+        ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
+        dataDir: config.dataDir,
+        host: config.host,
+        port: config.port,
+        force: values.force ?? false,
+      }),
+    );
+  },
+
   async serve(_args, config) {
     const logger = createLogger(config.logLevel);
     const server = await startServer(config, logger);
@@ -133,14 +160,35 @@ const commands: Record<string, Command> = {
 class ChainBroken extends Error {}
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (argv[0] === '--version' || argv[0] === '-v') {
+    process.stdout.write(`${PRODUCT} ${VERSION}\n`);
+    return 0;
+  }
+  if (argv[0] === '--env-file') {
+    const file = argv[1];
+    try {
+      if (file === undefined) throw new UsageError('--env-file needs a FILE');
+      process.loadEnvFile(file);
+    } catch (error) {
+      process.stderr.write(`cps: ${error instanceof UsageError ? error.message : `--env-file ${file}: ${(error as Error).message}`}\n`);
+      return 2;
+    }
+    return main(argv.slice(2));
+  }
   const name = [argv.slice(0, 2).join(' '), argv[0] ?? ''].find((candidate) => candidate in commands);
-  if (!name || argv[0] === '--help' || argv[0] === '-h') {
-    process.stderr.write(`${USAGE}\n`);
-    return name || argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
+  if (!name) {
+    process.stderr.write(`${argv.length === 0 ? '' : `cps: unknown command "${argv.slice(0, 2).join(' ')}"\n\n`}${USAGE}\n`);
+    return 2;
   }
   const rest = argv.slice(name.split(' ').length);
   try {
-    await commands[name]!(rest, loadConfig());
+    // init writes the production settings, so it must run before they exist: it reads only where to serve.
+    const env = name === 'init' ? { HOST: process.env.HOST, PORT: process.env.PORT, CPS_DATA_DIR: process.env.CPS_DATA_DIR } : process.env;
+    await commands[name]!(rest, loadConfig(env));
     return 0;
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
@@ -148,10 +196,16 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (error instanceof ConfigError) {
-      process.stderr.write(`cps: configuration error: ${error.message}\n`);
+      process.stderr.write(error.problems.map((problem) => `cps: configuration error: ${problem.message}\n`).join(''));
       return 1;
     }
-    if (error instanceof ChainBroken || error instanceof AppError || error instanceof BackupError) {
+    if (
+      error instanceof ChainBroken ||
+      error instanceof AppError ||
+      error instanceof BackupError ||
+      error instanceof InitError ||
+      error instanceof StartError
+    ) {
       process.stderr.write(`cps: ${error.message}\n`);
       return 1;
     }

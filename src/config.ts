@@ -1,6 +1,6 @@
 /**
- * Environment, parsed and validated once. A bad value throws ConfigError naming the variable,
- * which the entry points print before exiting.
+ * Environment, parsed and validated once. Every missing or bad value is collected, and one
+ * ConfigError lists them all (a line per variable), which the entry points print before exiting.
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -8,11 +8,41 @@ import path from 'node:path';
 import { OutboundAllowList } from './security/outbound.ts';
 
 export class ConfigError extends Error {
+  /** The first variable at fault. */
   readonly variable: string;
-  constructor(variable: string, message: string) {
+  /** Every problem found, one per variable at fault (this error alone when it is one). */
+  readonly problems: readonly ConfigError[];
+  constructor(variable: string, message: string, problems?: readonly ConfigError[]) {
     super(`${variable}: ${message}`);
     this.variable = variable;
+    this.problems = problems ?? [this];
   }
+
+  static all(problems: readonly ConfigError[]): ConfigError {
+    if (problems.length === 1) return problems[0]!;
+    const [first, ...rest] = problems;
+    return new ConfigError(first!.variable, [first!.message.slice(first!.variable.length + 2), ...rest.map((p) => p.message)].join('\n'), problems);
+  }
+}
+
+/** The problems of the loadConfig call running now (it is synchronous): helpers report here and go on. */
+let collecting: ConfigError[] | null = null;
+
+/** A parser that throws ConfigError, with its problem reported and the fallback used instead. */
+function attempt<T>(parse: () => T, fallback: T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    report(error);
+    return fallback;
+  }
+}
+
+/** Records a problem while loadConfig runs (and goes on with a fallback); throws otherwise. */
+function report(problem: ConfigError): void {
+  if (collecting === null) throw problem;
+  if (!collecting.some((known) => known.variable === problem.variable)) collecting.push(problem);
 }
 
 export type Environment = 'development' | 'production';
@@ -129,9 +159,15 @@ export const DEFAULT_DB_POOL_SIZE = 20;
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = str(env, name);
   if (raw === undefined) return fallback;
-  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  if (!/^-?\d+$/.test(raw)) {
+    report(new ConfigError(name, `must be an integer, got "${raw}"`));
+    return fallback;
+  }
   const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  if (value < min || value > max) {
+    report(new ConfigError(name, `must be between ${min} and ${max}, got ${value}`));
+    return fallback;
+  }
   return value;
 }
 
@@ -142,10 +178,12 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(name, 'must be an absolute URL');
+    report(new ConfigError(name, 'must be an absolute URL'));
+    return undefined;
   }
   if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+    report(new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`));
+    return undefined;
   }
   return raw.replace(/\/+$/, '');
 }
@@ -175,9 +213,23 @@ export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000
 export const DEFAULT_PUSH_RETRY_SCHEDULE = '5,30,120,600,1800';
 
 export function loadConfig(env: Env = process.env, readFile: (file: string) => string = defaultReadFile): Config {
-  const cpsEnv = str(env, 'CPS_ENV') ?? 'development';
+  const outer = collecting;
+  collecting = [];
+  try {
+    const config = readConfig(env, readFile);
+    if (collecting.length > 0) throw ConfigError.all(collecting);
+    return config;
+  } finally {
+    collecting = outer;
+  }
+}
+
+/** Reads every variable, reporting each problem and going on with a fallback, so all are found at once. */
+function readConfig(env: Env, readFile: (file: string) => string): Config {
+  let cpsEnv = str(env, 'CPS_ENV') ?? 'development';
   if (cpsEnv !== 'development' && cpsEnv !== 'production') {
-    throw new ConfigError('CPS_ENV', `must be "development" or "production", got "${cpsEnv}"`);
+    report(new ConfigError('CPS_ENV', `must be "development" or "production", got "${cpsEnv}"`));
+    cpsEnv = 'production';
   }
   const production = cpsEnv === 'production';
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -187,57 +239,69 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
 
   let jwtPrivateKey = str(env, 'CPS_JWT_PRIVATE_KEY') ?? null;
   const jwtKeyFile = str(env, 'CPS_JWT_PRIVATE_KEY_FILE');
+  let jwtKeyUnreadable = false;
   if (jwtPrivateKey === null && jwtKeyFile !== undefined) {
     try {
       jwtPrivateKey = readFile(jwtKeyFile);
     } catch (error) {
-      throw new ConfigError('CPS_JWT_PRIVATE_KEY_FILE', `cannot be read: ${(error as Error).message}`);
+      report(new ConfigError('CPS_JWT_PRIVATE_KEY_FILE', `cannot be read: ${(error as Error).message}`));
+      jwtKeyUnreadable = true;
     }
   }
   if (jwtPrivateKey !== null) {
     jwtPrivateKey = jwtPrivateKey.replace(/\\n/g, '\n');
     if (!jwtPrivateKey.includes('-----BEGIN PRIVATE KEY-----')) {
-      throw new ConfigError(
-        jwtKeyFile && !str(env, 'CPS_JWT_PRIVATE_KEY') ? 'CPS_JWT_PRIVATE_KEY_FILE' : 'CPS_JWT_PRIVATE_KEY',
-        'must be a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----), Ed25519 or P-256',
+      report(
+        new ConfigError(
+          jwtKeyFile && !str(env, 'CPS_JWT_PRIVATE_KEY') ? 'CPS_JWT_PRIVATE_KEY_FILE' : 'CPS_JWT_PRIVATE_KEY',
+          'must be a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----), Ed25519 or P-256',
+        ),
       );
     }
   }
   const masterKeyRaw = str(env, 'CPS_MASTER_KEY');
-  const masterKey = masterKeyRaw === undefined ? null : parseMasterKey(masterKeyRaw);
+  const masterKey = masterKeyRaw === undefined ? null : attempt(() => parseMasterKey(masterKeyRaw), Buffer.alloc(32));
   const adminToken = str(env, 'CPS_ADMIN_TOKEN') ?? null;
   if (adminToken !== null && adminToken.length < 16) {
-    throw new ConfigError('CPS_ADMIN_TOKEN', 'must be at least 16 characters');
+    report(new ConfigError('CPS_ADMIN_TOKEN', 'must be at least 16 characters'));
   }
+  const publicUrlRaw = str(env, 'CPS_PUBLIC_URL');
   const publicUrl = url(env, 'CPS_PUBLIC_URL', ['http:', 'https:']);
 
   if (production) {
-    if (jwtPrivateKey === null) throw new ConfigError('CPS_JWT_PRIVATE_KEY', 'is required in production (or CPS_JWT_PRIVATE_KEY_FILE)');
-    if (masterKey === null) throw new ConfigError('CPS_MASTER_KEY', 'is required in production');
-    if (adminToken === null) throw new ConfigError('CPS_ADMIN_TOKEN', 'is required in production');
-    if (publicUrl === undefined) throw new ConfigError('CPS_PUBLIC_URL', 'is required in production');
+    if (jwtPrivateKey === null && !jwtKeyUnreadable) {
+      report(new ConfigError('CPS_JWT_PRIVATE_KEY', 'is required in production (or CPS_JWT_PRIVATE_KEY_FILE); `cps init` writes one'));
+    }
+    if (masterKeyRaw === undefined) report(new ConfigError('CPS_MASTER_KEY', 'is required in production; `cps init` writes one'));
+    if (adminToken === null) report(new ConfigError('CPS_ADMIN_TOKEN', 'is required in production; `cps init` writes one'));
+    if (publicUrlRaw === undefined) {
+      report(
+        new ConfigError('CPS_PUBLIC_URL', 'is required in production: the address clients reach the service at, e.g. https://cps.clinic.example'),
+      );
+    }
   }
 
-  const timezone = str(env, 'CPS_TIMEZONE') ?? 'Asia/Kolkata';
+  let timezone = str(env, 'CPS_TIMEZONE') ?? 'Asia/Kolkata';
   try {
     new Intl.DateTimeFormat('en-CA', { timeZone: timezone });
   } catch {
-    throw new ConfigError('CPS_TIMEZONE', `is not a known IANA time zone: "${timezone}"`);
+    report(new ConfigError('CPS_TIMEZONE', `is not a known IANA time zone: "${timezone}"`));
+    timezone = 'Asia/Kolkata';
   }
 
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
+    report(new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent'));
   }
   const workersRaw = str(env, 'CPS_WORKERS') ?? '1';
-  if (workersRaw !== '0' && workersRaw !== '1') throw new ConfigError('CPS_WORKERS', 'must be 0 or 1');
+  if (workersRaw !== '0' && workersRaw !== '1') report(new ConfigError('CPS_WORKERS', 'must be 0 or 1'));
   const auditRaw = str(env, 'CPS_AUDIT') ?? 'on';
-  if (auditRaw !== 'on' && auditRaw !== 'off') throw new ConfigError('CPS_AUDIT', 'must be on or off');
+  if (auditRaw !== 'on' && auditRaw !== 'off') report(new ConfigError('CPS_AUDIT', 'must be on or off'));
   const auditSync = str(env, 'CPS_AUDIT_SYNC') ?? 'write';
-  if (auditSync !== 'write' && auditSync !== 'fsync') throw new ConfigError('CPS_AUDIT_SYNC', 'must be write or fsync');
+  if (auditSync !== 'write' && auditSync !== 'fsync') report(new ConfigError('CPS_AUDIT_SYNC', 'must be write or fsync'));
 
   return {
-    env: cpsEnv,
+    env: cpsEnv as Environment,
     host,
     port,
     databaseUrl,
@@ -265,16 +329,19 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',
     outboundAllow: outboundAllowList(env),
-    webhookRetrySchedule: parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+    webhookRetrySchedule: attempt(() => parseRetrySchedule(str(env, 'CPS_WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE), []),
     webhookDisableAfterSeconds: int(env, 'CPS_WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 0, 365 * 86_400),
-    pushRetrySchedule: parseRetrySchedule(str(env, 'CPS_PUSH_RETRY_SCHEDULE') ?? DEFAULT_PUSH_RETRY_SCHEDULE, 'CPS_PUSH_RETRY_SCHEDULE'),
+    pushRetrySchedule: attempt(
+      () => parseRetrySchedule(str(env, 'CPS_PUSH_RETRY_SCHEDULE') ?? DEFAULT_PUSH_RETRY_SCHEDULE, 'CPS_PUSH_RETRY_SCHEDULE'),
+      [],
+    ),
     logLevel,
     workers: workersRaw === '1',
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
     audit: auditRaw === 'on',
     auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 1000, 1, 3_600_000),
     auditFlushEntries: int(env, 'CPS_AUDIT_FLUSH_ENTRIES', 5000, 1, 100_000),
-    auditSync,
+    auditSync: auditSync as Config['auditSync'],
     retention: retentionConfig(env),
   };
 }
@@ -308,10 +375,22 @@ function trustedProxies(env: Env): string[] | false {
     const family = isIP(address);
     const maxPrefix = family === 4 ? 32 : 128;
     if (family === 0 || (prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > maxPrefix))) {
-      throw new ConfigError('CPS_TRUST_PROXY', `must be a comma-separated list of proxy addresses or CIDR ranges, got "${entry}"`);
+      report(new ConfigError('CPS_TRUST_PROXY', `must be a comma-separated list of proxy addresses or CIDR ranges, got "${entry}"`));
+      return false;
     }
   }
   return entries.length > 0 ? entries : false;
+}
+
+/** What a start should warn about: settings that work but are likely a mistake. */
+export function configWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (config.env === 'production' && config.publicUrl.startsWith('http:')) {
+    warnings.push(
+      `CPS_PUBLIC_URL is http (${config.publicUrl}) in production: tokens, review links and patient data cross the network unencrypted; serve it behind a TLS reverse proxy and set CPS_PUBLIC_URL to its https address`,
+    );
+  }
+  return warnings;
 }
 
 function outboundAllowList(env: Env): string[] {
@@ -322,10 +401,10 @@ function outboundAllowList(env: Env): string[] {
   try {
     new OutboundAllowList(entries);
   } catch (error) {
-    throw new ConfigError(
-      'CPS_OUTBOUND_ALLOW',
-      `must be a comma-separated list of addresses, CIDR ranges and host names: ${(error as Error).message}`,
+    report(
+      new ConfigError('CPS_OUTBOUND_ALLOW', `must be a comma-separated list of addresses, CIDR ranges and host names: ${(error as Error).message}`),
     );
+    return [];
   }
   return entries;
 }

@@ -1,8 +1,9 @@
 /** Config, storage, migrations, app, listen, and a graceful shutdown on SIGTERM and SIGINT. */
+import { createServer } from 'node:net';
 import type { Logger } from 'pino';
 import { buildApp, createContext } from './app.ts';
 import type { App } from './http/app-type.ts';
-import type { Config } from './config.ts';
+import { configWarnings, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -17,6 +18,31 @@ export interface RunningServer {
   ctx: AppContext;
   url: string;
   close(): Promise<void>;
+}
+
+/** A start refused for a reason the operator fixes: the command prints its message alone, no stack. */
+export class StartError extends Error {}
+
+function portRefusal(host: string, port: number, code: string | undefined): StartError | null {
+  if (code === 'EADDRINUSE') {
+    return new StartError(
+      `port ${port} on ${host} is already in use by another process: stop it, or choose another port, e.g. PORT=${port === 8080 ? 8081 : 8080}`,
+    );
+  }
+  if (code === 'EACCES')
+    return new StartError(`port ${port} on ${host} needs privileges this process lacks: choose a port above 1023, e.g. PORT=8080`);
+  if (code === 'EADDRNOTAVAIL') return new StartError(`HOST=${host} is not an address of this machine`);
+  return null;
+}
+
+/** Whether HOST:PORT can be listened on, checked before the seconds a start takes. */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(portRefusal(host, port, error.code) ?? error));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 /** Migrations may run long statements (an index over the catalogue): on PostgreSQL, without the statement timeout. */
@@ -34,6 +60,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const started = performance.now();
   // Before anything is created, so the warnings are about what an operator or an older version left.
   warnAboutWideModes(config.dataDir, logger);
+  await assertPortFree(config.host, config.port);
+  for (const warning of configWarnings(config)) logger.warn(warning);
   const keys = await loadKeys(config);
   const storage = openStorage({
     databaseUrl: config.databaseUrl,
@@ -53,9 +81,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const app = await buildApp(ctx, modules);
     // Before listening, so the signal handlers (installed once this returns) follow closely.
     if (config.workers) await ctx.jobs.start();
-    const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+    const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: NodeJS.ErrnoException) => {
       await app.close();
-      throw error;
+      throw portRefusal(config.host, config.port, error.code) ?? error;
     });
     logger.info({ url, database: storage.dialect, startup_ms: Math.round(performance.now() - started) }, 'OpenCPS listening');
     let closing: Promise<void> | null = null;

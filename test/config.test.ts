@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { parseEnv } from 'node:util';
+import { ConfigError, configWarnings, loadConfig } from '../src/config.ts';
 import { loadKeys } from '../src/security/keys.ts';
 
 const ed25519Pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
@@ -166,6 +167,45 @@ describe('config', () => {
       'fd00::/8',
     ]);
     for (const bad of ['10.0.0.0/33', 'http://hooks.lan', 'a b']) failsNaming({ CPS_OUTBOUND_ALLOW: bad }, 'CPS_OUTBOUND_ALLOW');
+  });
+
+  it('reports every missing or bad setting at once, a line each', () => {
+    assert.throws(
+      () => loadConfig({ CPS_ENV: 'production', PORT: 'eighty', CPS_TIMEZONE: 'Mars/Olympus', CPS_WEBHOOK_RETRY_SCHEDULE: 'soon' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(
+          error.problems.map((problem) => problem.variable),
+          ['PORT', 'CPS_JWT_PRIVATE_KEY', 'CPS_MASTER_KEY', 'CPS_ADMIN_TOKEN', 'CPS_PUBLIC_URL', 'CPS_TIMEZONE', 'CPS_WEBHOOK_RETRY_SCHEDULE'],
+        );
+        assert.equal(error.variable, 'PORT');
+        const lines = error.message.split('\n');
+        assert.equal(lines.length, 7);
+        assert.ok(
+          lines.every((line, i) => line.startsWith(`${error.problems[i]!.variable}: `)),
+          error.message,
+        );
+        assert.match(error.message, /CPS_MASTER_KEY: is required in production; `cps init` writes one/);
+        return true;
+      },
+    );
+  });
+
+  it('warns when CPS_PUBLIC_URL is plain http in production, and only then', () => {
+    const [warning] = configWarnings(loadConfig({ ...production, CPS_PUBLIC_URL: 'http://192.168.1.5:8080' }));
+    assert.match(String(warning), /^CPS_PUBLIC_URL is http \(http:\/\/192\.168\.1\.5:8080\) in production: .*TLS reverse proxy/);
+    assert.deepEqual(configWarnings(loadConfig({ ...production, CPS_PUBLIC_URL: 'https://cps.clinic.test' })), []);
+    assert.deepEqual(configWarnings(loadConfig({ CPS_PUBLIC_URL: 'http://192.168.1.5:8080' })), []);
+  });
+
+  it('the example environment file names only known variables and loads once its placeholders are filled', () => {
+    const example = parseEnv(readFileSync(path.resolve(import.meta.dirname, '../cps.env.example'), 'utf8'));
+    const config = loadConfig(
+      { ...example, CPS_MASTER_KEY: production.CPS_MASTER_KEY!, CPS_ADMIN_TOKEN: 'x'.repeat(32), CPS_JWT_PRIVATE_KEY_FILE: 'jwt.pem' },
+      () => production.CPS_JWT_PRIVATE_KEY!,
+    );
+    assert.equal(config.publicUrl, 'https://cps.clinic.example');
+    assert.deepEqual(config.trustProxy, ['127.0.0.1']);
   });
 
   it('refuses production without keys, admin token or public URL', () => {
