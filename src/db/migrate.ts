@@ -32,6 +32,7 @@ import * as webhookDeliveryAttempts from './migrations/0021_webhook_delivery_att
 import * as appointmentEventSequence from './migrations/0022_appointment_event_sequence.ts';
 import * as jobRetryRequested from './migrations/0023_job_retry_requested.ts';
 import * as patientMergesFlattened from './migrations/0024_patient_merges_flattened.ts';
+import * as scheduleLocks from './migrations/0025_schedule_locks.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -58,6 +59,7 @@ export const migrations: Record<string, Migration> = {
   '0022_appointment_event_sequence': appointmentEventSequence,
   '0023_job_retry_requested': jobRetryRequested,
   '0024_patient_merges_flattened': patientMergesFlattened,
+  '0025_schedule_locks': scheduleLocks,
 };
 
 /**

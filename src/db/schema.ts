@@ -383,6 +383,13 @@ export interface SchedulesTable {
   updated_at: number;
 }
 
+/** A doctor-clinic pair's lock row, kept across versions of its schedule (see schedules' repo.lockPair). */
+export interface ScheduleLocksTable {
+  business_id: string;
+  clinic_id: string;
+  doctor_id: string;
+}
+
 export interface ScheduleTokensTable {
   business_id: string;
   clinic_id: string;
@@ -532,6 +539,7 @@ export interface Database {
   appointments: AppointmentsTable;
   schedules: SchedulesTable;
   schedule_tokens: ScheduleTokensTable;
+  schedule_locks: ScheduleLocksTable;
   drugs: DrugsTable;
   lab_tests: LabTestsTable;
   catalogue_meta: CatalogueMetaTable;

@@ -5,12 +5,13 @@
  * schedule books at any time, as before.
  *
  * Why it cannot double-book: the appointment is written first (new, or at its new times), without a
- * token; then the pair's schedule row is locked until the transaction ends (PostgreSQL; SQLite runs one
- * writer at a time) and the session's token counter counted on; then one statement writes the counted
+ * token; then the pair's lock row, which outlives the versions of its schedule, is locked until the
+ * transaction ends (PostgreSQL; SQLite runs one writer at a time) and the session's token counter counted on; then one statement writes the counted
  * token to the appointment only if the others holding a place that overlaps the slot (counted from the
  * appointments themselves; cancelled and rescheduled ones hold none) leave a place. Every booking of the
  * pair waits for the one before it to commit, whichever session or version of the schedule it read
- * (overlapping sessions, an edit racing the booking: an edit waits for the bookings in flight), and that
+ * (overlapping sessions, an edit racing the booking: an edit waits for the bookings in flight; a schedule
+ * deleted and created again under a booking in flight), and that
  * statement (a new one, hence a new snapshot under READ COMMITTED) sees that booking. A refused booking
  * rolls back and gives its token number back, so tokens follow the order of the bookings that stand,
  * never twice. On PostgreSQL the lock and the counter travel with that statement (writeWithNext), so the
@@ -135,8 +136,8 @@ export class Scheduling {
   ) {
     const found = checked === undefined ? await this.precheck(trx, businessId, clinicId, doctorId, start, end, appointmentId) : checked;
     if (!found) return null;
-    const { schedule, slot } = found;
-    await this.#deps.schedules.lockForBooking(trx, schedule.id);
+    const { slot } = found;
+    await this.#deps.schedules.lockForBooking(trx, { businessId, clinicId, doctorId });
     await this.#deps.schedules.countTokenOn(
       trx,
       { businessId, clinicId, doctorId },

@@ -34,16 +34,40 @@ export async function remove(db: Db, businessId: string, id: string): Promise<vo
   await db.deleteFrom('schedules').where('business_id', '=', businessId).where('id', '=', id).execute();
 }
 
+type PairKey = { businessId: string; clinicId: string; doctorId: string };
+
 /**
- * Locks the pair's schedule row until the transaction ends (PostgreSQL; SQLite runs one writer at a
- * time), so the bookings of a pair run their capacity checks one after another, whichever of its
- * sessions (overlapping ones included) or whichever version of its schedule each one read, and an
- * edit of the schedule waits for the bookings in flight. Sent with the statement that places the
- * booking (writeWithNext): the lock is taken and used in one round trip.
+ * Locks the pair's lock row until the transaction ends, creating it the first time: a schedule change
+ * takes it before writing, so it waits for the pair's bookings in flight and they for it.
  */
-export async function lockForBooking(db: Db, scheduleId: string): Promise<void> {
+export async function lockPair(db: Db, pair: PairKey): Promise<void> {
+  await db
+    .insertInto('schedule_locks')
+    .values({ business_id: pair.businessId, clinic_id: pair.clinicId, doctor_id: pair.doctorId })
+    .onConflict((oc) => oc.columns(['business_id', 'clinic_id', 'doctor_id']).doUpdateSet((eb) => ({ business_id: eb.ref('excluded.business_id') })))
+    .execute();
+}
+
+/**
+ * Locks the pair's lock row until the transaction ends (PostgreSQL; SQLite runs one writer at a time),
+ * so the bookings of a pair run their capacity checks one after another, whichever of its sessions
+ * (overlapping ones included) or whichever version of its schedule each one read: the row outlives the
+ * schedule's rows (a schedule deleted and created again is a new row), and exists for every pair that
+ * has had a schedule, written with it (`lockPair`). Sent with the statement that places the booking
+ * (writeWithNext): the lock is taken and used in one round trip.
+ */
+export async function lockForBooking(db: Db, pair: PairKey): Promise<void> {
   if (!isPostgres(db)) return;
-  await writeWithNext(db, db.selectFrom('schedules').select('id').where('id', '=', scheduleId).forUpdate());
+  await writeWithNext(
+    db,
+    db
+      .selectFrom('schedule_locks')
+      .select('business_id')
+      .where('business_id', '=', pair.businessId)
+      .where('clinic_id', '=', pair.clinicId)
+      .where('doctor_id', '=', pair.doctorId)
+      .forUpdate(),
+  );
 }
 
 /**

@@ -81,6 +81,7 @@ export class ScheduleService {
     if (Object.keys(problems).length > 0) throw invalid(problems);
     return inTransaction(this.#deps.db, async (trx) => {
       const pair = await this.#pair(trx, businessId, doctorId, clinicId, byPartner, true);
+      await repo.lockPair(trx, { businessId, ...pair });
       const now = Date.now();
       const id = newId('sch');
       const row = await repo.upsert(trx, {
@@ -128,6 +129,7 @@ export class ScheduleService {
     const { businessId } = principal;
     await inTransaction(this.#deps.db, async (trx) => {
       const pair = await this.#pair(trx, businessId, doctorId, clinicId, byPartner, false);
+      await repo.lockPair(trx, { businessId, ...pair });
       const row = await repo.find(trx, businessId, pair.clinicId, pair.doctorId);
       if (!row) throw AppError.notFound('Schedule not found');
       await repo.remove(trx, businessId, row.id);
@@ -148,9 +150,9 @@ export class ScheduleService {
     return row ? { id: row.id, createdAt: Number(row.created_at), ...rulesOf(row) } : null;
   }
 
-  /** Locks the pair's schedule for a booking until `trx` ends (see repo.lockForBooking). */
-  lockForBooking(trx: Db, scheduleId: string): Promise<void> {
-    return repo.lockForBooking(trx, scheduleId);
+  /** Locks the pair for a booking until `trx` ends, whichever version of its schedule the booking read (see repo.lockForBooking). */
+  lockForBooking(trx: Db, pair: { businessId: string; clinicId: string; doctorId: string }): Promise<void> {
+    return repo.lockForBooking(trx, pair);
   }
 
   /** Counts the session's OPD tokens on by one for `appointmentId` (see repo.countTokenOn). */

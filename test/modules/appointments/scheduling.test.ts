@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
-import { bookAt, MONDAY, MONDAY_0900, setSchedule, slotPath } from '../schedules/support.ts';
+import { bookAt, MONDAY, MONDAY_0900, schedulePath, setSchedule, slotPath } from '../schedules/support.ts';
 import { findView } from '../../../src/modules/appointments/repo.ts';
 import { Scheduling } from '../../../src/modules/appointments/scheduling.ts';
+import { ScheduleService } from '../../../src/modules/schedules/service.ts';
 import { runRetention } from '../../../src/modules/retention/index.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { book, createPractice, events, request, START, type Practice } from './support.ts';
@@ -520,6 +521,68 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     }
     assert.deepEqual(codes, [201, 409]);
     assert.equal((await slotOf(p, TEN)).slots_booked, 1);
+  });
+
+  it('a booking that read a schedule since deleted and created again waits for the bookings of the new one', async () => {
+    const p = await createPractice(t);
+    const weekly = { timezone: 'Asia/Kolkata', slot_minutes: 15, capacity: 1, sessions: [{ days: ['MON'], start: '09:00', end: '12:00' }] };
+    await setSchedule(t, p, weekly);
+    const TEN = MONDAY_0900 + 3600;
+    // The window widened: the first booking stops after reading the schedule, before its lock, until the
+    // second (which read the new version) has taken its place; the second then waits for the first to
+    // take its place too, or 500 ms (the first waiting for the second's lock, as it must).
+    const lock = ScheduleService.prototype.lockForBooking;
+    const take = Scheduling.prototype.take;
+    const signal = () => {
+      let fire!: () => void;
+      const fired = new Promise<void>((resolve) => (fire = resolve));
+      return { fire, fired };
+    };
+    const [firstPaused, firstResumed, firstTook, secondTook] = [signal(), signal(), signal(), signal()];
+    const timer = setTimeout(firstResumed.fire, 2000);
+    let locks = 0;
+    let takes = 0;
+    ScheduleService.prototype.lockForBooking = async function (this: ScheduleService, ...args: Parameters<typeof lock>) {
+      if (++locks === 1) {
+        firstPaused.fire();
+        await firstResumed.fired;
+      }
+      return lock.apply(this, args);
+    } as typeof lock;
+    Scheduling.prototype.take = async function (this: Scheduling, ...args: Parameters<typeof take>) {
+      const mine = ++takes;
+      const token = await take.apply(this, args);
+      if (mine === 1) firstTook.fire();
+      else {
+        secondTook.fire();
+        await Promise.race([firstTook.fired, new Promise((resolve) => setTimeout(resolve, 500))]);
+      }
+      return token;
+    } as typeof take;
+    let codes: number[];
+    try {
+      const first = bookAt(t, p, TEN, patient());
+      await firstPaused.fired;
+      // On SQLite the delete waits for the first booking's transaction: one writer at a time.
+      assert.equal((await call(p, 'DELETE', schedulePath(p))).statusCode, 200);
+      // The new version starts the morning at 08:30: the 10:00 slot is in another session (its own token counter).
+      await setSchedule(t, p, { ...weekly, sessions: [{ days: ['MON'], start: '08:30', end: '12:00' }] });
+      const second = bookAt(t, p, TEN, patient());
+      await Promise.race([secondTook.fired, second]);
+      firstResumed.fire();
+      codes = [(await first).statusCode, (await second).statusCode].sort();
+    } finally {
+      clearTimeout(timer);
+      ScheduleService.prototype.lockForBooking = lock;
+      Scheduling.prototype.take = take;
+    }
+    assert.deepEqual(codes, [201, 409], 'one place: one booking');
+    assert.equal((await slotOf(p, TEN)).slots_booked, 1);
+    const tokens = await t.ctx.storage.db.selectFrom('appointments').select('token').where('doctor_id', '=', p.doctorId).execute();
+    assert.deepEqual(
+      tokens.map((row) => Number(row.token)),
+      [1],
+    );
   });
 
   it('OPD tokens go on where they were when an edit moves the session, and when retention pruned the counter', async () => {
