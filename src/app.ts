@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { registerAudit } from './audit/http.ts';
 import { AuditLog } from './audit/log.ts';
 import { AccessTokens } from './auth/tokens.ts';
+import { PatientCompartment } from './compartment.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Storage } from './db/index.ts';
@@ -50,6 +51,7 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
     metrics,
     jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),
+    compartment: new PatientCompartment(),
     outbound: new OutboundClient({ publicOnly: config.env === 'production', allow: config.outboundAllow }),
     audit: new AuditLog({
       db: storage.db,

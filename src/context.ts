@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { AuditLog } from './audit/log.ts';
 import type { AccessTokens } from './auth/tokens.ts';
+import type { PatientCompartment } from './compartment.ts';
 import type { Config } from './config.ts';
 import type { Storage } from './db/index.ts';
 import type { JobQueue } from './jobs/worker.ts';
@@ -25,6 +26,8 @@ export interface AppContext {
   readiness: Map<string, () => boolean | Promise<boolean>>;
   /** Every connection made on a client's word or a stored value goes through it (tests may replace it before buildApp). */
   outbound: OutboundClient;
+  /** Where every module keeps rows about a patient (src/compartment.ts): modules register in their front doors. */
+  compartment: PatientCompartment;
   /** The access log of operations on patient data (src/audit/). */
   audit: AuditLog;
 }

@@ -4,6 +4,8 @@
  * modules register with `jobs.onEvent(type, hook)`; the hooks turn the event into deliveries (one
  * job per recipient). See worker.ts for the whole design.
  */
+import { sql, type Selectable } from 'kysely';
+import type { EventsTable } from '../db/schema.ts';
 import { writeWithNext, type Db } from '../db/index.ts';
 import { isSequenced, type EventBody, type EventInput, type EventName } from '../events.ts';
 import { newId } from '../db/ids.ts';
@@ -143,4 +145,38 @@ export async function loadEvents(db: Db, ids: string[]): Promise<StoredEvent[]> 
     orderingKey: row.ordering_key,
     sequence: row.sequence === null ? null : Number(row.sequence),
   }));
+}
+
+/** `value` matched literally by LIKE ... ESCAPE '!'. */
+function likeEscaped(value: string): string {
+  return value.replace(/[!%_]/g, (c) => `!${c}`);
+}
+
+/**
+ * The events about a patient (the privacy module's export and erasure): those of the ordering keys of
+ * its rows, and the unordered ones whose body names one of its ids (a review request, a merge).
+ */
+export async function eventsAbout(db: Db, businessId: string, orderingKeys: string[], ids: string[]): Promise<Selectable<EventsTable>[]> {
+  if (orderingKeys.length === 0 && ids.length === 0) return [];
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where((eb) =>
+      eb.or([
+        ...(orderingKeys.length === 0 ? [] : [eb('ordering_key', 'in', orderingKeys)]),
+        eb.and([
+          eb('ordering_key', 'is', null),
+          eb.or(ids.map((id) => sql<boolean>`payload like ${`%${likeEscaped(JSON.stringify(id))}%`} escape '!'`)),
+        ]),
+      ]),
+    )
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** Replaces a stored event's body (an erasure's redaction). */
+export async function replaceEventPayload(db: Db, id: string, payload: string): Promise<void> {
+  await db.updateTable('events').set({ payload }).where('id', '=', id).execute();
 }

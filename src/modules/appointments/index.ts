@@ -1,18 +1,23 @@
 /** The appointments module's front door. */
+import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
+import { appointmentKey } from '../../jobs/outbox.ts';
 import { ClinicService } from '../clinics/service.ts';
 import type { Module } from '../module.ts';
 import { PatientService } from '../patients/service.ts';
 import { ScheduleService } from '../schedules/service.ts';
 import { appointmentRoutes, schedulingRoutes } from './routes.ts';
+import * as repo from './repo.ts';
 import { Scheduling } from './scheduling.ts';
-
 import { AppointmentService } from './service.ts';
 
 export { AppointmentRecordSchema } from './routes.ts';
 
 /** The appointment service over the context, and the scheduling it books with; other modules build theirs here. */
-export function appointmentServices(ctx: AppContext, patients = new PatientService({ db: ctx.storage.db, timezone: ctx.config.timezone })) {
+export function appointmentServices(
+  ctx: AppContext,
+  patients = new PatientService({ db: ctx.storage.db, timezone: ctx.config.timezone, compartment: ctx.compartment }),
+) {
   const { db, dialect } = ctx.storage;
   const clinics = new ClinicService({ db });
   const scheduling = new Scheduling({ db, clinics, schedules: new ScheduleService({ db, timezone: ctx.config.timezone, clinics }) });
@@ -29,6 +34,29 @@ export function appointmentServices(ctx: AppContext, patients = new PatientServi
 }
 
 export function appointmentsModule(ctx: AppContext): Module {
+  ctx.compartment.register({
+    name: 'appointments',
+    tables: [{ table: 'appointments', column: 'patient_id', by: 'id' }],
+    lockById: repo.lockAppointmentsOfPatient,
+    moveById: async (trx, merge) => ({ appointments: await repo.moveAppointments(trx, merge.businessId, merge.from.id, merge.to.id, merge.now) }),
+    references: async (db, scope) => {
+      const ids = (await repo.appointmentsOfPatients(db, scope.businessId, scope.patientIds)).map((row) => row.id);
+      return { ids, eventKeys: ids.map(appointmentKey) };
+    },
+    // event_sequence is the service's own count of the appointment's events, not data about the patient.
+    export: async (db, scope) => ({
+      appointments: (await repo.appointmentsOfPatients(db, scope.businessId, scope.patientIds)).map(({ event_sequence: _, ...row }) => ({
+        ...row,
+        patient_details: parsedJson(row.patient_details),
+        custom_attributes: parsedJson(row.custom_attributes),
+        video_connect: parsedJson(row.video_connect),
+        display_meta: parsedJson(row.display_meta),
+        partner_meta: parsedJson(row.partner_meta),
+        prev_aids: parsedJson(row.prev_aids),
+      })),
+    }),
+    erase: (trx, scope, now) => repo.anonymiseAppointmentsOfPatients(trx, scope.businessId, scope.patientIds, now),
+  });
   const { service, scheduling } = appointmentServices(ctx);
   const routes = appointmentRoutes(service);
   const scheduled = schedulingRoutes(scheduling, service);

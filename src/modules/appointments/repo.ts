@@ -1,6 +1,7 @@
 /** SQL for appointments; every query is scoped by business. */
 import { CompiledQuery } from 'kysely';
 import { writeWithNext, type Db, type DialectName } from '../../db/index.ts';
+import { isPostgres } from '../../db/dialect.ts';
 import type { AppointmentsTable, PatientsTable } from '../../db/schema.ts';
 import { LOCKED_PATIENT_COLUMNS } from '../patients/service.ts';
 
@@ -299,4 +300,55 @@ export async function holdingBetween(
     .groupBy(['start_time', 'end_time'])
     .execute();
   return rows.map((row) => ({ start: Number(row.start_time), end: Number(row.end_time), places: Number(row.places) }));
+}
+
+/* ---- the patient compartment (src/compartment.ts) ---- */
+
+/** Locks the patient's appointments until the transaction ends (PostgreSQL; SQLite runs one writer at a time). */
+export async function lockAppointmentsOfPatient(db: Db, businessId: string, patientId: string): Promise<void> {
+  if (!isPostgres(db)) return;
+  await db.selectFrom('appointments').select('id').where('business_id', '=', businessId).where('patient_id', '=', patientId).forUpdate().execute();
+}
+
+/** A merge moves the duplicate's appointments to the survivor; answers how many moved. */
+export async function moveAppointments(db: Db, businessId: string, from: string, to: string, now: number): Promise<number> {
+  const result = await db
+    .updateTable('appointments')
+    .set({ patient_id: to, updated_at: now })
+    .where('business_id', '=', businessId)
+    .where('patient_id', '=', from)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** The appointments of the patients, by start time. */
+export async function appointmentsOfPatients(db: Db, businessId: string, patientIds: string[]): Promise<AppointmentRow[]> {
+  if (patientIds.length === 0) return [];
+  return db
+    .selectFrom('appointments')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_id', 'in', patientIds)
+    .orderBy('start_time')
+    .orderBy('id')
+    .execute();
+}
+
+/** Appointments keep their ids, clinic, doctor, times, status, mode and token; what they said of the person goes. */
+export async function anonymiseAppointmentsOfPatients(db: Db, businessId: string, patientIds: string[], now: number): Promise<void> {
+  if (patientIds.length === 0) return;
+  await db
+    .updateTable('appointments')
+    .set({
+      patient_details: '{}',
+      custom_attributes: '{}',
+      display_meta: '{}',
+      partner_meta: '{}',
+      video_connect: null,
+      notes: null,
+      updated_at: now,
+    })
+    .where('business_id', '=', businessId)
+    .where('patient_id', 'in', patientIds)
+    .execute();
 }

@@ -1,12 +1,28 @@
 /** The audit module's front door: reading the access log (src/audit/ writes it). */
+import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { PatientService } from '../patients/service.ts';
+import * as repo from './repo.ts';
 import { auditRoutes } from './routes.ts';
 import { AuditService } from './service.ts';
 
 export function auditModule(ctx: AppContext): Module {
   const { db } = ctx.storage;
-  const service = new AuditService({ db, masterKey: ctx.keys.masterKey, patients: new PatientService({ db, timezone: ctx.config.timezone }) });
+  ctx.compartment.register({
+    name: 'audit',
+    tables: [{ table: 'access_log', column: 'patient_ref', by: 'ref' }],
+    export: async (db, scope) => ({
+      access_log: (await repo.entriesNaming(db, scope.businessId, scope.refs)).map((row) => ({ ...row, filter: parsedJson(row.filter) })),
+    }),
+    erase: {
+      kept: 'the access log is the proof of what was done with patient data, the erasure included; it names patients by id, contact details as keyed digests',
+    },
+  });
+  const service = new AuditService({
+    db,
+    masterKey: ctx.keys.masterKey,
+    patients: new PatientService({ db, timezone: ctx.config.timezone, compartment: ctx.compartment }),
+  });
   return { name: 'audit', routes: auditRoutes(service) };
 }

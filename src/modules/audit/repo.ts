@@ -39,3 +39,16 @@ export async function listEvents(db: Db, filter: EventFilter, after: { businessI
   const rows = await query.orderBy('business_id').orderBy('seq').limit(limit).execute();
   return rows.map((row) => ({ ...row, seq: Number(row.seq), at: Number(row.at) }));
 }
+
+/** The entries naming the patient, as patient or as the patient record acted on, in chain order (the patient compartment's export). */
+export async function entriesNaming(db: Db, businessId: string, refs: string[]): Promise<Selectable<AccessLogTable>[]> {
+  if (refs.length === 0) return [];
+  return db
+    .selectFrom('access_log')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where((eb) => eb.or([eb('patient_ref', 'in', refs), eb.and([eb('resource_type', '=', 'patient'), eb('resource_id', 'in', refs)])]))
+    .orderBy('seq')
+    .orderBy('at')
+    .execute();
+}

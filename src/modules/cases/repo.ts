@@ -86,3 +86,67 @@ export async function updateCase(db: Db, businessId: string, patientRef: string,
     .where('id', '=', id)
     .execute();
 }
+
+/* ---- the patient compartment (src/compartment.ts) ---- */
+
+/** The case ids kept under both keys: a move from one key to the other would join two cases into one. */
+export async function sharedCaseIds(db: Db, businessId: string, from: string, to: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('cases as moving')
+    .innerJoin('cases as kept', (join) =>
+      join.onRef('kept.business_id', '=', 'moving.business_id').onRef('kept.id', '=', 'moving.id').on('kept.patient_ref', '=', to),
+    )
+    .select('moving.id')
+    .where('moving.business_id', '=', businessId)
+    .where('moving.patient_ref', '=', from)
+    .orderBy('moving.id')
+    .limit(20)
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Cases follow a change of the patient's key, under both keys' records locks. A case whose id is
+ * already kept under the new key stays under the old one (kept, not overwritten). Moved cases take one
+ * updated_at at or above every case of both keys and the current second, so a sync of the new key
+ * lists them and never loses its order. Answers how many moved.
+ */
+export async function moveCases(db: Db, dialect: DialectName, businessId: string, from: string, to: string): Promise<number> {
+  const stamp = Math.max(await stampWrite(db, dialect, businessId, from), await stampWrite(db, dialect, businessId, to));
+  const result = await db
+    .updateTable('cases')
+    .set({ patient_ref: to, updated_at: stamp })
+    .where('cases.business_id', '=', businessId)
+    .where('cases.patient_ref', '=', from)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('cases as taken')
+            .select('taken.id')
+            .where('taken.business_id', '=', businessId)
+            .where('taken.patient_ref', '=', to)
+            .whereRef('taken.id', '=', 'cases.id'),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** The cases kept under the keys, tombstones included, oldest first. */
+export async function casesUnder(db: Db, businessId: string, refs: string[]): Promise<CasesTable[]> {
+  if (refs.length === 0) return [];
+  return db
+    .selectFrom('cases')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_ref', 'in', refs)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export async function deleteCasesUnder(db: Db, businessId: string, refs: string[]): Promise<void> {
+  if (refs.length === 0) return;
+  await db.deleteFrom('cases').where('business_id', '=', businessId).where('patient_ref', 'in', refs).execute();
+}

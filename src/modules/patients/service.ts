@@ -8,6 +8,7 @@
 import { envelope } from '../../events.ts';
 import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
+import type { PatientCompartment } from '../../compartment.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
@@ -23,6 +24,8 @@ export type { PatientRow } from './repo.ts';
 
 export interface PatientServiceDeps {
   db: Kysely<Database>;
+  /** Every module's rows about a patient: a merge and a change of key move them by walking it. */
+  compartment: PatientCompartment;
   /** CPS_TIMEZONE: the day a dob is checked against and an age is counted from (default Asia/Kolkata). */
   timezone?: string;
 }
@@ -494,7 +497,7 @@ export class PatientService {
     if (moved && patient.partner_patient_id === null && !(await repo.findByPartnerId(trx, businessId, sent.partner_patient_id!))) {
       // A patient booked without a partner id takes the one now sent, and so does its key.
       claimed = sent.partner_patient_id!;
-      await repo.moveRefs(trx, businessId, patient.id, claimed);
+      await this.#moveKey(trx, businessId, patient.id, claimed);
     } else if (moved) {
       // Another partner id is another patient of the business: the appointment moves to it, and a
       // patient record created now starts from the appointment's details.
@@ -534,6 +537,15 @@ export class PatientService {
     if (await repo.findById(trx, businessId, partnerId)) {
       throw invalid('partner_patient_id', "is another patient's service id: send the partner's own id");
     }
+  }
+
+  /**
+   * The records kept under key `from` (cases, devices) follow the patient to key `to`, under both
+   * keys' records locks (taken in one order, so two moves cannot deadlock).
+   */
+  async #moveKey(trx: Db, businessId: string, from: string, to: string): Promise<Record<string, number>> {
+    for (const key of [from, to].sort()) await repo.lockRecords(trx, businessId, key, 'write');
+    return this.#deps.compartment.moveKey(trx, businessId, from, to);
   }
 
   /**
@@ -669,7 +681,7 @@ export class PatientService {
         if (newPartnerId !== undefined) await this.#refuseServiceId(trx, businessId, newPartnerId);
         const now = Date.now();
         await this.#write(trx, businessId, current, { ...changesFor(current, input, now), updated_at: now });
-        if (newPartnerId !== undefined) await repo.moveRefs(trx, businessId, keyOf(current), newPartnerId);
+        if (newPartnerId !== undefined) await this.#moveKey(trx, businessId, keyOf(current), newPartnerId);
       });
       return row.id;
     } catch (error) {
@@ -700,7 +712,7 @@ export class PatientService {
       // locks its appointment before its patients (its own, then one a new partner id names), so the
       // two cannot wait on each other in a cycle.
       const pair = [survivor.id, duplicate.id].sort();
-      for (const id of pair) await repo.lockAppointmentsOf(trx, businessId, id);
+      await this.#deps.compartment.lockById(trx, businessId, pair);
       // The patients merged into the duplicate before it (their rows move along), as a booking by their
       // partner ids locks them before the patient they name.
       for (const earlier of await repo.findMergedInto(trx, businessId, duplicate.id)) {
@@ -716,15 +728,15 @@ export class PatientService {
       if (survivor.merged_into !== null) throw mergedAway(survivor.merged_into);
       if (duplicate.merged_into !== null) throw mergedAway(duplicate.merged_into);
       const [from, to] = [keyOf(duplicate), keyOf(survivor)];
-      const shared = await repo.sharedCaseIds(trx, businessId, from, to);
-      if (shared.length > 0) {
-        throw new AppError(409, `Both patients have cases with the ids ${shared.join(', ')}: delete or rename one of each pair, then merge`, {
-          code: 'CASES_CONFLICT',
-        });
-      }
+      for (const key of [from, to].sort()) await repo.lockRecords(trx, businessId, key, 'write');
       const now = Date.now();
-      Object.assign(moved, await repo.movePatientRows(trx, businessId, duplicate.id, survivor.id, now));
-      Object.assign(moved, await repo.moveRefs(trx, businessId, from, to));
+      const counts = await this.#deps.compartment.merge(trx, {
+        businessId,
+        from: { id: duplicate.id, key: from },
+        to: { id: survivor.id, key: to },
+        now,
+      });
+      for (const name of Object.keys(moved) as (keyof typeof moved)[]) moved[name] = counts[name] ?? 0;
       // Patients merged into the duplicate earlier now name the survivor: a merge is one step, never a chain.
       await repo.repointMerged(trx, businessId, duplicate.id, survivor.id, now);
       await this.#write(trx, businessId, duplicate, {
@@ -781,7 +793,7 @@ export class PatientService {
    */
   async lockForErasure(trx: Db, businessId: string, ids: string[]): Promise<PatientRow[]> {
     const sorted = [...ids].sort();
-    for (const id of sorted) await repo.lockAppointmentsOf(trx, businessId, id);
+    await this.#deps.compartment.lockById(trx, businessId, sorted);
     const now = Date.now();
     for (const id of sorted) await repo.updatePatient(trx, businessId, id, { updated_at: now });
     const rows: PatientRow[] = [];

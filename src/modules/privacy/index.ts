@@ -3,17 +3,24 @@ import type { AppContext } from '../../context.ts';
 import { IdempotencyService } from '../idempotency/service.ts';
 import type { Module } from '../module.ts';
 import { PatientService } from '../patients/service.ts';
+import * as repo from './repo.ts';
 import { privacyRoutes } from './routes.ts';
 import { EXPORT_JOB, PrivacyService } from './service.ts';
 
 export function privacyModule(ctx: AppContext): Module {
   const { db } = ctx.storage;
+  ctx.compartment.register({
+    name: 'privacy',
+    tables: [{ table: 'privacy_exports', column: 'patient_id', by: 'id' }],
+    erase: (trx, scope) => repo.deleteExportsOf(trx, scope.businessId, scope.patientIds),
+  });
   const service = new PrivacyService({
     db,
     masterKey: ctx.keys.masterKey,
     publicUrl: ctx.config.publicUrl,
     exportTtlSeconds: ctx.config.privacyExportTtl,
-    patients: new PatientService({ db, timezone: ctx.config.timezone }),
+    patients: new PatientService({ db, timezone: ctx.config.timezone, compartment: ctx.compartment }),
+    compartment: ctx.compartment,
     idempotency: new IdempotencyService({ db, masterKey: ctx.keys.masterKey, waitMs: ctx.config.idempotencyWaitMs }),
   });
   ctx.jobs.register<{ exportId: string }>(EXPORT_JOB, async ({ job }) => service.buildExport(job.payload.exportId), {

@@ -7,15 +7,15 @@
 import { envelope } from '../../events.ts';
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { parsedJson, type PatientCompartment, type PatientScope } from '../../compartment.ts';
 import type { Principal } from '../../auth/principal.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
-import { recordEvent } from '../../jobs/outbox.ts';
+import { eventsAbout, recordEvent, replaceEventPayload } from '../../jobs/outbox.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
-import { toView as caseView } from '../cases/service.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import { addressOf, extrasOf, type PatientRow, type PatientService } from '../patients/service.ts';
 import * as repo from './repo.ts';
@@ -33,6 +33,8 @@ export interface PrivacyServiceDeps {
   exportTtlSeconds: number;
   patients: PatientService;
   idempotency: IdempotencyService;
+  /** Every module's rows about a patient: exported and erased by walking it. */
+  compartment: PatientCompartment;
 }
 
 export interface ExportView {
@@ -70,18 +72,9 @@ function patientRecord(row: PatientRow): Record<string, unknown> {
   return { ...rest, address: addressOf(row) ?? null, extras: extrasOf(row) };
 }
 
-function parsed(text: string | null): unknown {
-  if (text === null) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-/** The JSON strings that would name the person in a stored answer: ids, name parts, the number in its forms. */
-function needlesOf(rows: PatientRow[], appointmentIds: string[]): string[] {
-  const values = new Set<string>(appointmentIds);
+/** The JSON strings that would name the person in a stored answer: ids (theirs and their rows'), name parts, the number in its forms. */
+function needlesOf(rows: PatientRow[], rowIds: string[]): string[] {
+  const values = new Set<string>(rowIds);
   for (const row of rows) {
     values.add(row.id);
     for (const value of [row.partner_patient_id, row.first_name, row.middle_name, row.last_name, row.email, row.abha_number, row.abha_address]) {
@@ -98,7 +91,7 @@ function needlesOf(rows: PatientRow[], appointmentIds: string[]): string[] {
 
 /** An event's body with what it said of the person removed: a case's item, an appointment's free-form fields. */
 function redacted(type: string, payload: string): string | null {
-  const body = parsed(payload) as { data?: Record<string, unknown> } | null;
+  const body = parsedJson(payload) as { data?: Record<string, unknown> } | null;
   const data = body?.data;
   if (!data || typeof data !== 'object') return null;
   if (type.startsWith('case.') && data.item && typeof data.item === 'object') {
@@ -238,17 +231,10 @@ export class PrivacyService {
     const subject = await this.#deps.patients.subject(db, businessId, patientId, false);
     if (!subject) return null;
     const rows = [subject.patient, ...subject.merged];
-    const holder = holderOf(businessId, rows);
-    const appointments = await repo.heldIn(db, 'appointments', holder);
-    const appointmentIds = appointments.map((row) => row.id);
-    const [reviews, cases, devices, notifications, events, accessLog] = [
-      await repo.heldIn(db, 'reviews', holder),
-      await repo.heldIn(db, 'cases', holder),
-      await repo.heldIn(db, 'push_devices', holder),
-      await repo.heldIn(db, 'push_notifications', holder),
-      await repo.eventsOf(db, holder, appointmentIds),
-      await repo.accessLogOf(db, holder),
-    ];
+    const scope = scopeOf(businessId, rows);
+    const references = await this.#deps.compartment.references(db, scope);
+    const sections = await this.#deps.compartment.export(db, scope);
+    const events = await eventsAbout(db, businessId, references.eventKeys, scope.refs);
     return {
       format: EXPORT_FORMAT,
       export_id: exportId,
@@ -256,22 +242,8 @@ export class PrivacyService {
       generated_at: seconds(Date.now()),
       patient: patientRecord(subject.patient),
       merged_patients: subject.merged.map(patientRecord),
-      // event_sequence is the service's own count of the appointment's events, not data about the patient.
-      appointments: appointments.map(({ event_sequence: _, ...row }) => ({
-        ...row,
-        patient_details: parsed(row.patient_details),
-        custom_attributes: parsed(row.custom_attributes),
-        video_connect: parsed(row.video_connect),
-        display_meta: parsed(row.display_meta),
-        partner_meta: parsed(row.partner_meta),
-        prev_aids: parsed(row.prev_aids),
-      })),
-      reviews,
-      cases: cases.map((row) => ({ patient_ref: row.patient_ref, created_at: seconds(row.created_at), ...caseView(row) })),
-      push_devices: devices,
-      push_notifications: notifications.map((row) => ({ ...row, data: parsed(row.data) })),
-      events: events.map((row) => ({ id: row.id, type: row.type, created_at: row.created_at, body: parsed(row.payload) })),
-      access_log: accessLog.map((row) => ({ ...row, filter: parsed(row.filter) })),
+      ...sections,
+      events: events.map((row) => ({ id: row.id, type: row.type, created_at: row.created_at, body: parsedJson(row.payload) })),
     };
   }
 
@@ -304,19 +276,15 @@ export class PrivacyService {
       // Another erasure committed while this one waited for the locks.
       if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };
       const now = Date.now();
-      const holder = holderOf(businessId, rows);
-      const appointments = await repo.heldIn(trx, 'appointments', holder);
-      const appointmentIds = appointments.map((row) => row.id);
-      for (const event of await repo.eventsOf(trx, holder, appointmentIds)) {
+      const scope = scopeOf(businessId, rows);
+      const compartment = this.#deps.compartment;
+      const references = await compartment.references(trx, scope);
+      for (const event of await eventsAbout(trx, businessId, references.eventKeys, scope.refs)) {
         const payload = redacted(event.type, event.payload);
-        if (payload !== null && payload !== event.payload) await repo.setEventPayload(trx, event.id, payload);
+        if (payload !== null && payload !== event.payload) await replaceEventPayload(trx, event.id, payload);
       }
-      await this.#deps.idempotency.forgetAnswersNaming(trx, businessId, needlesOf(rows, appointmentIds));
-      await repo.anonymiseAppointments(trx, holder, now);
-      await repo.anonymiseReviews(trx, holder);
-      await repo.deleteCases(trx, holder);
-      await repo.deleteDevices(trx, holder);
-      await repo.deleteExportsOf(trx, holder);
+      await this.#deps.idempotency.forgetAnswersNaming(trx, businessId, needlesOf(rows, references.ids));
+      await compartment.erase(trx, scope, now);
       for (const row of rows) {
         await patients.erase(trx, businessId, row.id, now, row.partner_patient_id === null ? null : this.#erasedRef(row.partner_patient_id));
       }
@@ -346,7 +314,7 @@ function sealedUnder(businessId: string, exportId: string): string {
   return `privacy-export:${businessId}:${exportId}`;
 }
 
-function holderOf(businessId: string, rows: PatientRow[]): repo.Holder {
+function scopeOf(businessId: string, rows: PatientRow[]): PatientScope {
   return {
     businessId,
     patientIds: rows.map((row) => row.id),

@@ -1,10 +1,12 @@
 /** The push module's front door: credentials, devices, notifications and their delivery jobs. */
 import { Counter } from 'prom-client';
+import { parsedJson } from '../../compartment.ts';
 import { ConfigError } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { FcmClient } from './fcm.ts';
 import { enqueueDeliveries, registerDeliveryJobs } from './jobs.ts';
+import * as repo from './repo.ts';
 import { pushRoutes } from './routes.ts';
 import { PushService, type PushDeps } from './service.ts';
 import { PatientService } from '../patients/service.ts';
@@ -38,6 +40,19 @@ export function pushModule(ctx: AppContext): Module {
   };
   const push = new PushService(deps);
   registerDeliveryJobs(ctx, push);
-  const patients = new PatientService({ db: ctx.storage.db });
+  ctx.compartment.register({
+    name: 'push',
+    tables: [
+      { table: 'push_devices', column: 'patient_ref', by: 'ref' },
+      { table: 'push_notifications', column: 'patient_ref', by: 'ref' },
+    ],
+    moveKey: async (trx, businessId, from, to) => ({ devices: await repo.moveToKey(trx, businessId, from, to) }),
+    export: async (db, scope) => ({
+      push_devices: await repo.devicesUnder(db, scope.businessId, scope.refs),
+      push_notifications: (await repo.notificationsUnder(db, scope.businessId, scope.refs)).map((row) => ({ ...row, data: parsedJson(row.data) })),
+    }),
+    erase: (trx, scope) => repo.deleteUnder(trx, scope.businessId, scope.refs),
+  });
+  const patients = new PatientService({ db: ctx.storage.db, compartment: ctx.compartment });
   return { name: 'push', routes: pushRoutes(push, patients) };
 }

@@ -161,3 +161,58 @@ export async function noteRetry(db: Db, businessId: string, notificationId: stri
     .where('status', '=', 'pending')
     .execute();
 }
+
+// ---- The patient compartment (src/compartment.ts) --------------------------------------------
+
+/** Devices and notifications kept under the patient's key follow a change of key; answers how many devices moved. */
+export async function moveToKey(db: Db, businessId: string, from: string, to: string): Promise<number> {
+  const devices = await db
+    .updateTable('push_devices')
+    .set({ patient_ref: to })
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', from)
+    .executeTakeFirst();
+  await db.updateTable('push_notifications').set({ patient_ref: to }).where('business_id', '=', businessId).where('patient_ref', '=', from).execute();
+  return Number(devices.numUpdatedRows);
+}
+
+export async function devicesUnder(db: Db, businessId: string, refs: string[]): Promise<DeviceRow[]> {
+  if (refs.length === 0) return [];
+  return db
+    .selectFrom('push_devices')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_ref', 'in', refs)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export async function notificationsUnder(db: Db, businessId: string, refs: string[]): Promise<NotificationRow[]> {
+  if (refs.length === 0) return [];
+  return db
+    .selectFrom('push_notifications')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_ref', 'in', refs)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** The devices kept under the keys deleted; the notifications sent to the patient deleted with their delivery rows. */
+export async function deleteUnder(db: Db, businessId: string, refs: string[]): Promise<void> {
+  if (refs.length === 0) return;
+  const notifications = await db
+    .selectFrom('push_notifications')
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', 'in', refs)
+    .execute();
+  const ids = notifications.map((row) => row.id);
+  if (ids.length > 0) {
+    await db.deleteFrom('push_deliveries').where('business_id', '=', businessId).where('notification_id', 'in', ids).execute();
+    await db.deleteFrom('push_notifications').where('business_id', '=', businessId).where('id', 'in', ids).execute();
+  }
+  await db.deleteFrom('push_devices').where('business_id', '=', businessId).where('patient_ref', 'in', refs).execute();
+}

@@ -64,3 +64,34 @@ export async function listReviews(db: Db, businessId: string, filter: ReviewFilt
   if (filter.doctorId !== undefined) query = query.where('doctor_id', '=', filter.doctorId);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').offset(offset).limit(limit).execute();
 }
+
+/* ---- the patient compartment (src/compartment.ts) ---- */
+
+/** A merge moves the duplicate's reviews to the survivor; answers how many moved. */
+export async function moveReviews(db: Db, businessId: string, from: string, to: string): Promise<number> {
+  const result = await db
+    .updateTable('reviews')
+    .set({ patient_id: to })
+    .where('business_id', '=', businessId)
+    .where('patient_id', '=', from)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export async function reviewsOfPatients(db: Db, businessId: string, patientIds: string[]): Promise<ReviewsTable[]> {
+  if (patientIds.length === 0) return [];
+  return db
+    .selectFrom('reviews')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_id', 'in', patientIds)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** Reviews keep their rating (the practice's figures); the comment goes. */
+export async function anonymiseReviewsOfPatients(db: Db, businessId: string, patientIds: string[]): Promise<void> {
+  if (patientIds.length === 0) return;
+  await db.updateTable('reviews').set({ comment: null }).where('business_id', '=', businessId).where('patient_id', 'in', patientIds).execute();
+}

@@ -15,7 +15,9 @@ describe(`cases: a patient by either id (${DIALECT})`, () => {
 
   it('lists the same cases under the service patient id and the partner patient id', async () => {
     const { db } = t.ctx.storage;
-    const patient = await new PatientService({ db }).forBooking(db, client.businessId, { partner_patient_id: 'partner-77' });
+    const patient = await new PatientService({ db, compartment: t.ctx.compartment }).forBooking(db, client.businessId, {
+      partner_patient_id: 'partner-77',
+    });
     const created = await t.app.inject({
       method: 'POST',
       url: '/mr/api/v1/cases',

@@ -181,7 +181,7 @@ describe(`cases sync (${DIALECT})`, () => {
       let listing: Promise<{ cases: CaseJson[] }> | null = null;
       // A write that takes its updated_at in the same second as 'fast' and commits only in the next one.
       await inTransaction(db, async (trx) => {
-        await new PatientService({ db }).lockRecords(trx, client.businessId, patient, 'write');
+        await new PatientService({ db, compartment: t.ctx.compartment }).lockRecords(trx, client.businessId, patient, 'write');
         const updatedAt = await repo.stampWrite(trx, dialect, client.businessId, patient);
         await repo.insertCase(trx, {
           business_id: client.businessId,
