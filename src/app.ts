@@ -47,7 +47,7 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
     storage,
     keys,
     logger,
-    tokens: new AccessTokens(keys.signing, config.publicUrl, config.accessTokenTtl),
+    tokens: new AccessTokens(keys.signing, config.publicUrl, config.accessTokenTtl, keys.previous ? [keys.previous] : []),
     metrics,
     jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),
@@ -102,7 +102,13 @@ export async function buildApp(ctx: AppContext, modules: Modules = createModules
   refuseConnect(app.server, nextRequestId);
   registerValidation(app);
   registerErrorHandling(app);
-  registerAuth(app, ctx.tokens, ctx.config.adminToken);
+  registerAuth(app, ctx.tokens, {
+    token: ctx.config.adminToken,
+    failures: ctx.config.adminFailures,
+    windowSeconds: ctx.config.loginFailureWindowSeconds,
+    redisUrl: ctx.config.redisUrl,
+    logger: ctx.logger,
+  });
   registerIdempotency(app, modules.idempotency.keys);
   registerRequestMetrics(app, ctx.metrics);
   registerAccessLog(app, ctx.logger);

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { ZxcvbnFactory } from '@zxcvbn-ts/core';
 import { OutboundAllowList } from './security/outbound.ts';
 
 export class ConfigError extends Error {
@@ -58,9 +59,16 @@ export interface Config {
   dataDir: string;
   /** PKCS#8 PEM; null means "generate or reuse the development key in dataDir". */
   jwtPrivateKey: string | null;
+  /**
+   * The signing key replaced in a rotation (CPS_JWT_PREVIOUS_PUBLIC_KEY): a public PEM, or the old private
+   * PEM, of which only the public half is kept. Its tokens are still accepted and it is in the JWKS.
+   */
+  jwtPreviousPublicKey: string | null;
   /** 32 bytes; null means "generate or reuse the development key in dataDir". */
   masterKey: Buffer | null;
   adminToken: string | null;
+  /** Wrong admin tokens one source address may send per login window before 429 (CPS_ADMIN_FAILURES; 0: no such budget). */
+  adminFailures: number;
   publicUrl: string;
   timezone: string;
   accessTokenTtl: number;
@@ -188,6 +196,17 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+/**
+ * The least strength of a production admin token, as zxcvbn estimates it (log10 of the guesses): about
+ * 80 bits. Length alone says nothing (`aaaaaaaaaaaaaaaa`); 32 random bytes as hex or base64 pass easily.
+ */
+export const MIN_ADMIN_TOKEN_GUESSES_LOG10 = 24;
+
+/** zxcvbn's estimate of the guesses a token takes, as log10 (sequences, repeats, keyboard runs and dates count as little). */
+export function tokenGuessesLog10(token: string): number {
+  return new ZxcvbnFactory().check(token).guessesLog10;
+}
+
 export function parseMasterKey(raw: string, variable = 'CPS_MASTER_KEY'): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (key.length !== 32) throw new ConfigError(variable, 'must be 32 bytes, as base64 or 64 hex digits');
@@ -259,6 +278,12 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
       );
     }
   }
+  const jwtPreviousPublicKey = str(env, 'CPS_JWT_PREVIOUS_PUBLIC_KEY')?.replace(/\\n/g, '\n') ?? null;
+  if (jwtPreviousPublicKey !== null && !/-----BEGIN (PUBLIC|PRIVATE) KEY-----/.test(jwtPreviousPublicKey)) {
+    report(
+      new ConfigError('CPS_JWT_PREVIOUS_PUBLIC_KEY', 'must be a PEM public key (-----BEGIN PUBLIC KEY-----) or the previous PKCS#8 private key'),
+    );
+  }
   const masterKeyRaw = str(env, 'CPS_MASTER_KEY');
   const masterKey = masterKeyRaw === undefined ? null : attempt(() => parseMasterKey(masterKeyRaw), Buffer.alloc(32));
   const adminToken = str(env, 'CPS_ADMIN_TOKEN') ?? null;
@@ -278,6 +303,9 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
       report(
         new ConfigError('CPS_PUBLIC_URL', 'is required in production: the address clients reach the service at, e.g. https://cps.clinic.example'),
       );
+    }
+    if (adminToken !== null && tokenGuessesLog10(adminToken) < MIN_ADMIN_TOKEN_GUESSES_LOG10) {
+      report(new ConfigError('CPS_ADMIN_TOKEN', 'is too easy to guess for production: use 32 random bytes, e.g. `openssl rand -base64 32`'));
     }
   }
 
@@ -308,8 +336,10 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
     dbPoolSize: int(env, 'CPS_DB_POOL_SIZE', DEFAULT_DB_POOL_SIZE, 1, 1000),
     dataDir,
     jwtPrivateKey,
+    jwtPreviousPublicKey,
     masterKey,
     adminToken,
+    adminFailures: int(env, 'CPS_ADMIN_FAILURES', 10, 0, 1_000_000),
     publicUrl: publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     timezone,
     accessTokenTtl: int(env, 'CPS_ACCESS_TOKEN_TTL', 1800, 60, 86_400),

@@ -13,7 +13,7 @@ const production = {
   CPS_ENV: 'production',
   CPS_JWT_PRIVATE_KEY: ed25519Pem,
   CPS_MASTER_KEY: randomBytes(32).toString('base64'),
-  CPS_ADMIN_TOKEN: 'a-very-long-admin-token',
+  CPS_ADMIN_TOKEN: randomBytes(32).toString('base64'),
   CPS_PUBLIC_URL: 'https://cps.example.org',
 };
 
@@ -201,11 +201,29 @@ describe('config', () => {
   it('the example environment file names only known variables and loads once its placeholders are filled', () => {
     const example = parseEnv(readFileSync(path.resolve(import.meta.dirname, '../cps.env.example'), 'utf8'));
     const config = loadConfig(
-      { ...example, CPS_MASTER_KEY: production.CPS_MASTER_KEY!, CPS_ADMIN_TOKEN: 'x'.repeat(32), CPS_JWT_PRIVATE_KEY_FILE: 'jwt.pem' },
+      {
+        ...example,
+        CPS_MASTER_KEY: production.CPS_MASTER_KEY!,
+        CPS_ADMIN_TOKEN: randomBytes(32).toString('base64'),
+        CPS_JWT_PRIVATE_KEY_FILE: 'jwt.pem',
+      },
       () => production.CPS_JWT_PRIVATE_KEY!,
     );
     assert.equal(config.publicUrl, 'https://cps.clinic.example');
     assert.deepEqual(config.trustProxy, ['127.0.0.1']);
+  });
+
+  it('refuses a production admin token that is easy to guess, however long', () => {
+    for (const weak of ['aaaaaaaaaaaaaaaa', 'abcdefghijklmnopqrstuvwxyz012345', 'admin-token-admin-token-admin-token', '1234567890123456']) {
+      failsNaming({ ...production, CPS_ADMIN_TOKEN: weak }, 'CPS_ADMIN_TOKEN');
+      assert.equal(loadConfig({ CPS_ADMIN_TOKEN: weak }).adminToken, weak, 'development takes it');
+    }
+    for (const strong of [randomBytes(32).toString('hex'), randomBytes(32).toString('base64'), randomBytes(24).toString('base64url')]) {
+      assert.equal(loadConfig({ ...production, CPS_ADMIN_TOKEN: strong }).adminToken, strong);
+    }
+    assert.equal(loadConfig({}).adminFailures, 10);
+    assert.equal(loadConfig({ CPS_ADMIN_FAILURES: '0' }).adminFailures, 0);
+    failsNaming({ CPS_ADMIN_FAILURES: '-1' }, 'CPS_ADMIN_FAILURES');
   });
 
   it('refuses production without keys, admin token or public URL', () => {

@@ -67,7 +67,8 @@ export function testKeys(): Promise<Keys> {
   return sharedKeys;
 }
 
-export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/** Strong enough for a production test app (config.ts's check). */
+export const ADMIN_TOKEN = 'test-admin-Jq8vN3xK7pW2mR9tL4sZ6yB1cH5f';
 
 export function testConfig(database: TestDatabase, env: Record<string, string> = {}): Config {
   return loadConfig({

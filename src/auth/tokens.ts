@@ -4,7 +4,7 @@
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify, type JWTHeaderParameters } from 'jose';
-import type { SigningKey } from '../security/keys.ts';
+import type { SigningKey, VerificationKey } from '../security/keys.ts';
 
 export interface AccessClaims {
   clientId: string;
@@ -34,12 +34,12 @@ export class AccessTokens {
   readonly #verified = new Map<string, Verified>();
   readonly #keys: Map<string, { key: KeyObject; alg: string }>;
   readonly #signing: SigningKey;
-  readonly #verifyOnly: SigningKey[];
+  readonly #verifyOnly: VerificationKey[];
   readonly #issuer: string;
   readonly ttlSeconds: number;
 
   /** `verifyOnly` holds earlier keys still accepted during a rotation. */
-  constructor(signing: SigningKey, issuer: string, ttlSeconds: number, verifyOnly: SigningKey[] = []) {
+  constructor(signing: SigningKey, issuer: string, ttlSeconds: number, verifyOnly: VerificationKey[] = []) {
     this.#signing = signing;
     this.#verifyOnly = verifyOnly;
     this.#issuer = issuer;

@@ -2,13 +2,16 @@
  * Authentication and scopes. Every route declares `config.auth`: 'public', 'admin' (the
  * CPS_ADMIN_TOKEN) or the scopes any one of which grants access ([] = any valid token of a business).
  * The check runs first in each route's onRequest hooks, before parsing and validation, so 401 and 403
- * come before 400.
+ * come before 400. Wrong admin tokens spend a budget per source address (CPS_ADMIN_FAILURES per
+ * CPS_LOGIN_FAILURE_WINDOW_SECONDS), checked before the token: an address that spent it gets 429.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { AccessClaims, AccessTokens } from '../auth/tokens.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
+import { addressKey, createBuckets, type BucketLimit, type BucketsTake } from '../security/buckets.ts';
 import { constantTimeEqual } from '../security/secrets.ts';
 import type { ErrorFamily } from './errors.ts';
 import { prependRouteHook } from './route-hooks.ts';
@@ -68,7 +71,55 @@ function principalFor(claims: AccessClaims): Principal {
   return principal;
 }
 
-export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminToken: string | null): void {
+export interface AdminAuth {
+  /** CPS_ADMIN_TOKEN; null: every admin request answers 401. */
+  token: string | null;
+  /** Wrong tokens per source address per window before 429 (0: no budget). */
+  failures: number;
+  windowSeconds: number;
+  /** Shares the budgets across processes, as the login budgets do. */
+  redisUrl: string | null;
+  logger: Logger;
+}
+
+export function registerAuth(app: FastifyInstance, tokens: AccessTokens, admin: AdminAuth): void {
+  const adminToken = admin.token;
+  const buckets = createBuckets({ redisUrl: admin.redisUrl, logger: admin.logger, what: 'admin token throttling' });
+  app.addHook('onClose', () => buckets.close());
+  const budgetOf = (request: FastifyRequest): BucketLimit | null =>
+    admin.failures > 0
+      ? { key: `cps:admin:address:${addressKey(request.ip)}`, rate: admin.failures / admin.windowSeconds, burst: admin.failures }
+      : null;
+  const checkAdmin = (request: FastifyRequest): AppError | undefined => {
+    const token = tokenFrom(request);
+    if (adminToken === null || token === null || !constantTimeEqual(token, adminToken)) return new AppError(401, 'A valid admin token is required');
+    request.operator = true;
+    return undefined;
+  };
+  // The budget is taken before the token is compared, and given back when it matches: only wrong tokens spend it.
+  const adminHook = (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction) => {
+    const budget = budgetOf(request);
+    if (budget === null) {
+      done(checkAdmin(request));
+      return;
+    }
+    const decide = ({ waitMs, refusedBy }: BucketsTake) => {
+      if (refusedBy >= 0) {
+        const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+        done(
+          new AppError(429, `Too many wrong admin tokens from this address; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } }),
+        );
+        return;
+      }
+      const refused = checkAdmin(request);
+      if (refused === undefined) void buckets.refund([budget]);
+      done(refused);
+    };
+    const taken = buckets.take([budget]);
+    if (taken instanceof Promise) taken.then(decide, done);
+    else decide(taken);
+  };
+
   app.decorateRequest('principal', null);
   app.decorateRequest('operator', false);
 
@@ -88,15 +139,7 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, adminTo
       route,
       'onRequest',
       auth === 'admin'
-        ? (request, _reply, done) => {
-            const token = tokenFrom(request);
-            if (adminToken === null || token === null || !constantTimeEqual(token, adminToken)) {
-              done(new AppError(401, 'A valid admin token is required'));
-              return;
-            }
-            request.operator = true;
-            done();
-          }
+        ? adminHook
         : (request, _reply, done) => {
             const token = tokenFrom(request);
             if (token === null) {

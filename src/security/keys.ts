@@ -10,16 +10,22 @@ import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
 import { ConfigError, parseMasterKey, type Config } from '../config.ts';
 import { makePrivateDir } from './data-dir.ts';
 
-export interface SigningKey {
+/** A key that verifies access tokens: the signing key's public half, or a previous signing key's during a rotation. */
+export interface VerificationKey {
   kid: string;
   alg: 'EdDSA' | 'ES256';
-  privateKey: KeyObject;
   publicKey: KeyObject;
   publicJwk: JWK;
 }
 
+export interface SigningKey extends VerificationKey {
+  privateKey: KeyObject;
+}
+
 export interface Keys {
   signing: SigningKey;
+  /** The key replaced in a rotation (CPS_JWT_PREVIOUS_PUBLIC_KEY): its tokens are accepted until they expire. */
+  previous?: VerificationKey;
   masterKey: Buffer;
 }
 
@@ -36,7 +42,21 @@ export async function loadKeys(config: Config): Promise<Keys> {
       readOrCreate(config, MASTER_KEY_FILE, () => randomBytes(32).toString('base64')).trim(),
       `CPS_MASTER_KEY (from ${path.join(config.dataDir, MASTER_KEY_FILE)})`,
     );
-  return { signing: await signingKeyFromPem(pem), masterKey };
+  const signing = await signingKeyFromPem(pem);
+  if (config.jwtPreviousPublicKey === null) return { signing, masterKey };
+  const previous = await verificationKeyFromPem(config.jwtPreviousPublicKey);
+  return previous.kid === signing.kid ? { signing, masterKey } : { signing, previous, masterKey };
+}
+
+/** A previous signing key, from its public PEM or its private one (only the public half is kept). */
+export async function verificationKeyFromPem(pem: string): Promise<VerificationKey> {
+  let publicKey: KeyObject;
+  try {
+    publicKey = createPublicKey({ key: pem, format: 'pem' });
+  } catch (error) {
+    throw new ConfigError('CPS_JWT_PREVIOUS_PUBLIC_KEY', `cannot be parsed: ${(error as Error).message}`);
+  }
+  return verificationKey(publicKey, 'CPS_JWT_PREVIOUS_PUBLIC_KEY');
 }
 
 export async function signingKeyFromPem(pem: string): Promise<SigningKey> {
@@ -46,14 +66,17 @@ export async function signingKeyFromPem(pem: string): Promise<SigningKey> {
   } catch (error) {
     throw new ConfigError('CPS_JWT_PRIVATE_KEY', `cannot be parsed: ${(error as Error).message}`);
   }
+  return { ...(await verificationKey(createPublicKey(privateKey), 'CPS_JWT_PRIVATE_KEY')), privateKey };
+}
+
+async function verificationKey(publicKey: KeyObject, variable: string): Promise<VerificationKey> {
   let alg: SigningKey['alg'];
-  if (privateKey.asymmetricKeyType === 'ed25519') alg = 'EdDSA';
-  else if (privateKey.asymmetricKeyType === 'ec' && privateKey.asymmetricKeyDetails?.namedCurve === 'prime256v1') alg = 'ES256';
-  else throw new ConfigError('CPS_JWT_PRIVATE_KEY', 'must be an Ed25519 or P-256 key');
-  const publicKey = createPublicKey(privateKey);
+  if (publicKey.asymmetricKeyType === 'ed25519') alg = 'EdDSA';
+  else if (publicKey.asymmetricKeyType === 'ec' && publicKey.asymmetricKeyDetails?.namedCurve === 'prime256v1') alg = 'ES256';
+  else throw new ConfigError(variable, 'must be an Ed25519 or P-256 key');
   const jwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(jwk);
-  return { kid, alg, privateKey, publicKey, publicJwk: { ...jwk, kid, alg, use: 'sig' } };
+  return { kid, alg, publicKey, publicJwk: { ...jwk, kid, alg, use: 'sig' } };
 }
 
 function readOrCreate(config: Config, fileName: string, create: () => string): string {

@@ -77,7 +77,7 @@ export function auditRoutes(service: AuditService) {
           tags: ['admin'],
           summary: "The access log across businesses (or one business's), for the operator",
           querystring: Type.Object({ business_id: Type.Optional(Id), ...filters }),
-          response: { 200: Page, 400: StandardError, 401: StandardError },
+          response: { 200: Page, 400: StandardError, 401: StandardError, 429: StandardError },
         },
       },
       async (request) => {

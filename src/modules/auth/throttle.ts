@@ -19,7 +19,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { AppError } from '../../errors.ts';
-import { createBuckets, type BucketLimit, type Buckets } from '../../security/buckets.ts';
+import { addressKey, createBuckets, type BucketLimit, type Buckets } from '../../security/buckets.ts';
 
 export interface LoginGuardOptions {
   clientFailures: number;
@@ -36,28 +36,6 @@ export interface LoginGuardOptions {
 export interface Admission {
   readonly taken: readonly BucketLimit[];
   readonly clientRefusal: AppError | null;
-}
-
-/** A Unix socket listener gives no source address: all its callers share this budget. */
-const NO_ADDRESS = 'local';
-
-/**
- * The budget key of a source address: IPv4 as it is, IPv4-mapped IPv6 as its IPv4, other IPv6 by
- * its /64, since one host usually holds a whole /64 and could otherwise rotate through it.
- */
-export function addressKey(address: string | undefined): string {
-  if (address === undefined || address === '') return NO_ADDRESS;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(':')) return address;
-  const [head = '', tail = ''] = address.split('::');
-  const left = head ? head.split(':') : [];
-  const right = address.includes('::') && tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => (parseInt(g, 16) || 0).toString(16))
-    .join(':')}::/64`;
 }
 
 function tooMany(whose: string, waitMs: number): AppError {

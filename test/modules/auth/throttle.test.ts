@@ -9,8 +9,7 @@ import type { App } from '../../../src/http/app-type.ts';
 import { openStorage } from '../../../src/db/index.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { createModules } from '../../../src/modules/index.ts';
-import { addressKey } from '../../../src/modules/auth/throttle.ts';
-import { MemoryBuckets } from '../../../src/security/buckets.ts';
+import { addressKey, MemoryBuckets } from '../../../src/security/buckets.ts';
 import { createTestApp, createTestClient, DIALECT, testConfig, testKeys, type TestApp, type TestClient } from '../../support.ts';
 
 const LOGIN = '/connect-auth/v1/account/login';

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
-import { after, before, describe, it, mock } from 'node:test';
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { after, before, before as beforeAll, describe, it, mock } from 'node:test';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
 import { SCOPES } from '../../../src/auth/scopes.ts';
-import { signingKeyFromPem } from '../../../src/security/keys.ts';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
+import { loadConfig } from '../../../src/config.ts';
+import type { App } from '../../../src/http/app-type.ts';
+import { loadKeys, signingKeyFromPem } from '../../../src/security/keys.ts';
+import { bearer, createTestApp, createTestClient, DIALECT, testConfig, testKeys, type TestApp, type TestClient } from '../../support.ts';
 
 describe(`auth tokens (${DIALECT})`, () => {
   let t: TestApp;
@@ -208,5 +210,79 @@ describe(`auth tokens (${DIALECT})`, () => {
       assert.equal(t.ctx.tokens.verifyCached(`${h}.${tamperedPayload}.${s}`), undefined);
       assert.equal(t.ctx.tokens.verifyCached(valid)?.clientId, client.clientId, 'the valid token is still cached');
     });
+  });
+});
+
+describe(`signing key rotation (${DIALECT})`, () => {
+  const oldPem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  const newPem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  const publicPem = (pem: string) => createPublicKey(pem).export({ format: 'pem', type: 'spki' }).toString();
+  let before: TestApp;
+  const apps: TestApp[] = [];
+  let client: TestClient;
+  let oldToken: string;
+
+  const whoami = (app: TestApp, token: string) => app.app.inject({ method: 'GET', url: '/test/whoami', headers: bearer(token) });
+  const withWhoami = (app: App) => {
+    app.get('/test/whoami', { config: { auth: { anyOf: [] }, family: 'standard' } }, async (request) => request.principal);
+  };
+  async function startWith(env: Record<string, string>): Promise<TestApp> {
+    const keys = await loadKeys(testConfig(before.database, env));
+    const app = await createTestApp({ env, keys: { ...keys, masterKey: before.ctx.keys.masterKey }, database: before.database, setup: withWhoami });
+    apps.push(app);
+    return app;
+  }
+
+  beforeAll(async () => {
+    before = await createTestApp({ keys: { ...(await testKeys()), signing: await signingKeyFromPem(oldPem) }, setup: withWhoami });
+    client = await createTestClient(before.ctx);
+    const login = await before.app.inject({
+      method: 'POST',
+      url: '/connect-auth/v1/account/login',
+      payload: { client_id: client.clientId, client_secret: client.clientSecret },
+    });
+    oldToken = login.json().access_token;
+  });
+  after(async () => {
+    for (const app of apps) await app.close();
+    await before.close();
+  });
+
+  it('refuses the old key’s tokens after a rotation without the previous key', async () => {
+    const rotated = await startWith({ CPS_JWT_PRIVATE_KEY: newPem });
+    assert.equal((await whoami(rotated, oldToken)).statusCode, 401);
+  });
+
+  for (const form of ['public', 'private'] as const) {
+    it(`accepts the old key's tokens with CPS_JWT_PREVIOUS_PUBLIC_KEY (the ${form} PEM), publishes both keys, signs with the new one`, async () => {
+      const rotated = await startWith({
+        CPS_JWT_PRIVATE_KEY: newPem,
+        CPS_JWT_PREVIOUS_PUBLIC_KEY: (form === 'public' ? publicPem(oldPem) : oldPem).replace(/\n/g, '\\n'),
+      });
+      const response = await whoami(rotated, oldToken);
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.json().clientId, client.clientId);
+
+      const jwks = (await rotated.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+      assert.deepEqual(
+        jwks.keys.map((key: { alg: string }) => key.alg),
+        ['ES256', 'EdDSA'],
+      );
+      for (const key of jwks.keys) assert.equal(key.d, undefined, 'no private part in the JWKS');
+      const login = await rotated.app.inject({
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        payload: { client_id: client.clientId, client_secret: client.clientSecret },
+      });
+      const { protectedHeader } = await jwtVerify(login.json().access_token, createLocalJWKSet(jwks));
+      assert.equal(protectedHeader.alg, 'ES256');
+      assert.equal(protectedHeader.kid, jwks.keys[0].kid);
+      // The old key's tokens verify against the published set too, for outside verifiers.
+      assert.equal((await jwtVerify(oldToken, createLocalJWKSet(jwks))).protectedHeader.kid, jwks.keys[1].kid);
+    });
+  }
+
+  it('refuses a previous key that is not a PEM key, naming the variable', () => {
+    assert.throws(() => loadConfig({ CPS_JWT_PREVIOUS_PUBLIC_KEY: 'not a key' }), /CPS_JWT_PREVIOUS_PUBLIC_KEY/);
   });
 });
