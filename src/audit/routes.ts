@@ -163,7 +163,14 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     resource: 'patient',
     action: 'list',
     count: length(field('profiles')),
-    filter: { plain: ['pageNo', 'pageSize', 'select', 'from', 'arc'] },
+    filter: { plain: ['pageNo', 'pageSize', 'page', 'limit', 'select', 'from', 'arc'] },
+  },
+  'GET /profiles/v1/patient/bulk': {
+    resource: 'patient',
+    action: 'list',
+    patient: onlyOne(itself, 'oid'),
+    count: length(itself),
+    filter: { plain: ['oid_list', 'arc'] },
   },
   'GET /profiles/v1/patient/by-mobile/': {
     resource: 'patient',
@@ -196,6 +203,8 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
   'GET /profiles/v1/patient/:oid': patientById('oid', 'read', 'oid'),
   'PATCH /profiles/v1/patient/:oid': patientById('oid', 'update', 'oid'),
   'DELETE /profiles/v1/patient/:oid': patientById('oid', 'delete', 'oid'),
+  'PATCH /profiles/v1/patient/:oid/unarchive': patientById('oid', 'update', 'oid'),
+  'PATCH /profiles/v1/patient/:oid/remove-fields': patientById('oid', 'update', 'oid'),
   'POST /profiles/v1/patient/:oid/merge': merge('oid'),
 
   // Cases (contract 6): the patient is X-Pt-Id.

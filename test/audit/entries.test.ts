@@ -129,6 +129,21 @@ function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds
       id: pt,
       patient: pt,
     }),
+    'GET /profiles/v1/patient/bulk': () => ({ method: 'GET', url: `/profiles/v1/patient/bulk?oid_list=${pt},pt_unknown`, patient: pt, count: 1 }),
+    'PATCH /profiles/v1/patient/:oid/unarchive': () => ({
+      method: 'PATCH',
+      url: `/profiles/v1/patient/${pt}/unarchive`,
+      payload: {},
+      id: pt,
+      patient: pt,
+    }),
+    'PATCH /profiles/v1/patient/:oid/remove-fields': () => ({
+      method: 'PATCH',
+      url: `/profiles/v1/patient/${pt}/remove-fields`,
+      payload: { fields: ['email'] },
+      id: pt,
+      patient: pt,
+    }),
     'DELETE /profiles/v1/patient/:oid': () => ({ method: 'DELETE', url: `/profiles/v1/patient/${extra.duplicateId}`, id: extra.duplicateId }),
     'POST /profiles/v1/patient/:oid/merge': () => ({
       method: 'POST',

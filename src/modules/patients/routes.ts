@@ -12,7 +12,7 @@ import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { AppointmentRecordSchema } from '../appointments/index.ts';
 import type { AppointmentService } from '../appointments/service.ts';
-import { BLOOD_GROUPS, invalid, type MergeResult, type PatientInput, type PatientService } from './service.ts';
+import { BLOOD_GROUPS, invalid, REMOVABLE_FIELDS, type MergeResult, type PatientInput, type PatientService, type RemovableField } from './service.ts';
 import * as views from './views.ts';
 
 interface RouteConfig {
@@ -226,7 +226,7 @@ function fromProfile(body: ProfileBody, creating: boolean): PatientInput {
   return input;
 }
 
-const MIN_OPTIONAL = ['abha', 'c_ate', 'dob', 'gen', 'u_ate'] as const;
+const MIN_OPTIONAL = ['abha', 'c_ate', 'dob', 'gen', 'u_ate', 'is_age'] as const;
 
 function selected(select: string | undefined): Set<views.MinField> {
   const fields = new Set<views.MinField>();
@@ -238,6 +238,16 @@ function selected(select: string | undefined): Set<views.MinField> {
     fields.add(field as views.MinField);
   }
   return fields;
+}
+
+/** The most oids one bulk read takes. */
+const MAX_BULK = 100;
+
+/** A query value sent under either of two names (Eka's document's and Eka's SDK's); both sent must agree. */
+function either<Q extends Record<string, unknown>>(query: Q, documented: keyof Q & string, alias: keyof Q & string): number | undefined {
+  const [a, b] = [query[documented] as number | undefined, query[alias] as number | undefined];
+  if (a !== undefined && b !== undefined && a !== b) throw invalid(alias, `names another value than ${documented}: send one of them`);
+  return a ?? b;
 }
 
 export function patientRoutes(patients: PatientService, appointments: AppointmentService) {
@@ -402,17 +412,21 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
         config: profiles('read'),
         schema: {
           tags: profileTags,
-          summary: 'List patient profiles by creation, pageSize a page (pages from 1)',
+          summary:
+            "List patient profiles by creation, pageSize a page (pages from 1); the page is in profiles and in data (Eka's document and Eka's directory SDK read one each)",
           querystring: Type.Object({
             pageNo: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'From 1 (0 reads as 1)' })),
             pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000, description: 'Default 500' })),
-            select: Type.Optional(Type.String({ maxLength: 200, description: 'More fields, comma-separated: abha, c_ate, dob, gen, u_ate' })),
+            page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'pageNo as Eka’s directory SDK names it' })),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000, description: 'pageSize as Eka’s directory SDK names it' })),
+            select: Type.Optional(Type.String({ maxLength: 200, description: 'More fields, comma-separated: abha, c_ate, dob, gen, u_ate, is_age' })),
             from: Type.Optional(Epoch),
             arc: Type.Optional(BoolString),
           }),
           response: {
             200: Type.Object({
               profiles: Type.Array(Type.Object(profileProps)),
+              data: Type.Array(Type.Object(profileProps), { description: 'The same page as profiles' }),
               currPageMeta: Type.Object({
                 currPageNo: Type.Integer(),
                 pageSize: Type.Integer(),
@@ -426,8 +440,8 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
       async (request) => {
         const query = request.query;
         const fields = selected(query.select);
-        const pageNo = Math.max(1, query.pageNo ?? 1);
-        const pageSize = query.pageSize ?? 500;
+        const pageNo = Math.max(1, either(query, 'pageNo', 'page') ?? 1);
+        const pageSize = either(query, 'pageSize', 'limit') ?? 500;
         const visibility = archived(query);
         const page = await patients.list(principalOf(request).businessId, {
           page: pageNo - 1,
@@ -435,8 +449,10 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
           ...(query.from !== undefined && { createdFrom: query.from * 1000 }),
           ...visibility,
         });
+        const profiles = page.rows.map((row) => views.profileMin(row, zone, fields, visibility.archived));
         return {
-          profiles: page.rows.map((row) => views.profileMin(row, zone, fields, visibility.archived)),
+          profiles,
+          data: profiles,
           currPageMeta: { currPageNo: pageNo, pageSize, nextPage: page.more ? pageNo + 1 : -1 },
         };
       },
@@ -561,6 +577,31 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
     );
 
     app.get(
+      '/profiles/v1/patient/bulk',
+      {
+        config: profiles('read'),
+        schema: {
+          tags: profileTags,
+          summary: `Read up to ${MAX_BULK} patient profiles by oid, in the order asked; unknown ones (and archived ones without arc=true) are left out`,
+          querystring: Type.Object({
+            oid_list: Type.String({ minLength: 1, maxLength: MAX_BULK * (MAX_ID_LENGTH + 1), description: 'Comma-separated oids' }),
+            arc: Type.Optional(BoolString),
+          }),
+          response: { 200: Type.Array(Profile), ...profileErrors },
+        },
+      },
+      async (request) => {
+        const ids = [...new Set(request.query.oid_list.split(',').map((id) => id.trim()))].filter((id) => id !== '');
+        if (ids.length === 0) throw invalid('oid_list', 'name at least one oid');
+        if (ids.length > MAX_BULK) throw invalid('oid_list', `at most ${MAX_BULK} oids`);
+        if (ids.some((id) => [...id].length > MAX_ID_LENGTH)) throw invalid('oid_list', `an oid is at most ${MAX_ID_LENGTH} characters`);
+        const withArchived = archived(request.query).archived;
+        const rows = await patients.byIds(principalOf(request).businessId, ids);
+        return rows.filter((row) => withArchived || row.archived_at === null || row.merged_into !== null).map((row) => views.profile(row, zone));
+      },
+    );
+
+    app.get(
       '/profiles/v1/patient/:oid',
       {
         config: profiles('read'),
@@ -615,6 +656,48 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
         return { message: 'Profile archived successfully' };
       },
     );
+    app.patch(
+      '/profiles/v1/patient/:oid/unarchive',
+      {
+        config: profiles('write'),
+        schema: {
+          tags: profileTags,
+          summary: 'Bring an archived patient profile back (a live one stays as it is; a merged one stays archived: 409)',
+          params: OidParams,
+          querystring: ByPartner,
+          response: { 200: Profile, ...profileErrors, 409: StandardError },
+        },
+      },
+      async (request) => views.profile(await patients.unarchive(principalOf(request).businessId, request.params.oid, byPartner(request.query)), zone),
+    );
+
+    app.patch(
+      '/profiles/v1/patient/:oid/remove-fields',
+      {
+        config: profiles('write'),
+        schema: {
+          tags: profileTags,
+          summary: `Clear fields of a patient profile: any of ${Object.keys(REMOVABLE_FIELDS).join(', ')} (the first name, gender and username stay)`,
+          params: OidParams,
+          querystring: ByPartner,
+          body: Type.Object({
+            fields: Type.Array(Type.String({ maxLength: 40 }), { minItems: 1, maxItems: 20, description: 'Profile field names' }),
+          }),
+          response: { 200: Message, ...profileErrors, 409: StandardError },
+        },
+      },
+      async (request) => {
+        const fields = request.body.fields.map((field, index) => {
+          if (!Object.hasOwn(REMOVABLE_FIELDS, field)) {
+            throw invalid(`fields.${index}`, `"${field}" cannot be removed; choose from ${Object.keys(REMOVABLE_FIELDS).join(', ')}`);
+          }
+          return field as RemovableField;
+        });
+        await patients.removeFields(principalOf(request).businessId, request.params.oid, byPartner(request.query), fields);
+        return { message: 'Fields removed successfully' };
+      },
+    );
+
     app.post(
       '/profiles/v1/patient/:oid/merge',
       {

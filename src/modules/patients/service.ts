@@ -347,6 +347,25 @@ function unchanged(current: LockedPatient, input: PatientInput, now: number): bo
   return Object.keys(changes).every((column) => changes[column] === current[column as keyof LockedPatient]);
 }
 
+/**
+ * What Eka's remove-fields may clear, by its profile names, and the columns each clears. The first name
+ * (fn, fln), the gender and the username (the partner id, which records are kept under) cannot be removed.
+ */
+export const REMOVABLE_FIELDS = {
+  mn: { middle_name: null },
+  ln: { last_name: null },
+  s: { designation: null },
+  dob: { dob: null, age: null, age_recorded_at: null },
+  mobile: { mobile: null },
+  email: { email: null },
+  bg: { blood_group: null },
+  abha: { abha_address: null },
+  abha_number: { abha_number: null },
+  extras: { extras: null },
+  address: { address: null },
+} as const satisfies Record<string, repo.PatientChanges>;
+export type RemovableField = keyof typeof REMOVABLE_FIELDS;
+
 /** The columns the name search keys a patient by (name-index.ts). */
 const SEARCHED = ['first_name', 'middle_name', 'last_name', 'mobile', 'partner_patient_id', 'archived_at', 'merged_into'] as const;
 
@@ -818,6 +837,31 @@ export class PatientService {
   async archive(businessId: string, id: string, byPartner: boolean): Promise<void> {
     await this.#change(businessId, id, byPartner, async (trx, row) => {
       await this.#write(trx, businessId, row, { archived_at: Date.now() });
+    });
+  }
+
+  /**
+   * Brings an archived patient back (Eka's unarchive): found again by look-ups, listings and search. A
+   * live one stays as it is; a merged one stays archived (409 naming its survivor); an erased one is 404.
+   */
+  async unarchive(businessId: string, id: string, byPartner: boolean): Promise<PatientRow> {
+    return inTransaction(this.#deps.db, async (trx) => {
+      const row = await this.#find(trx, businessId, id, byPartner, { archived: true });
+      const current = (await this.#lockedRead(trx, businessId, row.id)) ?? row;
+      if (current.erased_at !== null) throw notFound();
+      if (current.merged_into !== null) throw mergedAway(current.merged_into);
+      if (current.archived_at === null) return current;
+      await this.#write(trx, businessId, current, { archived_at: null });
+      return { ...current, archived_at: null };
+    });
+  }
+
+  /** Clears the fields named (Eka's remove-fields, in the record's names: REMOVABLE_FIELDS); a name's first part and the gender stay. */
+  async removeFields(businessId: string, id: string, byPartner: boolean, fields: readonly RemovableField[]): Promise<void> {
+    const changes: repo.PatientChanges = {};
+    for (const field of fields) Object.assign(changes, REMOVABLE_FIELDS[field]);
+    await this.#change(businessId, id, byPartner, async (trx, row) => {
+      await this.#write(trx, businessId, row, { ...changes, updated_at: Date.now() });
     });
   }
 

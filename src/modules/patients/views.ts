@@ -74,11 +74,12 @@ export function profile(row: PatientRow, timeZone: string) {
   };
 }
 
-export type MinField = 'abha' | 'c_ate' | 'dob' | 'gen' | 'u_ate';
+export type MinField = 'abha' | 'c_ate' | 'dob' | 'gen' | 'u_ate' | 'is_age';
 
 /** `/profiles/v1/patient/minified/`: oid, mobile, username and fln always, the `select`ed fields, arc when asked. */
 export function profileMin(row: PatientRow, timeZone: string, fields: Set<MinField>, withArc: boolean) {
   const dob = fields.has('dob') ? birthDate(row, timeZone) : undefined;
+  const isAge = fields.has('is_age') && birthDate(row, timeZone) !== undefined ? row.dob === null : undefined;
   const fln = fullName(row);
   return {
     oid: row.id,
@@ -89,6 +90,7 @@ export function profileMin(row: PatientRow, timeZone: string, fields: Set<MinFie
     ...(fields.has('abha') && row.abha_address !== null && { abha: row.abha_address }),
     ...(fields.has('c_ate') && { c_ate: seconds(row.created_at) }),
     ...(dob !== undefined && { dob }),
+    ...(isAge !== undefined && { is_age: isAge }),
     ...(fields.has('gen') && row.gender !== null && { gen: row.gender }),
     ...(fields.has('u_ate') && { u_ate: seconds(row.updated_at) }),
     ...(withArc && { arc: row.archived_at !== null }),
