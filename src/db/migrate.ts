@@ -33,6 +33,7 @@ import * as appointmentEventSequence from './migrations/0022_appointment_event_s
 import * as jobRetryRequested from './migrations/0023_job_retry_requested.ts';
 import * as patientMergesFlattened from './migrations/0024_patient_merges_flattened.ts';
 import * as scheduleLocks from './migrations/0025_schedule_locks.ts';
+import * as appointmentsLongIdx from './migrations/0026_appointments_long_idx.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = {
   '0023_job_retry_requested': jobRetryRequested,
   '0024_patient_merges_flattened': patientMergesFlattened,
   '0025_schedule_locks': scheduleLocks,
+  '0026_appointments_long_idx': appointmentsLongIdx,
 };
 
 /**

@@ -1,5 +1,5 @@
 /** SQL for appointments; every query is scoped by business. */
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { writeWithNext, type Db, type DialectName } from '../../db/index.ts';
 import { isPostgres } from '../../db/dialect.ts';
 import type { AppointmentsTable, PatientsTable } from '../../db/schema.ts';
@@ -215,22 +215,30 @@ export async function reviewLinks(
 export const HOLDING_STATUSES = ['BK', 'NS', 'CM'] as const;
 
 /**
- * An appointment that began this long before a slot is not looked for: the range on start_time stays
- * bounded on both sides, so the doctor's index reads one day, not the doctor's history.
+ * An appointment is long when it lasts more than a day: the short ones that hold a place in a slot
+ * began at most this long before it, so their range on start_time stays bounded on both sides and the
+ * doctor's index reads one day, not the doctor's history; the long ones (booked while the pair had no
+ * schedule) are found apart, by the partial index `appointments_long_idx` (migration 0026) on when they end.
  */
-const LONGEST_APPOINTMENT_MS = 86_400_000;
+const LONG_APPOINTMENT_MS = 86_400_000;
 
-/** The pair's appointments holding a place that overlap [from, to). */
+/**
+ * The pair's appointments holding a place that overlap [from, to), as two disjoint queries: those that
+ * began within a day of `from` (or after it), and the long ones that began before.
+ */
 function holding(db: Db, businessId: string, clinicId: string, doctorId: string, from: number, to: number) {
-  return db
+  const pair = db
     .selectFrom('appointments')
     .where('business_id', '=', businessId)
     .where('doctor_id', '=', doctorId)
     .where('clinic_id', '=', clinicId)
     .where('status', 'in', HOLDING_STATUSES)
-    .where('start_time', '<', to)
-    .where('start_time', '>', from - LONGEST_APPOINTMENT_MS)
     .where('end_time', '>', from);
+  return {
+    recent: pair.where('start_time', '<', to).where('start_time', '>', from - LONG_APPOINTMENT_MS),
+    // The partial index's own condition, written as it is (no parameter), so that both databases use it.
+    long: pair.where(sql<boolean>`end_time - start_time > ${sql.lit(LONG_APPOINTMENT_MS)}`).where('start_time', '<=', from - LONG_APPOINTMENT_MS),
+  };
 }
 
 /** How many appointments of the pair holding a place overlap [start, end), other than `excludeId`. */
@@ -243,11 +251,16 @@ export async function countHolding(
   end: number,
   excludeId: string | null,
 ): Promise<number> {
-  const row = await holding(db, businessId, clinicId, doctorId, start, end)
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .$if(excludeId !== null, (q) => q.where('id', '<>', excludeId!))
-    .executeTakeFirstOrThrow();
+  const row = await db.selectNoFrom(heldCount(db, businessId, clinicId, doctorId, start, end, excludeId).as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** The number of the pair's appointments holding a place that overlap [from, to), other than `excludeId`, as an expression. */
+function heldCount(db: Db, businessId: string, clinicId: string, doctorId: string, from: number, to: number, excludeId: string | null) {
+  const { recent, long } = holding(db, businessId, clinicId, doctorId, from, to);
+  const count = (query: typeof recent) =>
+    query.select((eb) => eb.fn.countAll().as('n')).$if(excludeId !== null, (q) => q.where('id', '<>', excludeId!));
+  return sql<number>`(${count(recent)}) + (${count(long)})`;
 }
 
 /**
@@ -261,9 +274,7 @@ export async function placeWithNextToken(
   capacity: number,
   id: string,
 ): Promise<number | null> {
-  const others = holding(db, slot.businessId, slot.clinicId, slot.doctorId, slot.start, slot.end)
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('id', '<>', id);
+  const others = heldCount(db, slot.businessId, slot.clinicId, slot.doctorId, slot.start, slot.end, id);
   const counted = db
     .selectFrom('schedule_tokens')
     .select('last_token')
@@ -295,10 +306,10 @@ export async function holdingBetween(
   from: number,
   to: number,
 ): Promise<Array<{ start: number; end: number; places: number }>> {
-  const rows = await holding(db, businessId, clinicId, doctorId, from, to)
-    .select((eb) => ['start_time', 'end_time', eb.fn.countAll<number>().as('places')])
-    .groupBy(['start_time', 'end_time'])
-    .execute();
+  const { recent, long } = holding(db, businessId, clinicId, doctorId, from, to);
+  const grouped = (query: typeof recent) =>
+    query.select((eb) => ['start_time', 'end_time', eb.fn.countAll<number>().as('places')]).groupBy(['start_time', 'end_time']);
+  const rows = await grouped(recent).unionAll(grouped(long)).execute();
   return rows.map((row) => ({ start: Number(row.start_time), end: Number(row.end_time), places: Number(row.places) }));
 }
 

@@ -585,6 +585,28 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     );
   });
 
+  it('an appointment longer than a day, booked before the schedule, holds its place in every slot it overlaps', async () => {
+    const p = await createPractice(t);
+    // No schedule yet: the pair books at any time, for as long as asked (Saturday 09:00 to Tuesday 09:00).
+    const long = await bookAt(t, p, MONDAY_0900 - 2 * 86_400, patient(), 3 * 24 * 60);
+    assert.equal(long.statusCode, 201, long.body);
+    await setSchedule(t, p, {
+      timezone: 'Asia/Kolkata',
+      slot_minutes: 15,
+      capacity: 1,
+      sessions: [{ days: ['MON', 'TUE'], start: '09:00', end: '12:00' }],
+    });
+    const days = (await call(p, 'GET', slotPath(p, MONDAY, '2030-01-08'))).json().data.schedule[p.doctorId];
+    for (const slot of days[MONDAY]) assert.deepEqual([slot.slots_booked, slot.places_left, slot.available], [1, 0, false], slot.s);
+    for (const slot of days['2030-01-08']) assert.equal(slot.slots_booked, 0, `${slot.s}: the long one ended at 09:00`);
+    const refused = await bookAt(t, p, MONDAY_0900 + 3600, patient());
+    assert.deepEqual([refused.statusCode, refused.json().error.code], [409, 'SLOT_UNAVAILABLE']);
+    assert.equal((await bookAt(t, p, MONDAY_0900 + 86_400, patient())).statusCode, 201, 'Tuesday 09:00');
+    // Cancelled, it frees Monday.
+    assert.equal((await call(p, 'PUT', `/dr/v1/appointment/${long.json().appointment_id}/cancel`)).statusCode, 200);
+    assert.equal((await bookAt(t, p, MONDAY_0900 + 3600, patient())).statusCode, 201);
+  });
+
   it('OPD tokens go on where they were when an edit moves the session, and when retention pruned the counter', async () => {
     const p = await createPractice(t);
     const weekly = { timezone: 'Asia/Kolkata', slot_minutes: 15, capacity: 3, sessions: [{ days: ['MON'], start: '09:00', end: '12:00' }] };
