@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { verifyChains } from './audit/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
@@ -17,6 +17,7 @@ import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { InitError, writeEnvironmentFile } from './init.ts';
 import { closeOnSignals, StartError, startServer } from './server.ts';
+import { MasterKeyMismatchError, reencryptStoredValues } from './security/stored-secrets.ts';
 import { PRODUCT, VERSION } from './version.ts';
 
 const USAGE = `Usage: cps [--env-file FILE] <command>
@@ -36,6 +37,8 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
                                           is not in it (PostgreSQL: pg_dump, see README "Backups")
   restore FILE [--force]                  check FILE and put it in place of the SQLite database of a stopped
                                           data directory, keeping the previous one aside
+  keys rotate                             re-encrypt what is stored from CPS_MASTER_KEY to CPS_NEW_MASTER_KEY
+                                          (service stopped), then put the new key in CPS_MASTER_KEY
   audit verify [--business ID]            check the access log's hash chains (every business, or one);
                                           exit code 1 and the first broken link when one is broken
   retention run                           delete what is kept no longer, now (the service does it every
@@ -141,6 +144,17 @@ const commands: Record<string, Command> = {
     printJson(await restoreDatabase(config, positionals[0]!, values.force ?? false));
   },
 
+  async 'keys rotate'(args, config) {
+    parseArgs({ args, options: {} });
+    if (config.masterKey === null) throw new UsageError('keys rotate needs the current key in CPS_MASTER_KEY');
+    const raw = process.env.CPS_NEW_MASTER_KEY?.trim();
+    if (!raw) throw new UsageError('keys rotate needs the new key in CPS_NEW_MASTER_KEY (openssl rand -base64 32)');
+    const next = parseMasterKey(raw, 'CPS_NEW_MASTER_KEY');
+    const current = config.masterKey;
+    const moved = await withStorage(config, (storage) => reencryptStoredValues(storage.db, current, next));
+    printJson({ reencrypted: moved, next: 'set CPS_MASTER_KEY to the value of CPS_NEW_MASTER_KEY, then start the service' });
+  },
+
   async 'audit verify'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
     const chains = await withStorage(config, (storage) => verifyChains(storage.db, values.business));
@@ -204,7 +218,8 @@ export async function main(argv: string[]): Promise<number> {
       error instanceof AppError ||
       error instanceof BackupError ||
       error instanceof InitError ||
-      error instanceof StartError
+      error instanceof StartError ||
+      error instanceof MasterKeyMismatchError
     ) {
       process.stderr.write(`cps: ${error.message}\n`);
       return 1;

@@ -12,6 +12,7 @@ import { createDemoBusiness } from './modules/businesses/index.ts';
 import { createModules } from './modules/index.ts';
 import { warnAboutWideModes } from './security/data-dir.ts';
 import { loadKeys } from './security/keys.ts';
+import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError } from './security/stored-secrets.ts';
 
 export interface RunningServer {
   app: App;
@@ -72,6 +73,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   try {
     const applied = await migrate(config, storage);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+    await assertMasterKeyOpensStoredValues(storage.db, keys.masterKey).catch((error: unknown) => {
+      throw error instanceof MasterKeyMismatchError ? new StartError(error.message) : error;
+    });
     const ctx = createContext(config, storage, keys, logger);
     const modules = createModules(ctx);
     // The search index takes longest to load: it starts now, and building the app goes on meanwhile
