@@ -112,6 +112,11 @@ export interface Config {
   logLevel: string;
   /** Background job workers in this process (CPS_WORKERS=0 turns them off). */
   workers: boolean;
+  /**
+   * Seconds a client has to send a whole request, head and body (CPS_REQUEST_TIMEOUT_SECONDS); past it,
+   * 408 and the connection closes, before authentication too, so a dripped body cannot hold a socket.
+   */
+  requestTimeoutSeconds: number;
   /** Seconds SIGTERM waits for requests and running jobs before closing anyway. */
   shutdownGraceSeconds: number;
   /** The access log (CPS_AUDIT=off only to measure its cost). */
@@ -367,6 +372,7 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
     ),
     logLevel,
     workers: workersRaw === '1',
+    requestTimeoutSeconds: int(env, 'CPS_REQUEST_TIMEOUT_SECONDS', 30, 1, 3600),
     shutdownGraceSeconds: int(env, 'CPS_SHUTDOWN_GRACE_SECONDS', 25, 0, 600),
     audit: auditRaw === 'on',
     auditFlushMs: int(env, 'CPS_AUDIT_FLUSH_MS', 1000, 1, 3_600_000),
