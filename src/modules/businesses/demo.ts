@@ -2,12 +2,16 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../context.ts';
+import { makePrivateDir } from '../../security/data-dir.ts';
 import { BusinessService } from './service.ts';
 
 const DEMO_BUSINESS_ID = 'biz_demo';
 
 export async function createDemoBusiness(ctx: AppContext): Promise<void> {
   if (ctx.config.env !== 'development') return;
+  // Before the business exists: with keys from the environment and PostgreSQL nothing else creates the
+  // directory, and credentials that cannot be written once the business is stored are lost for good.
+  makePrivateDir(ctx.config.dataDir);
   const created = await new BusinessService({ db: ctx.storage.db }).createDemoBusiness(DEMO_BUSINESS_ID, 'Demo Clinic');
   if (!created) return;
   const file = path.join(ctx.config.dataDir, 'demo-credentials.json');
