@@ -351,6 +351,8 @@ describe(`hostile input (${DIALECT})`, () => {
         'PATCH /dr/v1/appointment/{appointment_id}.display_meta',
         'PATCH /dr/v1/appointment/{appointment_id}.partner_meta',
         'PATCH /dr/v1/patient/{patient_id}.partner_meta',
+        'PATCH /dr/v2/appointment/{appointment_id}.display_meta',
+        'PATCH /dr/v2/appointment/{appointment_id}.partner_meta',
         'PATCH /mr/api/v1/cases/{id}.partner_meta',
         'PATCH /profiles/v1/patient/{oid}.extras',
         'POST /dr/v1/appointment.display_meta',
