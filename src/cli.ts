@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { verifyChains } from './audit/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
+import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
@@ -54,6 +55,7 @@ class UsageError extends Error {}
 type Command = (args: string[], config: Config) => Promise<void>;
 
 async function withStorage<T>(config: Config, work: (storage: Storage) => Promise<T>): Promise<T> {
+  if (config.databaseUrl) await prepareDatabase(config.databaseUrl);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
     await migrateToLatest(storage.db);
@@ -93,6 +95,7 @@ const commands: Record<string, Command> = {
   },
 
   async migrate(_args, config) {
+    if (config.databaseUrl) await prepareDatabase(config.databaseUrl);
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
     try {
       const applied = await migrateToLatest(storage.db);
@@ -219,7 +222,8 @@ export async function main(argv: string[]): Promise<number> {
       error instanceof BackupError ||
       error instanceof InitError ||
       error instanceof StartError ||
-      error instanceof MasterKeyMismatchError
+      error instanceof MasterKeyMismatchError ||
+      error instanceof DatabaseContactError
     ) {
       process.stderr.write(`cps: ${error.message}\n`);
       return 1;

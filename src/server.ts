@@ -5,6 +5,7 @@ import { buildApp, createContext } from './app.ts';
 import type { App } from './http/app-type.ts';
 import { configWarnings, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
+import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
@@ -63,6 +64,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   warnAboutWideModes(config.dataDir, logger);
   await assertPortFree(config.host, config.port);
   for (const warning of configWarnings(config)) logger.warn(warning);
+  if (config.databaseUrl) {
+    const { created } = await prepareDatabase(config.databaseUrl).catch((error: unknown) => {
+      throw error instanceof DatabaseContactError ? new StartError(error.message) : error;
+    });
+    if (created) logger.info('the PostgreSQL database did not exist: created it');
+  }
   const keys = await loadKeys(config);
   const storage = openStorage({
     databaseUrl: config.databaseUrl,
