@@ -412,6 +412,22 @@ export class AppointmentService {
     if (input.start_time !== undefined && input.end_time !== undefined && input.end_time <= input.start_time) {
       throw invalid('end_time', 'must be after start_time');
     }
+    try {
+      return await this.#update(principal, id, byPartner, input, expected);
+    } catch (error) {
+      // Two updates claiming one new partner_patient_id at once (PostgreSQL): the unique index decides,
+      // and the loser changed nothing; sent again, it finds the winner's patient.
+      if (isUniqueViolation(error) && input.patient_details?.partner_patient_id !== undefined) {
+        throw AppError.conflict(
+          'patient_details.partner_patient_id: another request gave this partner id to a patient at the same time; send the update again',
+          'CONFLICT',
+        );
+      }
+      throw error;
+    }
+  }
+
+  async #update(principal: Principal, id: string, byPartner: boolean, input: UpdateInput, expected: ExpectedIds): Promise<AppointmentRecord> {
     return this.change(principal.businessId, id, byPartner, async (trx, row) => {
       for (const [field, value] of Object.entries(expected)) {
         if (value !== undefined && value !== row[field as keyof ExpectedIds]) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 import { book, bookingBody, createPractice, events, request, START, type Practice } from './support.ts';
+import { PatientService } from '../../../src/modules/patients/service.ts';
 
 /**
  * Requests on one appointment run in parallel (on PostgreSQL truly concurrently, over a pool of
@@ -141,6 +142,57 @@ describe(`appointments: concurrency (${DIALECT})`, () => {
     );
     const records = await Promise.all(ids.map(async (id) => (await call('GET', `/dr/v1/appointment/${id}`)).json()));
     assert.equal(new Set(records.map((r) => r.patient_id)).size, 1);
+  });
+
+  it('two updates claiming one new partner_patient_id at once: each answers 200 or 409 CONFLICT, one patient holds the id', async () => {
+    const practice = await createPractice(t);
+    // Two appointments of two patients booked without partner ids.
+    const ids = [
+      await book(t, practice, { patient_details: { first_name: 'Asha', mobile: '+919811111111' } }),
+      await book(t, practice, { patient_details: { first_name: 'Bela', mobile: '+919822222222' } }),
+    ];
+    // The window widened: the first to claim the id waits, before its commit, for the other to claim it
+    // too, or 500 ms (the other waiting for the first's claim, as it must on PostgreSQL).
+    const forUpdate = PatientService.prototype.forUpdate;
+    let claimed = 0;
+    let bothClaimed!: () => void;
+    const together = new Promise<void>((resolve) => (bothClaimed = resolve));
+    const timer = setTimeout(bothClaimed, 500);
+    PatientService.prototype.forUpdate = async function (this: PatientService, ...args: Parameters<typeof forUpdate>) {
+      const choice = await forUpdate.apply(this, args);
+      if (++claimed >= 2) bothClaimed();
+      await together;
+      return choice;
+    } as typeof forUpdate;
+    let responses: Awaited<ReturnType<typeof request>>[];
+    try {
+      responses = await Promise.all(
+        ids.map((id) =>
+          request(t, practice.client.token, 'PATCH', `/dr/v1/appointment/${id}`, { patient_details: { partner_patient_id: 'pp-claimed' } }),
+        ),
+      );
+    } finally {
+      clearTimeout(timer);
+      PatientService.prototype.forUpdate = forUpdate;
+    }
+    const codes = responses.map((r) => r.statusCode).sort();
+    for (const response of responses) assert.ok([200, 409].includes(response.statusCode), response.body);
+    // SQLite runs one writer at a time: the second finds the id taken and moves to its patient.
+    assert.deepEqual(codes, DIALECT === 'postgres' ? [200, 409] : [200, 200]);
+    const lost = responses.find((r) => r.statusCode === 409);
+    if (lost) assert.equal(lost.json().error.code, 'CONFLICT');
+    const holders = await t.ctx.storage.db
+      .selectFrom('patients')
+      .select('id')
+      .where('business_id', '=', practice.client.businessId)
+      .where('partner_patient_id', '=', 'pp-claimed')
+      .execute();
+    assert.equal(holders.length, 1);
+    for (const [index, response] of responses.entries()) {
+      const record = (await request(t, practice.client.token, 'GET', `/dr/v1/appointment/${ids[index]}`)).json();
+      if (response.statusCode === 200) assert.deepEqual([record.patient_id, record.partner_patient_id], [holders[0]!.id, 'pp-claimed']);
+      else assert.equal(record.partner_patient_id, undefined, 'the loser changed nothing');
+    }
   });
 
   it('parallel cancel, no-show and review requests leave a consistent record and count every review request', async () => {
