@@ -97,6 +97,7 @@ if (wanted('foundation')) {
 const modules: Array<{ section: string; file: string; fn: string; title: string }> = [
   { section: 'jobs', file: './jobs.ts', fn: 'runJobsBench', title: 'Background jobs' },
   { section: 'search', file: './search.ts', fn: 'runSearchBench', title: 'Drug and lab search' },
+  { section: 'search-forgiveness', file: './search-forgiveness.ts', fn: 'runSearchForgivenessBench', title: 'What drug search forgives (issue 36)' },
   { section: 'appointments', file: './appointments.ts', fn: 'runAppointmentsBench', title: 'Appointments' },
   { section: 'scheduling', file: './scheduling.ts', fn: 'runSchedulingBench', title: 'Scheduling: 1,000 bookers at once on one slot (issue 19)' },
   { section: 'slots', file: './schedule-slots.ts', fn: 'runScheduleSlotsBench', title: 'Slots of the worst schedule the limits allow (issue 38)' },

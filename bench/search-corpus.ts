@@ -42,7 +42,7 @@ export async function realLabs(): Promise<LabInput[]> {
 }
 
 /** Deterministic pseudo-random numbers (mulberry32), so every run benchmarks the same corpus. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -4,7 +4,7 @@
  */
 import { AppError } from '../../errors.ts';
 import type { Catalogue } from './catalogue/catalogue.ts';
-import { drugHighlights } from './index/highlight.ts';
+import { drugHighlights, lookAlikeWarning } from './index/highlight.ts';
 import { drugResponse, labResponse, type DrugResponse, type LabResponse } from './index/model.ts';
 import { parseQuery } from './index/query.ts';
 import { ResponseCache, type CachedResponse } from './response-cache.ts';
@@ -71,7 +71,12 @@ export class SearchService {
         type === 'lab'
           ? { drugs: [], lab_tests: catalogue.labs.search(query, limit).map((hit) => labResponse(hit.record)) }
           : {
-              drugs: catalogue.drugs.search(query, limit).map((hit) => drugResponse(hit.record, hit.exact, drugHighlights(hit, query))),
+              drugs: catalogue.drugs.search(query, limit).map((hit) => {
+                const highlighted = drugHighlights(hit, query);
+                // A known look-alike/sound-alike name rides in highlighted_fields, whose keys are free-form (interface 2.1).
+                const lookAlike = lookAlikeWarning(hit.record, (word) => catalogue.drugs.hasWord(word));
+                return drugResponse(hit.record, hit.exact, lookAlike === null ? highlighted : { ...highlighted, look_alike: lookAlike });
+              }),
               lab_tests: [],
             };
       const status = result.drugs.length + result.lab_tests.length === 0 ? 404 : 200;

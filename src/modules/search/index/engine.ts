@@ -23,6 +23,7 @@
  * back without per-record work (snapshot.ts), and records live in a columnar store (store.ts).
  */
 import { words } from './normalize.ts';
+import { boundedDistance, slipCost } from './slips.ts';
 import type { ParsedQuery, QueryWord } from './query.ts';
 import { ArrayStore, grow, type RecordStore, type SnapshotParts } from './store.ts';
 
@@ -46,10 +47,27 @@ export interface IndexedFields {
   parts: number;
 }
 
-const KIND_EXACT = 4;
-const KIND_PREFIX = 3;
-const KIND_FUZZY1 = 2;
-const KIND_FUZZY2 = 1;
+/**
+ * How a vocabulary word matches a query word, best first: exactly, by prefix, spelt another way that
+ * sounds the same, by a slip (ordered by slipCost: fewer and commoner slips first), and last as the
+ * beginning of a word with a slip in the typed part.
+ */
+const KIND_EXACT = 12;
+const KIND_PREFIX = 11;
+const KIND_SOUND = 10;
+/**
+ * A slip costing less than 0.25 would be kind 9; each quarter more, one kind less, down to 1 (two rare
+ * slips). A slip in the typed part of a word counts one kind less than the same slip in a whole word.
+ */
+const KIND_SLIP_BEST = 9;
+/** A prefix spelt as it sounds ("troksi" for "troxi..."): as good as one common slip. */
+const KIND_SOUND_PREFIX = 7;
+/** Words matched by a sound-alike or slipped prefix, at most (the half-typed word is short; its matches many). */
+const MAX_FUZZY_PREFIX_TERMS = 1000;
+
+function slipKind(cost: number): number {
+  return Math.max(1, KIND_SLIP_BEST - Math.floor(cost / 0.25));
+}
 /** Prefix expansion of one- or two-letter words stops after this many vocabulary words. */
 const MAX_SHORT_PREFIX_TERMS = 300;
 /** Query words whose typo lookups are kept (a few hundred bytes each). */
@@ -208,24 +226,6 @@ class SortedTexts {
 }
 
 const EMPTY_TEXTS = new SortedTexts('', new Uint32Array(1));
-
-/** Levenshtein distance of a and b if at most `max`, else max + 1. */
-function boundedDistance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    let min = i;
-    for (let j = 1; j <= b.length; j++) {
-      const v = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      row.push(v);
-      if (v < min) min = v;
-    }
-    if (min > max) return max + 1;
-    prev = row;
-  }
-  return Math.min(prev[b.length]!, max + 1);
-}
 
 /** Record id -> document, open addressing over a typed array (a Map of 250k strings costs ~20 MB). */
 class IdTable {
@@ -789,6 +789,12 @@ export class SearchIndex<T extends { id: string }> {
     return doc;
   }
 
+  /** Whether some document holds this (folded) word. */
+  hasWord(word: string): boolean {
+    const term = this.lookupTerm(word);
+    return term !== undefined && this.postingCount(term) > 0;
+  }
+
   /** The vocabulary id of a word, or undefined. */
   private lookupTerm(word: string): number | undefined {
     const built = this.vocab.indexOf(word);
@@ -858,33 +864,35 @@ export class SearchIndex<T extends { id: string }> {
   }
 
   /**
-   * Typo lookups of a query word: one or two edits, and adjacent transpositions as one edit. The
-   * vocabulary words matched go into `matched`.
+   * Typo lookups of a query word: sound-alike spellings, one or two slips, and for the word being typed
+   * a slip in its typed part. The vocabulary words matched whole go into `matched` (highlighting).
    */
   private expandFuzzy(expansion: Expansion, matched: Set<string>): void {
     const word = expansion.word;
     const fuzzy = new Map<number, number>();
-    if (word.fuzzy > 0) {
-      for (const [text, term, kind] of this.typoMatches(word)) {
-        if (word.exact.includes(text)) continue;
-        fuzzy.set(term, kind);
-        matched.add(text);
-      }
+    for (const [text, term, kind] of this.typoMatches(word)) {
+      if (word.exact.includes(text)) continue;
+      if ((fuzzy.get(term) ?? 0) < kind) fuzzy.set(term, kind);
+      if (text !== '') matched.add(text);
     }
     expansion.fuzzy = fuzzy;
   }
 
   /**
-   * Vocabulary words within a query word's edit distance, with their match kind. A typo lookup walks
-   * much of the vocabulary (the most expensive step of a search), and prescribers type the same
-   * names over and over, so results are kept per word until the vocabulary changes.
+   * Vocabulary words a query word matches by sound or by slips, with their match kind (words matched
+   * by prefix have an empty text). A typo lookup walks much of the vocabulary (the most expensive step
+   * of a search), and prescribers type the same names over and over, so results are kept per word
+   * until the vocabulary changes.
    */
   private typoMatches(word: QueryWord): Array<[text: string, term: number, kind: number]> {
     if (this.typoVocabulary !== this.termCount) {
       this.typoCache.clear();
       this.typoVocabulary = this.termCount;
     }
-    const key = `${word.fuzzy}:${word.text}`;
+    // A slip in a half-typed word: the word being typed, of 4 letters or more (fewer, with a slip, begin
+    // too much of the vocabulary to tell anything).
+    const slippedPrefix = word.prefix && word.typing && word.text.length >= 4;
+    const key = `${word.fuzzy}:${slippedPrefix ? 'p' : ''}:${word.text}`;
     const known = this.typoCache.get(key);
     if (known !== undefined) {
       // Most recently used last, so the oldest entry goes first when the cache is full.
@@ -892,23 +900,50 @@ export class SearchIndex<T extends { id: string }> {
       this.typoCache.set(key, known);
       return known;
     }
-    const found = new Map<string, [text: string, term: number, kind: number]>();
-    const kindOf = (distance: number) => (distance === 1 ? KIND_FUZZY1 : KIND_FUZZY2);
-    this.fuzzyWalk(word.text, word.fuzzy, (term, distance) => {
-      const text = this.vocab.at(term);
-      found.set(text, [text, term, kindOf(distance)]);
-    });
-    this.extraTerms.forEach((text, i) => {
-      const distance = boundedDistance(word.text, text, word.fuzzy);
-      if (distance > 0 && distance <= word.fuzzy) found.set(text, [text, this.builtTerms + i, kindOf(distance)]);
-    });
-    // An adjacent transposition ("paracetmaol") is one slip of the fingers: one edit, not two.
-    for (let i = 0; i + 1 < word.text.length; i++) {
-      const swapped = word.text.slice(0, i) + word.text[i + 1] + word.text[i] + word.text.slice(i + 2);
-      const term = swapped === word.text ? undefined : this.lookupTerm(swapped);
-      if (term === undefined) continue;
-      found.set(swapped, [swapped, term, KIND_FUZZY1]);
+    const found = new Map<number, [text: string, term: number, kind: number]>();
+    const add = (text: string, term: number, kind: number) => {
+      const held = found.get(term);
+      if (!held || held[2] < kind) found.set(term, [text, term, kind]);
+    };
+    let prefixTerms = 0;
+    const addPrefix = (prefix: string, kind: number) => {
+      const [lo, hi] = this.vocab.prefixRange(prefix);
+      for (let term = lo; term < hi && prefixTerms < MAX_FUZZY_PREFIX_TERMS; term++, prefixTerms++) add('', term, kind);
+      this.extraTerms.forEach((text, i) => {
+        if (text.startsWith(prefix)) add('', this.builtTerms + i, kind);
+      });
+    };
+    for (const sound of word.sounds) {
+      const term = this.lookupTerm(sound);
+      if (term !== undefined) add(sound, term, KIND_SOUND);
     }
+    const slippedPrefixes: Array<[prefix: string, kind: number]> = [];
+    if (word.fuzzy > 0) {
+      this.fuzzyWalk(
+        word.text,
+        word.fuzzy,
+        slippedPrefix ? 1 : 0,
+        (term) => {
+          const text = this.vocab.at(term);
+          add(text, term, slipKind(slipCost(word.text, text)));
+        },
+        (prefix) => slippedPrefixes.push([prefix, Math.max(1, slipKind(slipCost(word.text, prefix)) - 1)]),
+      );
+      const n = word.text.length;
+      this.extraTerms.forEach((text, i) => {
+        const distance = boundedDistance(word.text, text, word.fuzzy);
+        if (distance > 0 && distance <= word.fuzzy) add(text, this.builtTerms + i, slipKind(slipCost(word.text, text)));
+        if (!slippedPrefix) return;
+        for (let length = n - 1; length <= n + 1 && length <= text.length; length++) {
+          const prefix = text.slice(0, length);
+          if (boundedDistance(word.text, prefix, 1) === 1) slippedPrefixes.push([prefix, Math.max(1, slipKind(slipCost(word.text, prefix)) - 1)]);
+        }
+      });
+    }
+    // Prefixes last, longest first: the words they start are many, and kept only up to a bound.
+    if (word.prefix && word.typing) for (const sound of word.sounds) addPrefix(sound, KIND_SOUND_PREFIX);
+    slippedPrefixes.sort((a, b) => b[1] - a[1] || b[0].length - a[0].length);
+    for (const [prefix, kind] of slippedPrefixes) addPrefix(prefix, kind);
     const list = [...found.values()];
     if (this.typoCache.size >= TYPO_CACHE_WORDS) this.typoCache.delete(this.typoCache.keys().next().value!);
     this.typoCache.set(key, list);
@@ -916,12 +951,15 @@ export class SearchIndex<T extends { id: string }> {
   }
 
   /**
-   * Calls `found` for every built vocabulary word within `max` edits of `query` (Levenshtein, not 0).
-   * The vocabulary is sorted, so consecutive words share prefixes and the rows of the edit-distance
-   * table computed for a shared prefix are reused; once a prefix is more than `max` edits away from
-   * every start of the query, all words beginning with it are skipped at once (a trie walk without the trie).
+   * Calls `found` for every built vocabulary word within `max` edits of `query` (restricted
+   * Damerau-Levenshtein: a swap of adjacent letters is one edit; not 0), and `foundPrefix` for every
+   * beginning of a word, one letter shorter to one longer than the query, within `prefixMax` edits of
+   * it (a slip in a half-typed word; not 0). The vocabulary is sorted, so consecutive words share
+   * prefixes and the rows of the edit-distance table computed for a shared prefix are reused; once a
+   * prefix is more than `max` edits away from every start of the query, all words beginning with it
+   * are skipped at once (a trie walk without the trie).
    */
-  private fuzzyWalk(query: string, max: number, found: (term: number, distance: number) => void): void {
+  private fuzzyWalk(query: string, max: number, prefixMax: number, found: (term: number) => void, foundPrefix: (prefix: string) => void): void {
     const n = query.length;
     const width = n + 1;
     const maxDepth = n + max;
@@ -945,15 +983,21 @@ export class SearchIndex<T extends { id: string }> {
           break;
         }
         const c = text.charCodeAt(start + i);
+        const before = i > 0 ? text.charCodeAt(start + i - 1) : -1;
         const prev = i * width;
         const cur = prev + width;
         rows[cur] = i + 1;
         let min = i + 1;
         for (let j = 1; j <= n; j++) {
-          const v = Math.min(rows[prev + j]! + 1, rows[cur + j - 1]! + 1, rows[prev + j - 1]! + (query.charCodeAt(j - 1) === c ? 0 : 1));
+          const q = query.charCodeAt(j - 1);
+          let v = Math.min(rows[prev + j]! + 1, rows[cur + j - 1]! + 1, rows[prev + j - 1]! + (q === c ? 0 : 1));
+          // Two adjacent letters swapped: one edit.
+          if (j >= 2 && i >= 1 && q === before && query.charCodeAt(j - 2) === c && q !== c) v = Math.min(v, rows[prev - width + j - 2]! + 1);
           rows[cur + j] = v;
           if (v < min) min = v;
         }
+        const end = rows[cur + n]!;
+        if (prefixMax > 0 && end > 0 && end <= prefixMax && i + 2 >= n && i <= n) foundPrefix(text.slice(start, start + i + 1));
         if (min > max) {
           pruned = true;
           break;
@@ -967,7 +1011,7 @@ export class SearchIndex<T extends { id: string }> {
         continue;
       }
       const distance = rows[length * width + n]!;
-      if (distance > 0 && distance <= max) found(t, distance);
+      if (distance > 0 && distance <= max) found(t);
       t++;
     }
   }
@@ -1065,7 +1109,7 @@ export class SearchIndex<T extends { id: string }> {
     let hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
     // outranks an active exact or prefix match.
-    if (hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit && query.words.some((w) => w.fuzzy > 0)) {
+    if (hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit && query.words.some((w) => w.fuzzy > 0 || w.sounds.length > 0)) {
       for (const [slot, e] of expansions.entries()) this.expandFuzzy(e, typoMatches[slot]!);
       for (const [slot, e] of expansions.entries()) this.fillKinds(slot, e);
       hits = this.rank(expansions, limit, gen, driver, prefixDocs);
@@ -1113,7 +1157,8 @@ export class SearchIndex<T extends { id: string }> {
     for (let slot = 0; slot < expansions.length; slot++) {
       if (slot === driver) continue;
       const e = expansions[slot]!;
-      const best = e.exact.length > 0 ? KIND_EXACT : e.hi > e.lo || e.prefix.length > 0 ? KIND_PREFIX : e.fuzzy && e.fuzzy.size > 0 ? KIND_FUZZY1 : 0;
+      let best = e.exact.length > 0 ? KIND_EXACT : e.hi > e.lo || e.prefix.length > 0 ? KIND_PREFIX : 0;
+      if (best === 0 && e.fuzzy) for (const kind of e.fuzzy.values()) if (kind > best) best = kind;
       // A required word no document holds: only names starting with the query can match.
       if (best === 0 && e.word.required) return this.finish(pass);
       const inNames = this.nameSegments(e, Math.min(NAME_SEGMENT_DOCS, expansions[driver]!.size / 4));
@@ -1141,7 +1186,7 @@ export class SearchIndex<T extends { id: string }> {
     for (const packed of segments) {
       const q = packed >>> 24;
       const segment = packed & 0xffffff;
-      const reach = (q >> 2 <= KIND_FUZZY1 ? 1e13 : 2e13) + wordScore(q, true) + others;
+      const reach = (q >> 2 < KIND_PREFIX ? 1e13 : 2e13) + wordScore(q, true) + others;
       postings: for (let i = this.postSeg[segment]!, end = this.postSeg[segment + 1]!; i < end; i++) {
         const doc = flat[i]!;
         for (let f = 0; f < filters.length; f++) if (filters[f]![doc] !== visit) continue postings;
@@ -1241,7 +1286,7 @@ export class SearchIndex<T extends { id: string }> {
         }
         const kind = q >> 2;
         if (kind === KIND_EXACT) whole++;
-        else if (kind <= KIND_FUZZY1) fuzzy = true;
+        else if (kind < KIND_PREFIX) fuzzy = true;
       } else if (q > 0) {
         soft++;
       }

@@ -4,8 +4,9 @@
  */
 import type { Hit } from './engine.ts';
 import type { DrugRecord } from './model.ts';
-import { spans } from './normalize.ts';
+import { spans, words } from './normalize.ts';
 import type { ParsedQuery } from './query.ts';
+import { confusableOf, synonymsOf } from './synonyms.ts';
 
 /**
  * Highlight ranges in `text` for a parsed query: whole words that matched exactly or by typo
@@ -85,4 +86,24 @@ export function drugHighlights(hit: Hit<DrugRecord>, query: ParsedQuery): Record
     if (ranges.length > 0) out[field] = highlight(text, ranges);
   }
   return Object.keys(out).length > 0 ? out : null;
+}
+
+/**
+ * The look-alike/sound-alike warning of a drug: each name of its name or composition that ISMP lists as
+ * confused with another name the catalogue holds (`inCatalogue`), in tall-man letters, as
+ * "hydrOXYzine: may be confused with hydrALAZINE (ISMP)"; null when there is none.
+ */
+export function lookAlikeWarning(record: DrugRecord, inCatalogue: (word: string) => boolean): string | null {
+  const warnings: string[] = [];
+  const seen = new Set<string>();
+  for (const word of [...words(record.name), ...words(record.common_name)]) {
+    if (seen.has(word)) continue;
+    seen.add(word);
+    const confusable = confusableOf(word);
+    if (!confusable) continue;
+    // A twin counts when the catalogue holds it under any of its official names (glyBURIDE as glibenclamide).
+    const twins = confusable.twins.filter((twin) => [twin.toLowerCase(), ...synonymsOf(twin.toLowerCase())].some(inCatalogue));
+    if (twins.length > 0) warnings.push(`${confusable.written}: may be confused with ${twins.join(', ')} (ISMP)`);
+  }
+  return warnings.length > 0 ? escapeHtml(warnings.join('; ')) : null;
 }

@@ -189,11 +189,10 @@ export const FILLER_WORDS: ReadonlySet<string> = new Set(['and', 'with', 'of', '
 
 /**
  * Shorthand written on prescriptions, mapped to the word it stands for in compositions. Misspellings
- * are the typo tolerance's job, not this table's.
+ * are the typo tolerance's job, other official names of a substance the synonyms' (synonyms.ts).
  */
 export const SHORTHAND: ReadonlyMap<string, string> = new Map([
   ['pcm', 'paracetamol'],
-  ['acetaminophen', 'paracetamol'],
   ['apap', 'paracetamol'],
   ['asa', 'aspirin'],
   ['hcq', 'hydroxychloroquine'],
@@ -202,7 +201,4 @@ export const SHORTHAND: ReadonlyMap<string, string> = new Map([
   ['inh', 'isoniazid'],
   ['mtx', 'methotrexate'],
   ['vit', 'vitamin'],
-  ['amoxicillin', 'amoxycillin'],
-  ['albuterol', 'salbutamol'],
-  ['frusemide', 'furosemide'],
 ]);

@@ -1,0 +1,146 @@
+/**
+ * What search forgives (issue 36): two slips in a long word, a slip in a half-typed word, sound-alike
+ * spellings, other official names of a molecule; and what it never does: put a look-alike twin before
+ * the exact name. The look-alike warning of a known confusable name, through the endpoint.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { FIELD_GENERIC, FIELD_NAME, SearchIndex, type IndexedFields } from '../../../src/modules/search/index/engine.ts';
+import { parseQuery, soundAlikes } from '../../../src/modules/search/index/query.ts';
+import { slipCost } from '../../../src/modules/search/index/slips.ts';
+import { synonymsOf } from '../../../src/modules/search/index/synonyms.ts';
+import { createSearchApp, type SearchApp } from './support.ts';
+
+interface Doc {
+  id: string;
+  name: string;
+  generic: string;
+}
+
+const describeDoc = (doc: Doc): IndexedFields => ({
+  names: [doc.name],
+  fields: [
+    [FIELD_NAME, doc.name],
+    [FIELD_GENERIC, doc.generic],
+  ],
+  demoted: false,
+  nameLength: doc.name.length,
+  parts: 1,
+});
+
+function indexOf(docs: Array<[name: string, generic: string]>): SearchIndex<Doc> {
+  const index = new SearchIndex<Doc>(describeDoc);
+  index.build(docs.map(([name, generic], i) => ({ id: `d${i}`, name, generic })));
+  return index;
+}
+
+const names = (index: SearchIndex<Doc>, q: string, limit = 5) => index.search(parseQuery(q), limit).map((hit) => hit.record.name);
+
+const CATALOGUE: Array<[string, string]> = [
+  ['Prasudoc 10 Tablet', 'Prasugrel (10mg)'],
+  ['Subsyde Tablet', 'Ondansetron (4mg)'],
+  ['Rabidoc 20 Tablet', 'Rabeprazole (20mg)'],
+  ['Rabium 20 Tablet', 'Rabeprazole (20mg)'],
+  ['Angiplat 75 Tablet', 'Clopidogrel (75mg)'],
+  ['Troxip Tablet', 'Trypsin (48mg)'],
+  ['Nextop Tablet', 'Tolperisone (150mg)'],
+  ['Ofron 200 Tablet', 'Ofloxacin (200mg)'],
+  ['Telma 40 Tablet', 'Telmisartan (40mg)'],
+  ['Hydroxyzine 25 mg Tablet', 'Hydroxyzine (25mg)'],
+  ['Hydralazine 25 mg Tablet', 'Hydralazine (25mg)'],
+  ['Prednisolone 10 mg Tablet', 'Prednisolone (10mg)'],
+  ['Prednisone 10 mg Tablet', 'Prednisone (10mg)'],
+  ['Adrenaline 1 mg/ml Injection', 'Adrenaline (1mg/ml)'],
+];
+
+describe('search index: slips', () => {
+  const index = indexOf(CATALOGUE);
+
+  it('finds a brand of six letters or more typed with two slips', () => {
+    assert.equal(names(index, 'prasuok 10')[0], 'Prasudoc 10 Tablet');
+    assert.equal(names(index, 'sabside')[0], 'Subsyde Tablet');
+  });
+
+  it('finds the brands a half-typed word with one slip starts', () => {
+    assert.ok(names(index, 'rabidd').includes('Rabidoc 20 Tablet'), names(index, 'rabidd').join(' | '));
+    assert.equal(names(index, 'angypl')[0], 'Angiplat 75 Tablet');
+  });
+
+  it('finds a brand spelt with letters that sound the same', () => {
+    assert.equal(names(index, 'troksip')[0], 'Troxip Tablet');
+    assert.equal(names(index, 'nekstop')[0], 'Nextop Tablet');
+    assert.equal(names(index, 'ophron 200')[0], 'Ofron 200 Tablet');
+    assert.ok(soundAlikes('troksip').includes('troxip'));
+  });
+
+  it('orders candidates by how common their slips are: a neighbouring key, a swap or a dropped letter before a rare substitution', () => {
+    assert.ok(slipCost('tlema', 'telma') < slipCost('tqlma', 'telma'));
+    assert.ok(slipCost('paracetmol', 'paracetamol') < slipCost('paracetzmol', 'paracetamol'));
+    assert.ok(slipCost('rantsc', 'rantac') < slipCost('rantpc', 'rantac'));
+    assert.equal(slipCost('telma', 'telma'), 0);
+    assert.equal(names(index, 'tlema 40')[0], 'Telma 40 Tablet');
+  });
+
+  it('never puts a look-alike twin before the exact name, and the exact name first whatever its twin', () => {
+    for (const [q, first, twin] of [
+      ['hydroxyzine', 'Hydroxyzine 25 mg Tablet', 'Hydralazine 25 mg Tablet'],
+      ['hydralazine', 'Hydralazine 25 mg Tablet', 'Hydroxyzine 25 mg Tablet'],
+      ['prednisone', 'Prednisone 10 mg Tablet', 'Prednisolone 10 mg Tablet'],
+      ['prednisolone', 'Prednisolone 10 mg Tablet', 'Prednisone 10 mg Tablet'],
+    ] as const) {
+      const found = names(index, q);
+      assert.equal(found[0], first, q);
+      const at = found.indexOf(twin);
+      assert.ok(at < 0 || at > found.indexOf(first), `${q}: ${found.join(' | ')}`);
+    }
+  });
+
+  it('finds a molecule by its other official names, both ways', () => {
+    assert.equal(names(index, 'epinephrine')[0], 'Adrenaline 1 mg/ml Injection');
+    assert.deepEqual(synonymsOf('nicoumalone'), ['acenocoumarol']);
+    assert.ok(synonymsOf('dicycloverine').includes('dicyclomine'));
+    assert.ok(synonymsOf('benzhexol').includes('trihexyphenidyl'));
+  });
+
+  it('gives nothing for a word too far from every name', () => {
+    assert.deepEqual(names(index, 'qqqqzzzz'), []);
+  });
+});
+
+describe('search endpoint: other names and look-alike warnings', () => {
+  let t: SearchApp;
+  before(async () => {
+    t = await createSearchApp();
+  });
+  after(() => t.close());
+
+  it('finds products stored under another official name of the molecule', async () => {
+    for (const [q, stored] of [
+      ['epinephrine', /^Adrenaline /],
+      ['nicoumalone', /^Acenocoumarol /],
+      ['dicycloverine', /Dicyclomine/],
+      ['acetaminophen 500', /^Paracetamol 500 mg Tablet$/],
+    ] as const) {
+      const { status, body } = await t.search({ q });
+      assert.equal(status, 200, q);
+      assert.match(body.drugs[0].name, stored, q);
+    }
+  });
+
+  it('warns, in highlighted_fields.look_alike, about a drug whose name ISMP lists as confused with another in the catalogue', async () => {
+    const { status, body } = await t.search({ q: 'metformin 500 mg tablet' });
+    assert.equal(status, 200);
+    assert.equal(body.drugs[0].name, 'Metformin 500 mg Tablet');
+    assert.equal(body.drugs[0].highlighted_fields.look_alike, 'metFORMIN: may be confused with metroNIDAZOLE (ISMP)');
+    assert.match(body.drugs[0].highlighted_fields.name, /<em>/);
+    // Its twin under another official name counts: glyBURIDE is in the catalogue as glibenclamide.
+    const glipizide = await t.search({ q: 'glipizide' });
+    assert.equal(glipizide.body.drugs[0].highlighted_fields.look_alike, 'glipiZIDE: may be confused with glyBURIDE (ISMP)');
+  });
+
+  it('sends no warning for a drug that is no known confusable', async () => {
+    const { body } = await t.search({ q: 'dolo 650' });
+    assert.equal(body.drugs[0].name, 'Dolo 650 Tablet');
+    assert.equal(body.drugs[0].highlighted_fields.look_alike, undefined);
+  });
+});
