@@ -94,6 +94,8 @@ export interface Config {
   /** Logins waiting for a verification slot before more are refused with 503. */
   loginHashQueue: number;
   casesPageSize: number;
+  /** Documents on patient records (src/modules/documents/): limits and link lifetimes. */
+  documents: DocumentsConfig;
   /** Seconds a patient's data export (and its download link) lasts once ready (CPS_PRIVACY_EXPORT_TTL). */
   privacyExportTtl: number;
   /** How long a request waits for a running request with its Idempotency-Key before a 409 (CPS_IDEMPOTENCY_WAIT_MS). */
@@ -128,6 +130,22 @@ export interface Config {
   auditSync: 'write' | 'fsync';
   /** How long each kind of row is kept before the retention job deletes it (src/modules/retention/). */
   retention: RetentionConfig;
+}
+
+/** CPS_DOCUMENTS_*: what a document upload may be, and how long its forms and links last. */
+export interface DocumentsConfig {
+  /** Bytes one file may have (CPS_DOCUMENTS_MAX_FILE_MB, default 25). */
+  maxFileBytes: number;
+  /** Bytes of files one business may keep (CPS_DOCUMENTS_MAX_BUSINESS_MB, default 10240; 0: no limit). */
+  maxBusinessBytes: number;
+  /** Pixels an image may declare in its header (CPS_DOCUMENTS_MAX_MEGAPIXELS, default 100): a larger one is refused as a decompression bomb. */
+  maxImagePixels: number;
+  /** Seconds an upload form of POST /mr/api/v1/docs lasts (CPS_DOCUMENTS_FORM_TTL, default 600). */
+  formTtlSeconds: number;
+  /** Seconds a download link lasts (CPS_DOCUMENTS_LINK_TTL, default 300). */
+  linkTtlSeconds: number;
+  /** Documents a page of the listing holds (CPS_DOCUMENTS_PAGE_SIZE, default 50). */
+  pageSize: number;
 }
 
 /** Days each kind of row is kept (CPS_RETENTION_*_DAYS), how often the retention job runs and its batch size. */
@@ -360,6 +378,14 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
     loginHashConcurrency: int(env, 'CPS_LOGIN_HASH_CONCURRENCY', 4, 0, 1024),
     loginHashQueue: int(env, 'CPS_LOGIN_HASH_QUEUE', 64, 0, 100_000),
     casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
+    documents: {
+      maxFileBytes: int(env, 'CPS_DOCUMENTS_MAX_FILE_MB', 25, 1, 5120) * 1024 * 1024,
+      maxBusinessBytes: int(env, 'CPS_DOCUMENTS_MAX_BUSINESS_MB', 10_240, 0, 1_000_000_000) * 1024 * 1024,
+      maxImagePixels: int(env, 'CPS_DOCUMENTS_MAX_MEGAPIXELS', 100, 1, 10_000) * 1_000_000,
+      formTtlSeconds: int(env, 'CPS_DOCUMENTS_FORM_TTL', 600, 10, 86_400),
+      linkTtlSeconds: int(env, 'CPS_DOCUMENTS_LINK_TTL', 300, 10, 86_400),
+      pageSize: int(env, 'CPS_DOCUMENTS_PAGE_SIZE', 50, 1, 1000),
+    },
     privacyExportTtl: int(env, 'CPS_PRIVACY_EXPORT_TTL', 86_400, 60, 30 * 86_400),
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),
     fcmUrl: url(env, 'CPS_FCM_URL', ['http:', 'https:']) ?? 'https://fcm.googleapis.com',

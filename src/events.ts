@@ -39,7 +39,7 @@ function orderedEvent<N extends string, S extends string, D extends TProperties>
       sequence: Type.Integer({
         minimum: 1,
         description:
-          `Counts the events of this ${service === 'case' ? "patient's cases" : service} from 1, in the order they happened; ` +
+          `Counts the events of this ${service === 'case' || service === 'document' ? "patient's cases and documents" : service} from 1, in the order they happened; ` +
           'a gap is an event of a type the subscription does not name',
       }),
       event_time: Type.Integer({ description: `Epoch seconds when ${doc.occurred}` }),
@@ -116,6 +116,23 @@ const caseItem = Type.Object({
   partner_meta: FreeForm,
   created_at: Type.Integer({ description: 'Epoch seconds' }),
   occurred_at: Type.Integer({ description: 'Epoch seconds' }),
+});
+
+/** What every document event says of the document: no more than the document listing shows. */
+const documentRef = {
+  document_id: Type.String(),
+  patient_id: Type.String({ description: 'The patient the document belongs to, as its X-Pt-Id is resolved' }),
+  status: Type.Union([Type.Literal('A'), Type.Literal('D')], { description: 'A active, D deleted' }),
+  updated_at: Type.Integer({ description: 'Epoch seconds, as the listing shows it' }),
+};
+const documentItem = Type.Object({
+  document_type: Type.String({ description: "Eka's dt ('' when none was given)" }),
+  document_date: Type.Union([Type.Integer({ description: 'Epoch seconds (dd_e)' }), Type.Null()]),
+  tags: Type.Array(Type.String()),
+  title: Type.Union([Type.String(), Type.Null()]),
+  cases: Type.Array(Type.String(), { description: 'The ids of the cases the document is linked to' }),
+  upload_date: Type.Integer({ description: 'Epoch seconds' }),
+  files: Type.Array(Type.Object({ content_type: Type.String(), size: Type.Integer() })),
 });
 
 export const EVENTS = {
@@ -208,6 +225,28 @@ export const EVENTS = {
     'case',
     { summary: 'A case was deleted (the listing shows its tombstone)', occurred: 'the delete occurred' },
     caseRef,
+  ),
+  'document.created': orderedEvent(
+    'document.created',
+    'document',
+    { summary: "A document was added to a patient's record (all its files are stored)", occurred: 'its last file was stored' },
+    { ...documentRef, item: documentItem },
+  ),
+  'document.updated': orderedEvent(
+    'document.updated',
+    'document',
+    { summary: "A document's details were changed (type, date, tags, title or cases)", occurred: 'the change occurred' },
+    {
+      ...documentRef,
+      item: documentItem,
+      changed: Type.Array(Type.String(), { description: 'The fields the change named (dt, dd_e, tg, title, cases)' }),
+    },
+  ),
+  'document.deleted': orderedEvent(
+    'document.deleted',
+    'document',
+    { summary: 'A document was deleted: its files are removed and the listing shows its tombstone', occurred: 'the delete occurred' },
+    documentRef,
   ),
   'schedule.updated': event(
     'schedule.updated',

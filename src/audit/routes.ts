@@ -220,6 +220,35 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
   'PATCH /mr/api/v1/cases/:id': caseRoute('update'),
   'DELETE /mr/api/v1/cases/:id': caseRoute('delete'),
 
+  // Documents (the records API): the patient is X-Pt-Id; a download names it in its link.
+  'GET /mr/api/v1/docs': {
+    resource: 'document',
+    action: 'list',
+    patient: header('x-pt-id'),
+    count: length(field('items')),
+    filter: { plain: ['u_at__gt'] },
+  },
+  'POST /mr/api/v1/docs': {
+    resource: 'document',
+    action: 'create',
+    id: (_request, answer) => {
+      const batch = at(answer, 'batch_response');
+      return Array.isArray(batch) ? batch.map((item) => at(item, 'document_id')).join(',') : undefined;
+    },
+    patient: header('x-pt-id'),
+  },
+  'POST /mr/api/v2/docs': { resource: 'document', action: 'create', id: (_request, answer) => at(answer, 'document_id'), patient: header('x-pt-id') },
+  'GET /mr/api/v1/docs/:id': { resource: 'document', action: 'read', id: param('id'), patient: header('x-pt-id') },
+  'PATCH /mr/api/v1/docs/:id': { resource: 'document', action: 'update', id: param('id'), patient: header('x-pt-id') },
+  'DELETE /mr/api/v1/docs/:id': { resource: 'document', action: 'delete', id: param('id'), patient: header('x-pt-id') },
+  'GET /mr/api/v1/docs/:document_id/result': { resource: 'document', action: 'read', id: param('document_id'), patient: header('x-pt-id') },
+  'GET /mr/api/v1/docs/:id/files/:index': {
+    resource: 'document_file',
+    action: 'read',
+    id: (request) => `${params(request).id}/${params(request).index}`,
+    patient: (request) => query(request).pt,
+  },
+
   // Push: devices tied to patients, and notifications sent to them.
   'POST /notification/add-device': {
     resource: 'device',
@@ -339,6 +368,7 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'DELETE /cdr/v1/doctor/:doctor_id/clinic/:clinic_id/schedule': "a doctor's schedule (no patient data)",
   'GET /reviews/:token': "the patient's own review page, by its secret link: no API client acts",
   'POST /reviews/:token': "the patient's own review page, by its secret link: no API client acts",
+  'POST /mr/api/v1/docs/upload': 'an upload form of POST /mr/api/v1/docs, whose entry (create) names the document and patient',
 };
 
 /** The key of a route in the tables above; HEAD is its GET. */

@@ -6,6 +6,8 @@ export const SCOPES = [
   'clinic:write',
   'cases:read',
   'cases:write',
+  'documents:read',
+  'documents:write',
   'notification:admin',
   'webhook:admin',
   'patient:read',

@@ -34,6 +34,7 @@ import * as jobRetryRequested from './migrations/0023_job_retry_requested.ts';
 import * as patientMergesFlattened from './migrations/0024_patient_merges_flattened.ts';
 import * as scheduleLocks from './migrations/0025_schedule_locks.ts';
 import * as appointmentsLongIdx from './migrations/0026_appointments_long_idx.ts';
+import * as documents from './migrations/0027_documents.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -62,6 +63,7 @@ export const migrations: Record<string, Migration> = {
   '0024_patient_merges_flattened': patientMergesFlattened,
   '0025_schedule_locks': scheduleLocks,
   '0026_appointments_long_idx': appointmentsLongIdx,
+  '0027_documents': documents,
 };
 
 /**

@@ -225,6 +225,59 @@ export interface CasesTable {
   updated_at: number;
 }
 
+/** A document on a patient's record (src/modules/documents/). */
+export interface DocumentsTable {
+  business_id: string;
+  id: string;
+  /** The patient's key, as cases keep it (PatientService.canonicalRef). */
+  patient_ref: string;
+  /** 'P' waiting for its files (not listed), 'A' active, 'D' deleted (a tombstone: metadata cleared). */
+  status: string;
+  /** 'form' (the upload forms of POST /mr/api/v1/docs) or 'multipart' (POST /mr/api/v2/docs). */
+  source: string;
+  dt: string | null;
+  /** dd_e, in milliseconds. */
+  document_date: number | null;
+  /** JSON array of strings. */
+  tags: string | null;
+  title: string | null;
+  /** JSON array of case ids. */
+  cases: string | null;
+  /** The v2 upload's task (smart, pii, classification); no parsing is done. */
+  task: string | null;
+  created_at: number;
+  /** Whole seconds, in milliseconds; never decreases within a patient (as cases). */
+  updated_at: number;
+  /** A pending document's forms expire then; past it, the sweep removes it. */
+  upload_until: number | null;
+}
+
+/** One file of a document: its upload form, its state and where its bytes are. */
+export interface DocumentFilesTable {
+  business_id: string;
+  document_id: string;
+  idx: number;
+  form_id: string;
+  /** 'waiting' (form not used), 'receiving', 'stored', 'removing' (bytes still to delete). */
+  state: string;
+  content_type: string;
+  declared_size: number | null;
+  size: number | null;
+  file_name: string | null;
+  /** The backend holding the bytes ('database', 's3'). */
+  store: string | null;
+  storage_key: string | null;
+  claimed_at: number | null;
+  stored_at: number | null;
+}
+
+/** The embedded store's bytes: AES-256-GCM chunks of a file. */
+export interface DocumentFileChunksTable {
+  storage_key: string;
+  seq: number;
+  data: Buffer;
+}
+
 export interface ClinicsTable {
   id: string;
   business_id: string;
@@ -551,6 +604,9 @@ export interface Database {
   job_locks: JobLocksTable;
   idempotency_keys: IdempotencyKeysTable;
   cases: CasesTable;
+  documents: DocumentsTable;
+  document_files: DocumentFilesTable;
+  document_file_chunks: DocumentFileChunksTable;
   reviews: ReviewsTable;
   push_credentials: PushCredentialsTable;
   push_devices: PushDevicesTable;

@@ -6,6 +6,7 @@ import { authModule } from './auth/index.ts';
 import { businessesModule } from './businesses/index.ts';
 import { casesModule } from './cases/index.ts';
 import { clinicsModule } from './clinics/index.ts';
+import { documentsModule } from './documents/index.ts';
 import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
 import { patientsModule } from './patients/index.ts';
@@ -33,6 +34,7 @@ export function createModules(ctx: AppContext) {
     search: searchModule(ctx),
     webhooks: webhooksModule(ctx),
     cases: casesModule(ctx),
+    documents: documentsModule(ctx),
     reviews: reviewsModule(ctx),
     push: pushModule(ctx),
     audit: auditModule(ctx),

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { AUDITED_ROUTES, routeKey, UNAUDITED_ROUTES } from '../../src/audit/routes.ts';
 import { ADMIN_TOKEN, createTestApp, DIALECT, type TestApp } from '../support.ts';
+import { multipartBody, sampleFile } from '../modules/documents/support.ts';
 import { call, entryOf, seed, type Seeded } from './support.ts';
 
 interface Call {
@@ -22,7 +23,10 @@ interface Call {
 }
 
 /** The request exercising each audited route, against a seeded business. */
-function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds: [string, string]; eventId: string }): Record<string, () => Call> {
+function calls(
+  s: Seeded,
+  extra: { duplicateId: string; caseId: string; movedIds: [string, string]; eventId: string; documentId: string; documentLink: string },
+): Record<string, () => Call> {
   const apt = s.appointmentId;
   const pt = s.patientId;
   const x = { 'x-pt-id': pt };
@@ -171,6 +175,43 @@ function calls(s: Seeded, extra: { duplicateId: string; caseId: string; movedIds
       patient: pt,
     }),
     'DELETE /mr/api/v1/cases/:id': () => ({ method: 'DELETE', url: `/mr/api/v1/cases/${extra.caseId}`, headers: x, id: extra.caseId, patient: pt }),
+    'GET /mr/api/v1/docs': () => ({ method: 'GET', url: '/mr/api/v1/docs', headers: x, patient: pt }),
+    'POST /mr/api/v1/docs': () => ({
+      method: 'POST',
+      url: '/mr/api/v1/docs',
+      headers: x,
+      payload: { batch_request: [{ document_id: 'doc-new', files: [{ contentType: 'application/pdf', file_size: 100 }] }] },
+      id: 'doc-new',
+      patient: pt,
+    }),
+    'POST /mr/api/v2/docs': () => {
+      const body = multipartBody([{ name: 'file', value: sampleFile('pdf'), fileName: 'a.pdf', contentType: 'application/pdf' }]);
+      return { method: 'POST', url: '/mr/api/v2/docs?task=smart', headers: { ...x, ...body.headers }, payload: body.payload, patient: pt };
+    },
+    'GET /mr/api/v1/docs/:id': () => ({ method: 'GET', url: `/mr/api/v1/docs/${extra.documentId}`, headers: x, id: extra.documentId, patient: pt }),
+    'PATCH /mr/api/v1/docs/:id': () => ({
+      method: 'PATCH',
+      url: `/mr/api/v1/docs/${extra.documentId}`,
+      headers: x,
+      payload: { title: 'Changed' },
+      id: extra.documentId,
+      patient: pt,
+    }),
+    'DELETE /mr/api/v1/docs/:id': () => ({
+      method: 'DELETE',
+      url: `/mr/api/v1/docs/${extra.documentId}`,
+      headers: x,
+      id: extra.documentId,
+      patient: pt,
+    }),
+    'GET /mr/api/v1/docs/:document_id/result': () => ({
+      method: 'GET',
+      url: `/mr/api/v1/docs/${extra.documentId}/result`,
+      headers: x,
+      id: extra.documentId,
+      patient: pt,
+    }),
+    'GET /mr/api/v1/docs/:id/files/:index': () => ({ method: 'GET', url: extra.documentLink, id: `${extra.documentId}/0`, patient: pt }),
     'POST /notification/add-device': () => ({
       method: 'POST',
       url: '/notification/add-device',
@@ -253,7 +294,23 @@ describe(`access log entries (${DIALECT})`, () => {
       .where('business_id', '=', s.client.businessId)
       .where('ordering_key', '=', `appointment:${s.appointmentId}`)
       .executeTakeFirstOrThrow();
-    const table = calls(s, { duplicateId: duplicate.json().patient_id, caseId, movedIds: [moved[0]!, moved[1]!], eventId: booked.id });
+    const upload = multipartBody([{ name: 'file', value: sampleFile('pdf'), fileName: 'a.pdf', contentType: 'application/pdf' }]);
+    const document = await call(t, s.client.token, 'POST', '/mr/api/v2/docs?task=smart', upload.payload, {
+      'x-pt-id': s.patientId,
+      ...upload.headers,
+    });
+    assert.equal(document.statusCode, 200, document.body);
+    const documentId = document.json().document_id as string;
+    const read = await call(t, s.client.token, 'GET', `/mr/api/v1/docs/${documentId}`, undefined, { 'x-pt-id': s.patientId });
+    const link = new URL(read.json().files[0].asset_url as string);
+    const table = calls(s, {
+      duplicateId: duplicate.json().patient_id,
+      caseId,
+      movedIds: [moved[0]!, moved[1]!],
+      eventId: booked.id,
+      documentId,
+      documentLink: `${link.pathname}${link.search}`,
+    });
     assert.deepEqual(Object.keys(table).sort(), Object.keys(AUDITED_ROUTES).sort(), 'a call for every audited route');
     // In an order that keeps the records the later calls need: merge and delete last.
     const order = Object.keys(table).sort((a, b) => rank(a) - rank(b));
@@ -267,7 +324,7 @@ describe(`access log entries (${DIALECT})`, () => {
       });
       assert.ok(response.statusCode < 500, `${key}: ${response.statusCode} ${response.body}`);
       const entry = await entryOf(t, response.headers['x-request-id'] as string);
-      assert.ok(entry, `${key} wrote no entry`);
+      assert.ok(entry, `${key} wrote no entry (${response.statusCode} ${response.body.slice(0, 200)})`);
       assert.equal(entry.operation, key);
       assert.equal(entry.business_id, s.client.businessId, key);
       assert.equal(entry.client_id, c.admin ? 'admin' : s.client.clientId, key);

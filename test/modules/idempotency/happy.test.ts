@@ -295,6 +295,8 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
         'POST /dr/v1/patient/{patient_id}/merge',
         `POST ${Probe.URL}`,
         'POST /mr/api/v1/cases',
+        'POST /mr/api/v1/docs',
+        'POST /mr/api/v2/docs',
         'POST /notification/add-device',
         'POST /notification/push-creds',
         'POST /notification/send',

@@ -1,0 +1,128 @@
+/**
+ * What a document file may be, checked from its bytes as they stream by: its type from its first
+ * bytes (file-type), never from what the client says; an image's declared dimensions (image-size)
+ * against a pixel budget, so an image that would inflate to gigabytes when decoded is refused before
+ * anything decodes it; and its size, counted, against the limit and, for a form, the declared size.
+ */
+import { fileTypeFromBuffer } from 'file-type';
+import { imageSize } from 'image-size';
+import { AppError } from '../../errors.ts';
+
+/** The accepted types, by their canonical content type, and how Eka's file_type names them. */
+export const ACCEPTED_TYPES: Readonly<Record<string, 'PDF' | 'IMG'>> = {
+  'application/pdf': 'PDF',
+  'image/jpeg': 'IMG',
+  'image/png': 'IMG',
+  'image/heic': 'IMG',
+  'image/heif': 'IMG',
+  'application/dicom': 'IMG',
+};
+
+/** Other names clients give the accepted types. */
+const ALIASES: Readonly<Record<string, string>> = {
+  'image/jpg': 'image/jpeg',
+  'image/pjpeg': 'image/jpeg',
+  'image/heic-sequence': 'image/heic',
+  'image/heif-sequence': 'image/heif',
+  'application/x-pdf': 'application/pdf',
+};
+
+/** HEIC is a kind of HEIF: file-type may name either for the same bytes. */
+const SAME: Readonly<Record<string, string>> = { 'image/heif': 'image/heic' };
+
+/** The canonical content type of a declared one (parameters and case dropped), or null when it is not accepted. */
+export function canonicalType(declared: string): string | null {
+  const bare = declared.split(';')[0]!.trim().toLowerCase();
+  const name = ALIASES[bare] ?? bare;
+  return Object.hasOwn(ACCEPTED_TYPES, name) ? name : null;
+}
+
+export const ACCEPTED_LIST = `${Object.keys(ACCEPTED_TYPES).join(', ')}`;
+
+/** Bytes looked at to tell the type and an image's dimensions (a JPEG's frame header may follow large EXIF data). */
+const HEAD_BYTES = 128 * 1024;
+
+export interface FileRules {
+  /** The most bytes the file may have. */
+  maxBytes: number;
+  /** What limits maxBytes, for the message (the per-file limit, or the business's remaining space). */
+  maxReason: string;
+  /** A form's declared size: the file must have exactly this many bytes. */
+  exactBytes?: number;
+  /** A form's declared content type (canonical): the bytes must be of it. */
+  expectedType?: string;
+  maxImagePixels: number;
+}
+
+export interface CheckedFile {
+  /** Filled in once the head is checked. */
+  contentType: string | null;
+  size: number;
+}
+
+const refuse = (status: number, message: string) => new AppError(status, message, { code: 'INVALID_REQUEST' });
+
+/**
+ * Passes the bytes of `source` through once they pass the checks, and throws (an AppError naming
+ * the problem) as soon as one fails: an unaccepted or mismatching type, too many pixels, too many or
+ * too few bytes. `result` tells the type found and the size.
+ */
+export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRules, result: CheckedFile): AsyncGenerator<Buffer> {
+  let head: Buffer[] | null = [];
+  let headBytes = 0;
+  const count = (piece: Buffer) => {
+    result.size += piece.length;
+    if (rules.exactBytes !== undefined && result.size > rules.exactBytes) {
+      throw refuse(400, `The file has more bytes than the form's declared file_size (${rules.exactBytes})`);
+    }
+    if (result.size > rules.maxBytes) throw refuse(413, `The file is larger than ${rules.maxBytes} bytes (${rules.maxReason})`);
+  };
+  for await (const piece of source) {
+    count(piece);
+    if (head === null) {
+      yield piece;
+      continue;
+    }
+    head.push(piece);
+    headBytes += piece.length;
+    if (headBytes >= HEAD_BYTES) {
+      const whole = Buffer.concat(head, headBytes);
+      head = null;
+      await checkHead(whole, rules, result);
+      yield whole;
+    }
+  }
+  if (head !== null) {
+    const whole = Buffer.concat(head, headBytes);
+    if (whole.length === 0) throw refuse(400, 'The file is empty');
+    await checkHead(whole, rules, result);
+    yield whole;
+  }
+  if (rules.exactBytes !== undefined && result.size !== rules.exactBytes) {
+    throw refuse(400, `The file has ${result.size} bytes, not the form's declared file_size (${rules.exactBytes})`);
+  }
+}
+
+async function checkHead(head: Buffer, rules: FileRules, result: CheckedFile): Promise<void> {
+  const found = await fileTypeFromBuffer(head);
+  const type = found ? canonicalType(found.mime) : null;
+  if (type === null) {
+    throw refuse(415, `The file's content is ${found ? found.mime : 'of no recognised type'}; accepted: ${ACCEPTED_LIST}`);
+  }
+  if (rules.expectedType !== undefined && (SAME[type] ?? type) !== (SAME[rules.expectedType] ?? rules.expectedType)) {
+    throw refuse(415, `The file's content is ${type}, not the form's declared contentType ${rules.expectedType}`);
+  }
+  if (type.startsWith('image/')) {
+    let pixels = 0;
+    try {
+      const { width, height } = imageSize(head);
+      pixels = (width ?? 0) * (height ?? 0);
+    } catch {
+      // Dimensions not in the head: nothing here decodes the image, so there is nothing to inflate.
+    }
+    if (pixels > rules.maxImagePixels) {
+      throw refuse(400, `The image declares ${pixels} pixels, more than the ${rules.maxImagePixels} accepted (a decompression bomb)`);
+    }
+  }
+  result.contentType = type;
+}

@@ -1,0 +1,217 @@
+/** SQL of the documents module; every query is scoped by business (and patient where it lists). */
+import { sql } from 'kysely';
+import type { Db, DialectName } from '../../db/index.ts';
+import type { DocumentFilesTable, DocumentsTable } from '../../db/schema.ts';
+
+/** The start of the current second in ms: PostgreSQL's clock, shared by every server process. */
+const PG_SECOND_START = sql<number>`(floor(extract(epoch from clock_timestamp())) * 1000)::bigint`;
+
+function sqliteSecondStart(): number {
+  return Math.floor(Date.now() / 1000) * 1000;
+}
+
+/**
+ * The updated_at for a write of the patient's documents, the patient's records lock held: the start
+ * of the current second, never below the patient's latest updated_at (as cases/repo.ts stampWrite).
+ */
+export async function stampWrite(trx: Db, dialect: DialectName, businessId: string, patientRef: string): Promise<number> {
+  const now = dialect === 'postgres' ? PG_SECOND_START : sqliteSecondStart();
+  const latest = trx
+    .selectFrom('documents')
+    .select('updated_at')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .orderBy('updated_at', 'desc')
+    .limit(1);
+  const greatest = dialect === 'postgres' ? 'greatest' : 'max';
+  const row = await sql<{ stamp: number }>`select ${sql.raw(greatest)}(${now}, coalesce((${latest}), 0)) as stamp`.execute(trx);
+  return Number(row.rows[0]!.stamp);
+}
+
+export interface PageQuery {
+  businessId: string;
+  patientRef: string;
+  after: { updatedAt: number; id: string } | null;
+  /** Only documents with updated_at >= this (ms). */
+  updatedFrom: number | null;
+  limit: number;
+}
+
+/** One page in (updated_at, id) order, from seconds that are over; pending documents are not listed. */
+export async function listPage(trx: Db, dialect: DialectName, page: PageQuery): Promise<DocumentsTable[]> {
+  const closedBefore = dialect === 'postgres' ? sql<number>`(select ${PG_SECOND_START})` : sqliteSecondStart();
+  let query = trx
+    .selectFrom('documents')
+    .selectAll()
+    .where('business_id', '=', page.businessId)
+    .where('patient_ref', '=', page.patientRef)
+    .where('updated_at', '<', closedBefore)
+    .where('status', '<>', 'P');
+  if (page.after) {
+    const { updatedAt, id } = page.after;
+    query = query.where((eb) => eb(eb.refTuple('updated_at', 'id'), '>', eb.tuple(updatedAt, id)));
+  } else if (page.updatedFrom !== null) {
+    query = query.where('updated_at', '>=', page.updatedFrom);
+  }
+  return query.orderBy('updated_at').orderBy('id').limit(page.limit).execute();
+}
+
+export async function findDocument(db: Db, businessId: string, id: string): Promise<DocumentsTable | undefined> {
+  return db.selectFrom('documents').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function existingIds(db: Db, businessId: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('documents').select('id').where('business_id', '=', businessId).where('id', 'in', ids).execute();
+  return rows.map((row) => row.id);
+}
+
+export async function insertDocument(db: Db, row: DocumentsTable, files: DocumentFilesTable[]): Promise<void> {
+  await db.insertInto('documents').values(row).execute();
+  if (files.length > 0) await db.insertInto('document_files').values(files).execute();
+}
+
+export type DocumentChanges = Partial<Omit<DocumentsTable, 'business_id' | 'id' | 'created_at'>>;
+
+export async function updateDocument(db: Db, businessId: string, id: string, changes: DocumentChanges): Promise<void> {
+  await db.updateTable('documents').set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
+}
+
+export async function filesOf(db: Db, businessId: string, documentIds: string[]): Promise<DocumentFilesTable[]> {
+  if (documentIds.length === 0) return [];
+  return db
+    .selectFrom('document_files')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('document_id', 'in', documentIds)
+    .orderBy('document_id')
+    .orderBy('idx')
+    .execute();
+}
+
+export async function findFile(db: Db, businessId: string, documentId: string, idx: number): Promise<DocumentFilesTable | undefined> {
+  return db
+    .selectFrom('document_files')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('document_id', '=', documentId)
+    .where('idx', '=', idx)
+    .executeTakeFirst();
+}
+
+/** Takes a waiting form for one upload: true when this request is the one that took it. */
+export async function claimFile(
+  db: Db,
+  file: { businessId: string; documentId: string; idx: number; formId: string },
+  claim: { store: string; storageKey: string; at: number },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('document_files')
+    .set({ state: 'receiving', store: claim.store, storage_key: claim.storageKey, claimed_at: claim.at })
+    .where('business_id', '=', file.businessId)
+    .where('document_id', '=', file.documentId)
+    .where('idx', '=', file.idx)
+    .where('form_id', '=', file.formId)
+    .where('state', '=', 'waiting')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Gives a form back after a refused or failed upload (its bytes already removed). */
+export async function releaseFile(db: Db, businessId: string, documentId: string, idx: number, storageKey: string): Promise<void> {
+  await db
+    .updateTable('document_files')
+    .set({ state: 'waiting', store: null, storage_key: null, claimed_at: null, size: null, file_name: null })
+    .where('business_id', '=', businessId)
+    .where('document_id', '=', documentId)
+    .where('idx', '=', idx)
+    .where('storage_key', '=', storageKey)
+    .where('state', '=', 'receiving')
+    .execute();
+}
+
+export async function markStored(
+  db: Db,
+  businessId: string,
+  documentId: string,
+  idx: number,
+  stored: { storageKey: string; size: number; contentType: string; fileName: string | null; at: number },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('document_files')
+    .set({ state: 'stored', size: stored.size, content_type: stored.contentType, file_name: stored.fileName, stored_at: stored.at })
+    .where('business_id', '=', businessId)
+    .where('document_id', '=', documentId)
+    .where('idx', '=', idx)
+    .where('storage_key', '=', stored.storageKey)
+    .where('state', '=', 'receiving')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Every file of the documents goes to 'removing': the sweep deletes their bytes, then the rows. */
+export async function markRemoving(db: Db, businessId: string, documentIds: string[]): Promise<void> {
+  if (documentIds.length === 0) return;
+  await db
+    .updateTable('document_files')
+    .set({ state: 'removing' })
+    .where('business_id', '=', businessId)
+    .where('document_id', 'in', documentIds)
+    .execute();
+}
+
+/** Bytes the business's files take or have been promised (declared sizes of forms not yet used). */
+export async function businessBytes(db: Db, businessId: string): Promise<number> {
+  const row = await db
+    .selectFrom('document_files')
+    .select((eb) => eb.fn.sum<number | string | null>(eb.fn.coalesce('size', 'declared_size')).as('bytes'))
+    .where('business_id', '=', businessId)
+    .where('state', '<>', 'removing')
+    .executeTakeFirst();
+  return Number(row?.bytes ?? 0);
+}
+
+/** Pending documents whose forms expired before `now`. */
+export async function expiredPending(db: Db, now: number, limit: number): Promise<Array<{ business_id: string; id: string }>> {
+  return db.selectFrom('documents').select(['business_id', 'id']).where('status', '=', 'P').where('upload_until', '<', now).limit(limit).execute();
+}
+
+export async function deleteDocuments(db: Db, businessId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.deleteFrom('document_files').where('business_id', '=', businessId).where('document_id', 'in', ids).execute();
+  await db.deleteFrom('documents').where('business_id', '=', businessId).where('id', 'in', ids).execute();
+}
+
+/** Files whose bytes are to be deleted, or whose upload stopped with its process long ago. */
+export async function filesToSweep(db: Db, staleBefore: number, limit: number): Promise<DocumentFilesTable[]> {
+  return db
+    .selectFrom('document_files')
+    .selectAll()
+    .where((eb) => eb.or([eb('state', '=', 'removing'), eb.and([eb('state', '=', 'receiving'), eb('claimed_at', '<', staleBefore)])]))
+    .limit(limit)
+    .execute();
+}
+
+export async function deleteFileRow(db: Db, file: DocumentFilesTable): Promise<void> {
+  await db
+    .deleteFrom('document_files')
+    .where('business_id', '=', file.business_id)
+    .where('document_id', '=', file.document_id)
+    .where('idx', '=', file.idx)
+    .where('state', '=', 'removing')
+    .execute();
+}
+
+/** Active case ids of the patient among `ids`. */
+export async function activeCaseIds(db: Db, businessId: string, patientRef: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('cases')
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .where('id', 'in', ids)
+    .where('status', '=', 'A')
+    .execute();
+  return rows.map((row) => row.id);
+}

@@ -1,0 +1,660 @@
+/**
+ * Documents on patient records, as Eka's records API serves them (`/mr/api/v1/docs`).
+ *
+ * A document is created pending (status P, not listed) with one row per file; its files arrive
+ * through the upload forms POST /mr/api/v1/docs hands out, or in the one request of POST
+ * /mr/api/v2/docs. When its last file is stored the document becomes active (A) and
+ * `document.created` is recorded. An upload takes its file's form (waiting -> receiving, once),
+ * streams the bytes through the checks (file-check.ts) into the file store, and either marks the file
+ * stored or removes what it wrote and gives the form back: nothing half-stored remains. A delete
+ * leaves a tombstone (status D, metadata cleared) and marks the files 'removing'; the sweep deletes
+ * their bytes from the store that holds them, as it does for uploads cut off by a process that died
+ * and for pending documents whose forms expired.
+ *
+ * Listing and sync follow the cases listing's rules (cases/service.ts): a write takes the patient's
+ * records lock and stamps updated_at with the start of the current second, never below the
+ * patient's latest; a listing takes the lock shared and hands out only seconds that are over. So a
+ * client that reads to the last page and then lists with u_at__gt = the largest updated_at it saw
+ * misses no create, update or delete. Documents and cases of a patient share the lock and the
+ * events' ordering key.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { inTransaction, type Db, type DialectName } from '../../db/index.ts';
+import type { Database, DocumentFilesTable, DocumentsTable } from '../../db/schema.ts';
+import type { DocumentsConfig } from '../../config.ts';
+import { AppError } from '../../errors.ts';
+import { envelope, type EventInput } from '../../events.ts';
+import { patientKey, recordEvent } from '../../jobs/outbox.ts';
+import { SealedTokens } from '../../security/sealed-tokens.ts';
+import type { PatientService } from '../patients/service.ts';
+import { ACCEPTED_LIST, ACCEPTED_TYPES, canonicalType, checkedFile, type CheckedFile, type FileRules } from './file-check.ts';
+import type { FileStore } from './file-store.ts';
+import { DocumentLinks, type UploadForm } from './links.ts';
+import * as repo from './repo.ts';
+
+/** Who the request is for: the caller's business and client, and the X-Pt-Id resolved. */
+export interface PatientScope {
+  businessId: string;
+  patientRef: string;
+  clientId: string;
+  /** The X-Pt-Id as sent: a download link names the patient so, as the access log does the request's. */
+  sentRef: string;
+}
+
+export interface NewDocument {
+  document_id?: string;
+  dt?: string;
+  dd_e?: number;
+  tg?: string[];
+  title?: string | null;
+  cases?: string[] | null;
+  files: Array<{ contentType: string; file_size: number }>;
+}
+
+export interface DocumentChangesInput {
+  dt?: string | null;
+  dd_e?: number | null;
+  tg?: string[] | null;
+  title?: string | null;
+  cases?: string[] | null;
+}
+
+export interface ListItem {
+  record: {
+    item: Record<string, unknown>;
+    status: 'A' | 'D';
+    updated_at: number;
+  };
+}
+
+export interface PreparedDocument {
+  document_id: string;
+  forms: Array<{ url: string; fields: Record<string, string> }>;
+}
+
+/** What a file upload carries besides its bytes. */
+export interface IncomingFile {
+  stream: AsyncIterable<Buffer>;
+  fileName: string | undefined;
+}
+
+/** A file to send: its bytes and what the response says of them. */
+export interface Download {
+  stream: AsyncIterable<Buffer>;
+  contentType: string;
+  size: number;
+  fileName: string;
+}
+
+/** Eka takes the first 10 tags. */
+const MAX_TAGS = 10;
+/** An upload whose process died is given back after this long. */
+const STALE_UPLOAD_MS = 60 * 60_000;
+/** A pending document stays this long after its forms expired, so uploads begun in time can finish. */
+const PENDING_GRACE_MS = 60 * 60_000;
+const SWEEP_BATCH = 100;
+
+const NOT_FOUND = () => new AppError(404, 'No document found with the given ID.', { code: 'NOT_FOUND' });
+const EXISTS = (ids: string[]) => new AppError(409, `Document already exists: ${ids.join(', ')}`, { code: 'CONFLICT' });
+const BAD_TOKEN = () =>
+  AppError.badRequest('offset: is not a valid page token for this patient and filter', {
+    offset: ['is not a valid page token for this patient and filter'],
+  });
+const FORM_REFUSED = (message: string) => new AppError(403, message, { code: 'ACCESS_DENIED' });
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+const jsonList = (text: string | null): string[] => (text ? (JSON.parse(text) as string[]) : []);
+
+/** A file name may name a file, not a place: no directory parts, no control characters. */
+export function checkFileName(name: string | undefined): string | null {
+  if (name === undefined || name === '') return null;
+  if (/[/\\\u0000-\u001f\u007f]/.test(name) || name === '.' || name === '..' || name.length > 255) {
+    throw new AppError(400, 'The file name must be a plain name of at most 255 characters, without a path', { code: 'INVALID_REQUEST' });
+  }
+  return name;
+}
+
+function tagsOf(tags: string[] | undefined | null): string[] {
+  return [...new Set(tags ?? [])].slice(0, MAX_TAGS);
+}
+
+export interface DocumentsServiceDeps {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  masterKey: Buffer;
+  config: DocumentsConfig;
+  /** The address the links point at (CPS_PUBLIC_URL). */
+  publicUrl: string;
+  /** Where new files go. */
+  store: FileStore;
+  /** Every backend by name, to read and remove files stored by any of them. */
+  stores: ReadonlyMap<string, FileStore>;
+  patients: PatientService;
+}
+
+export class DocumentsService {
+  readonly #deps: DocumentsServiceDeps;
+  readonly #links: DocumentLinks;
+  readonly #cursors: SealedTokens;
+
+  constructor(deps: DocumentsServiceDeps) {
+    this.#deps = deps;
+    this.#links = new DocumentLinks(deps.masterKey);
+    this.#cursors = new SealedTokens(deps.masterKey, 'documents-cursor');
+  }
+
+  get #db() {
+    return this.#deps.db;
+  }
+
+  async patientScope(businessId: string, patientId: string, clientId: string): Promise<PatientScope> {
+    return { businessId, patientRef: await this.#deps.patients.canonicalRef(businessId, patientId), clientId, sentRef: patientId };
+  }
+
+  /** Step 1 of Eka's upload: pending documents and, per file, an upload form. */
+  async prepare(scope: PatientScope, batch: NewDocument[]): Promise<{ error: false; message: string; batch_response: PreparedDocument[] }> {
+    const { config } = this.#deps;
+    if (batch.length === 0) throw AppError.badRequest('batch_request: must name at least one document', { batch_request: ['must not be empty'] });
+    const ids = batch.map((doc) => doc.document_id ?? randomUUID());
+    if (new Set(ids).size !== ids.length)
+      throw AppError.badRequest('batch_request: document_id appears twice', { batch_request: ['document_id appears twice'] });
+    let declared = 0;
+    const types = batch.map((doc, d) =>
+      doc.files.map((file, f) => {
+        const type = canonicalType(file.contentType);
+        const field = `batch_request/${d}/files/${f}`;
+        if (type === null) {
+          throw AppError.badRequest(`${field}/contentType: must be one of ${ACCEPTED_LIST}`, {
+            [`${field}/contentType`]: [`must be one of ${ACCEPTED_LIST}`],
+          });
+        }
+        if (file.file_size > config.maxFileBytes) {
+          throw new AppError(413, `${field}/file_size: must be at most ${config.maxFileBytes} bytes`, { code: 'INVALID_REQUEST' });
+        }
+        declared += file.file_size;
+        return type;
+      }),
+    );
+    await this.#checkQuota(scope.businessId, declared);
+    const now = Date.now();
+    const expiresAt = now + config.formTtlSeconds * 1000;
+    const response = await inTransaction(this.#db, async (trx) => {
+      await this.#deps.patients.lockRecords(trx, scope.businessId, scope.patientRef, 'write');
+      const taken = await repo.existingIds(trx, scope.businessId, ids);
+      if (taken.length > 0) throw EXISTS(taken);
+      const updatedAt = await repo.stampWrite(trx, this.#deps.dialect, scope.businessId, scope.patientRef);
+      const answer: PreparedDocument[] = [];
+      for (const [d, doc] of batch.entries()) {
+        const documentId = ids[d]!;
+        const cases = await this.#checkCases(trx, scope, doc.cases ?? [], `batch_request/${d}/cases`);
+        const files: DocumentFilesTable[] = doc.files.map((file, idx) => ({
+          business_id: scope.businessId,
+          document_id: documentId,
+          idx,
+          form_id: randomUUID(),
+          state: 'waiting',
+          content_type: types[d]![idx]!,
+          declared_size: file.file_size,
+          size: null,
+          file_name: null,
+          store: null,
+          storage_key: null,
+          claimed_at: null,
+          stored_at: null,
+        }));
+        await repo.insertDocument(
+          trx,
+          {
+            business_id: scope.businessId,
+            id: documentId,
+            patient_ref: scope.patientRef,
+            status: 'P',
+            source: 'form',
+            dt: doc.dt ?? null,
+            document_date: doc.dd_e === undefined ? null : doc.dd_e * 1000,
+            tags: JSON.stringify(tagsOf(doc.tg)),
+            title: doc.title ?? null,
+            cases: JSON.stringify(cases),
+            task: null,
+            created_at: updatedAt,
+            updated_at: updatedAt,
+            upload_until: expiresAt,
+          },
+          files,
+        );
+        answer.push({
+          document_id: documentId,
+          forms: files.map((file) => this.#form(scope, file, expiresAt)),
+        });
+      }
+      return answer;
+    });
+    return { error: false, message: '', batch_response: response };
+  }
+
+  /** An upload form's POST: the policy field opens it; the file must be what the form declared. */
+  async receiveByForm(policy: string | undefined, fields: Record<string, string>, file: IncomingFile): Promise<void> {
+    const form = policy ? this.#links.openForm(policy) : null;
+    if (form === null) throw FORM_REFUSED('The upload form is not valid: send the fields of a form from POST /mr/api/v1/docs, before the file');
+    if (Date.now() > form.expiresAt) {
+      throw FORM_REFUSED(`The upload form expired at ${new Date(form.expiresAt).toISOString()}; ask POST /mr/api/v1/docs for a new one`);
+    }
+    const sentType = fields['content-type'];
+    if (sentType !== undefined && canonicalType(sentType) !== form.contentType) {
+      throw new AppError(400, `Content-Type field ${JSON.stringify(sentType)} is not the form's ${form.contentType}`, { code: 'INVALID_REQUEST' });
+    }
+    const fileName = checkFileName(file.fileName);
+    await this.#receive(form, file.stream, fileName, {
+      maxBytes: form.size,
+      maxReason: "the form's declared file_size",
+      exactBytes: form.size,
+      expectedType: form.contentType,
+      maxImagePixels: this.#deps.config.maxImagePixels,
+    });
+  }
+
+  /** POST /mr/api/v2/docs: a document and its one file, in one request. */
+  async uploadOne(scope: PatientScope, options: { dt?: string; task: string }, file: IncomingFile): Promise<{ document_id: string }> {
+    const { config } = this.#deps;
+    const fileName = checkFileName(file.fileName);
+    const used = await repo.businessBytes(this.#db, scope.businessId);
+    const room = config.maxBusinessBytes === 0 ? Number.MAX_SAFE_INTEGER : config.maxBusinessBytes - used;
+    if (room <= 0) throw this.#quotaError();
+    const documentId = randomUUID();
+    const now = Date.now();
+    const form: UploadForm = {
+      businessId: scope.businessId,
+      clientId: scope.clientId,
+      patientRef: scope.patientRef,
+      documentId,
+      idx: 0,
+      formId: randomUUID(),
+      contentType: '',
+      size: 0,
+      expiresAt: now + STALE_UPLOAD_MS,
+    };
+    await inTransaction(this.#db, async (trx) => {
+      await this.#deps.patients.lockRecords(trx, scope.businessId, scope.patientRef, 'write');
+      const updatedAt = await repo.stampWrite(trx, this.#deps.dialect, scope.businessId, scope.patientRef);
+      await repo.insertDocument(
+        trx,
+        {
+          business_id: scope.businessId,
+          id: documentId,
+          patient_ref: scope.patientRef,
+          status: 'P',
+          source: 'multipart',
+          dt: options.dt ?? null,
+          document_date: null,
+          tags: '[]',
+          title: null,
+          cases: '[]',
+          task: options.task,
+          created_at: updatedAt,
+          updated_at: updatedAt,
+          upload_until: form.expiresAt,
+        },
+        [
+          {
+            business_id: scope.businessId,
+            document_id: documentId,
+            idx: 0,
+            form_id: form.formId,
+            state: 'waiting',
+            content_type: 'application/octet-stream',
+            declared_size: null,
+            size: null,
+            file_name: null,
+            store: null,
+            storage_key: null,
+            claimed_at: null,
+            stored_at: null,
+          },
+        ],
+      );
+    });
+    try {
+      const byFile = room >= config.maxFileBytes;
+      await this.#receive(form, file.stream, fileName, {
+        maxBytes: Math.min(config.maxFileBytes, room),
+        maxReason: byFile ? 'CPS_DOCUMENTS_MAX_FILE_MB' : "the business's remaining space (CPS_DOCUMENTS_MAX_BUSINESS_MB)",
+        maxImagePixels: config.maxImagePixels,
+      });
+    } catch (error) {
+      await repo.deleteDocuments(this.#db, scope.businessId, [documentId]);
+      throw error;
+    }
+    return { document_id: documentId };
+  }
+
+  async list(scope: PatientScope, options: { offset?: string; updatedAfter?: number }): Promise<{ items: ListItem[]; next_token: string | null }> {
+    const { businessId, patientRef } = scope;
+    const walk = JSON.stringify(['documents-cursor', 1, businessId, patientRef]);
+    let after: repo.PageQuery['after'] = null;
+    let updatedAfter = options.updatedAfter ?? null;
+    if (options.offset) {
+      const values = this.#cursors.open(options.offset, walk);
+      if (values === null || values.length !== 3) throw BAD_TOKEN();
+      const [updatedAt, id, walkAfter] = values;
+      if (!Number.isSafeInteger(updatedAt) || typeof id !== 'string' || (walkAfter !== null && !Number.isSafeInteger(walkAfter))) throw BAD_TOKEN();
+      if (options.updatedAfter !== undefined && options.updatedAfter !== walkAfter) throw BAD_TOKEN();
+      after = { updatedAt: updatedAt as number, id };
+      updatedAfter = walkAfter as number | null;
+    }
+    const pageSize = this.#deps.config.pageSize;
+    const rows = await inTransaction(this.#db, async (trx) => {
+      await this.#deps.patients.lockRecords(trx, businessId, patientRef, 'listing');
+      return repo.listPage(trx, this.#deps.dialect, {
+        businessId,
+        patientRef,
+        after,
+        updatedFrom: updatedAfter === null ? null : (updatedAfter + 1) * 1000,
+        limit: pageSize + 1,
+      });
+    });
+    const page = rows.slice(0, pageSize);
+    const last = page.at(-1);
+    const nextToken = rows.length > pageSize && last ? this.#cursors.seal([last.updated_at, last.id, updatedAfter], walk) : null;
+    return {
+      items: page.map((row) => ({ record: { item: listItem(row), status: row.status as 'A' | 'D', updated_at: seconds(row.updated_at) } })),
+      next_token: nextToken,
+    };
+  }
+
+  /** One document, with a short-lived download link per file. */
+  async get(scope: PatientScope, id: string): Promise<Record<string, unknown>> {
+    const row = await this.#active(this.#db, scope, id);
+    const files = await repo.filesOf(this.#db, scope.businessId, [id]);
+    const expiresAt = Date.now() + this.#deps.config.linkTtlSeconds * 1000;
+    return {
+      document_id: row.id,
+      patient_id: row.patient_ref,
+      source: 'api',
+      dt: row.dt ?? '',
+      document_type: row.dt ?? '',
+      document_date_epoch: row.document_date === null ? null : seconds(row.document_date),
+      upload_date: seconds(row.created_at),
+      tags: jsonList(row.tags),
+      title: row.title,
+      cases: jsonList(row.cases),
+      files: files.map((file) => ({
+        asset_url: this.#downloadUrl(scope, row.id, file.idx, expiresAt),
+        file_type: ACCEPTED_TYPES[file.content_type] ?? 'IMG',
+        content_type: file.content_type,
+        size: Number(file.size ?? 0),
+        expires_at: seconds(expiresAt),
+      })),
+    };
+  }
+
+  /** What Eka's parsing endpoint answers for a document it did not parse: this service parses nothing. */
+  async result(scope: PatientScope, id: string): Promise<Record<string, unknown>> {
+    const row = await repo.findDocument(this.#db, scope.businessId, id);
+    if (!row || row.patient_ref !== scope.patientRef || row.status === 'P') throw NOT_FOUND();
+    if (row.status === 'D') return { status: 'deleted' };
+    return {
+      status: 'error',
+      error: [
+        { code: 422, message: 'This service stores documents and does not parse them: no smart report, PII or classification result will come' },
+      ],
+    };
+  }
+
+  async update(scope: PatientScope, id: string, changes: DocumentChangesInput): Promise<void> {
+    const named = (Object.keys(changes) as Array<keyof DocumentChangesInput>).filter((field) => changes[field] !== undefined);
+    if (named.length === 0) throw AppError.badRequest('The update names no field: send dt, dd_e, tg, title or cases.');
+    await this.#write(scope, async (trx, updatedAt) => {
+      await this.#active(trx, scope, id);
+      const set: repo.DocumentChanges = { updated_at: updatedAt };
+      if (changes.dt !== undefined) set.dt = changes.dt;
+      if (changes.dd_e !== undefined) set.document_date = changes.dd_e === null ? null : changes.dd_e * 1000;
+      if (changes.tg !== undefined) set.tags = JSON.stringify(tagsOf(changes.tg));
+      if (changes.title !== undefined) set.title = changes.title;
+      if (changes.cases !== undefined) set.cases = JSON.stringify(await this.#checkCases(trx, scope, changes.cases ?? [], 'cases'));
+      await repo.updateDocument(trx, scope.businessId, id, set);
+      await this.#event(trx, scope, 'document.updated', id, named);
+    });
+  }
+
+  /** Leaves a tombstone (status D, metadata cleared, a new updated_at) and removes the files. */
+  async delete(scope: PatientScope, id: string): Promise<void> {
+    await this.#write(scope, async (trx, updatedAt) => {
+      await this.#active(trx, scope, id);
+      await repo.updateDocument(trx, scope.businessId, id, {
+        status: 'D',
+        dt: null,
+        document_date: null,
+        tags: null,
+        title: null,
+        cases: null,
+        updated_at: updatedAt,
+      });
+      await repo.markRemoving(trx, scope.businessId, [id]);
+      await this.#event(trx, scope, 'document.deleted', id);
+    });
+    await this.sweep().catch(() => {});
+  }
+
+  /** Opens a download link (its `link` and `pt` as the URL carries them): the file's bytes, or 403/404. */
+  async download(
+    token: string,
+    documentId: string,
+    idx: number,
+    patient: string | undefined,
+  ): Promise<{ file: Download; businessId: string; clientId: string; patientRef: string }> {
+    const link = this.#links.openDownload(token);
+    if (link === null || link.documentId !== documentId || link.idx !== idx || link.patientRef !== patient) {
+      throw FORM_REFUSED('The download link is not valid');
+    }
+    if (Date.now() > link.expiresAt) throw FORM_REFUSED('The download link expired; read the document again for a new one');
+    const row = await repo.findDocument(this.#db, link.businessId, documentId);
+    if (row?.status !== 'A') throw NOT_FOUND();
+    const file = await repo.findFile(this.#db, link.businessId, documentId, idx);
+    if (file?.state !== 'stored' || file.storage_key === null || file.store === null) throw NOT_FOUND();
+    const store = this.#deps.stores.get(file.store);
+    if (!store) throw new Error(`documents: file ${documentId}/${idx} is in store ${file.store}, which is not configured`);
+    const extension = file.content_type.split('/')[1] ?? 'bin';
+    return {
+      file: {
+        stream: store.read(file.storage_key),
+        contentType: file.content_type,
+        size: Number(file.size ?? 0),
+        fileName: file.file_name ?? `${documentId}-${idx}.${extension}`,
+      },
+      businessId: link.businessId,
+      clientId: link.clientId,
+      patientRef: link.patientRef,
+    };
+  }
+
+  /**
+   * Deletes the bytes of removed files and of uploads cut off long ago, and pending documents whose
+   * forms expired. Idempotent; run by the documents.sweep job and after each delete.
+   */
+  async sweep(now = Date.now()): Promise<{ files: number; documents: number }> {
+    let files = 0;
+    let documents = 0;
+    for (const expired of await repo.expiredPending(this.#db, now - PENDING_GRACE_MS, SWEEP_BATCH)) {
+      await repo.markRemoving(this.#db, expired.business_id, [expired.id]);
+      documents += 1;
+    }
+    for (const file of await repo.filesToSweep(this.#db, now - STALE_UPLOAD_MS, SWEEP_BATCH)) {
+      const store = file.store === null ? undefined : this.#deps.stores.get(file.store);
+      if (file.storage_key !== null && store) await store.remove([file.storage_key]);
+      if (file.state === 'receiving') {
+        await repo.releaseFile(this.#db, file.business_id, file.document_id, file.idx, file.storage_key ?? '');
+      } else {
+        await repo.deleteFileRow(this.#db, file);
+      }
+      files += 1;
+    }
+    await this.#dropEmptyPending(now);
+    return { files, documents };
+  }
+
+  async #dropEmptyPending(now: number): Promise<void> {
+    const pending = await repo.expiredPending(this.#db, now - PENDING_GRACE_MS, SWEEP_BATCH);
+    for (const doc of pending) {
+      const left = await repo.filesOf(this.#db, doc.business_id, [doc.id]);
+      if (left.length === 0) await repo.deleteDocuments(this.#db, doc.business_id, [doc.id]);
+    }
+  }
+
+  async #receive(form: UploadForm, stream: AsyncIterable<Buffer>, fileName: string | null, rules: FileRules): Promise<void> {
+    const store = this.#deps.store;
+    const storageKey = `${form.businessId}/${form.documentId}/${form.idx}/${randomUUID()}`;
+    const target = { businessId: form.businessId, documentId: form.documentId, idx: form.idx, formId: form.formId };
+    if (!(await repo.claimFile(this.#db, target, { store: store.name, storageKey, at: Date.now() }))) {
+      const file = await repo.findFile(this.#db, form.businessId, form.documentId, form.idx);
+      if (!file || file.form_id !== form.formId || file.state === 'removing') throw NOT_FOUND();
+      if (file.state === 'stored') throw new AppError(409, 'The upload form was already used: its file is stored', { code: 'CONFLICT' });
+      throw new AppError(409, 'The upload form is in use by another upload', { code: 'CONFLICT' });
+    }
+    const checked: CheckedFile = { contentType: null, size: 0 };
+    try {
+      const size = await store.write(storageKey, checkedFile(stream, rules, checked));
+      await this.#stored(form, { storageKey, size, contentType: checked.contentType!, fileName, at: Date.now() });
+    } catch (error) {
+      await store.remove([storageKey]);
+      await repo.releaseFile(this.#db, form.businessId, form.documentId, form.idx, storageKey);
+      throw error;
+    }
+  }
+
+  /** Marks the file stored; when it was the document's last, the document becomes active. */
+  async #stored(form: UploadForm, stored: Parameters<typeof repo.markStored>[4]): Promise<void> {
+    const scope: PatientScope = { businessId: form.businessId, patientRef: form.patientRef, clientId: form.clientId, sentRef: form.patientRef };
+    await this.#write(scope, async (trx, updatedAt) => {
+      const row = await repo.findDocument(trx, form.businessId, form.documentId);
+      if (row?.status !== 'P') throw NOT_FOUND();
+      if (!(await repo.markStored(trx, form.businessId, form.documentId, form.idx, stored))) throw NOT_FOUND();
+      const files = await repo.filesOf(trx, form.businessId, [form.documentId]);
+      if (files.every((file) => file.state === 'stored')) {
+        await repo.updateDocument(trx, form.businessId, form.documentId, { status: 'A', updated_at: updatedAt, upload_until: null });
+        await this.#event(trx, scope, 'document.created', form.documentId);
+      }
+    });
+  }
+
+  async #active(db: Db, scope: PatientScope, id: string): Promise<DocumentsTable> {
+    const row = await repo.findDocument(db, scope.businessId, id);
+    if (!row || row.patient_ref !== scope.patientRef || row.status !== 'A') throw NOT_FOUND();
+    return row;
+  }
+
+  async #checkCases(trx: Db, scope: PatientScope, cases: string[], field: string): Promise<string[]> {
+    const wanted = [...new Set(cases)];
+    const found = new Set(await repo.activeCaseIds(trx, scope.businessId, scope.patientRef, wanted));
+    const unknown = wanted.filter((id) => !found.has(id));
+    if (unknown.length > 0) {
+      throw AppError.badRequest(`${field}: no case of this patient has the id ${unknown.join(', ')}`, {
+        [field]: [`unknown case ${unknown.join(', ')}`],
+      });
+    }
+    return wanted;
+  }
+
+  async #checkQuota(businessId: string, adding: number): Promise<void> {
+    const limit = this.#deps.config.maxBusinessBytes;
+    if (limit === 0) return;
+    if ((await repo.businessBytes(this.#db, businessId)) + adding > limit) throw this.#quotaError();
+  }
+
+  #quotaError(): AppError {
+    return new AppError(413, `The business's documents would exceed ${this.#deps.config.maxBusinessBytes} bytes (CPS_DOCUMENTS_MAX_BUSINESS_MB)`, {
+      code: 'INVALID_REQUEST',
+    });
+  }
+
+  #form(scope: PatientScope, file: DocumentFilesTable, expiresAt: number): { url: string; fields: Record<string, string> } {
+    const policy = this.#links.sealForm({
+      businessId: scope.businessId,
+      clientId: scope.clientId,
+      patientRef: scope.patientRef,
+      documentId: file.document_id,
+      idx: file.idx,
+      formId: file.form_id,
+      contentType: file.content_type,
+      size: Number(file.declared_size ?? 0),
+      expiresAt,
+    });
+    return {
+      url: `${this.#deps.publicUrl}/mr/api/v1/docs/upload`,
+      fields: { key: `${file.document_id}/${file.idx}`, 'Content-Type': file.content_type, policy },
+    };
+  }
+
+  #downloadUrl(scope: PatientScope, documentId: string, idx: number, expiresAt: number): string {
+    const link = this.#links.sealDownload({
+      businessId: scope.businessId,
+      clientId: scope.clientId,
+      patientRef: scope.sentRef,
+      documentId,
+      idx,
+      expiresAt,
+    });
+    const query = new URLSearchParams({ pt: scope.sentRef, link }).toString();
+    return `${this.#deps.publicUrl}/mr/api/v1/docs/${encodeURIComponent(documentId)}/files/${idx}?${query}`;
+  }
+
+  async #event(
+    trx: Db,
+    scope: PatientScope,
+    type: 'document.created' | 'document.updated' | 'document.deleted',
+    id: string,
+    changed?: string[],
+  ): Promise<void> {
+    const row = await repo.findDocument(trx, scope.businessId, id);
+    if (!row) return;
+    const files = await repo.filesOf(trx, scope.businessId, [id]);
+    const ref = { document_id: id, patient_id: scope.patientRef, status: row.status as 'A' | 'D', updated_at: seconds(row.updated_at) };
+    const item = {
+      document_type: row.dt ?? '',
+      document_date: row.document_date === null ? null : seconds(row.document_date),
+      tags: jsonList(row.tags),
+      title: row.title,
+      cases: jsonList(row.cases),
+      upload_date: seconds(row.created_at),
+      files: files.map((file) => ({ content_type: file.content_type, size: Number(file.size ?? 0) })),
+    };
+    await recordEvent(trx, {
+      businessId: scope.businessId,
+      orderingKey: patientKey(scope.patientRef),
+      type,
+      payload: {
+        service: 'document',
+        ...envelope(type, scope, Date.now()),
+        data: type === 'document.deleted' ? ref : { ...ref, item, ...(changed && { changed }) },
+      } as EventInput<typeof type>,
+    });
+  }
+
+  /** Runs a write of the patient's documents under the patient's lock, with its updated_at (ms). */
+  #write<T>(scope: PatientScope, work: (trx: Db, updatedAt: number) => Promise<T>): Promise<T> {
+    return inTransaction(this.#db, async (trx) => {
+      await this.#deps.patients.lockRecords(trx, scope.businessId, scope.patientRef, 'write');
+      const updatedAt = await repo.stampWrite(trx, this.#deps.dialect, scope.businessId, scope.patientRef);
+      return work(trx, updatedAt);
+    });
+  }
+}
+
+/** A document as Eka's listing shows it (`items[].record.item`); a tombstone names only itself. */
+function listItem(row: DocumentsTable): Record<string, unknown> {
+  if (row.status === 'D') return { document_id: row.id, patient_id: row.patient_ref };
+  return {
+    document_id: row.id,
+    patient_id: row.patient_ref,
+    upload_date: seconds(row.created_at),
+    document_type: row.dt ?? '',
+    cases: jsonList(row.cases),
+    metadata: {
+      document_date: row.document_date === null ? null : seconds(row.document_date),
+      tags: jsonList(row.tags),
+      auto_tags: [],
+      title: row.title,
+      abha: null,
+    },
+  };
+}

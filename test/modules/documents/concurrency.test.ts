@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createTestApp, createTestClient, type TestApp } from '../../support.ts';
+import { untilSecondIsOver } from '../cases/support.ts';
+import { documentsApi, postForm, sampleFile, type FormJson } from './support.ts';
+
+describe('documents: concurrency', () => {
+  let t: TestApp;
+  let api: ReturnType<typeof documentsApi>;
+
+  before(async () => {
+    t = await createTestApp();
+    api = documentsApi(t.app, (await createTestClient(t.ctx)).token, 'pt-race');
+  });
+  after(() => t.close());
+
+  it('lets one of two concurrent uploads with one form store its file; the other is refused', async () => {
+    const file = sampleFile('pdf', 800_000);
+    const answer = await api.prepare([{ files: [{ contentType: 'application/pdf', file_size: file.length }] }]);
+    const doc = answer.json().batch_response[0] as { document_id: string; forms: FormJson[] };
+    const results = await Promise.all([
+      postForm(t.app, doc.forms[0]!, file, 'application/pdf'),
+      postForm(t.app, doc.forms[0]!, file, 'application/pdf'),
+    ]);
+    assert.deepEqual(results.map((r) => r.statusCode).sort(), [204, 409]);
+    const keys = await t.ctx.storage.db
+      .selectFrom('document_file_chunks')
+      .select('storage_key')
+      .distinct()
+      .where('storage_key', 'like', `%/${doc.document_id}/%`)
+      .execute();
+    assert.equal(keys.length, 1, 'one copy of the file is stored');
+  });
+
+  it('a syncing client misses no document uploaded, changed or deleted while it lists', async () => {
+    const seen = new Map<string, string>();
+    let since: number | undefined;
+    const sync = async () => {
+      const { items } = await api.all(since === undefined ? {} : { u_at__gt: since });
+      for (const item of items) {
+        seen.set(item.record.item.document_id as string, item.record.status);
+        since = Math.max(since ?? 0, item.record.updated_at);
+      }
+    };
+    const ids: string[] = [];
+    const writes = (async () => {
+      for (let round = 0; round < 4; round += 1) {
+        const made = await Promise.all(Array.from({ length: 5 }, () => api.uploadV2(sampleFile('png', 2000))));
+        for (const response of made) ids.push(response.json().document_id);
+        await api.update(ids[0]!, { title: `round ${round}` });
+      }
+      await api.remove(ids[1]!);
+    })();
+    const reads = (async () => {
+      for (let i = 0; i < 6; i += 1) await sync();
+    })();
+    await Promise.all([writes, reads]);
+    await untilSecondIsOver();
+    await sync();
+    assert.equal(ids.length, 20);
+    for (const id of ids) assert.ok(seen.has(id), `${id} was synced`);
+    assert.equal(seen.get(ids[1]!), 'D', 'the delete reached the client');
+  });
+});

@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DocumentLinks } from '../../../src/modules/documents/links.ts';
+import { bearer, createTestApp, createTestClient, type TestApp } from '../../support.ts';
+import { BASE, documentsApi, multipartBody, postForm, sampleFile, type FormJson } from './support.ts';
+
+/** The cases family's body, with a message that says `pattern`. */
+function refused(response: { statusCode: number; json(): unknown; body: string }, status: number, pattern: RegExp): void {
+  assert.equal(response.statusCode, status, response.body);
+  const body = response.json() as { error: string; code: string };
+  assert.deepEqual(Object.keys(body).sort(), ['code', 'error']);
+  assert.match(body.error, pattern);
+}
+
+describe('documents: bad input', () => {
+  let t: TestApp;
+  let api: ReturnType<typeof documentsApi>;
+  let businessId: string;
+  let token: string;
+
+  before(async () => {
+    t = await createTestApp({ env: { CPS_DOCUMENTS_MAX_FILE_MB: '1', CPS_DOCUMENTS_MAX_BUSINESS_MB: '3' } });
+    const client = await createTestClient(t.ctx);
+    businessId = client.businessId;
+    token = client.token;
+    api = documentsApi(t.app, client.token, 'pt-errors');
+  });
+  after(() => t.close());
+
+  async function formFor(contentType: string, size: number): Promise<{ id: string; form: FormJson }> {
+    const answer = await api.prepare([{ dt: 'lr', files: [{ contentType, file_size: size }] }]);
+    assert.equal(answer.statusCode, 200, answer.body);
+    const doc = answer.json().batch_response[0];
+    return { id: doc.document_id, form: doc.forms[0] };
+  }
+
+  async function chunksOf(documentId: string): Promise<number> {
+    const rows = await t.ctx.storage.db
+      .selectFrom('document_file_chunks')
+      .select('seq')
+      .where('storage_key', 'like', `${businessId}/${documentId}/%`)
+      .execute();
+    return rows.length;
+  }
+
+  it('needs X-Pt-Id', async () => {
+    const response = await t.app.inject({ method: 'GET', url: BASE, headers: bearer(token) });
+    refused(response, 400, /X-Pt-Id header is required/);
+  });
+
+  it('names the field of a bad batch_request', async () => {
+    refused(await api.prepare([]), 400, /batch_request/);
+    refused(await api.prepare([{ files: [{ contentType: 'text/html', file_size: 10 }] }]), 400, /contentType: must be one of/);
+    refused(await api.prepare([{ files: [{ contentType: 'application/pdf', file_size: '10' }] }]), 400, /file_size/);
+    refused(await api.prepare([{ files: [] }]), 400, /files/);
+    refused(await api.prepare([{ tg: ['x'], files: [{ contentType: 'application/pdf', file_size: 10 }] }]), 400, /tg/);
+    refused(
+      await api.prepare([{ cases: ['no-such-case'], files: [{ contentType: 'application/pdf', file_size: 10 }] }]),
+      400,
+      /unknown case no-such-case/,
+    );
+    refused(await api.prepare([{ document_id: '../x', files: [{ contentType: 'application/pdf', file_size: 10 }] }]), 400, /document_id/);
+  });
+
+  it('refuses a declared size over the per-file limit and a batch over the business limit (413)', async () => {
+    refused(await api.prepare([{ files: [{ contentType: 'application/pdf', file_size: 2 * 1024 * 1024 }] }]), 413, /at most 1048576 bytes/);
+    const four = Array.from({ length: 4 }, () => ({ contentType: 'application/pdf', file_size: 1024 * 1024 }));
+    refused(await api.prepare([{ files: four }]), 413, /CPS_DOCUMENTS_MAX_BUSINESS_MB/);
+  });
+
+  it('refuses an existing document_id (409)', async () => {
+    const first = await api.prepare([{ document_id: 'doc-fixed-1', files: [{ contentType: 'application/pdf', file_size: 10 }] }]);
+    assert.equal(first.statusCode, 200);
+    refused(await api.prepare([{ document_id: 'doc-fixed-1', files: [{ contentType: 'application/pdf', file_size: 10 }] }]), 409, /already exists/);
+  });
+
+  it('refuses a form used twice (409)', async () => {
+    const file = sampleFile('pdf', 1000);
+    const { form } = await formFor('application/pdf', file.length);
+    assert.equal((await postForm(t.app, form, file, 'application/pdf')).statusCode, 204);
+    refused(await postForm(t.app, form, file, 'application/pdf'), 409, /already used/);
+  });
+
+  it('refuses an expired, altered or missing form (403)', async () => {
+    const file = sampleFile('pdf', 1000);
+    const { id, form } = await formFor('application/pdf', file.length);
+    const links = new DocumentLinks(t.ctx.keys.masterKey);
+    const opened = links.openForm(form.fields.policy!)!;
+    assert.equal(opened.documentId, id);
+    const late = { ...form, fields: { ...form.fields, policy: links.sealForm({ ...opened, expiresAt: Date.now() - 1000 }) } };
+    refused(await postForm(t.app, late, file, 'application/pdf'), 403, /expired/);
+    const altered = { ...form, fields: { ...form.fields, policy: `${form.fields.policy!.slice(0, -2)}AA` } };
+    refused(await postForm(t.app, altered, file, 'application/pdf'), 403, /not valid/);
+    const body = multipartBody([{ name: 'file', value: file, fileName: 'a.pdf', contentType: 'application/pdf' }]);
+    refused(await t.app.inject({ method: 'POST', url: `${BASE}/upload`, headers: body.headers, payload: body.payload }), 403, /not valid/);
+    // The form, refused each time, still works.
+    assert.equal((await postForm(t.app, form, file, 'application/pdf')).statusCode, 204);
+  });
+
+  it('refuses a file of another type than declared, keeps nothing and leaves the form usable', async () => {
+    const png = sampleFile('png', 1000);
+    const { id, form } = await formFor('application/pdf', png.length);
+    refused(await postForm(t.app, form, png, 'application/pdf'), 415, /image\/png, not the form's declared contentType application\/pdf/);
+    assert.equal(await chunksOf(id), 0);
+    assert.equal((await postForm(t.app, form, sampleFile('pdf', 1000), 'application/pdf')).statusCode, 204);
+  });
+
+  it('refuses a file of another size than declared, keeping nothing', async () => {
+    const { id, form } = await formFor('application/pdf', 300_000);
+    refused(await postForm(t.app, form, sampleFile('pdf', 299_999), 'application/pdf'), 400, /299999 bytes, not the form's declared file_size/);
+    refused(await postForm(t.app, form, sampleFile('pdf', 300_001), 'application/pdf'), 400, /more bytes than the form's declared file_size/);
+    assert.equal(await chunksOf(id), 0);
+  });
+
+  it('refuses a truncated multipart body, keeping nothing', async () => {
+    const file = sampleFile('pdf', 600_000);
+    const { id, form } = await formFor('application/pdf', file.length);
+    const body = multipartBody([
+      ...Object.entries(form.fields).map(([name, value]) => ({ name, value })),
+      { name: 'file', value: file, fileName: 'a.pdf', contentType: 'application/pdf' },
+    ]);
+    const cut = body.payload.subarray(0, body.payload.length - 300_000);
+    refused(await t.app.inject({ method: 'POST', url: `${BASE}/upload`, headers: body.headers, payload: cut }), 400, /multipart body|bytes/);
+    assert.equal(await chunksOf(id), 0);
+    assert.equal((await postForm(t.app, form, file, 'application/pdf')).statusCode, 204);
+  });
+
+  it('refuses an image that declares too many pixels (a decompression bomb)', async () => {
+    const bomb = sampleFile('png', 2000);
+    bomb.writeUInt32BE(100_000, 16);
+    bomb.writeUInt32BE(100_000, 20);
+    refused(await api.uploadV2(bomb), 400, /decompression bomb/);
+  });
+
+  it('refuses types it does not accept, a zip bomb among them, from their bytes', async () => {
+    refused(await api.uploadV2(sampleFile('zip', 5000), { contentType: 'application/pdf' }), 415, /application\/zip/);
+    refused(await api.uploadV2(sampleFile('text', 5000), { contentType: 'application/pdf' }), 415, /no recognised type/);
+    refused(await api.uploadV2(Buffer.alloc(0)), 400, /empty/);
+  });
+
+  it('refuses a path in a file name', async () => {
+    refused(await api.uploadV2(sampleFile('pdf'), { fileName: '../../etc/passwd' }), 400, /without a path/);
+    const { form } = await formFor('application/pdf', 2048);
+    refused(await postForm(t.app, form, sampleFile('pdf'), 'application/pdf', { fileName: 'a\\b.pdf' }), 400, /without a path/);
+  });
+
+  it('refuses a v2 file over the per-file limit (413) and keeps no document', async () => {
+    const before = await t.ctx.storage.db.selectFrom('documents').select('id').where('business_id', '=', businessId).execute();
+    refused(await api.uploadV2(sampleFile('pdf', 1024 * 1024 + 10)), 413, /larger than 1048576 bytes/);
+    const afterwards = await t.ctx.storage.db.selectFrom('documents').select('id').where('business_id', '=', businessId).execute();
+    assert.equal(afterwards.length, before.length);
+  });
+
+  it('refuses a v2 body that is not multipart (415), or without a file or task (400)', async () => {
+    const json = await t.app.inject({ method: 'POST', url: '/mr/api/v2/docs?task=smart', headers: api.headers, payload: { file: 'x' } });
+    refused(json, 415, /multipart\/form-data/);
+    const noFile = multipartBody([{ name: 'note', value: 'x' }]);
+    refused(
+      await t.app.inject({
+        method: 'POST',
+        url: '/mr/api/v2/docs?task=smart',
+        headers: { ...api.headers, ...noFile.headers },
+        payload: noFile.payload,
+      }),
+      400,
+      /no file/,
+    );
+    refused(await api.uploadV2(sampleFile('pdf'), { query: 'dt=lr' }), 400, /task/);
+    refused(await api.uploadV2(sampleFile('pdf'), { query: 'task=parse' }), 400, /task/);
+  });
+
+  it('answers an unknown document 404, an empty PATCH 400, a bad page token 400', async () => {
+    refused(await api.get('no-such-doc'), 404, /No document found/);
+    refused(await api.update('no-such-doc', { title: 'x' }), 404, /No document found/);
+    refused(await api.remove('no-such-doc'), 404, /No document found/);
+    refused(await api.result('no-such-doc'), 404, /No document found/);
+    const id = await api.create([sampleFile('pdf')], ['application/pdf']);
+    refused(await api.update(id, {}), 400, /names no field/);
+    refused(await api.update(id, { dd_e: 'yesterday' }), 400, /dd_e/);
+    refused(await api.list({ offset: 'not-a-token' }), 400, /offset/);
+  });
+
+  it('refuses a download link that expired or was altered (403)', async () => {
+    const id = await api.create([sampleFile('pdf')], ['application/pdf']);
+    const url = new URL((await api.get(id)).json().files[0].asset_url);
+    const link = url.searchParams.get('link')!;
+    const links = new DocumentLinks(t.ctx.keys.masterKey);
+    const opened = links.openDownload(link)!;
+    url.searchParams.set('link', links.sealDownload({ ...opened, expiresAt: Date.now() - 1 }));
+    refused(await t.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` }), 403, /expired/);
+    url.searchParams.set('link', `${link.slice(0, -2)}AA`);
+    refused(await t.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` }), 403, /not valid/);
+  });
+});

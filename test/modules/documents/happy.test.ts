@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createTestApp, createTestClient, type TestApp } from '../../support.ts';
+import { untilSecondIsOver } from '../cases/support.ts';
+import { CONTENT_TYPES, documentsApi, download, postForm, sampleFile, type FormJson } from './support.ts';
+
+describe('documents: happy paths', () => {
+  let t: TestApp;
+  let api: ReturnType<typeof documentsApi>;
+
+  before(async () => {
+    t = await createTestApp();
+    const client = await createTestClient(t.ctx);
+    api = documentsApi(t.app, client.token, 'pt-happy');
+  });
+  after(() => t.close());
+
+  it('uploads through a form, lists the document once its second is over, and serves the file back', async () => {
+    const pdf = sampleFile('pdf', 700_000);
+    const prepared = await api.prepare([
+      { dt: 'lr', dd_e: 1_614_556_800, tg: ['covid', 'test'], title: 'CBC', files: [{ contentType: 'application/pdf', file_size: pdf.length }] },
+    ]);
+    assert.equal(prepared.statusCode, 200, prepared.body);
+    const body = prepared.json();
+    assert.equal(body.error, false);
+    const doc = body.batch_response[0] as { document_id: string; forms: FormJson[] };
+    assert.match(doc.document_id, /^[0-9a-f-]{36}$/);
+    assert.equal(doc.forms.length, 1);
+    assert.equal(doc.forms[0]!.fields['Content-Type'], 'application/pdf');
+    assert.ok(doc.forms[0]!.fields.policy);
+
+    // Not listed nor readable while its file has not arrived.
+    assert.equal((await api.get(doc.document_id)).statusCode, 404);
+
+    const sent = await postForm(t.app, doc.forms[0]!, pdf, 'application/pdf', { fileName: 'cbc.pdf' });
+    assert.equal(sent.statusCode, 204, sent.body);
+
+    const read = await api.get(doc.document_id);
+    assert.equal(read.statusCode, 200, read.body);
+    const json = read.json();
+    assert.equal(json.dt, 'lr');
+    assert.equal(json.document_date_epoch, 1_614_556_800);
+    assert.deepEqual(json.tags, ['covid', 'test']);
+    assert.equal(json.title, 'CBC');
+    assert.equal(json.files.length, 1);
+    assert.equal(json.files[0].file_type, 'PDF');
+    assert.equal(json.files[0].size, pdf.length);
+
+    const file = await download(t.app, json.files[0].asset_url);
+    assert.equal(file.statusCode, 200, file.body);
+    assert.equal(file.headers['content-type'], 'application/pdf');
+    assert.match(String(file.headers['content-disposition']), /cbc\.pdf/);
+    assert.ok(file.rawPayload.equals(pdf), 'the bytes come back as sent');
+
+    await untilSecondIsOver();
+    const { items } = await api.all();
+    const listed = items.find((item) => item.record.item.document_id === doc.document_id);
+    assert.ok(listed);
+    assert.equal(listed.record.status, 'A');
+    assert.equal(listed.record.item.document_type, 'lr');
+    assert.deepEqual((listed.record.item.metadata as { tags: string[] }).tags, ['covid', 'test']);
+  });
+
+  it('accepts every type from its bytes: PDF, JPEG, PNG, HEIC and DICOM', async () => {
+    for (const type of ['pdf', 'jpeg', 'png', 'heic', 'dicom'] as const) {
+      const file = sampleFile(type, 4096);
+      const id = await api.create([file], [CONTENT_TYPES[type]]);
+      const read = (await api.get(id)).json();
+      assert.equal(read.files[0].content_type, CONTENT_TYPES[type], type);
+      assert.equal(read.files[0].file_type, type === 'pdf' ? 'PDF' : 'IMG');
+    }
+  });
+
+  it('keeps a document of several files pending until the last one is stored', async () => {
+    const files = [sampleFile('png', 3000), sampleFile('jpeg', 5000)];
+    const prepared = (
+      await api.prepare([
+        {
+          dt: 'ps',
+          files: [
+            { contentType: 'image/png', file_size: 3000 },
+            { contentType: 'image/jpg', file_size: 5000 },
+          ],
+        },
+      ])
+    ).json();
+    const doc = prepared.batch_response[0] as { document_id: string; forms: FormJson[] };
+    assert.equal((await postForm(t.app, doc.forms[0]!, files[0]!, 'image/png')).statusCode, 204);
+    assert.equal((await api.get(doc.document_id)).statusCode, 404);
+    assert.equal((await postForm(t.app, doc.forms[1]!, files[1]!, 'image/jpeg')).statusCode, 204);
+    const read = (await api.get(doc.document_id)).json();
+    assert.deepEqual(
+      read.files.map((f: { content_type: string }) => f.content_type),
+      ['image/png', 'image/jpeg'],
+    );
+    for (const [i, f] of read.files.entries()) assert.ok((await download(t.app, f.asset_url)).rawPayload.equals(files[i]!));
+  });
+
+  it('uploads in one request through v2 and answers the document id; result says nothing was parsed', async () => {
+    const png = sampleFile('png', 1_000_000);
+    const answer = await api.uploadV2(png, { fileName: 'x.png' });
+    assert.equal(answer.statusCode, 200, answer.body);
+    const id = answer.json().document_id as string;
+    const read = (await api.get(id)).json();
+    assert.equal(read.dt, 'lr');
+    assert.equal(read.files[0].size, png.length);
+    assert.ok((await download(t.app, read.files[0].asset_url)).rawPayload.equals(png));
+    const result = await api.result(id);
+    assert.equal(result.statusCode, 200);
+    assert.equal(result.json().status, 'error');
+  });
+
+  it("updates dt, dd_e, tg, title and cases; links to the patient's cases", async () => {
+    const cases = await t.app.inject({
+      method: 'POST',
+      url: '/mr/api/v1/cases',
+      headers: api.headers,
+      payload: { id: 'case-1', display_name: 'Fever', occurred_at: 1_700_000_000 },
+    });
+    assert.equal(cases.statusCode, 201);
+    const id = await api.create([sampleFile('pdf')], ['application/pdf'], { cases: ['case-1'] });
+    assert.deepEqual((await api.get(id)).json().cases, ['case-1']);
+    const patched = await api.update(id, { dt: 'ps', dd_e: 1_700_000_000, tg: ['aa', 'bb', 'aa'], title: 'Rx', cases: null });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const read = (await api.get(id)).json();
+    assert.equal(read.dt, 'ps');
+    assert.equal(read.document_date_epoch, 1_700_000_000);
+    assert.deepEqual(read.tags, ['aa', 'bb']);
+    assert.equal(read.title, 'Rx');
+    assert.deepEqual(read.cases, []);
+  });
+
+  it('deletes: the document answers 404, its file is gone from the store, and a sync lists its tombstone', async () => {
+    const id = await api.create([sampleFile('pdf', 600_000)], ['application/pdf']);
+    const link = (await api.get(id)).json().files[0].asset_url as string;
+    await untilSecondIsOver();
+    const before = await api.all();
+    const since = Math.max(...before.items.map((item) => item.record.updated_at));
+    assert.equal((await api.remove(id)).statusCode, 200);
+    assert.equal((await api.get(id)).statusCode, 404);
+    assert.equal((await download(t.app, link)).statusCode, 404);
+    const chunks = await t.ctx.storage.db
+      .selectFrom('document_file_chunks')
+      .select('storage_key')
+      .where('storage_key', 'like', `%/${id}/%`)
+      .execute();
+    assert.equal(chunks.length, 0, 'the bytes are removed');
+    await untilSecondIsOver();
+    const synced = await api.all({ u_at__gt: since });
+    const tombstone = synced.items.find((item) => item.record.item.document_id === id);
+    assert.ok(tombstone, 'the delete is listed to a syncing client');
+    assert.equal(tombstone.record.status, 'D');
+    assert.equal(tombstone.record.item.metadata, undefined);
+    assert.equal((await api.result(id)).json().status, 'deleted');
+  });
+
+  it('records document.created, document.updated and document.deleted in order for the patient', async () => {
+    const patient = documentsApi(t.app, (await createTestClient(t.ctx)).token, 'pt-events');
+    const id = await patient.create([sampleFile('pdf')], ['application/pdf']);
+    await patient.update(id, { title: 'New' });
+    await patient.remove(id);
+    const events = await t.ctx.storage.db
+      .selectFrom('events')
+      .select(['type', 'sequence', 'payload'])
+      .where('ordering_key', '=', 'patient:pt-events')
+      .orderBy('sequence')
+      .execute();
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['document.created', 'document.updated', 'document.deleted'],
+    );
+    assert.deepEqual(
+      events.map((e) => Number(e.sequence)),
+      [1, 2, 3],
+    );
+    const created = JSON.parse(events[0]!.payload as string);
+    assert.equal(created.data.document_id, id);
+    assert.equal(created.service, 'document');
+    assert.equal(JSON.parse(events[1]!.payload as string).data.changed[0], 'title');
+  });
+
+  it('stores files encrypted: no chunk holds the plaintext', async () => {
+    const marker = Buffer.from('%PDF-1.4\nPLAINTEXT-MARKER-0123456789\n');
+    const file = Buffer.concat([marker, Buffer.alloc(1000, 0x41)]);
+    const id = await api.create([file], ['application/pdf']);
+    const rows = await t.ctx.storage.db.selectFrom('document_file_chunks').select('data').where('storage_key', 'like', `%/${id}/%`).execute();
+    assert.ok(rows.length > 0);
+    for (const row of rows) assert.equal(Buffer.from(row.data).includes(Buffer.from('PLAINTEXT-MARKER')), false);
+  });
+
+  it('replays a creating POST with the same Idempotency-Key', async () => {
+    const batch = [{ dt: 'lr', files: [{ contentType: 'application/pdf', file_size: 100 }] }];
+    const first = await api.prepare(batch, { 'idempotency-key': 'docs-key-1' });
+    const second = await api.prepare(batch, { 'idempotency-key': 'docs-key-1' });
+    assert.equal(first.statusCode, 200);
+    assert.equal(second.statusCode, 200);
+    assert.equal(second.headers['idempotent-replayed'], 'true');
+    assert.equal(second.json().batch_response[0].document_id, first.json().batch_response[0].document_id);
+  });
+});

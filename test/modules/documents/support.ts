@@ -1,0 +1,144 @@
+/** Helpers shared by the documents tests: requests, multipart bodies and sample files of each type. */
+import { randomBytes } from 'node:crypto';
+import type { App } from '../../../src/http/app-type.ts';
+import { bearer } from '../../support.ts';
+
+export const BASE = '/mr/api/v1/docs';
+
+const PNG_1x1 = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082',
+  'hex',
+);
+
+/** A file of `type` with `size` bytes (padded after a valid head). */
+export function sampleFile(type: 'pdf' | 'png' | 'jpeg' | 'heic' | 'dicom' | 'zip' | 'text', size = 2048): Buffer {
+  const heads: Record<string, Buffer> = {
+    pdf: Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n', 'latin1'),
+    png: PNG_1x1,
+    jpeg: Buffer.from('ffd8ffe000104a46494600010100000100010000', 'hex'),
+    heic: Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypheic'), Buffer.from([0, 0, 0, 0]), Buffer.from('mif1heic')]),
+    dicom: Buffer.concat([Buffer.alloc(128), Buffer.from('DICM')]),
+    zip: Buffer.from('504b0304140000000800', 'hex'),
+    text: Buffer.from('hello, this is plain text and nothing else\n'),
+  };
+  const head = heads[type]!;
+  if (size <= head.length) return head.subarray(0, size);
+  const fill = type === 'text' ? Buffer.alloc(size - head.length, 'a') : randomBytes(size - head.length);
+  return Buffer.concat([head, fill]);
+}
+
+export const CONTENT_TYPES = {
+  pdf: 'application/pdf',
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  heic: 'image/heic',
+  dicom: 'application/dicom',
+} as const;
+
+export interface Part {
+  name: string;
+  value: string | Buffer;
+  fileName?: string;
+  contentType?: string;
+}
+
+/** A multipart/form-data body of `parts`, in order. */
+export function multipartBody(
+  parts: Part[],
+  boundary = `----cps${randomBytes(8).toString('hex')}`,
+): { payload: Buffer; headers: Record<string, string> } {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"`;
+    if (part.fileName !== undefined) head += `; filename="${part.fileName}"`;
+    head += '\r\n';
+    if (part.contentType) head += `Content-Type: ${part.contentType}\r\n`;
+    chunks.push(Buffer.from(`${head}\r\n`), Buffer.isBuffer(part.value) ? part.value : Buffer.from(part.value), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(chunks), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+export interface FormJson {
+  url: string;
+  fields: Record<string, string>;
+}
+
+/** Requests for one caller and one patient. */
+export function documentsApi(app: App, token: string, patient: string) {
+  const headers = { ...bearer(token), 'x-pt-id': patient };
+  return {
+    headers,
+    prepare: (batch: unknown[], extra: Record<string, string> = {}) =>
+      app.inject({ method: 'POST', url: BASE, headers: { ...headers, ...extra }, payload: { batch_request: batch } }),
+    list: (query: Record<string, string | number> = {}) => {
+      const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+      return app.inject({ method: 'GET', url: `${BASE}${qs ? `?${qs}` : ''}`, headers });
+    },
+    get: (id: string) => app.inject({ method: 'GET', url: `${BASE}/${encodeURIComponent(id)}`, headers }),
+    result: (id: string) => app.inject({ method: 'GET', url: `${BASE}/${encodeURIComponent(id)}/result`, headers }),
+    update: (id: string, body: unknown) =>
+      app.inject({ method: 'PATCH', url: `${BASE}/${encodeURIComponent(id)}`, headers, payload: body as object }),
+    remove: (id: string) => app.inject({ method: 'DELETE', url: `${BASE}/${encodeURIComponent(id)}`, headers }),
+    /** POST /mr/api/v2/docs with `file`. */
+    uploadV2: (file: Buffer, options: { fileName?: string; contentType?: string; query?: string; extra?: Record<string, string> } = {}) => {
+      const body = multipartBody([
+        { name: 'file', value: file, fileName: options.fileName ?? 'report.bin', contentType: options.contentType ?? 'application/octet-stream' },
+      ]);
+      return app.inject({
+        method: 'POST',
+        url: `/mr/api/v2/docs?${options.query ?? 'task=smart&dt=lr'}`,
+        headers: { ...headers, ...body.headers, ...options.extra },
+        payload: body.payload,
+      });
+    },
+    /** A document through the forms: step 1, then each file to its form; answers the document id. */
+    async create(files: Buffer[], types: string[], extra: Record<string, unknown> = {}): Promise<string> {
+      const answer = await this.prepare([{ dt: 'lr', files: files.map((f, i) => ({ contentType: types[i], file_size: f.length })), ...extra }]);
+      if (answer.statusCode !== 200) throw new Error(`prepare answered ${answer.statusCode}: ${answer.body}`);
+      const doc = answer.json().batch_response[0] as { document_id: string; forms: FormJson[] };
+      for (const [i, form] of doc.forms.entries()) {
+        const sent = await postForm(app, form, files[i]!, types[i]!);
+        if (sent.statusCode !== 204) throw new Error(`form answered ${sent.statusCode}: ${sent.body}`);
+      }
+      return doc.document_id;
+    },
+    /** Every page from `query` on, following next_token. */
+    async all(query: Record<string, string | number> = {}) {
+      const items: Array<{ record: { item: Record<string, unknown>; status: string; updated_at: number } }> = [];
+      let offset: string | null = null;
+      let pages = 0;
+      do {
+        const response = await this.list(offset ? { ...query, offset } : query);
+        if (response.statusCode !== 200) throw new Error(`list answered ${response.statusCode}: ${response.body}`);
+        const page = response.json();
+        items.push(...page.items);
+        offset = page.next_token;
+        pages += 1;
+      } while (offset !== null);
+      return { items, pages };
+    },
+  };
+}
+
+/** POSTs a form's fields and then the file, as a browser or S3 client does (no bearer token). */
+export function postForm(
+  app: App,
+  form: FormJson,
+  file: Buffer,
+  contentType: string,
+  options: { fileName?: string; fields?: Record<string, string> } = {},
+) {
+  const fields = { ...form.fields, ...options.fields };
+  const body = multipartBody([
+    ...Object.entries(fields).map(([name, value]) => ({ name, value })),
+    { name: 'file', value: file, fileName: options.fileName ?? 'scan.bin', contentType },
+  ]);
+  return app.inject({ method: 'POST', url: new URL(form.url).pathname, headers: body.headers, payload: body.payload });
+}
+
+/** GETs a download link (absolute URL) on the app. */
+export function download(app: App, assetUrl: string) {
+  const url = new URL(assetUrl);
+  return app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+}
