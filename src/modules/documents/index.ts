@@ -2,11 +2,14 @@
  * The documents module's front door: the file stores, the service, its routes and the sweep job that
  * deletes the bytes of removed files (every SWEEP_MINUTES, one run per interval for all processes).
  */
+import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
+import { patientKey } from '../../jobs/outbox.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Module } from '../module.ts';
 import { PatientService } from '../patients/service.ts';
 import { DatabaseFileStore, type FileStore } from './file-store.ts';
+import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
 import { DocumentsService } from './service.ts';
 
@@ -18,6 +21,57 @@ const SWEEP_MINUTES = 15;
 export function documentsModule(ctx: AppContext): Module & { service: DocumentsService } {
   const { db, dialect } = ctx.storage;
   const store: FileStore = new DatabaseFileStore(db, ctx.keys.masterKey);
+  ctx.compartment.register({
+    name: 'documents',
+    tables: [{ table: 'documents', column: 'patient_ref', by: 'ref' }],
+    // Document ids are the business's, so a move never meets a document of the same id.
+    moveKey: async (trx, businessId, from, to) => ({ documents: await repo.moveDocuments(trx, dialect, businessId, from, to) }),
+    references: async (db, scope) => ({
+      ids: (await repo.documentsUnder(db, scope.businessId, scope.refs)).map((row) => row.id),
+      eventKeys: scope.refs.map(patientKey),
+    }),
+    export: async (db, scope) => {
+      const files = await repo.filesUnder(db, scope.businessId, scope.refs);
+      const documents = [];
+      for (const row of await repo.documentsUnder(db, scope.businessId, scope.refs)) {
+        const own = [];
+        for (const file of files.filter((f) => f.document_id === row.id && f.state === 'stored' && f.storage_key !== null)) {
+          const parts: Buffer[] = [];
+          for await (const part of store.read(file.storage_key!)) parts.push(part);
+          own.push({
+            index: file.idx,
+            content_type: file.content_type,
+            size: Number(file.size),
+            file_name: file.file_name,
+            content_base64: Buffer.concat(parts).toString('base64'),
+          });
+        }
+        documents.push({
+          document_id: row.id,
+          patient_ref: row.patient_ref,
+          status: row.status,
+          dt: row.dt,
+          document_date: row.document_date === null ? null : Math.floor(Number(row.document_date) / 1000),
+          tags: parsedJson(row.tags),
+          title: row.title,
+          cases: parsedJson(row.cases),
+          created_at: Math.floor(Number(row.created_at) / 1000),
+          updated_at: Math.floor(Number(row.updated_at) / 1000),
+          files: own,
+        });
+      }
+      return { documents };
+    },
+    // The bytes go in the erasure's transaction: the embedded store is the database.
+    erase: async (trx, scope) => {
+      const files = await repo.filesUnder(trx, scope.businessId, scope.refs);
+      await repo.deleteChunks(
+        trx,
+        files.filter((file) => file.store === store.name && file.storage_key !== null).map((file) => file.storage_key!),
+      );
+      await repo.deleteUnder(trx, scope.businessId, scope.refs);
+    },
+  });
   const service = new DocumentsService({
     db,
     dialect,
@@ -26,7 +80,7 @@ export function documentsModule(ctx: AppContext): Module & { service: DocumentsS
     publicUrl: ctx.config.publicUrl.replace(/\/+$/, ''),
     store,
     stores: new Map([[store.name, store]]),
-    patients: new PatientService({ db }),
+    patients: new PatientService({ db, compartment: ctx.compartment }),
   });
   const schedule = async () => {
     const every = SWEEP_MINUTES * 60_000;

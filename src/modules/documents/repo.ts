@@ -215,3 +215,67 @@ export async function activeCaseIds(db: Db, businessId: string, patientRef: stri
     .execute();
   return rows.map((row) => row.id);
 }
+
+/* ---- the patient compartment (src/compartment.ts) ---- */
+
+/**
+ * Documents follow a change of the patient's key, under both keys' records locks, with one updated_at
+ * at or above every document of both keys and the current second, so a sync of the new key lists them
+ * (as cases/repo.ts moveCases). Answers how many moved.
+ */
+export async function moveDocuments(db: Db, dialect: DialectName, businessId: string, from: string, to: string): Promise<number> {
+  const stamp = Math.max(await stampWrite(db, dialect, businessId, from), await stampWrite(db, dialect, businessId, to));
+  const result = await db
+    .updateTable('documents')
+    .set({ patient_ref: to, updated_at: stamp })
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', from)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** The documents kept under the keys, tombstones and pending ones included, oldest first. */
+export async function documentsUnder(db: Db, businessId: string, refs: string[]): Promise<DocumentsTable[]> {
+  if (refs.length === 0) return [];
+  return db
+    .selectFrom('documents')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('patient_ref', 'in', refs)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** The files of the documents kept under the keys. */
+export async function filesUnder(db: Db, businessId: string, refs: string[]): Promise<DocumentFilesTable[]> {
+  if (refs.length === 0) return [];
+  return db
+    .selectFrom('document_files')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('document_id', 'in', (eb) =>
+      eb.selectFrom('documents').select('id').where('business_id', '=', businessId).where('patient_ref', 'in', refs),
+    )
+    .orderBy('document_id')
+    .orderBy('idx')
+    .execute();
+}
+
+/** Deletes the embedded store's chunks of `keys`, in the caller's transaction. */
+export async function deleteChunks(db: Db, keys: string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 500) {
+    await db
+      .deleteFrom('document_file_chunks')
+      .where('storage_key', 'in', keys.slice(i, i + 500))
+      .execute();
+  }
+}
+
+/** Deletes the documents kept under the keys and their file rows. */
+export async function deleteUnder(db: Db, businessId: string, refs: string[]): Promise<void> {
+  if (refs.length === 0) return;
+  const ids = db.selectFrom('documents').select('id').where('business_id', '=', businessId).where('patient_ref', 'in', refs);
+  await db.deleteFrom('document_files').where('business_id', '=', businessId).where('document_id', 'in', ids).execute();
+  await db.deleteFrom('documents').where('business_id', '=', businessId).where('patient_ref', 'in', refs).execute();
+}

@@ -1,0 +1,86 @@
+/** Documents in the patient compartment: a merge moves them, an export includes their files, an erasure removes the files. */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
+import { untilSecondIsOver } from '../cases/support.ts';
+import { exportReady, linkPath } from '../privacy/support.ts';
+import { documentsApi, download, sampleFile } from './support.ts';
+
+describe(`documents: the patient compartment (${DIALECT})`, () => {
+  let t: TestApp;
+  let client: TestClient;
+
+  const newPatient = async (first: string) => {
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/dr/v1/patient',
+      headers: bearer(client.token),
+      payload: { first_name: first, last_name: 'Rao', gender: 'F', dob: '1985-01-02' },
+    });
+    assert.equal(created.statusCode, 201, created.body);
+    return created.json().patient_id as string;
+  };
+
+  before(async () => {
+    t = await createTestApp();
+    client = await createTestClient(t.ctx);
+  });
+  after(() => t.close());
+
+  it("a merge moves the duplicate's documents to the survivor, files and a sync included", async () => {
+    const survivor = await newPatient('Asha');
+    const duplicate = await newPatient('Aasha');
+    const pdf = sampleFile('pdf', 400_000);
+    const id = await documentsApi(t.app, client.token, duplicate).create([pdf], ['application/pdf']);
+    const kept = await documentsApi(t.app, client.token, survivor).create([sampleFile('png')], ['image/png']);
+    await untilSecondIsOver();
+    const before = await documentsApi(t.app, client.token, survivor).all();
+    const since = Math.max(...before.items.map((item) => item.record.updated_at));
+    const merged = await t.app.inject({
+      method: 'POST',
+      url: `/dr/v1/patient/${survivor}/merge`,
+      headers: bearer(client.token),
+      payload: { duplicate_patient_id: duplicate },
+    });
+    assert.equal(merged.statusCode, 200, merged.body);
+    const api = documentsApi(t.app, client.token, survivor);
+    const read = await api.get(id);
+    assert.equal(read.statusCode, 200, read.body);
+    assert.ok((await download(t.app, read.json().files[0].asset_url)).rawPayload.equals(pdf));
+    await untilSecondIsOver();
+    const synced = await api.all({ u_at__gt: since });
+    assert.deepEqual(
+      synced.items.map((item) => item.record.item.document_id),
+      [id],
+      'the moved document reaches a syncing client of the survivor',
+    );
+    assert.equal((await api.get(kept)).statusCode, 200);
+  });
+
+  it("an export includes the patient's documents with their files", async () => {
+    const patient = await newPatient('Meera');
+    const png = sampleFile('png', 5000);
+    const id = await documentsApi(t.app, client.token, patient).create([png], ['image/png'], { title: 'X-ray' });
+    const ready = await exportReady(t, client.token, patient);
+    const document = (await t.app.inject({ method: 'GET', url: linkPath(ready.download_url), headers: bearer(client.token) })).json();
+    const exported = document.documents.find((doc: { document_id: string }) => doc.document_id === id);
+    assert.ok(exported, JSON.stringify(Object.keys(document)));
+    assert.equal(exported.title, 'X-ray');
+    assert.equal(exported.files[0].content_type, 'image/png');
+    assert.ok(Buffer.from(exported.files[0].content_base64, 'base64').equals(png));
+  });
+
+  it("an erasure removes the patient's documents and their bytes", async () => {
+    const patient = await newPatient('Kavya');
+    const api = documentsApi(t.app, client.token, patient);
+    const id = await api.create([sampleFile('pdf', 300_000)], ['application/pdf']);
+    const link = (await api.get(id)).json().files[0].asset_url as string;
+    const erased = await t.app.inject({ method: 'POST', url: `/privacy/v1/patients/${patient}/erase`, headers: bearer(client.token) });
+    assert.equal(erased.statusCode, 200, erased.body);
+    const { db } = t.ctx.storage;
+    assert.equal((await db.selectFrom('documents').select('id').where('id', '=', id).execute()).length, 0);
+    assert.equal((await db.selectFrom('document_files').select('idx').where('document_id', '=', id).execute()).length, 0);
+    assert.equal((await db.selectFrom('document_file_chunks').select('seq').where('storage_key', 'like', `%/${id}/%`).execute()).length, 0);
+    assert.equal((await download(t.app, link)).statusCode, 404);
+  });
+});
