@@ -1,8 +1,9 @@
 /**
  * `cps backup` and `cps restore` of the embedded SQLite database (PostgreSQL has its own tools: see
- * the README). A backup is SQLite's online backup API copying every page in one step, which is one
- * read transaction: in WAL mode it sees the database as of its start and blocks no writer. The copy
- * is a single self-contained file (rollback journal mode), 0600, checked before it takes its name.
+ * the README). A backup is `VACUUM INTO` the copy, which is one read transaction: in WAL mode it sees
+ * the database as of its start and blocks no writer. It writes the rows afresh, not the pages, so the
+ * copy holds no free page and no deleted bytes (an erased patient's). The copy is a single
+ * self-contained file (rollback journal mode), 0600, checked before it takes its name.
  * A restore checks the file (integrity, our schema, no migration this release does not know, the
  * master key opens its stored secrets), takes SQLite's exclusive lock on the database in place (which
  * any open connection, a server's or another command's, prevents), keeps that database aside and
@@ -37,9 +38,6 @@ export class BackupError extends Error {}
 export const DATABASE_FILE = 'cps.sqlite';
 const MASTER_KEY_FILE = 'master.key';
 const JWT_KEY_FILE = 'jwt-signing-key.pem';
-
-/** Pages per backup step: all of them, so that the copy is one read transaction (a snapshot). */
-const ALL_PAGES = 0x7fffffff;
 
 /** Tables every OpenCPS database has since its first migration. */
 const CORE_TABLES = ['cps_migrations', 'businesses', 'api_clients', 'refresh_tokens'];
@@ -95,7 +93,7 @@ export async function backupDatabase(
   try {
     const database = new SQLite(source, { fileMustExist: true, timeout: 5000 });
     try {
-      await database.backup(temporary, { progress: () => ALL_PAGES });
+      database.prepare('VACUUM INTO ?').run(temporary);
     } finally {
       database.close();
     }

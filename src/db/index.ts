@@ -14,6 +14,7 @@ import {
   Kysely,
   PostgresDialect,
   SqliteDialect,
+  sql,
   type Compilable,
   type RawBuilder,
   type SqliteDatabase,
@@ -72,8 +73,23 @@ export function openSqlite(file: string): Storage {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
+  // Deleted rows are overwritten with zeros, in their pages and in pages freed: an erased patient's
+  // data does not stay in the file's bytes (README "Erasure").
+  database.pragma('secure_delete = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyConnection(database) }) });
   return { db, dialect: 'sqlite', pgPool: null, location: file, destroy: () => db.destroy() };
+}
+
+/**
+ * SQLite: folds the write-ahead log into the database and truncates it, so that the log holds no
+ * copy of pages from before a deletion (an erasure). Best effort: another process reading an older
+ * snapshot keeps the log whole (SQLITE_BUSY after the busy timeout), and the log's frames are then
+ * overwritten once it restarts. Nothing on PostgreSQL.
+ */
+export async function truncateWriteAheadLog(db: Kysely<Database>, dialect: DialectName): Promise<boolean> {
+  if (dialect !== 'sqlite') return true;
+  const [result] = (await sql<{ busy: number }>`pragma wal_checkpoint(TRUNCATE)`.execute(db)).rows;
+  return result?.busy === 0;
 }
 
 const STATEMENT_CACHE_SIZE = 500;

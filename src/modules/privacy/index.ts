@@ -16,6 +16,7 @@ export function privacyModule(ctx: AppContext): Module {
   });
   const service = new PrivacyService({
     db,
+    dialect: ctx.storage.dialect,
     masterKey: ctx.keys.masterKey,
     publicUrl: ctx.config.publicUrl,
     exportTtlSeconds: ctx.config.privacyExportTtl,

@@ -9,7 +9,7 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { parsedJson, type PatientCompartment, type PatientScope } from '../../compartment.ts';
 import type { Principal } from '../../auth/principal.ts';
-import { inTransaction, type Db } from '../../db/index.ts';
+import { inTransaction, truncateWriteAheadLog, type Db, type DialectName } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
@@ -25,6 +25,8 @@ export const EXPORT_FORMAT = 'opencps.patient-export.v1';
 
 export interface PrivacyServiceDeps {
   db: Kysely<Database>;
+  /** SQLite's write-ahead log is truncated after an erasure, so that no copy of the erased pages stays in it. */
+  dialect: DialectName;
   /** Export documents are encrypted with it; the links' key and the erased partner ids' digests derive from it. */
   masterKey: Buffer;
   /** CPS_PUBLIC_URL: the links' origin. */
@@ -255,7 +257,7 @@ export class PrivacyService {
    */
   async erase(principal: Principal, patientId: string, byPartner: boolean): Promise<ErasureView> {
     const { businessId } = principal;
-    return inTransaction(this.#deps.db, async (trx) => {
+    const view = await inTransaction(this.#deps.db, async (trx): Promise<ErasureView> => {
       const patients = this.#deps.patients;
       const subject = await patients.subject(trx, businessId, patientId, byPartner);
       if (!subject) {
@@ -302,6 +304,9 @@ export class PrivacyService {
       });
       return { patient_id: survivor.id, status: 'erased', erased_at: seconds(now) };
     });
+    // After the commit, and never failing the erasure that committed: a log left whole is overwritten as it restarts.
+    await truncateWriteAheadLog(this.#deps.db, this.#deps.dialect).catch(() => false);
+    return view;
   }
 
   /** A keyed digest of a partner's patient id: an erased patient is found again by it, and it names no one. */
