@@ -158,6 +158,9 @@ export interface RescheduleInput {
   partner_appointment_id?: string;
 }
 
+/** The most times one appointment's lineage may be rescheduled (the `prev_aids` a record carries). */
+export const MAX_RESCHEDULES = 100;
+
 function invalid(field: string, message: string): AppError {
   return new AppError(400, `${field}: ${message}`, { code: 'INVALID_REQUEST' });
 }
@@ -545,7 +548,9 @@ export class AppointmentService {
    * one is marked RES, frees its place and names its successor (`next_aid`), and the new one lists its
    * predecessors (`prev_aids`). The new time follows the booking rules (a slot with a place left where
    * the pair has a schedule). The old partner_appointment_id moves to the new appointment, unless a new
-   * one is given for it (then the old one keeps its own).
+   * one is given for it (then the old one keeps its own). A lineage holds at most MAX_RESCHEDULES
+   * predecessors: each record carries them all, so an endless chain would make every reschedule, read and
+   * listing of it cost more.
    */
   async reschedule(principal: Principal, id: string, byPartner: boolean, input: RescheduleInput): Promise<AppointmentRecord> {
     if (input.end_time <= input.start_time) throw invalid('end_time', 'must be after start_time');
@@ -558,6 +563,10 @@ export class AppointmentService {
         if (row.status === 'RES') throw rescheduled(row);
         const state = { CM: 'a completed', CN: 'a cancelled', NS: 'a no-show' }[row.status as 'CM' | 'CN' | 'NS'];
         if (state) throw invalid('appointment_id', `${state} appointment cannot be rescheduled`);
+        const earlier = row.prev_aids === null ? [] : (JSON.parse(row.prev_aids) as string[]);
+        if (earlier.length >= MAX_RESCHEDULES) {
+          throw invalid('appointment_id', `was rescheduled ${MAX_RESCHEDULES} times, as often as one appointment may be: cancel it and book anew`);
+        }
         const sent = {
           clinic_id: input.clinic_id ?? (input.partner_clinic_id === undefined ? row.clinic_id : undefined),
           partner_clinic_id: input.partner_clinic_id,
@@ -577,7 +586,7 @@ export class AppointmentService {
         await this.changeStatus(trx, principal, row, retired, 'rescheduled');
         const start = input.start_time * 1000;
         const end = input.end_time * 1000;
-        const prevAids = [...(row.prev_aids === null ? [] : (JSON.parse(row.prev_aids) as string[])), row.id];
+        const prevAids = [...earlier, row.id];
         // Written before its place is taken, which writes its token (see scheduling.ts).
         const next: repo.AppointmentRow = {
           id: nextId,

@@ -9,6 +9,7 @@ import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../su
 import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
 import { bookAt, MONDAY, MONDAY_0900, schedulePath, setSchedule, slotPath } from '../schedules/support.ts';
 import { findView } from '../../../src/modules/appointments/repo.ts';
+import { MAX_RESCHEDULES } from '../../../src/modules/appointments/service.ts';
 import { Scheduling } from '../../../src/modules/appointments/scheduling.ts';
 import { ScheduleService } from '../../../src/modules/schedules/service.ts';
 import { runRetention } from '../../../src/modules/retention/index.ts';
@@ -272,6 +273,32 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
       created.map(async (event) => (await call(p, 'GET', `/dr/v1/appointment/${event.payload.data.appointment_id}`)).json().token),
     );
     assert.deepEqual(tokens, [1, 2], 'each holds the OPD token it was given');
+  });
+
+  it('refuses a reschedule past MAX_RESCHEDULES: each record carries its whole lineage', async () => {
+    const p = await createPractice(t);
+    let current = (await bookAt(t, p, MONDAY_0900, patient())).json().appointment_id as string;
+    for (let i = 1; i <= MAX_RESCHEDULES; i++) {
+      const moved = await call(p, 'PUT', `/dr/v1/appointment/${current}/reschedule`, {
+        start_time: MONDAY_0900 + i * SLOT,
+        end_time: MONDAY_0900 + (i + 1) * SLOT,
+      });
+      assert.equal(moved.statusCode, 200, moved.body);
+      current = moved.json().appointment_id;
+    }
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/${current}`)).json().prev_aids.length, MAX_RESCHEDULES);
+    const refused = await call(p, 'PUT', `/dr/v1/appointment/${current}/reschedule`, { start_time: MONDAY_0900, end_time: MONDAY_0900 + SLOT });
+    assert.deepEqual(
+      [refused.statusCode, refused.json().error],
+      [
+        400,
+        {
+          code: 'INVALID_REQUEST',
+          message: 'appointment_id: was rescheduled 100 times, as often as one appointment may be: cancel it and book anew',
+        },
+      ],
+    );
+    assert.equal((await call(p, 'GET', `/dr/v1/appointment/${current}`)).json().status, 'BK', 'untouched');
   });
 
   it('reschedules a pair without a schedule to any time, and to another doctor of the clinic', async () => {
