@@ -1,4 +1,5 @@
 /** Liveness, readiness and Prometheus metrics (contract section 9). */
+import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
@@ -24,7 +25,7 @@ async function passes(check: () => boolean | Promise<boolean>): Promise<boolean>
   }
 }
 
-export function opsRoutes(ctx: AppContext) {
+export function opsRoutes(ctx: AppContext, redis: Redis | null) {
   return async function plugin(app: App): Promise<void> {
     const config = { auth: 'public' } as const;
 
@@ -32,14 +33,18 @@ export function opsRoutes(ctx: AppContext) {
 
     app.get(
       '/ready',
-      { config, schema: { tags: ['operations'], summary: 'Readiness: the database answers and every module is loaded' } },
+      {
+        config,
+        schema: { tags: ['operations'], summary: 'Readiness: the database (and the Redis of CPS_REDIS_URL) answers and every module is loaded' },
+      },
       async (_request, reply) => {
-        const names = ['database', ...ctx.readiness.keys()];
+        const names = ['database', ...(redis ? ['redis'] : []), ...ctx.readiness.keys()];
         const results = await Promise.all([
           passes(async () => {
             await sql`select 1`.execute(ctx.storage.db);
             return true;
           }),
+          ...(redis ? [passes(async () => (await redis.ping()) === 'PONG')] : []),
           ...[...ctx.readiness.values()].map(passes),
         ]);
         const checks: Record<string, boolean> = Object.fromEntries(names.map((name, i) => [name, results[i]!]));

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
-import { ATTEMPTS_SHOWN, REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
+import { ATTEMPTS_SHOWN, DEFAULT_EVENT_NAMES, REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
 const EVENTS = '/notification/v1/connect/webhook/events';
@@ -89,7 +89,10 @@ export function webhookRoutes(service: WebhookService) {
           summary: 'Register a webhook endpoint; the signing key is returned only here',
           body: Type.Object({
             endpoint: Endpoint,
-            event_names: Type.Optional(EventNames),
+            event_names: Type.Optional({
+              ...EventNames,
+              description: `The events to receive. Without it, only ${DEFAULT_EVENT_NAMES.join(', ')}: name every event wanted.`,
+            }),
             signing_key: Type.Optional(SigningKey),
             protocol: Type.Optional(Protocol),
           }),

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
 import { VERSION } from '../../../src/version.ts';
+import { freePort } from '../../net.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`operations (${DIALECT})`, () => {
@@ -17,6 +20,21 @@ describe(`operations (${DIALECT})`, () => {
     const ready = await t.app.inject({ method: 'GET', url: '/ready' });
     assert.equal(ready.statusCode, 200);
     assert.equal(ready.json().checks.database, true);
+  });
+
+  it('/ready checks the Redis of CPS_REDIS_URL when one is configured', async () => {
+    assert.equal((await t.app.inject({ method: 'GET', url: '/ready' })).json().checks.redis, undefined, 'none configured, none checked');
+    const up = await createTestApp({ env: { CPS_REDIS_URL: 'redis://127.0.0.1:6379' } });
+    const down = await createTestApp({ env: { CPS_REDIS_URL: `redis://127.0.0.1:${await freePort()}` } });
+    try {
+      const ready = await up.app.inject({ method: 'GET', url: '/ready' });
+      assert.deepEqual([ready.statusCode, ready.json().checks.redis], [200, true]);
+      const refused = await down.app.inject({ method: 'GET', url: '/ready' });
+      assert.deepEqual([refused.statusCode, refused.json().status, refused.json().checks.redis], [503, 'not ready', false]);
+    } finally {
+      await up.close();
+      await down.close();
+    }
   });
 
   it('/ready answers 503 while a module is not loaded', async () => {
@@ -50,6 +68,13 @@ describe(`operations (${DIALECT})`, () => {
     assert.equal(login.requestBody.content['application/json'].schema.required.length, 2);
     assert.deepEqual(doc.paths['/admin/v1/businesses'].post.security, [{ bearerAuth: [] }]);
     assert.equal(doc.paths['/metrics'], undefined);
+    const operations = Object.values(doc.paths as Record<string, object>).flatMap((item) =>
+      Object.keys(item).filter((method) => ['get', 'put', 'post', 'patch', 'delete'].includes(method)),
+    ).length;
+    const subscribe = doc.paths['/notification/v1/connect/webhook/subscriptions'].post.requestBody.content['application/json'].schema;
+    assert.match(subscribe.properties.event_names.description, /Without it, only external_review\.request/);
+    const readme = readFileSync(path.resolve(import.meta.dirname, '../../../README.md'), 'utf8');
+    assert.equal(Number(readme.match(/for each of its (\d+) operations/)?.[1]), operations, "the README's count of operations");
   });
 
   it('/docs serves an interactive reference with local assets only', async () => {
