@@ -140,13 +140,13 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
   const brandList = [...brands.keys()].sort();
   const firstWord = (record: DrugRecord) => words(record.name)[0] ?? '';
   /** A brand, with its strength when its products name one: "telma 40". */
-  const brandQuery = (): { brand: string; rest: string[]; found: (record: DrugRecord) => boolean } => {
+  const brandQuery = (): { brand: string; rest: string[]; product: DrugRecord; found: (record: DrugRecord) => boolean } => {
     const brand = pick(brandList, next);
     const product = pick(brands.get(brand)!, next);
     const second = words(product.name)[1];
     const rest = second && /^\d/.test(second) ? [second] : [];
     const meant = [brand, ...rest];
-    return { brand, rest, found: (record) => meant.every((w, i) => words(record.name)[i] === w) };
+    return { brand, rest, product, found: (record) => meant.every((w, i) => words(record.name)[i] === w) };
   };
 
   const generate = (make: () => Case | null): Case[] => {
@@ -233,8 +233,7 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
     ointment: ['oint'],
   };
   const shorthand = () => {
-    const { brand, rest, found } = brandQuery();
-    const product = pick(brands.get(brand)!, next);
+    const { brand, rest, product, found } = brandQuery();
     const short = SHORT[product.product_type];
     if (!short || !words(product.name).some((w) => formOfWord(w) === product.product_type)) return null;
     const meant = [brand, ...rest];

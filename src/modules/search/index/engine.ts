@@ -60,8 +60,8 @@ const KIND_SOUND = 10;
  * slips). A slip in the typed part of a word counts one kind less than the same slip in a whole word.
  */
 const KIND_SLIP_BEST = 9;
-/** A prefix spelt as it sounds ("troksi" for "troxi..."): as good as one common slip. */
-const KIND_SOUND_PREFIX = 7;
+/** A prefix spelt as it sounds ("troksi" for "troxi..."): after one common slip in a whole word. */
+const KIND_SOUND_PREFIX = 6;
 /** Words matched by a sound-alike or slipped prefix, at most (the half-typed word is short; its matches many). */
 const MAX_FUZZY_PREFIX_TERMS = 1000;
 
@@ -72,6 +72,8 @@ function slipKind(cost: number): number {
 const MAX_SHORT_PREFIX_TERMS = 300;
 /** Query words whose typo lookups are kept (a few hundred bytes each). */
 const TYPO_CACHE_WORDS = 20_000;
+/** Matches kept over all cached words (about 40 bytes each): a half-typed word's can be a thousand. */
+const TYPO_CACHE_MATCHES = 250_000;
 /** Names scanned for a one- or two-letter query. */
 const PREFIX_SCAN_CAP = 1500;
 
@@ -388,6 +390,7 @@ export class SearchIndex<T extends { id: string }> {
   private wordCache = new Map<string, number[]>();
   /** Typo lookups by query word (see typoMatches), valid for a vocabulary of typoVocabulary words. */
   private typoCache = new Map<string, Array<[text: string, term: number, kind: number]>>();
+  private typoCacheMatches = 0;
   private typoVocabulary = -1;
   /** Per query word slot: match kind by vocabulary word, for exact, typo and post-build prefix words. */
   private kindTables: Uint8Array[] = [];
@@ -563,6 +566,7 @@ export class SearchIndex<T extends { id: string }> {
     this.extraKeyDocs = [];
     this.extraKeyBounds = [];
     this.typoCache.clear();
+    this.typoCacheMatches = 0;
     this.typoVocabulary = -1;
 
     // The forward index in layout order.
@@ -674,6 +678,7 @@ export class SearchIndex<T extends { id: string }> {
     this.fwdStart = a.fwdStart as Uint32Array;
     this.wordCache = new Map();
     this.typoCache.clear();
+    this.typoCacheMatches = 0;
     this.typoVocabulary = -1;
     this.keys = new SortedTexts(parts.texts.keys!, a.keyStarts as Uint32Array);
     this.keyDocs = a.keyDocs as Uint32Array;
@@ -887,6 +892,7 @@ export class SearchIndex<T extends { id: string }> {
   private typoMatches(word: QueryWord): Array<[text: string, term: number, kind: number]> {
     if (this.typoVocabulary !== this.termCount) {
       this.typoCache.clear();
+      this.typoCacheMatches = 0;
       this.typoVocabulary = this.termCount;
     }
     // A slip in a half-typed word: the word being typed, of 4 letters or more (fewer, with a slip, begin
@@ -945,8 +951,13 @@ export class SearchIndex<T extends { id: string }> {
     slippedPrefixes.sort((a, b) => b[1] - a[1] || b[0].length - a[0].length);
     for (const [prefix, kind] of slippedPrefixes) addPrefix(prefix, kind);
     const list = [...found.values()];
-    if (this.typoCache.size >= TYPO_CACHE_WORDS) this.typoCache.delete(this.typoCache.keys().next().value!);
+    while (this.typoCache.size > 0 && (this.typoCache.size >= TYPO_CACHE_WORDS || this.typoCacheMatches + list.length > TYPO_CACHE_MATCHES)) {
+      const [oldest, matches] = this.typoCache.entries().next().value!;
+      this.typoCache.delete(oldest);
+      this.typoCacheMatches -= matches.length;
+    }
     this.typoCache.set(key, list);
+    this.typoCacheMatches += list.length;
     return list;
   }
 

@@ -68,16 +68,18 @@ export function slipCost(typed: string, meant: string): number {
     if ((i >= 2 && pairIn(NEAR, typed.charCodeAt(i - 2), c)) || (i < n && pairIn(NEAR, typed.charCodeAt(i), c))) return 0.6;
     return 0.9;
   };
-  for (let j = 1; j <= m; j++) d[j] = d[j - 1]! + dropped(j);
+  // The first letter is the one most rarely wrong (Yannakoudakis and Fawthrop 1983): a slip there costs more.
+  const first = (at: number) => (at === 1 ? 0.4 : 0);
+  for (let j = 1; j <= m; j++) d[j] = d[j - 1]! + dropped(j) + first(j);
   for (let i = 1; i <= n; i++) {
-    d[i * width] = d[(i - 1) * width]! + added(i);
+    d[i * width] = d[(i - 1) * width]! + added(i) + first(i);
     for (let j = 1; j <= m; j++) {
       const a = typed.charCodeAt(i - 1);
       const b = meant.charCodeAt(j - 1);
       let v = Math.min(
-        d[(i - 1) * width + j]! + added(i),
-        d[i * width + j - 1]! + dropped(j),
-        d[(i - 1) * width + j - 1]! + (a === b ? 0 : substitution(a, b)),
+        d[(i - 1) * width + j]! + added(i) + first(i),
+        d[i * width + j - 1]! + dropped(j) + first(j),
+        d[(i - 1) * width + j - 1]! + (a === b ? 0 : substitution(a, b) + first(Math.max(i, j))),
       );
       if (i >= 2 && j >= 2 && a === meant.charCodeAt(j - 2) && typed.charCodeAt(i - 2) === b && a !== b)
         v = Math.min(v, d[(i - 2) * width + j - 2]! + 0.5);
