@@ -35,6 +35,7 @@ import * as patientMergesFlattened from './migrations/0024_patient_merges_flatte
 import * as scheduleLocks from './migrations/0025_schedule_locks.ts';
 import * as appointmentsLongIdx from './migrations/0026_appointments_long_idx.ts';
 import * as documents from './migrations/0027_documents.ts';
+import * as documentFileKeys from './migrations/0028_document_file_keys.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -64,6 +65,7 @@ export const migrations: Record<string, Migration> = {
   '0025_schedule_locks': scheduleLocks,
   '0026_appointments_long_idx': appointmentsLongIdx,
   '0027_documents': documents,
+  '0028_document_file_keys': documentFileKeys,
 };
 
 /**

@@ -271,11 +271,17 @@ export interface DocumentFilesTable {
   stored_at: number | null;
 }
 
-/** The embedded store's bytes: AES-256-GCM chunks of a file. */
+/** The embedded store's bytes: AES-256-GCM chunks of a file, under its key (document_file_keys). */
 export interface DocumentFileChunksTable {
   storage_key: string;
   seq: number;
   data: Buffer;
+}
+
+/** The key each stored document file's chunks are sealed with, itself sealed under the master key. */
+export interface DocumentFileKeysTable {
+  storage_key: string;
+  sealed_key: string;
 }
 
 export interface ClinicsTable {
@@ -607,6 +613,7 @@ export interface Database {
   documents: DocumentsTable;
   document_files: DocumentFilesTable;
   document_file_chunks: DocumentFileChunksTable;
+  document_file_keys: DocumentFileKeysTable;
   reviews: ReviewsTable;
   push_credentials: PushCredentialsTable;
   push_devices: PushDevicesTable;

@@ -41,6 +41,13 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     keys: ['id', 'business_id'],
     associatedData: (row) => `privacy-export:${row.business_id}:${row.id}`,
   },
+  {
+    what: 'document file keys',
+    table: 'document_file_keys',
+    column: 'sealed_key',
+    keys: ['storage_key'],
+    associatedData: (row) => `document-file:${row.storage_key}`,
+  },
 ];
 
 export class MasterKeyMismatchError extends Error {

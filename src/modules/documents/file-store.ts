@@ -5,15 +5,18 @@
  *
  * The embedded backend, `DatabaseFileStore`, keeps the bytes in the database itself
  * (document_file_chunks): `npm start` needs no other service, and several server processes on one
- * PostgreSQL share the files with no shared disk. Each chunk of CHUNK_BYTES is one row, sealed with
- * AES-256-GCM under a key derived from the master key, a fresh nonce per chunk and, as associated
- * data, the storage key, the chunk's number and whether it is the last: a chunk moved to another
- * file or position, a chunk altered, or a file cut short fails to open. Writes and reads hold one
- * chunk at a time (streamed, never the whole file).
+ * PostgreSQL share the files with no shared disk. Each file has a random key of its own, kept sealed
+ * under the master key (document_file_keys: a master key rotation re-seals these, not the bytes).
+ * Each chunk of CHUNK_BYTES is one row, sealed with AES-256-GCM under the file's key, a fresh nonce
+ * per chunk and, as associated data, the storage key, the chunk's number and whether it is the last:
+ * a chunk moved to another file or position, a chunk altered, or a file cut short fails to open.
+ * Writes and reads hold one chunk at a time (streamed, never the whole file).
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
+import { decrypt, encrypt } from '../../security/encryption.ts';
 
 export interface FileStore {
   /** Its name, as document_files.store records it. */
@@ -36,14 +39,15 @@ const READ_BATCH = 4;
 export class DatabaseFileStore implements FileStore {
   readonly name = 'database';
   readonly #db: Kysely<Database>;
-  readonly #key: Buffer;
+  readonly #masterKey: Buffer;
 
   constructor(db: Kysely<Database>, masterKey: Buffer) {
     this.#db = db;
-    this.#key = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), 'document-files', 32));
+    this.#masterKey = masterKey;
   }
 
   async write(key: string, source: AsyncIterable<Buffer>): Promise<number> {
+    const fileKey = randomBytes(32);
     let size = 0;
     let seq = 0;
     // The chunk being filled, and the full one held back until we know whether it is the last.
@@ -53,11 +57,15 @@ export class DatabaseFileStore implements FileStore {
     const put = async (plain: Buffer, last: boolean) => {
       await this.#db
         .insertInto('document_file_chunks')
-        .values({ storage_key: key, seq, data: this.#seal(plain, key, seq, last) })
+        .values({ storage_key: key, seq, data: seal(fileKey, plain, key, seq, last) })
         .execute();
       seq += 1;
     };
     try {
+      await this.#db
+        .insertInto('document_file_keys')
+        .values({ storage_key: key, sealed_key: encrypt(this.#masterKey, fileKey.toString('base64'), sealedUnder(key)) })
+        .execute();
       for await (const piece of source) {
         size += piece.length;
         let rest = piece;
@@ -88,6 +96,9 @@ export class DatabaseFileStore implements FileStore {
   }
 
   async *read(key: string): AsyncIterable<Buffer> {
+    const sealed = await this.#db.selectFrom('document_file_keys').select('sealed_key').where('storage_key', '=', key).executeTakeFirst();
+    if (!sealed) throw new Error(`stored file ${key} has no key`);
+    const fileKey = Buffer.from(decrypt(this.#masterKey, sealed.sealed_key, sealedUnder(key)), 'base64');
     let seq = 0;
     for (;;) {
       const rows = await this.#db
@@ -103,7 +114,7 @@ export class DatabaseFileStore implements FileStore {
       for (const [index, row] of now.entries()) {
         if (Number(row.seq) !== seq) throw new Error(`stored file ${key} lacks chunk ${seq}`);
         const last = index === rows.length - 1;
-        yield this.#open(Buffer.from(row.data), key, seq, last);
+        yield open(fileKey, Buffer.from(row.data), key, seq, last);
         seq += 1;
         if (last) return;
       }
@@ -111,31 +122,40 @@ export class DatabaseFileStore implements FileStore {
   }
 
   async remove(keys: readonly string[]): Promise<void> {
-    if (keys.length === 0) return;
-    await this.#db
-      .deleteFrom('document_file_chunks')
-      .where('storage_key', 'in', [...keys])
-      .execute();
+    await removeStored(this.#db, keys);
   }
+}
 
-  #seal(plain: Buffer, key: string, seq: number, last: boolean): Buffer {
-    const nonce = randomBytes(NONCE);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, nonce);
-    cipher.setAAD(associatedData(key, seq, last));
-    const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
-    return Buffer.concat([nonce, sealed, cipher.getAuthTag()]);
+/** Deletes the embedded store's files (their keys and chunks) in `db`: the caller's transaction, or not. */
+export async function removeStored(db: Db, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 500) {
+    const some = keys.slice(i, i + 500);
+    await db.deleteFrom('document_file_keys').where('storage_key', 'in', some).execute();
+    await db.deleteFrom('document_file_chunks').where('storage_key', 'in', some).execute();
   }
+}
 
-  #open(data: Buffer, key: string, seq: number, last: boolean): Buffer {
-    if (data.length < NONCE + TAG) throw new Error(`stored file ${key}: chunk ${seq} is malformed`);
-    const decipher = createDecipheriv('aes-256-gcm', this.#key, data.subarray(0, NONCE));
-    decipher.setAAD(associatedData(key, seq, last));
-    decipher.setAuthTag(data.subarray(data.length - TAG));
-    try {
-      return Buffer.concat([decipher.update(data.subarray(NONCE, data.length - TAG)), decipher.final()]);
-    } catch {
-      throw new Error(`stored file ${key}: chunk ${seq} does not open (altered, moved or cut short)`);
-    }
+function sealedUnder(key: string): string {
+  return `document-file:${key}`;
+}
+
+function seal(fileKey: Buffer, plain: Buffer, key: string, seq: number, last: boolean): Buffer {
+  const nonce = randomBytes(NONCE);
+  const cipher = createCipheriv('aes-256-gcm', fileKey, nonce);
+  cipher.setAAD(associatedData(key, seq, last));
+  const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+  return Buffer.concat([nonce, sealed, cipher.getAuthTag()]);
+}
+
+function open(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boolean): Buffer {
+  if (data.length < NONCE + TAG) throw new Error(`stored file ${key}: chunk ${seq} is malformed`);
+  const decipher = createDecipheriv('aes-256-gcm', fileKey, data.subarray(0, NONCE));
+  decipher.setAAD(associatedData(key, seq, last));
+  decipher.setAuthTag(data.subarray(data.length - TAG));
+  try {
+    return Buffer.concat([decipher.update(data.subarray(NONCE, data.length - TAG)), decipher.final()]);
+  } catch {
+    throw new Error(`stored file ${key}: chunk ${seq} does not open (altered, moved or cut short)`);
   }
 }
 

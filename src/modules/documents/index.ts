@@ -8,7 +8,7 @@ import { patientKey } from '../../jobs/outbox.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Module } from '../module.ts';
 import { PatientService } from '../patients/service.ts';
-import { DatabaseFileStore, type FileStore } from './file-store.ts';
+import { DatabaseFileStore, removeStored, type FileStore } from './file-store.ts';
 import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
 import { DocumentsService } from './service.ts';
@@ -65,7 +65,7 @@ export function documentsModule(ctx: AppContext): Module & { service: DocumentsS
     // The bytes go in the erasure's transaction: the embedded store is the database.
     erase: async (trx, scope) => {
       const files = await repo.filesUnder(trx, scope.businessId, scope.refs);
-      await repo.deleteChunks(
+      await removeStored(
         trx,
         files.filter((file) => file.store === store.name && file.storage_key !== null).map((file) => file.storage_key!),
       );

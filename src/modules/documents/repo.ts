@@ -262,16 +262,6 @@ export async function filesUnder(db: Db, businessId: string, refs: string[]): Pr
     .execute();
 }
 
-/** Deletes the embedded store's chunks of `keys`, in the caller's transaction. */
-export async function deleteChunks(db: Db, keys: string[]): Promise<void> {
-  for (let i = 0; i < keys.length; i += 500) {
-    await db
-      .deleteFrom('document_file_chunks')
-      .where('storage_key', 'in', keys.slice(i, i + 500))
-      .execute();
-  }
-}
-
 /** Deletes the documents kept under the keys and their file rows. */
 export async function deleteUnder(db: Db, businessId: string, refs: string[]): Promise<void> {
   if (refs.length === 0) return;
