@@ -12,11 +12,12 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 
 const secret = process.env.WEBHOOK_SECRET;
 if (!secret) {
-  console.error('Set WEBHOOK_SECRET to the subscription signing key (whsec_...).');
+  console.error('Set WEBHOOK_SECRET to the subscription signing key (whsec_... or the text key you registered).');
   process.exit(1);
 }
 const port = Number(process.env.PORT ?? 8787);
-const verifier = new Webhook(secret);
+// A key that is not `whsec_` (a UUID, say) signs with its UTF-8 bytes: the library's raw format.
+const verifier = new Webhook(secret, secret.startsWith('whsec_') ? undefined : { format: 'raw' });
 
 interface EventBody {
   event: string;

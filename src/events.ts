@@ -77,6 +77,7 @@ const appointment = {
   partner_meta: FreeForm,
   sa_ids: Type.Array(Type.String(), { description: 'Always empty: this service has no SA ids' }),
   prev_aids: Type.Optional(Type.Array(Type.String(), { description: 'The appointments this one was rescheduled from, oldest first' })),
+  p_aid: Type.Optional(Type.String({ description: "The appointment this one was rescheduled from (the last of prev_aids), as Eka's SDKs read it" })),
   next_aid: Type.Optional(Type.String({ description: 'The appointment this one was rescheduled to (status RES)' })),
 };
 
@@ -142,6 +143,20 @@ export const EVENTS = {
     {
       doctor_id: Type.String(),
       external_review_link: Type.String({ format: 'uri' }),
+      patient_id: Type.String(),
+      appointment_id: Type.String(),
+      clinic_id: Type.String(),
+    },
+  ),
+  'google_review.request': event(
+    'google_review.request',
+    {
+      summary: "A review was requested for an appointment: external_review.request in Eka's name and body, for subscriptions that name it",
+      occurred: 'the review request occurred',
+    },
+    {
+      doctor_id: Type.String(),
+      google_review_link: Type.String({ format: 'uri', description: 'The same link as external_review_link' }),
       patient_id: Type.String(),
       appointment_id: Type.String(),
       clinic_id: Type.String(),
@@ -319,7 +334,8 @@ export function webhookDocs(): Record<string, unknown> {
             summary,
             description:
               `Sent to each active subscription for \`${name}\`, signed the Standard Webhooks way ` +
-              '(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Delivery is at least once; a 2xx within 15 s is success.',
+              '(`webhook-id`, `webhook-timestamp`, `webhook-signature`) and the Eka way (`Eka-Webhook-Signature: t=<timestamp>,v1=<hex>`), ' +
+              "over a compact body with non-ASCII escaped, as Python's json.dumps writes it. Delivery is at least once; a 2xx within 15 s is success.",
             requestBody: { required: true, content: { 'application/json': { schema: body } } },
             responses: { '2XX': { description: 'Received' } },
           },

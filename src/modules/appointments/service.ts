@@ -2,8 +2,8 @@
  * Appointments (contract section 4): booking, the record, updates and the state changes
  * BK -> NS / CM / CN. Every change reads the appointment locked and writes it in one transaction, so
  * concurrent requests on one appointment apply one after another and no rule is skipped. The first
- * completion and every manual review request store an `external_review.request` event in that same
- * transaction (the outbox delivers it).
+ * completion and every manual review request store an `external_review.request` event, and the same
+ * as Eka's `google_review.request`, in that same transaction (the outbox delivers them).
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
@@ -630,7 +630,7 @@ export class AppointmentService {
     const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
     const link = links.doctor ?? links.clinic ?? `${this.#deps.publicUrl}/reviews/${row.review_token}`;
     // Not ordered with the appointment's events: its body (interface 6) has no sequence to follow.
-    return recordEvent(trx, {
+    const eventId = await recordEvent(trx, {
       businessId: row.business_id,
       type: 'external_review.request',
       payload: {
@@ -638,6 +638,16 @@ export class AppointmentService {
         data: { doctor_id: row.doctor_id, external_review_link: link, patient_id: row.patient_id, appointment_id: row.id, clinic_id: row.clinic_id },
       },
     });
+    // The same request in Eka's name and body, for subscriptions that name it.
+    await recordEvent(trx, {
+      businessId: row.business_id,
+      type: 'google_review.request',
+      payload: {
+        ...envelope('google_review.request', principal, now),
+        data: { doctor_id: row.doctor_id, google_review_link: link, patient_id: row.patient_id, appointment_id: row.id, clinic_id: row.clinic_id },
+      },
+    });
+    return eventId;
   }
 
   /**
@@ -749,9 +759,15 @@ function eventData(view: repo.AppointmentView) {
     custom_attributes: JSON.parse(view.custom_attributes) as CustomAttributes,
     partner_meta: JSON.parse(view.partner_meta) as FreeForm,
     sa_ids: [] as string[],
-    ...(view.prev_aids !== null && { prev_aids: JSON.parse(view.prev_aids) as string[] }),
+    ...(view.prev_aids !== null && rescheduledFrom(JSON.parse(view.prev_aids) as string[])),
     ...(view.next_aid !== null && { next_aid: view.next_aid }),
   };
+}
+
+/** The predecessors of a rescheduled appointment, and the last of them as `p_aid`, which Eka's SDKs read. */
+function rescheduledFrom(prevAids: string[]): { prev_aids: string[]; p_aid?: string } {
+  const last = prevAids.at(-1);
+  return last === undefined ? { prev_aids: prevAids } : { prev_aids: prevAids, p_aid: last };
 }
 
 /** A new appointment's view, as `repo.findView` would read it, from its row and the partner ids already known. */

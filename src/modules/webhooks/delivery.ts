@@ -1,11 +1,11 @@
 /**
  * Webhook delivery: an event becomes one delivery per matching active subscription (fanOut, run
  * by the event dispatch in one transaction), and each delivery is sent by attempts (attempt), one
- * per job run. The body is the event's stored payload text, byte for byte the same on every
- * attempt; `webhook-id` is the event id; `webhook-timestamp` is the attempt's time.
+ * per job run. The body is the event's stored payload as body.ts writes it, byte for byte the same
+ * on every attempt; `webhook-id` is the event id; `webhook-timestamp` and the `t` of
+ * `Eka-Webhook-Signature` are the attempt's time.
  */
 import { envelope } from '../../events.ts';
-import type { KeyObject } from 'node:crypto';
 import type { Insertable } from 'kysely';
 import type { Counter } from 'prom-client';
 import type { Logger } from 'pino';
@@ -17,7 +17,8 @@ import { decrypt } from '../../security/encryption.ts';
 import { failureDetail } from '../../security/outbound-client.ts';
 import * as repo from './repo.ts';
 import type { Sender } from './sender.ts';
-import { signatureHeader, signingKey } from './signer.ts';
+import { deliveryBody } from './body.ts';
+import { ekaSignatureHeader, prepareKey, signatureHeader, type PreparedKey } from './signer.ts';
 import { PermanentError, RetryableError } from '../../jobs/queue.ts';
 import type { FailedAttempt } from '../../jobs/worker.ts';
 
@@ -261,12 +262,14 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
     keys.push(deps.signingKeys.key(row.previous_signing_key, ad));
   }
   const timestamp = Math.floor(now / 1000);
+  const body = deliveryBody(row.payload);
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'OpenCPS-Webhooks/1.0',
     'webhook-id': row.event_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signatureHeader(keys, row.event_id, timestamp, row.payload),
+    'webhook-signature': signatureHeader(keys, row.event_id, timestamp, body),
+    'Eka-Webhook-Signature': ekaSignatureHeader(keys, timestamp, body),
   };
 
   let statusCode: number | null = null;
@@ -277,7 +280,7 @@ export async function attempt(deps: AttemptDeps, input: AttemptInput): Promise<A
   let detail: ReturnType<typeof failureDetail> | undefined;
   const startedAt = Date.now();
   try {
-    const result = await deps.sender.send(row.endpoint, headers, row.payload, input.signal);
+    const result = await deps.sender.send(row.endpoint, headers, body, input.signal);
     statusCode = result.statusCode;
     retryAfterSeconds = result.retryAfterSeconds;
     error = `HTTP ${statusCode}`;
@@ -370,17 +373,17 @@ async function noteFailure(db: Db, businessId: string, deliveryId: string, polic
  */
 export class SigningKeys {
   readonly #masterKey: Buffer;
-  readonly #keys = new Map<string, KeyObject>();
+  readonly #keys = new Map<string, PreparedKey>();
 
   constructor(masterKey: Buffer) {
     this.#masterKey = masterKey;
   }
 
-  key(sealed: string, associatedData: string): KeyObject {
+  key(sealed: string, associatedData: string): PreparedKey {
     const id = `${associatedData}\n${sealed}`;
     let key = this.#keys.get(id);
     if (key === undefined) {
-      key = signingKey(decrypt(this.#masterKey, sealed, associatedData));
+      key = prepareKey(decrypt(this.#masterKey, sealed, associatedData));
       // Bounded: past this many subscriptions, start over rather than track use.
       if (this.#keys.size >= 10_000) this.#keys.clear();
       this.#keys.set(id, key);

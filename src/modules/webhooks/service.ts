@@ -11,7 +11,7 @@ import { decrypt, encrypt } from '../../security/encryption.ts';
 import { deliveryKey, deliveryOrdering, fanOutTo, type DeliveryQueue } from './delivery.ts';
 import type { Buckets } from '../../security/buckets.ts';
 import * as repo from './repo.ts';
-import { generateSigningKey, keyBytes } from './signer.ts';
+import { generateSigningKey, keyProblem } from './signer.ts';
 
 /** What a subscription that names no events receives. */
 export const DEFAULT_EVENT_NAMES: EventName[] = ['external_review.request'];
@@ -152,8 +152,10 @@ function checkEventNames(names: string[]): string[] {
   return [...new Set(names)];
 }
 
+/** A `whsec_` key, or any other text key as Eka's partners configure theirs (signer.ts says how each signs). */
 function checkSigningKey(key: string): string {
-  if (!keyBytes(key)) throw invalid('signing_key: must be "whsec_" followed by the base64 of 24 to 64 random bytes');
+  const problem = keyProblem(key);
+  if (problem) throw invalid(`signing_key: ${problem}`);
   return key;
 }
 

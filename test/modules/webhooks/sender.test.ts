@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createSender, parseRetryAfter } from '../../../src/modules/webhooks/sender.ts';
 import { failureClass, OutboundClient } from '../../../src/security/outbound-client.ts';
-import { generateSigningKey, keyBytes, signatureHeader } from '../../../src/modules/webhooks/signer.ts';
+import { ekaSignatureHeader, generateSigningKey, keyProblem, signatureHeader, standardKeyBytes } from '../../../src/modules/webhooks/signer.ts';
+import { ekaVerify } from './eka-verifier.ts';
 
 interface Received {
   headers: IncomingMessage['headers'];
@@ -42,7 +43,7 @@ async function receiver(handle: (req: IncomingMessage, res: ServerResponse, body
 describe('webhook signer', () => {
   it('signs the Standard Webhooks way (verified by the standardwebhooks package)', () => {
     const key = generateSigningKey();
-    assert.ok(keyBytes(key));
+    assert.ok(standardKeyBytes(key));
     const body = JSON.stringify({ event: 'external_review.request', data: { a: 'é' } });
     const timestamp = Math.floor(Date.now() / 1000);
     const headers = {
@@ -66,13 +67,68 @@ describe('webhook signer', () => {
     }
   });
 
-  it('accepts keys of 24 to 64 bytes only', () => {
-    assert.ok(keyBytes(`whsec_${randomBytes(24).toString('base64')}`));
-    assert.ok(keyBytes(`whsec_${randomBytes(64).toString('base64')}`));
-    assert.equal(keyBytes(`whsec_${randomBytes(23).toString('base64')}`), null);
-    assert.equal(keyBytes(`whsec_${randomBytes(65).toString('base64')}`), null);
-    assert.equal(keyBytes(randomBytes(32).toString('base64')), null);
-    assert.equal(keyBytes('whsec_not base64!'), null);
+  it('accepts whsec_ keys of 24 to 64 bytes, and other keys of 16 to 200 characters without spaces', () => {
+    assert.ok(standardKeyBytes(`whsec_${randomBytes(24).toString('base64')}`));
+    assert.ok(standardKeyBytes(`whsec_${randomBytes(64).toString('base64')}`));
+    assert.equal(standardKeyBytes(`whsec_${randomBytes(23).toString('base64')}`), null);
+    assert.equal(standardKeyBytes(`whsec_${randomBytes(65).toString('base64')}`), null);
+    assert.equal(standardKeyBytes('whsec_not base64!'), null);
+    assert.match(keyProblem('whsec_not base64!')!, /base64 of 24 to 64/);
+    for (const key of [randomUUID(), 'supersecretkey16', randomBytes(32).toString('base64'), 'ключ-подписи-для-eka', 'x'.repeat(200)]) {
+      assert.equal(keyProblem(key), null, key);
+      assert.deepEqual(standardKeyBytes(key), Buffer.from(key, 'utf8'));
+    }
+    for (const key of [
+      'supersecretkey',
+      'fifteen-chars-x',
+      'has a space in it',
+      'tab\there-0123456789',
+      'x'.repeat(201),
+      '\ud800-lone-surrogate-key',
+      '',
+    ]) {
+      assert.match(keyProblem(key) ?? '', /16 to 200 characters/, JSON.stringify(key));
+      assert.equal(standardKeyBytes(key), null);
+    }
+  });
+
+  it("signs with a text key's UTF-8 bytes the Standard Webhooks way (the libraries' raw format)", () => {
+    const key = randomUUID();
+    const body = '{"event":"x"}';
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers = {
+      'webhook-id': 'evt_3',
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader([key], 'evt_3', timestamp, body),
+    };
+    assert.deepEqual(new Webhook(key, { format: 'raw' }).verify(body, headers), { event: 'x' });
+  });
+
+  it('writes Eka\'s header: t and the hex HMAC-SHA256 of "t.body" keyed with the key\'s text, whsec_ keys included', () => {
+    const body = '{"event":"appointment.created","data":{"name":"Zo\\u00eb"}}';
+    const timestamp = Math.floor(Date.now() / 1000);
+    for (const key of [randomUUID(), generateSigningKey()]) {
+      const header = ekaSignatureHeader([key], timestamp, body);
+      const expected = createHmac('sha256', key).update(`${timestamp}.${body}`).digest('hex');
+      assert.equal(header, `t=${timestamp},v1=${expected}`);
+      assert.equal(ekaVerify(key, body, header), null);
+      assert.equal(ekaVerify(randomUUID(), body, header), 'invalid signature');
+      assert.equal(ekaVerify(key, body.replace('Zo', 'Za'), header), 'invalid signature');
+      const old = ekaSignatureHeader([key], timestamp - 181, body);
+      assert.equal(ekaVerify(key, body, old), 'outside the tolerance');
+    }
+  });
+
+  it("carries a v1 per key during a rotation in Eka's header too, the current key's last", () => {
+    const [oldKey, newKey] = [randomUUID(), randomUUID()];
+    const timestamp = Math.floor(Date.now() / 1000);
+    const header = ekaSignatureHeader([newKey, oldKey], timestamp, '{}');
+    const signatures = header.split(',').slice(1);
+    assert.equal(signatures.length, 2);
+    assert.equal(signatures[1], `v1=${createHmac('sha256', newKey).update(`${timestamp}.{}`).digest('hex')}`);
+    assert.equal(signatures[0], `v1=${createHmac('sha256', oldKey).update(`${timestamp}.{}`).digest('hex')}`);
+    // A verifier that keeps the last v1, as Eka's sample does, checks the current key.
+    assert.equal(ekaVerify(newKey, '{}', header), null);
   });
 });
 
