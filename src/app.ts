@@ -47,7 +47,12 @@ export function createContext(config: Config, storage: Storage, keys: Keys, logg
     storage,
     keys,
     logger,
-    tokens: new AccessTokens(keys.signing, config.publicUrl, config.accessTokenTtl, keys.previous ? [keys.previous] : []),
+    tokens: new AccessTokens(keys.signing, config.publicUrl, config.accessTokenTtl, keys.previous ? [keys.previous] : [], (issuer) =>
+      logger.warn(
+        { issuer, our_issuer: config.publicUrl },
+        'refused a token signed with our key but issued by another process with a different CPS_PUBLIC_URL: every process must share one CPS_PUBLIC_URL',
+      ),
+    ),
     metrics,
     jobs: new JobQueue(storage, logger, metrics),
     readiness: new Map(),

@@ -3,7 +3,7 @@
  * so keys can rotate; verification picks the key by `kid` and accepts no other algorithm.
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
-import { SignJWT, jwtVerify, type JWTHeaderParameters } from 'jose';
+import { SignJWT, errors, jwtVerify, type JWTHeaderParameters } from 'jose';
 import type { SigningKey, VerificationKey } from '../security/keys.ts';
 
 export interface AccessClaims {
@@ -36,10 +36,23 @@ export class AccessTokens {
   readonly #signing: SigningKey;
   readonly #verifyOnly: VerificationKey[];
   readonly #issuer: string;
+  readonly #onForeignIssuer: (issuer: string) => void;
+  readonly #foreignIssuers = new Set<string>();
   readonly ttlSeconds: number;
 
-  /** `verifyOnly` holds earlier keys still accepted during a rotation. */
-  constructor(signing: SigningKey, issuer: string, ttlSeconds: number, verifyOnly: VerificationKey[] = []) {
+  /**
+   * `verifyOnly` holds earlier keys still accepted during a rotation. `onForeignIssuer` hears, once per
+   * issuer, of a token signed with one of our keys but issued under another CPS_PUBLIC_URL: processes
+   * sharing the keys but not the public URL refuse each other's tokens.
+   */
+  constructor(
+    signing: SigningKey,
+    issuer: string,
+    ttlSeconds: number,
+    verifyOnly: VerificationKey[] = [],
+    onForeignIssuer: (issuer: string) => void = () => {},
+  ) {
+    this.#onForeignIssuer = onForeignIssuer;
     this.#signing = signing;
     this.#verifyOnly = verifyOnly;
     this.#issuer = issuer;
@@ -104,9 +117,18 @@ export class AccessTokens {
       if (typeof clientId !== 'string' || typeof businessId !== 'string' || typeof scope !== 'string' || typeof jti !== 'string') return null;
       if (payload.sub !== clientId) return null;
       return { claims: { clientId, businessId, scopes: scope.split(' ').filter(Boolean), tokenId: jti }, expiresAt: payload.exp! * 1000 };
-    } catch {
+    } catch (error) {
+      // jose checks the claims after the signature: a refused issuer means the token is one of ours.
+      if (error instanceof errors.JWTClaimValidationFailed && error.claim === 'iss') this.#foreignIssuer(error.payload.iss);
       return null;
     }
+  }
+
+  #foreignIssuer(issuer: unknown): void {
+    const name = typeof issuer === 'string' ? issuer.slice(0, 200) : String(issuer);
+    if (this.#foreignIssuers.has(name) || this.#foreignIssuers.size >= 16) return;
+    this.#foreignIssuers.add(name);
+    this.#onForeignIssuer(name);
   }
 
   /** The signing key and any verify-only keys of a rotation, so outside verifiers accept both. */

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { after, before, before as beforeAll, describe, it, mock } from 'node:test';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
 import { SCOPES } from '../../../src/auth/scopes.ts';
 import { loadConfig } from '../../../src/config.ts';
+import { createLogger } from '../../../src/logger.ts';
 import type { App } from '../../../src/http/app-type.ts';
 import { loadKeys, signingKeyFromPem } from '../../../src/security/keys.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, testConfig, testKeys, type TestApp, type TestClient } from '../../support.ts';
@@ -284,5 +286,52 @@ describe(`signing key rotation (${DIALECT})`, () => {
 
   it('refuses a previous key that is not a PEM key, naming the variable', () => {
     assert.throws(() => loadConfig({ CPS_JWT_PREVIOUS_PUBLIC_KEY: 'not a key' }), /CPS_JWT_PREVIOUS_PUBLIC_KEY/);
+  });
+});
+
+describe(`processes with different CPS_PUBLIC_URL (${DIALECT})`, () => {
+  it("refuse each other's tokens, and the refusing one warns once naming both issuers", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const withWhoami = (app: App) => {
+      app.get('/test/whoami', { config: { auth: { anyOf: [] }, family: 'standard' } }, async (request) => request.principal);
+    };
+    const one = await createTestApp({ env: { CPS_PUBLIC_URL: 'http://127.0.0.1:8080' } });
+    const two = await createTestApp({
+      env: { CPS_PUBLIC_URL: 'http://127.0.0.1:8081' },
+      database: one.database,
+      logger: createLogger('warn', sink),
+      setup: withWhoami,
+    });
+    try {
+      const client = await createTestClient(one.ctx);
+      const { access_token } = (
+        await one.app.inject({
+          method: 'POST',
+          url: '/connect-auth/v1/account/login',
+          payload: { client_id: client.clientId, client_secret: client.clientSecret },
+        })
+      ).json();
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await two.app.inject({ method: 'GET', url: '/test/whoami', headers: bearer(access_token) })).statusCode, 401);
+      }
+      const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => entry.issuer !== undefined);
+      assert.equal(warnings.length, 1, 'once per issuer');
+      assert.equal(warnings[0].issuer, 'http://127.0.0.1:8080');
+      assert.equal(warnings[0].our_issuer, 'http://127.0.0.1:8081');
+      assert.match(warnings[0].msg, /every process must share one CPS_PUBLIC_URL/);
+      assert.ok(!lines.join('').includes(access_token), 'the token is not logged');
+      // A forged token (another key) is refused without the warning.
+      const forged = `${access_token.slice(0, -4)}AAAA`;
+      assert.equal((await two.app.inject({ method: 'GET', url: '/test/whoami', headers: bearer(forged) })).statusCode, 401);
+    } finally {
+      await two.close();
+      await one.close();
+    }
   });
 });
