@@ -32,6 +32,10 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
   business create --name NAME             create a business and its first API client (all scopes)
   client create --business ID [--scope S ...]
                                           create another API client (all scopes unless given)
+  business list                           every business, with its count of active API clients
+  client list --business ID               a business's API clients (never their secrets)
+  client revoke --client ID               revoke an API client: no more logins or refreshes, its refresh
+                                          tokens revoked (access tokens last until they expire)
   import drugs FILE                       import medicines: A-Z medicines CSV, 1mg CSV (both layouts) or NDJSON
   import labs FILE                        import lab tests: LOINC lab orders CSV or NDJSON
   backup FILE [--force]                   copy the SQLite database, online, to FILE (0600); the master key
@@ -119,6 +123,25 @@ const commands: Record<string, Command> = {
     if (!values.business) throw new UsageError('client create needs --business ID');
     const businessId = values.business;
     printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).createClient(businessId, values.scope)));
+  },
+
+  async 'business list'(args, config) {
+    parseArgs({ args, options: {} });
+    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).listBusinesses()));
+  },
+
+  async 'client list'(args, config) {
+    const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
+    if (!values.business) throw new UsageError('client list needs --business ID');
+    const businessId = values.business;
+    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).listClients(businessId)));
+  },
+
+  async 'client revoke'(args, config) {
+    const { values } = parseArgs({ args, options: { client: { type: 'string' } } });
+    if (!values.client) throw new UsageError('client revoke needs --client ID');
+    const clientId = values.client;
+    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).revokeClient(clientId)));
   },
 
   async 'import drugs'(args, config) {

@@ -34,3 +34,38 @@ export async function insertClient(db: Db, client: ApiClientsTable): Promise<voi
 export async function findActiveClient(db: Db, clientId: string): Promise<ApiClientsTable | undefined> {
   return db.selectFrom('api_clients').selectAll().where('id', '=', clientId).where('disabled_at', 'is', null).executeTakeFirst();
 }
+
+export async function listBusinesses(db: Db): Promise<(BusinessesTable & { clients: number })[]> {
+  const rows = await db
+    .selectFrom('businesses')
+    .leftJoin('api_clients', (join) => join.onRef('api_clients.business_id', '=', 'businesses.id').on('api_clients.disabled_at', 'is', null))
+    .select(['businesses.id', 'businesses.name', 'businesses.created_at', (eb) => eb.fn.count<number>('api_clients.id').as('clients')])
+    .groupBy(['businesses.id', 'businesses.name', 'businesses.created_at'])
+    .orderBy('businesses.created_at')
+    .orderBy('businesses.id')
+    .execute();
+  return rows.map((row) => ({ ...row, clients: Number(row.clients) }));
+}
+
+export async function listClients(db: Db, businessId: string): Promise<Omit<ApiClientsTable, 'secret_hash'>[]> {
+  return db
+    .selectFrom('api_clients')
+    .select(['id', 'business_id', 'scopes', 'created_at', 'disabled_at'])
+    .where('business_id', '=', businessId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** Disables the client and revokes its refresh tokens; false when it is unknown or already disabled. */
+export async function disableClient(db: Db, clientId: string, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('api_clients')
+    .set({ disabled_at: now })
+    .where('id', '=', clientId)
+    .where('disabled_at', 'is', null)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return false;
+  await db.updateTable('refresh_tokens').set({ revoked_at: now }).where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
+  return true;
+}

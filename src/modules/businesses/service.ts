@@ -82,6 +82,32 @@ export class BusinessService {
     return business && { id: business.id, name: business.name };
   }
 
+  /** Every business, with its count of active API clients. */
+  async listBusinesses(): Promise<{ id: string; name: string; created_at: number; clients: number }[]> {
+    return repo.listBusinesses(this.#deps.db);
+  }
+
+  /** A business's API clients (never their secrets), disabled ones with the time they were disabled. */
+  async listClients(businessId: string): Promise<{ client_id: string; scopes: string[]; created_at: number; disabled_at: number | null }[]> {
+    if (!(await repo.findBusiness(this.#deps.db, businessId))) throw AppError.notFound(`Business ${businessId} not found`);
+    return (await repo.listClients(this.#deps.db, businessId)).map((client) => ({
+      client_id: client.id,
+      scopes: client.scopes.split(' ').filter(Boolean),
+      created_at: client.created_at,
+      disabled_at: client.disabled_at,
+    }));
+  }
+
+  /**
+   * Revokes a client: it can no longer log in or refresh, and its refresh tokens are revoked; access
+   * tokens already issued last until they expire (CPS_ACCESS_TOKEN_TTL).
+   */
+  async revokeClient(clientId: string): Promise<{ client_id: string; revoked: true }> {
+    const revoked = await inTransaction(this.#deps.db, (trx) => repo.disableClient(trx, clientId, Date.now()));
+    if (!revoked) throw AppError.notFound(`Active API client ${clientId} not found`);
+    return { client_id: clientId, revoked: true };
+  }
+
   /** The client `clientId` unless it is disabled; `db` may be the caller's transaction. */
   async findActiveClient(db: Db, clientId: string): Promise<ApiClientsTable | undefined> {
     return repo.findActiveClient(db, clientId);
