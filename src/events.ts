@@ -65,8 +65,8 @@ const appointment = {
   partner_patient_id: Type.String(NoneIsEmpty),
   clinic_id: Type.String(),
   partner_clinic_id: Type.String(NoneIsEmpty),
-  status: Type.Union([Type.Literal('BK'), Type.Literal('NS'), Type.Literal('CM'), Type.Literal('CN'), Type.Literal('RES')], {
-    description: 'BK booked, NS no-show, CM completed, CN cancelled, RES rescheduled (next_aid names its successor)',
+  status: Type.Union([Type.Literal('BK'), Type.Literal('PA'), Type.Literal('NS'), Type.Literal('CM'), Type.Literal('CN'), Type.Literal('RES')], {
+    description: 'BK booked, PA parked, NS no-show, CM completed, CN cancelled, RES rescheduled (next_aid names its successor)',
   }),
   mode: Type.Union([Type.Literal('in_clinic'), Type.Literal('tele')]),
   start_time: Type.Integer({ description: 'Epoch seconds' }),
@@ -100,7 +100,7 @@ export const APPOINTMENT_FIELDS = [
  * How an appointment's status changed. `rescheduled` is sent by the reschedule operation (the
  * appointment stays BK; its times are in the body).
  */
-export const STATUS_TRANSITIONS = ['no_show', 'completed', 'cancelled', 'rescheduled'] as const;
+export const STATUS_TRANSITIONS = ['parked', 'no_show', 'completed', 'cancelled', 'rescheduled'] as const;
 export type StatusTransition = (typeof STATUS_TRANSITIONS)[number];
 
 /** What every case event says of the case: no more than the case listing shows (contract 6). */
@@ -212,7 +212,7 @@ export const EVENTS = {
   'appointment.statuschange': orderedEvent(
     'appointment.statuschange',
     'appointment',
-    { summary: "An appointment's status changed: no-show, completed, cancelled, or it was rescheduled", occurred: 'the change occurred' },
+    { summary: "An appointment's status changed: parked, no-show, completed, cancelled, or it was rescheduled", occurred: 'the change occurred' },
     {
       ...appointment,
       transition: Type.Union(STATUS_TRANSITIONS.map((transition) => Type.Literal(transition))),

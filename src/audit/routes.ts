@@ -125,6 +125,10 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     patient: (request) => body(request, 'patient_id') ?? body(request, 'partner_patient_id'),
   },
   'POST /dr/v1/appointment/:appointment_id/change-status': appointment,
+  'GET /dr/v1/business/appointments/:appointment_id': { ...appointment, action: 'read' },
+  // Answer 204: the entry names the appointment; its patient is in the appointment's own entries.
+  'POST /dr/v1/appointment/:appointment_id/parked': { ...appointment, id: param('appointment_id') },
+  'PATCH /dr/v1/appointment/:appointment_id/custom_attribute': { ...appointment, id: param('appointment_id') },
   'POST /dr/v1/appointment/:appointment_id/complete': appointment,
   'PUT /dr/v1/appointment/:appointment_id/cancel': appointment,
   // An event's body shows the appointment or case it is about.

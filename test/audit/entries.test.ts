@@ -58,6 +58,15 @@ function calls(
       id: apt,
       patient: pt,
     }),
+    'GET /dr/v1/business/appointments/:appointment_id': () => ({ method: 'GET', url: `/dr/v1/business/appointments/${apt}`, id: apt, patient: pt }),
+    'PATCH /dr/v1/appointment/:appointment_id/custom_attribute': () => ({
+      method: 'PATCH',
+      url: `/dr/v1/appointment/${apt}/custom_attribute`,
+      payload: { payment_status: ['paid'] },
+      id: apt,
+      patient: null,
+    }),
+    'POST /dr/v1/appointment/:appointment_id/parked': () => ({ method: 'POST', url: `/dr/v1/appointment/${apt}/parked`, id: apt, patient: null }),
     'POST /dr/v1/appointment/:appointment_id/change-status': () => ({
       method: 'POST',
       url: `/dr/v1/appointment/${apt}/change-status`,

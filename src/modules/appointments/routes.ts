@@ -132,13 +132,16 @@ export const AppointmentRecordSchema = Type.Object({
   partner_doctor_id: Type.Optional(Type.String()),
   patient_id: Type.String(),
   partner_patient_id: Type.Optional(Type.String()),
-  status: Type.String({ description: 'BK booked, NS no-show, CM completed, CN cancelled, RES rescheduled (see next_aid)' }),
+  status: Type.String({ description: 'BK booked, PA parked, NS no-show, CM completed, CN cancelled, RES rescheduled (see next_aid)' }),
   mode: Type.String({ description: 'in_clinic or tele' }),
   start_time: Type.Integer(),
   end_time: Type.Integer(),
   token: Type.Optional(Type.Integer()),
   patient_details: PatientDetails,
-  custom_attributes: CustomAttributes,
+  custom_attributes: Type.Object(CustomAttributes.properties, {
+    additionalProperties: true,
+    description: 'label and tags, and the attributes set by the custom_attribute operation',
+  }),
   video_connect: Type.Optional(VideoConnect),
   display_meta: Type.Object({}, { additionalProperties: true }),
   partner_meta: Type.Object({}, { additionalProperties: true }),
@@ -163,7 +166,7 @@ const ListQuery = Type.Object({
       description: "One day, YYYY-MM-DD in CPS_TIMEZONE (with doctor_id: the doctor's day); not with start_date or end_date",
     }),
   ),
-  status: Type.Optional(Type.String({ maxLength: 100, description: 'BK, NS, CM, CN or RES; several comma-separated' })),
+  status: Type.Optional(Type.String({ maxLength: 100, description: 'BK, PA, NS, CM, CN or RES; several comma-separated' })),
   page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000 })),
 });
 
@@ -261,6 +264,62 @@ export function appointmentRoutes(service: AppointmentService) {
         const { start_time, end_time, mode, custom_attributes, video_connect } = details;
         const input = { token, partner_meta, patient_details, display_meta, notes, start_time, end_time, mode, custom_attributes, video_connect };
         await service.update(principalOf(request), request.params.appointment_id, byPartner(request.query), input, expected);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.get(
+      '/dr/v1/business/appointments/:appointment_id',
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: 'Read an appointment (the path Eka’s business clients read it by)',
+          params: Params,
+          querystring: ByPartner,
+          response: { 200: AppointmentRecordSchema, ...errors },
+        },
+      },
+      async (request) => service.get(principalOf(request).businessId, request.params.appointment_id, byPartner(request.query)),
+    );
+
+    app.post(
+      '/dr/v1/appointment/:appointment_id/parked',
+      {
+        config: change,
+        schema: {
+          tags,
+          summary: 'Park a booked appointment (status PA); 204',
+          params: Params,
+          querystring: ByPartner,
+          response: { 204: Type.Null({ description: 'Parked' }), ...errors, 409: StandardError },
+        },
+      },
+      async (request, reply) => {
+        await service.park(principalOf(request), request.params.appointment_id, byPartner(request.query));
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.patch(
+      '/dr/v1/appointment/:appointment_id/custom_attribute',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: 'Set custom attributes: the keys sent replace those stored (null removes one), the others stay; 204',
+          params: Params,
+          querystring: ByPartner,
+          body: Type.Record(
+            Type.String(),
+            Type.Union([Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 }), Type.String({ maxLength: 200 }), Type.Null()]),
+            { maxProperties: 50, description: 'Attribute name (up to 50 characters) -> values (e.g. {"payment_status": ["paid"]})' },
+          ),
+          response: { 204: Type.Null({ description: 'Set' }), ...errors, 409: StandardError },
+        },
+      },
+      async (request, reply) => {
+        await service.setCustomAttributes(principalOf(request), request.params.appointment_id, byPartner(request.query), request.body);
         return reply.code(204).send(null);
       },
     );

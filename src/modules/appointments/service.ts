@@ -22,8 +22,11 @@ import type { Scheduling } from './scheduling.ts';
 
 export const PAGE_SIZE = 50;
 
-export type Status = 'BK' | 'NS' | 'CM' | 'CN' | 'RES';
-export const STATUSES: readonly Status[] = ['BK', 'NS', 'CM', 'CN', 'RES'];
+/** The most custom attributes an appointment keeps. */
+export const MAX_CUSTOM_ATTRIBUTES = 50;
+
+export type Status = 'BK' | 'PA' | 'NS' | 'CM' | 'CN' | 'RES';
+export const STATUSES: readonly Status[] = ['BK', 'PA', 'NS', 'CM', 'CN', 'RES'];
 export type BookedMode = 'INCLINIC' | 'VIDEO' | 'PHONE';
 /** A mode as sent: Eka's booking names, or the record's (in_clinic, tele), which Eka's MCP SDK books with. */
 export type SentMode = BookedMode | 'in_clinic' | 'tele';
@@ -33,9 +36,11 @@ function bookedMode(mode: SentMode | undefined): BookedMode {
   return mode === 'tele' ? 'VIDEO' : mode;
 }
 
+/** label and tags (interface 2.6), and the partner's own attributes set by the custom_attribute operation. */
 export interface CustomAttributes {
   label?: string[];
   tags?: string[];
+  [attribute: string]: string[] | string | undefined;
 }
 export interface VideoConnect {
   vendor?: string;
@@ -503,6 +508,45 @@ export class AppointmentService {
       if (row.status === 'RES') throw rescheduled(row);
       if (row.status === 'NS') return {};
       return this.changeStatus(trx, principal, row, { status: 'NS', updated_at: Date.now() }, 'no_show');
+    });
+  }
+
+  /** Parks a booked appointment (Eka's PA: out of the queue for now); parking a parked one changes nothing. */
+  async park(principal: Principal, id: string, byPartner: boolean): Promise<AppointmentRecord> {
+    return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      if (row.status === 'RES') throw rescheduled(row);
+      if (row.status === 'PA') return {};
+      const state = { CM: 'a completed', CN: 'a cancelled', NS: 'a no-show' }[row.status as 'CM' | 'CN' | 'NS'];
+      if (state) throw invalid('appointment_id', `${state} appointment cannot be parked`);
+      return this.changeStatus(trx, principal, row, { status: 'PA', updated_at: Date.now() }, 'parked');
+    });
+  }
+
+  /**
+   * Sets custom attributes (Eka's custom_attribute operation): the keys sent replace those stored, a
+   * null removes one, the others stay; label and tags are attributes too.
+   */
+  async setCustomAttributes(
+    principal: Principal,
+    id: string,
+    byPartner: boolean,
+    sent: Record<string, string[] | string | null>,
+  ): Promise<AppointmentRecord> {
+    if (Object.keys(sent).length === 0) throw invalid('custom_attributes', 'send at least one attribute');
+    for (const key of ['label', 'tags'] as const) {
+      if (sent[key] !== undefined && sent[key] !== null && !Array.isArray(sent[key])) throw invalid(key, 'must be an array of strings');
+    }
+    return this.change(principal.businessId, id, byPartner, async (trx, row) => {
+      const attributes: Record<string, unknown> = JSON.parse(row.custom_attributes);
+      for (const [key, value] of Object.entries(sent)) {
+        if (key.length === 0 || key.length > 50) throw invalid('custom_attributes', `a name is 1 to 50 characters ("${key.slice(0, 60)}")`);
+        if (value === null) delete attributes[key];
+        else attributes[key] = value;
+      }
+      if (Object.keys(attributes).length > MAX_CUSTOM_ATTRIBUTES) throw invalid('custom_attributes', `at most ${MAX_CUSTOM_ATTRIBUTES} attributes`);
+      const changes = { custom_attributes: JSON.stringify(attributes), updated_at: Date.now() };
+      if (changes.custom_attributes === row.custom_attributes) return {};
+      return this.writeWithEvent(trx, principal, row, changes, {}, 'appointment.updated', { action: 'modified', changed: ['custom_attributes'] });
     });
   }
 

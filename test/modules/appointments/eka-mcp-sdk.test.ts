@@ -216,9 +216,113 @@ describe(`Eka's MCP SDK: appointments (${DIALECT})`, () => {
       assert.equal(byPartner.statusCode, 204, byPartner.body);
       assert.equal((await call(p, 'GET', `/dr/v1/appointment/${id}`)).json().mode, 'in_clinic');
     });
+    it('parks (204, status PA, a statuschange event), sets custom attributes (204, merged), reads by the business path', async () => {
+      const p = await createPractice(t);
+      const id = await book(t, p, {
+        partner_appointment_id: 'pk-1',
+        appointment_details: { start_time: START, end_time: START + SLOT, custom_attributes: { tags: ['new'] } },
+      });
+      const parked = await call(p, 'POST', `/dr/v1/appointment/${id}/parked`, {});
+      assert.equal(parked.statusCode, 204, parked.body);
+      assert.equal(parked.body, '');
+      assert.equal((await call(p, 'POST', '/dr/v1/appointment/pk-1/parked?partner_id=1')).statusCode, 204, 'parking a parked one changes nothing');
+      const read = await call(p, 'GET', `/dr/v1/business/appointments/${id}`);
+      assert.equal(read.statusCode, 200, read.body);
+      assert.equal(read.json().status, 'PA');
+      assert.deepEqual(read.json(), (await call(p, 'GET', `/dr/v1/appointment/${id}`)).json());
+      assert.equal((await call(p, 'GET', '/dr/v1/business/appointments/pk-1?partner_id=1')).json().appointment_id, id);
+      const listed = await call(p, 'GET', '/dr/v1/appointment?status=PA');
+      assert.deepEqual(
+        listed.json().appointments.map((a: { appointment_id: string }) => a.appointment_id),
+        [id],
+      );
+
+      const set = await call(p, 'PATCH', `/dr/v1/appointment/${id}/custom_attribute`, { payment_status: ['paid'], label: ['gold'] });
+      assert.equal(set.statusCode, 204, set.body);
+      assert.deepEqual((await call(p, 'GET', `/dr/v1/appointment/${id}`)).json().custom_attributes, {
+        tags: ['new'],
+        payment_status: ['paid'],
+        label: ['gold'],
+      });
+      const removed = await call(p, 'PATCH', `/dr/v1/appointment/pk-1/custom_attribute?partner_id=1`, { payment_status: null, visit: 'first' });
+      assert.equal(removed.statusCode, 204, removed.body);
+      assert.deepEqual((await call(p, 'GET', `/dr/v1/appointment/${id}`)).json().custom_attributes, {
+        tags: ['new'],
+        label: ['gold'],
+        visit: 'first',
+      });
+
+      const changes = await t.ctx.storage.db
+        .selectFrom('events')
+        .select(['type', 'payload'])
+        .where('business_id', '=', p.client.businessId)
+        .where('type', 'in', ['appointment.statuschange', 'appointment.updated'])
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      assert.deepEqual(
+        changes.map((row) => {
+          const data = JSON.parse(row.payload).data;
+          return [row.type, data.transition ?? data.changed.join(), data.status];
+        }),
+        [
+          ['appointment.statuschange', 'parked', 'PA'],
+          ['appointment.updated', 'custom_attributes', 'PA'],
+          ['appointment.updated', 'custom_attributes', 'PA'],
+        ],
+      );
+      // A parked appointment completes as any other.
+      assert.equal((await call(p, 'POST', `/dr/v1/appointment/${id}/complete`)).json().status, 'CM');
+    });
   });
 
   describe('errors', () => {
+    it('parking a completed, cancelled or no-show appointment is 400, a rescheduled one 409; bad custom attributes name the field', async () => {
+      const p = await createPractice(t);
+      for (const [operation, method] of [
+        ['complete', 'POST'],
+        ['cancel', 'PUT'],
+      ] as const) {
+        const id = await book(t, p, {
+          appointment_details: {
+            start_time: START + 60 * (operation === 'cancel' ? 2 : 1) * SLOT,
+            end_time: START + 60 * (operation === 'cancel' ? 2 : 1) * SLOT + SLOT,
+          },
+        });
+        assert.equal((await call(p, method, `/dr/v1/appointment/${id}/${operation}`)).statusCode, 200);
+        const refused = await call(p, 'POST', `/dr/v1/appointment/${id}/parked`);
+        assert.equal(refused.statusCode, 400, refused.body);
+        assert.equal(refused.json().error.code, 'INVALID_REQUEST');
+      }
+      const moved = await book(t, p);
+      assert.equal(
+        (await call(p, 'PUT', `/dr/v1/appointment/${moved}/reschedule`, { start_time: START + 7200, end_time: START + 8100 })).statusCode,
+        200,
+      );
+      assert.equal((await call(p, 'POST', `/dr/v1/appointment/${moved}/parked`)).statusCode, 409);
+      const id = await book(t, p, { appointment_details: { start_time: START + 9000, end_time: START + 9900 } });
+      for (const [body, field] of [
+        [{}, 'custom_attributes'],
+        [{ tags: 'vip' }, 'tags'],
+        [{ payment_status: 5 }, 'payment_status'],
+        [{ ['x'.repeat(51)]: ['a'] }, 'custom_attributes'],
+        [Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])), 'more than 50'],
+      ] as const) {
+        const response = await call(p, 'PATCH', `/dr/v1/appointment/${id}/custom_attribute`, body);
+        assert.equal(response.statusCode, 400, `${JSON.stringify(body).slice(0, 80)}: ${response.body}`);
+        assert.match(response.json().error.message, new RegExp(field));
+      }
+      for (const [method, url] of [
+        ['GET', '/dr/v1/business/appointments/apt_unknown'],
+        ['POST', '/dr/v1/appointment/apt_unknown/parked'],
+        ['PATCH', '/dr/v1/appointment/apt_unknown/custom_attribute'],
+      ] as const) {
+        const response = await call(p, method, url, method === 'PATCH' ? { a: 'b' } : undefined);
+        assert.equal(response.statusCode, 404, url);
+        assert.equal(response.json().error.code, 'APPOINTMENT_NOT_FOUND');
+      }
+    });
+
     it('slots: a malformed or unreal date names its parameter', async () => {
       const p = await createPractice(t);
       await setSchedule(t, p);
@@ -311,6 +415,36 @@ describe(`Eka's MCP SDK: appointments (${DIALECT})`, () => {
       assert.equal(slots.statusCode, 404);
     });
 
+    it("another business's appointment: read, park and custom attributes answer as an unknown one; scopes", async () => {
+      const mine = await createPractice(t);
+      const theirs = await createPractice(t);
+      const theirAppointment = await book(t, theirs);
+      for (const [method, url] of [
+        ['GET', `/dr/v1/business/appointments/${theirAppointment}`],
+        ['POST', `/dr/v1/appointment/${theirAppointment}/parked`],
+        ['PATCH', `/dr/v1/appointment/${theirAppointment}/custom_attribute`],
+      ] as const) {
+        const response = await call(mine, method, url, method === 'PATCH' ? { a: 'b' } : undefined);
+        assert.equal(response.statusCode, 404, url);
+        assert.equal(response.json().error.code, 'APPOINTMENT_NOT_FOUND');
+      }
+      const record = (await call(theirs, 'GET', `/dr/v1/appointment/${theirAppointment}`)).json();
+      assert.equal(record.status, 'BK');
+      assert.deepEqual(record.custom_attributes, {});
+      const completer = await createTestClient(t.ctx, { businessId: theirs.client.businessId, scopes: ['appointment:complete'] });
+      assert.equal((await call(theirs, 'GET', `/dr/v1/business/appointments/${theirAppointment}`, undefined, completer.token)).statusCode, 200);
+      for (const [method, url] of [
+        ['POST', `/dr/v1/appointment/${theirAppointment}/parked`],
+        ['PATCH', `/dr/v1/appointment/${theirAppointment}/custom_attribute`],
+      ] as const) {
+        const refused = await call(theirs, method, url, method === 'PATCH' ? { a: 'b' } : undefined, completer.token);
+        assert.equal(refused.statusCode, 403, url);
+        const anonymous = await t.app.inject({ method, url, ...(method === 'PATCH' && { payload: { a: 'b' } }) });
+        assert.equal(anonymous.statusCode, 401, url);
+      }
+      assert.equal((await t.app.inject({ method: 'GET', url: `/dr/v1/business/appointments/${theirAppointment}` })).statusCode, 401);
+    });
+
     it('v2 update: no token 401, a token without appointment:write 403', async () => {
       const p = await createPractice(t);
       const id = await book(t, p);
@@ -325,6 +459,24 @@ describe(`Eka's MCP SDK: appointments (${DIALECT})`, () => {
   });
 
   describe('concurrency', () => {
+    it('custom attributes set at once by many requests: every key lands, one event each', async () => {
+      const p = await createPractice(t);
+      const id = await book(t, p);
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => call(p, 'PATCH', `/dr/v1/appointment/${id}/custom_attribute`, { [`k${i}`]: [`v${i}`] })),
+      );
+      for (const answer of answers) assert.equal(answer.statusCode, 204, answer.body);
+      const attributes = (await call(p, 'GET', `/dr/v1/appointment/${id}`)).json().custom_attributes;
+      assert.deepEqual(Object.keys(attributes).sort(), Array.from({ length: 10 }, (_, i) => `k${i}`).sort());
+      const updated = await t.ctx.storage.db
+        .selectFrom('events')
+        .select('sequence')
+        .where('business_id', '=', p.client.businessId)
+        .where('type', '=', 'appointment.updated')
+        .execute();
+      assert.equal(updated.length, 10);
+    });
+
     it('bookings of one patient by id racing with a change of that patient all land, on one patient', async () => {
       const p = await createPractice(t);
       const patientId = await createPatient(p);
