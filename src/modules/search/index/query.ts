@@ -98,9 +98,9 @@ export function parseQuery(raw: string): ParsedQuery {
       required: true,
       exact,
       prefix: numeric || text.length >= 2 || list.length === 1,
-      // One edit from 3 letters, two from 5 (a word of 6 with a letter dropped), as search engines'
-      // automatic fuzziness; never for numbers.
-      fuzzy: numeric ? 0 : text.length >= 5 ? 2 : text.length >= 3 ? 1 : 0,
+      // One edit from 4 letters (contract 3; three letters with a slip begin too much to tell), two from
+      // 5 (a word of 6 with a letter dropped), as search engines' automatic fuzziness; never for numbers.
+      fuzzy: numeric ? 0 : text.length >= 5 ? 2 : text.length >= 4 ? 1 : 0,
       sounds: numeric || text.length < 3 ? [] : soundAlikes(text).filter((sound) => !exact.includes(sound)),
       typing: !numeric && at === list.length - 1,
     };
