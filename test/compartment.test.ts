@@ -1,9 +1,14 @@
-/** The patient compartment (src/compartment.ts) cannot be fooled: every column of the live schema that refers to a patient belongs to a registered holder. */
+/**
+ * The patient compartment (src/compartment.ts) cannot be fooled: every column of the live schema that
+ * refers to a patient belongs to a registered holder, and erasing a patient after filling every
+ * registered table leaves nothing of the person in any table of the database.
+ */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { isPostgres } from '../src/db/dialect.ts';
-import { createTestApp, DIALECT, type TestApp } from './support.ts';
+import { call, findPerson, person, seedPerson } from './modules/privacy/support.ts';
+import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from './support.ts';
 
 /** A column that names a patient: `patient_id`, `patient_ref`, `partner_patient_id`. */
 const REFERS_TO_PATIENT = /(^|_)patient_(id|ref)$/;
@@ -27,9 +32,11 @@ async function liveColumns(t: TestApp): Promise<Array<{ table: string; column: s
 
 describe(`the patient compartment (${DIALECT})`, () => {
   let t: TestApp;
+  let client: TestClient;
 
   before(async () => {
     t = await createTestApp();
+    client = await createTestClient(t.ctx);
   });
   after(async () => t.close());
 
@@ -45,5 +52,87 @@ describe(`the patient compartment (${DIALECT})`, () => {
     for (const holder of t.ctx.compartment.holders) {
       assert.ok(typeof holder.erase === 'function' || holder.erase.kept.length > 20, `${holder.name} says why its rows are kept`);
     }
+  });
+
+  it('an erasure of a patient with rows in every registered table leaves no row or string of theirs in any table', async () => {
+    const who = person();
+    const { patientId } = await seedPerson(t, client, who);
+    const db = t.ctx.storage.db;
+    // A notification sent by device id: it names no patient, only the patient's device.
+    const did = `dev-${who.partnerId}`;
+    await db
+      .insertInto('push_notifications')
+      .values({
+        id: `ntf-did-${who.partnerId}`,
+        business_id: client.businessId,
+        title: `Reminder for ${who.first}`,
+        body: `${who.last}, your appointment is tomorrow`,
+        data: JSON.stringify({ phone: who.local }),
+        patient_ref: null,
+        created_by: client.clientId,
+        created_at: Date.now(),
+      })
+      .execute();
+    await db
+      .insertInto('push_deliveries')
+      .values({
+        notification_id: `ntf-did-${who.partnerId}`,
+        did,
+        business_id: client.businessId,
+        status: 'sent',
+        error: null,
+        fcm_message: null,
+        updated_at: Date.now(),
+      })
+      .execute();
+    // One sent by device id to the patient's device and another's: it was not theirs alone.
+    await db
+      .insertInto('push_notifications')
+      .values({
+        id: `ntf-all-${who.partnerId}`,
+        business_id: client.businessId,
+        title: 'The clinic is closed on Monday',
+        body: 'Holiday',
+        data: null,
+        patient_ref: null,
+        created_by: client.clientId,
+        created_at: Date.now(),
+      })
+      .execute();
+    for (const to of [did, `other-${did}`]) {
+      await db
+        .insertInto('push_deliveries')
+        .values({
+          notification_id: `ntf-all-${who.partnerId}`,
+          did: to,
+          business_id: client.businessId,
+          status: 'sent',
+          error: null,
+          fcm_message: null,
+          updated_at: 0,
+        })
+        .execute();
+    }
+    const exported = await call(t, client.token, 'POST', `/privacy/v1/patients/${patientId}/export`);
+    assert.equal(exported.statusCode, 202, exported.body);
+
+    // Every registered table holds the person before the erasure: the fill covers the whole compartment.
+    const refs = [patientId, who.partnerId];
+    for (const holder of t.ctx.compartment.holders) {
+      for (const held of holder.tables) {
+        const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(held.table)}
+          where ${sql.ref(held.column)} in (${sql.join(refs)})`.execute(db);
+        assert.ok(Number(rows[0]!.n) > 0, `the fill left ${held.table}.${held.column} (${holder.name}) empty`);
+      }
+    }
+    assert.ok((await findPerson(t, who)).length > 10, 'the seed put the person in many places');
+
+    const erased = await call(t, client.token, 'POST', `/privacy/v1/patients/${patientId}/erase`);
+    assert.equal(erased.statusCode, 200, erased.body);
+    await t.ctx.jobs.runDue();
+    await t.ctx.audit.flush();
+    assert.deepEqual(await findPerson(t, who), [], 'what the erasure left of the person');
+    const shared = await db.selectFrom('push_deliveries').select('did').where('notification_id', '=', `ntf-all-${who.partnerId}`).execute();
+    assert.deepEqual(shared, [{ did: `other-${did}` }], "a notification sent to others too keeps their delivery rows, not the patient's");
   });
 });

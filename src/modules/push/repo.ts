@@ -200,19 +200,50 @@ export async function notificationsUnder(db: Db, businessId: string, refs: strin
     .execute();
 }
 
-/** The devices kept under the keys deleted; the notifications sent to the patient deleted with their delivery rows. */
+/**
+ * The devices kept under the keys deleted, and the notifications sent to the patient: those kept under
+ * the keys, and those sent by device id to the patient's devices alone, deleted with their delivery
+ * rows. A notification sent by device id to other devices too loses only the patient's delivery rows
+ * (it was not theirs alone).
+ */
 export async function deleteUnder(db: Db, businessId: string, refs: string[]): Promise<void> {
   if (refs.length === 0) return;
-  const notifications = await db
+  const dids = (
+    await db.selectFrom('push_devices').select('did').where('business_id', '=', businessId).where('patient_ref', 'in', refs).execute()
+  ).map((row) => row.did);
+  const byKey = await db
     .selectFrom('push_notifications')
     .select('id')
     .where('business_id', '=', businessId)
     .where('patient_ref', 'in', refs)
     .execute();
-  const ids = notifications.map((row) => row.id);
-  if (ids.length > 0) {
-    await db.deleteFrom('push_deliveries').where('business_id', '=', businessId).where('notification_id', 'in', ids).execute();
-    await db.deleteFrom('push_notifications').where('business_id', '=', businessId).where('id', 'in', ids).execute();
+  const ids = new Set(byKey.map((row) => row.id));
+  if (dids.length > 0) {
+    const sentToDevices = await db
+      .selectFrom('push_deliveries as mine')
+      .select('mine.notification_id')
+      .distinct()
+      .where('mine.business_id', '=', businessId)
+      .where('mine.did', 'in', dids)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('push_deliveries as other')
+              .select('other.did')
+              .where('other.business_id', '=', businessId)
+              .whereRef('other.notification_id', '=', 'mine.notification_id')
+              .where('other.did', 'not in', dids),
+          ),
+        ),
+      )
+      .execute();
+    for (const row of sentToDevices) ids.add(row.notification_id);
+    await db.deleteFrom('push_deliveries').where('business_id', '=', businessId).where('did', 'in', dids).execute();
+  }
+  for (let i = 0, list = [...ids]; i < list.length; i += 200) {
+    const chunk = list.slice(i, i + 200);
+    await db.deleteFrom('push_deliveries').where('business_id', '=', businessId).where('notification_id', 'in', chunk).execute();
+    await db.deleteFrom('push_notifications').where('business_id', '=', businessId).where('id', 'in', chunk).execute();
   }
   await db.deleteFrom('push_devices').where('business_id', '=', businessId).where('patient_ref', 'in', refs).execute();
 }
