@@ -427,6 +427,27 @@ export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<D
     });
 }
 
+/** Whether PostgreSQL rolled the transaction back to break a deadlock (40P01) or a serialization failure (40001). */
+export function isRolledBackConflict(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
+ * inTransaction, run again (at most `attempts` times in all) when PostgreSQL rolled it back to break
+ * a deadlock: nothing of it committed, so running it again is safe. For changes that lock several
+ * patients, whose lock order other changes (a booking by a merged patient's partner id) cannot share.
+ */
+export async function inRetriedTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await inTransaction(db, work);
+    } catch (error) {
+      if (attempt >= attempts || !isRolledBackConflict(error)) throw error;
+    }
+  }
+}
+
 /**
  * Runs a write in `db`'s transaction whose outcome its caller does not wait for: on PostgreSQL it goes
  * out with the transaction's next statement, or its COMMIT, in the same round trip, and an error it

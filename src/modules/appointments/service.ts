@@ -7,7 +7,7 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
-import { inTransaction, isUniqueViolation, type DialectName } from '../../db/index.ts';
+import { inRetriedTransaction, isUniqueViolation, type DialectName } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
@@ -290,7 +290,7 @@ export class AppointmentService {
   #book(principal: Principal, input: BookInput, id: string, start: number, end: number): Promise<void> {
     const businessId = principal.businessId;
     const details = input.appointment_details;
-    return inTransaction(this.#db, async (trx) => {
+    return inRetriedTransaction(this.#db, async (trx) => {
       const placement = await this.#deps.clinics.placement(trx, businessId, input);
       const clinicId = resolved('clinic', input.clinic_id, input.partner_clinic_id, placement.clinic);
       const doctorId = resolved('doctor', input.doctor_id, input.partner_doctor_id, placement.doctor);
@@ -601,7 +601,7 @@ export class AppointmentService {
     const businessId = principal.businessId;
     const nextId = newId('apt');
     try {
-      return await inTransaction(this.#db, async (trx) => {
+      return await inRetriedTransaction(this.#db, async (trx) => {
         const row = await repo.findForUpdate(trx, this.#dialect, businessId, id, byPartner);
         if (!row) throw notFound();
         if (row.status === 'RES') throw rescheduled(row);
@@ -745,7 +745,7 @@ export class AppointmentService {
     byPartner: boolean,
     work: (trx: Transaction<Database>, row: repo.LockedAppointment) => Promise<Partial<repo.AppointmentView>>,
   ): Promise<AppointmentRecord> {
-    return inTransaction(this.#db, async (trx) => {
+    return inRetriedTransaction(this.#db, async (trx) => {
       const row = await repo.findForUpdate(trx, this.#dialect, businessId, id, byPartner);
       if (!row) throw notFound();
       const changed = await work(trx, row);

@@ -9,7 +9,7 @@ import { envelope } from '../../events.ts';
 import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { PatientCompartment } from '../../compartment.ts';
-import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
+import { inRetriedTransaction, inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
@@ -723,7 +723,7 @@ export class PatientService {
     byPartner: boolean,
   ): Promise<MergeResult> {
     const { businessId } = principal;
-    return inTransaction(this.#deps.db, async (trx) => {
+    return inRetriedTransaction(this.#deps.db, async (trx) => {
       let survivor = await this.#find(trx, businessId, survivorId, byPartner, { archived: false });
       let duplicate = await this.#find(trx, businessId, duplicateId, byPartner, { archived: true });
       if (survivor.id === duplicate.id) throw invalid('duplicate_patient_id', 'must name another patient than the one merged into');

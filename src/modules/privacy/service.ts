@@ -9,7 +9,7 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { parsedJson, type PatientCompartment, type PatientScope } from '../../compartment.ts';
 import type { Principal } from '../../auth/principal.ts';
-import { inTransaction, truncateWriteAheadLog, type Db, type DialectName } from '../../db/index.ts';
+import { inRetriedTransaction, inTransaction, truncateWriteAheadLog, type Db, type DialectName } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
@@ -256,62 +256,87 @@ export class PrivacyService {
    * with it) in one transaction under its locks. Erasing an erased patient answers the same.
    */
   async erase(principal: Principal, patientId: string, byPartner: boolean): Promise<ErasureView> {
-    const { businessId } = principal;
-    const view = await inTransaction(this.#deps.db, async (trx): Promise<ErasureView> => {
-      const patients = this.#deps.patients;
-      const subject = await patients.subject(trx, businessId, patientId, byPartner);
-      if (!subject) {
-        const erased = await patients.erased(trx, businessId, patientId, byPartner, this.#erasedRef(patientId));
-        if (!erased || erased.erased_at === null) throw patientNotFound();
-        return { patient_id: erased.id, status: 'erased', erased_at: seconds(erased.erased_at) };
+    // The patients to lock, as far as known: a transaction that finds more once it holds its locks
+    // starts again with them all, so that every lock is taken in the compartment's order.
+    let known: string[] = [];
+    let view: ErasureView;
+    for (;;) {
+      try {
+        view = await inRetriedTransaction(this.#deps.db, (trx) => this.#erase(trx, principal, patientId, byPartner, known));
+        break;
+      } catch (error) {
+        if (!(error instanceof LockSetGrew)) throw error;
+        known = error.ids;
       }
-      const ids = [subject.patient.id, ...subject.merged.map((row) => row.id)];
-      const rows = await patients.lockForErasure(trx, businessId, ids);
-      // A merge into the patient that committed while this erasure waited for its locks added patients to erase.
-      for (;;) {
-        const added = (await patients.mergedInto(trx, businessId, subject.patient.id)).filter((row) => !ids.includes(row.id)).map((row) => row.id);
-        if (added.length === 0) break;
-        ids.push(...added);
-        rows.push(...(await patients.lockForErasure(trx, businessId, added)));
-      }
-      const survivor = rows.find((row) => row.id === subject.patient.id)!;
-      // Another erasure committed while this one waited for the locks.
-      if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };
-      const now = Date.now();
-      const scope = scopeOf(businessId, rows);
-      const compartment = this.#deps.compartment;
-      const references = await compartment.references(trx, scope);
-      for (const event of await eventsAbout(trx, businessId, references.eventKeys, scope.refs)) {
-        const payload = redacted(event.type, event.payload);
-        if (payload !== null && payload !== event.payload) await replaceEventPayload(trx, event.id, payload);
-      }
-      await this.#deps.idempotency.forgetAnswersNaming(trx, businessId, needlesOf(rows, references.ids));
-      await compartment.erase(trx, scope, now);
-      for (const row of rows) {
-        await patients.erase(trx, businessId, row.id, now, row.partner_patient_id === null ? null : this.#erasedRef(row.partner_patient_id));
-      }
-      await recordEvent(trx, {
-        businessId,
-        type: 'patient.erased',
-        payload: {
-          ...envelope('patient.erased', principal, now),
-          data: {
-            patient_id: survivor.id,
-            partner_patient_id: survivor.partner_patient_id,
-            merged_patient_ids: rows.filter((row) => row.id !== survivor.id).map((row) => row.id),
-          },
-        },
-      });
-      return { patient_id: survivor.id, status: 'erased', erased_at: seconds(now) };
-    });
+    }
     // After the commit, and never failing the erasure that committed: a log left whole is overwritten as it restarts.
     await truncateWriteAheadLog(this.#deps.db, this.#deps.dialect).catch(() => false);
     return view;
   }
 
+  async #erase(trx: Db, principal: Principal, patientId: string, byPartner: boolean, known: string[]): Promise<ErasureView> {
+    const { businessId } = principal;
+    const patients = this.#deps.patients;
+    const subject = await patients.subject(trx, businessId, patientId, byPartner);
+    if (!subject) {
+      const erased = await patients.erased(trx, businessId, patientId, byPartner, this.#erasedRef(patientId));
+      if (!erased || erased.erased_at === null) throw patientNotFound();
+      return { patient_id: erased.id, status: 'erased', erased_at: seconds(erased.erased_at) };
+    }
+    const ids = [...new Set([subject.patient.id, ...subject.merged.map((row) => row.id), ...known])];
+    const locked = await patients.lockForErasure(trx, businessId, ids);
+    // A merge that committed while this erasure waited for its locks: the survivor merged away, or patients merged into it.
+    const survivorNow = locked.find((row) => row.id === subject.patient.id);
+    const mergedNow = await patients.mergedInto(trx, businessId, subject.patient.id);
+    const grown = [...(survivorNow?.merged_into ? [survivorNow.merged_into] : []), ...mergedNow.map((row) => row.id)].filter(
+      (id) => !ids.includes(id),
+    );
+    if (grown.length > 0) throw new LockSetGrew([...ids, ...grown]);
+    const members = new Set([subject.patient.id, ...mergedNow.map((row) => row.id)]);
+    const rows = locked.filter((row) => members.has(row.id));
+    const survivor = rows.find((row) => row.id === subject.patient.id)!;
+    // Another erasure committed while this one waited for the locks.
+    if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };
+    const now = Date.now();
+    const scope = scopeOf(businessId, rows);
+    const compartment = this.#deps.compartment;
+    const references = await compartment.references(trx, scope);
+    for (const event of await eventsAbout(trx, businessId, references.eventKeys, scope.refs)) {
+      const payload = redacted(event.type, event.payload);
+      if (payload !== null && payload !== event.payload) await replaceEventPayload(trx, event.id, payload);
+    }
+    await this.#deps.idempotency.forgetAnswersNaming(trx, businessId, needlesOf(rows, references.ids));
+    await compartment.erase(trx, scope, now);
+    for (const row of rows) {
+      await patients.erase(trx, businessId, row.id, now, row.partner_patient_id === null ? null : this.#erasedRef(row.partner_patient_id));
+    }
+    await recordEvent(trx, {
+      businessId,
+      type: 'patient.erased',
+      payload: {
+        ...envelope('patient.erased', principal, now),
+        data: {
+          patient_id: survivor.id,
+          partner_patient_id: survivor.partner_patient_id,
+          merged_patient_ids: rows.filter((row) => row.id !== survivor.id).map((row) => row.id),
+        },
+      },
+    });
+    return { patient_id: survivor.id, status: 'erased', erased_at: seconds(now) };
+  }
+
   /** A keyed digest of a partner's patient id: an erased patient is found again by it, and it names no one. */
   #erasedRef(partnerPatientId: string): string {
     return createHmac('sha256', this.#refKey).update(partnerPatientId).digest('base64url');
+  }
+}
+
+/** An erasure found more patients to lock once it held its locks: it starts again with all of them. */
+class LockSetGrew extends Error {
+  readonly ids: string[];
+  constructor(ids: string[]) {
+    super('more patients to lock');
+    this.ids = ids;
   }
 }
 
