@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { isPostgres } from '../src/db/dialect.ts';
+import { documentsApi, sampleFile } from './modules/documents/support.ts';
 import { call, findPerson, person, seedPerson } from './modules/privacy/support.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from './support.ts';
 
@@ -113,6 +114,8 @@ describe(`the patient compartment (${DIALECT})`, () => {
         })
         .execute();
     }
+    const uploaded = await documentsApi(t.app, client.token, who.partnerId).uploadV2(sampleFile('png'), { fileName: `${who.last}-report.png` });
+    assert.equal(uploaded.statusCode < 300, true, uploaded.body);
     const exported = await call(t, client.token, 'POST', `/privacy/v1/patients/${patientId}/export`);
     assert.equal(exported.statusCode, 202, exported.body);
 
