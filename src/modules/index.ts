@@ -9,7 +9,7 @@ import { clinicsModule } from './clinics/index.ts';
 import { documentsModule } from './documents/index.ts';
 import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
-import { patientsModule } from './patients/index.ts';
+import { patientService, patientsModule } from './patients/index.ts';
 import { privacyModule } from './privacy/index.ts';
 import { pushModule } from './push/index.ts';
 import { retentionModule } from './retention/index.ts';
@@ -20,26 +20,31 @@ import { webhooksModule } from './webhooks/index.ts';
 
 export type { Module } from './module.ts';
 
-/** The modules of one app (tests build many apps in one process, so nothing here is a singleton). */
+/**
+ * The modules of one app (tests build many apps in one process, so nothing here is a singleton). A service
+ * other modules use is built once here and handed to each front door that needs it.
+ */
 export function createModules(ctx: AppContext) {
+  const patients = patientService(ctx);
+  const appointments = appointmentsModule(ctx, patients);
   return {
     ops: opsModule(ctx),
     idempotency: idempotencyModule(ctx),
     auth: authModule(ctx),
     businesses: businessesModule(ctx),
     clinics: clinicsModule(ctx),
-    appointments: appointmentsModule(ctx),
+    appointments,
     schedules: schedulesModule(ctx),
-    patients: patientsModule(ctx),
+    patients: patientsModule(ctx, patients, appointments.patientAppointments),
     search: searchModule(ctx),
     webhooks: webhooksModule(ctx),
-    cases: casesModule(ctx),
-    documents: documentsModule(ctx),
+    cases: casesModule(ctx, patients),
+    documents: documentsModule(ctx, patients),
     reviews: reviewsModule(ctx),
-    push: pushModule(ctx),
-    audit: auditModule(ctx),
+    push: pushModule(ctx, patients),
+    audit: auditModule(ctx, patients),
     retention: retentionModule(ctx),
-    privacy: privacyModule(ctx),
+    privacy: privacyModule(ctx, patients),
   };
 }
 

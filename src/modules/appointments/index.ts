@@ -4,20 +4,17 @@ import type { AppContext } from '../../context.ts';
 import { appointmentKey } from '../../jobs/outbox.ts';
 import { ClinicService } from '../clinics/service.ts';
 import type { Module } from '../module.ts';
-import { PatientService } from '../patients/service.ts';
+import type { PatientService } from '../patients/service.ts';
 import { ScheduleService } from '../schedules/service.ts';
-import { appointmentRoutes, schedulingRoutes } from './routes.ts';
+import { appointmentRoutes, patientAppointmentRoutes, schedulingRoutes } from './routes.ts';
 import * as repo from './repo.ts';
 import { Scheduling } from './scheduling.ts';
 import { AppointmentService } from './service.ts';
 
 export { AppointmentRecordSchema } from './routes.ts';
 
-/** The appointment service over the context, and the scheduling it books with; other modules build theirs here. */
-export function appointmentServices(
-  ctx: AppContext,
-  patients = new PatientService({ db: ctx.storage.db, timezone: ctx.config.timezone, compartment: ctx.compartment }),
-) {
+/** The appointment service over the context and the app's one PatientService, and the scheduling it books with. */
+function appointmentServices(ctx: AppContext, patients: PatientService) {
   const { db, dialect } = ctx.storage;
   const clinics = new ClinicService({ db });
   const scheduling = new Scheduling({ db, clinics, schedules: new ScheduleService({ db, timezone: ctx.config.timezone, clinics }) });
@@ -33,7 +30,12 @@ export function appointmentServices(
   return { service, scheduling };
 }
 
-export function appointmentsModule(ctx: AppContext): Module {
+/**
+ * `patientAppointments` lists a patient's appointments under the doctor tool's patient paths: the module list
+ * registers it right after the patients module's doctor-tool routes, so those paths stay together in the API
+ * reference.
+ */
+export function appointmentsModule(ctx: AppContext, patients: PatientService): Module & { patientAppointments: Module['routes'] } {
   ctx.compartment.register({
     name: 'appointments',
     tables: [{ table: 'appointments', column: 'patient_id', by: 'id' }],
@@ -57,11 +59,12 @@ export function appointmentsModule(ctx: AppContext): Module {
     }),
     erase: (trx, scope, now) => repo.anonymiseAppointmentsOfPatients(trx, scope.businessId, scope.patientIds, now),
   });
-  const { service, scheduling } = appointmentServices(ctx);
+  const { service, scheduling } = appointmentServices(ctx, patients);
   const routes = appointmentRoutes(service);
   const scheduled = schedulingRoutes(scheduling, service);
   return {
     name: 'appointments',
+    patientAppointments: patientAppointmentRoutes(service, patients),
     routes: async (app) => {
       await routes(app);
       await scheduled(app);

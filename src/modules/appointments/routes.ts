@@ -8,6 +8,7 @@ import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { MAX_SLOT_DAYS, type Scheduling } from './scheduling.ts';
+import type { PatientService } from '../patients/service.ts';
 import type { AppointmentService } from './service.ts';
 
 interface RouteConfig {
@@ -386,6 +387,44 @@ export function appointmentRoutes(service: AppointmentService) {
         reply
           .code(202)
           .send({ event_id: await service.requestReview(principalOf(request), request.params.appointment_id, byPartner(request.query)) }),
+    );
+  };
+}
+
+/**
+ * A patient's appointments, `/dr/v1/appointment/patient/{patient_id}`: the patient is found the patients
+ * module's way (archived ones too), so a partner id or a merged-away id answers as it does there.
+ */
+export function patientAppointmentRoutes(service: AppointmentService, patients: PatientService) {
+  return async function plugin(app: App): Promise<void> {
+    app.get(
+      '/dr/v1/appointment/patient/:patient_id',
+      {
+        config: { family: 'appointments', auth: { anyOf: ['patient:read', 'patient:write', 'appointment:write', 'appointment:complete'] } },
+        schema: {
+          tags: ['patients'],
+          summary: "A patient's appointments, newest first, 50 a page: follow next_token (sent back as offset) until it is null",
+          params: Type.Object({ patient_id: Type.String({ maxLength: MAX_ID_LENGTH }) }),
+          querystring: Type.Object({
+            partner_id: Type.Optional(Type.String({ maxLength: 10, description: "1: the path id is the partner's id" })),
+            offset: Type.Optional(Type.String({ maxLength: 400, description: 'The next_token of the previous page' })),
+          }),
+          response: {
+            200: Type.Object({
+              success: Type.Boolean(),
+              data: Type.Array(AppointmentRecordSchema),
+              next_token: Type.Union([Type.String(), Type.Null()]),
+            }),
+            ...errors,
+          },
+        },
+      },
+      async (request) => {
+        const businessId = principalOf(request).businessId;
+        const patient = await patients.get(businessId, request.params.patient_id, byPartner(request.query), { archived: true });
+        const page = await service.listForPatient(businessId, patient.id, request.query.offset);
+        return { success: true, data: page.appointments, next_token: page.next_token };
+      },
     );
   };
 }

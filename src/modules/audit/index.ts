@@ -2,12 +2,12 @@
 import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
-import { PatientService } from '../patients/service.ts';
+import type { PatientService } from '../patients/service.ts';
 import * as repo from './repo.ts';
 import { auditRoutes } from './routes.ts';
 import { AuditService } from './service.ts';
 
-export function auditModule(ctx: AppContext): Module {
+export function auditModule(ctx: AppContext, patients: PatientService): Module {
   const { db } = ctx.storage;
   ctx.compartment.register({
     name: 'audit',
@@ -22,7 +22,7 @@ export function auditModule(ctx: AppContext): Module {
   const service = new AuditService({
     db,
     masterKey: ctx.keys.masterKey,
-    patients: new PatientService({ db, timezone: ctx.config.timezone, compartment: ctx.compartment }),
+    patients: patients,
   });
   return { name: 'audit', routes: auditRoutes(service) };
 }

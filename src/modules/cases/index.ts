@@ -3,12 +3,12 @@ import type { AppContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { patientKey } from '../../jobs/outbox.ts';
 import type { Module } from '../module.ts';
-import { PatientService } from '../patients/service.ts';
+import type { PatientService } from '../patients/service.ts';
 import * as repo from './repo.ts';
 import { casesRoutes } from './routes.ts';
 import { CasesService, toView } from './service.ts';
 
-export function casesModule(ctx: AppContext): Module {
+export function casesModule(ctx: AppContext, patients: PatientService): Module {
   const { db, dialect } = ctx.storage;
   ctx.compartment.register({
     name: 'cases',
@@ -38,7 +38,7 @@ export function casesModule(ctx: AppContext): Module {
     dialect,
     masterKey: ctx.keys.masterKey,
     pageSize: ctx.config.casesPageSize,
-    patients: new PatientService({ db, compartment: ctx.compartment }),
+    patients: patients,
   });
   return { name: 'cases', routes: casesRoutes(service) };
 }

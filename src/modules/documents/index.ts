@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.ts';
 import { patientKey } from '../../jobs/outbox.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Module } from '../module.ts';
-import { PatientService } from '../patients/service.ts';
+import type { PatientService } from '../patients/service.ts';
 import { DatabaseFileStore, removeStored, type FileStore } from './file-store.ts';
 import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
@@ -18,7 +18,7 @@ export { DocumentsService } from './service.ts';
 export const DOCUMENTS_SWEEP_JOB = 'documents.sweep';
 const SWEEP_MINUTES = 15;
 
-export function documentsModule(ctx: AppContext): Module & { service: DocumentsService } {
+export function documentsModule(ctx: AppContext, patients: PatientService): Module & { service: DocumentsService } {
   const { db, dialect } = ctx.storage;
   const store: FileStore = new DatabaseFileStore(db, ctx.keys.masterKey);
   ctx.compartment.register({
@@ -80,7 +80,7 @@ export function documentsModule(ctx: AppContext): Module & { service: DocumentsS
     publicUrl: ctx.config.publicUrl.replace(/\/+$/, ''),
     store,
     stores: new Map([[store.name, store]]),
-    patients: new PatientService({ db, compartment: ctx.compartment }),
+    patients: patients,
   });
   const schedule = async () => {
     const every = SWEEP_MINUTES * 60_000;

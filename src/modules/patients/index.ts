@@ -1,11 +1,16 @@
 /** The patients module's front door: the patient record as a resource, in Eka's two families of paths. */
 import type { AppContext } from '../../context.ts';
-import { appointmentServices } from '../appointments/index.ts';
 import type { Module } from '../module.ts';
 import { patientRoutes } from './routes.ts';
 import { PatientService } from './service.ts';
 
-export function patientsModule(ctx: AppContext): Module {
+/** The app's one PatientService: the list of modules builds it and hands it to every front door that needs it. */
+export function patientService(ctx: AppContext): PatientService {
+  return new PatientService({ db: ctx.storage.db, timezone: ctx.config.timezone, compartment: ctx.compartment });
+}
+
+/** `doctorToolRoutes`: other modules' routes under the doctor tool's patient paths (a patient's appointments). */
+export function patientsModule(ctx: AppContext, patients: PatientService, doctorToolRoutes: Module['routes']): Module {
   ctx.compartment.register({
     name: 'patients',
     tables: [
@@ -17,7 +22,5 @@ export function patientsModule(ctx: AppContext): Module {
       kept: "the patient record and its search keys are the compartment's root: the erasure clears them through PatientService after every holder",
     },
   });
-  const patients = new PatientService({ db: ctx.storage.db, timezone: ctx.config.timezone, compartment: ctx.compartment });
-  const appointments = appointmentServices(ctx, patients).service;
-  return { name: 'patients', routes: patientRoutes(patients, appointments) };
+  return { name: 'patients', routes: patientRoutes(patients, doctorToolRoutes) };
 }

@@ -1,7 +1,6 @@
 /**
  * Patients as a resource, in Eka's two families of paths over one record:
- * - the doctor tool's `/dr/v1/patient` (header `auth`; the appointments family's error body), and the
- *   patient's appointments `/dr/v1/appointment/patient/{patient_id}`;
+ * - the doctor tool's `/dr/v1/patient` (header `auth`; the appointments family's error body);
  * - the patient directory's `/profiles/v1/patient` (the profiles family's error body).
  * A patient id in a path is the service's id or the partner's; `?partner_id=1` makes it the partner's only.
  */
@@ -10,8 +9,6 @@ import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
 import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
-import { AppointmentRecordSchema } from '../appointments/index.ts';
-import type { AppointmentService } from '../appointments/service.ts';
 import { BLOOD_GROUPS, invalid, REMOVABLE_FIELDS, type MergeResult, type PatientInput, type PatientService, type RemovableField } from './service.ts';
 import * as views from './views.ts';
 
@@ -250,7 +247,7 @@ function either<Q extends Record<string, unknown>>(query: Q, documented: keyof Q
   return a ?? b;
 }
 
-export function patientRoutes(patients: PatientService, appointments: AppointmentService) {
+export function patientRoutes(patients: PatientService, doctorToolRoutes: (app: App) => Promise<void>) {
   return async function plugin(app: App): Promise<void> {
     const zone = patients.timezone;
     const config = (family: ErrorFamily, scope: 'read' | 'write'): RouteConfig => ({
@@ -347,35 +344,8 @@ export function patientRoutes(patients: PatientService, appointments: Appointmen
         mergeView(await patients.merge(principalOf(request), request.params.patient_id, request.body.duplicate_patient_id, byPartner(request.query))),
     );
 
-    app.get(
-      '/dr/v1/appointment/patient/:patient_id',
-      {
-        config: { family: 'appointments', auth: { anyOf: ['patient:read', 'patient:write', 'appointment:write', 'appointment:complete'] } },
-        schema: {
-          tags: drTags,
-          summary: "A patient's appointments, newest first, 50 a page: follow next_token (sent back as offset) until it is null",
-          params: PatientParams,
-          querystring: Type.Object({
-            partner_id: Type.Optional(Type.String({ maxLength: 10, description: "1: the path id is the partner's id" })),
-            offset: Type.Optional(Type.String({ maxLength: 400, description: 'The next_token of the previous page' })),
-          }),
-          response: {
-            200: Type.Object({
-              success: Type.Boolean(),
-              data: Type.Array(AppointmentRecordSchema),
-              next_token: Type.Union([Type.String(), Type.Null()]),
-            }),
-            ...drErrors,
-          },
-        },
-      },
-      async (request) => {
-        const businessId = principalOf(request).businessId;
-        const patient = await patients.get(businessId, request.params.patient_id, byPartner(request.query), { archived: true });
-        const page = await appointments.listForPatient(businessId, patient.id, request.query.offset);
-        return { success: true, data: page.appointments, next_token: page.next_token };
-      },
-    );
+    // Other modules' routes under the doctor tool's patient paths, listed with them in the API reference.
+    await doctorToolRoutes(app);
 
     /* ---- /profiles/v1 ---- */
 

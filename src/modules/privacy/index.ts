@@ -2,12 +2,12 @@
 import type { AppContext } from '../../context.ts';
 import { IdempotencyService } from '../idempotency/service.ts';
 import type { Module } from '../module.ts';
-import { PatientService } from '../patients/service.ts';
+import type { PatientService } from '../patients/service.ts';
 import * as repo from './repo.ts';
 import { privacyRoutes } from './routes.ts';
 import { EXPORT_JOB, PrivacyService } from './service.ts';
 
-export function privacyModule(ctx: AppContext): Module {
+export function privacyModule(ctx: AppContext, patients: PatientService): Module {
   const { db } = ctx.storage;
   ctx.compartment.register({
     name: 'privacy',
@@ -20,7 +20,7 @@ export function privacyModule(ctx: AppContext): Module {
     masterKey: ctx.keys.masterKey,
     publicUrl: ctx.config.publicUrl,
     exportTtlSeconds: ctx.config.privacyExportTtl,
-    patients: new PatientService({ db, timezone: ctx.config.timezone, compartment: ctx.compartment }),
+    patients: patients,
     compartment: ctx.compartment,
     idempotency: new IdempotencyService({ db, masterKey: ctx.keys.masterKey, waitMs: ctx.config.idempotencyWaitMs }),
   });

@@ -9,7 +9,7 @@ import { enqueueDeliveries, registerDeliveryJobs } from './jobs.ts';
 import * as repo from './repo.ts';
 import { pushRoutes } from './routes.ts';
 import { PushService, type PushDeps } from './service.ts';
-import { PatientService } from '../patients/service.ts';
+import type { PatientService } from '../patients/service.ts';
 
 /** CPS_FCM_URL passes the outbound policy's static rules at start (its address is checked on every connection). */
 function checkFcmUrl(ctx: AppContext): void {
@@ -20,7 +20,7 @@ function checkFcmUrl(ctx: AppContext): void {
   }
 }
 
-export function pushModule(ctx: AppContext): Module {
+export function pushModule(ctx: AppContext, patients: PatientService): Module {
   checkFcmUrl(ctx);
   const logger = ctx.logger.child({ module: 'push' });
   const deps: PushDeps = {
@@ -53,6 +53,5 @@ export function pushModule(ctx: AppContext): Module {
     }),
     erase: (trx, scope) => repo.deleteUnder(trx, scope.businessId, scope.refs),
   });
-  const patients = new PatientService({ db: ctx.storage.db, compartment: ctx.compartment });
   return { name: 'push', routes: pushRoutes(push, patients) };
 }
