@@ -355,6 +355,7 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'DELETE /cdr/v1/doctor/:doc_id': 'the clinic directory',
   'GET /dr/v1/business/clinic/:clinic_id': 'the clinic directory',
   'GET /dr/v1/doctor/:doctor_id': 'the clinic directory',
+  'GET /dr/v1/doctor/service/:doctor_id': "a doctor's services and fees (no patient data)",
   'GET /dr/v1/business/entities': 'the clinic directory',
   'POST /notification/push-creds': "the business's push credentials",
   'GET /notification/push-creds': "the business's push credentials",

@@ -36,6 +36,7 @@ import * as scheduleLocks from './migrations/0025_schedule_locks.ts';
 import * as appointmentsLongIdx from './migrations/0026_appointments_long_idx.ts';
 import * as documents from './migrations/0027_documents.ts';
 import * as documentFileKeys from './migrations/0028_document_file_keys.ts';
+import * as scheduleServices from './migrations/0029_schedule_services.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -66,6 +67,7 @@ export const migrations: Record<string, Migration> = {
   '0026_appointments_long_idx': appointmentsLongIdx,
   '0027_documents': documents,
   '0028_document_file_keys': documentFileKeys,
+  '0029_schedule_services': scheduleServices,
 };
 
 /**

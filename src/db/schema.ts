@@ -438,6 +438,12 @@ export interface SchedulesTable {
   sessions: string;
   /** JSON array of leaves, holidays and extra sessions. */
   exceptions: string;
+  /** The service the schedule books (Eka's conf_id is the schedule id); null: "consultation". */
+  service_name: string | null;
+  /** The service's fee; null: not stated. */
+  price: number | null;
+  /** ISO 4217 code of the price. */
+  currency: string | null;
   created_at: number;
   updated_at: number;
 }

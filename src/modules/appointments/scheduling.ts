@@ -215,7 +215,13 @@ export class Scheduling {
     // Eka's schema keys the slots by a doctor and a date, its example (and so its clients) by the clinic
     // as the request named it: both are served, under their own keys.
     answer.data.schedule[clinicId] = [
-      { service_type: 'consultation', service_name: 'consultation', conf_id: schedule.id, fee: null, slots: Object.values(days).flat() },
+      {
+        service_type: 'consultation',
+        service_name: schedule.serviceName,
+        conf_id: schedule.id,
+        fee: schedule.price,
+        slots: Object.values(days).flat(),
+      },
     ];
     answer.data.services[schedule.id] = {
       allow_patient_booking: true,
@@ -226,8 +232,8 @@ export class Scheduling {
       owner_id: doctor,
       post_pay: false,
       pre_pay: false,
-      price: null,
-      service_name: 'consultation',
+      price: schedule.price,
+      service_name: schedule.serviceName,
       timezone: schedule.timezone,
       slot_minutes: schedule.slot_minutes,
       capacity: schedule.capacity,

@@ -19,6 +19,18 @@ export async function find(db: Db, businessId: string, clinicId: string, doctorI
     .executeTakeFirst();
 }
 
+/** The doctor's schedules across the business's clinics, oldest first. */
+export async function listOfDoctor(db: Db, businessId: string, doctorId: string): Promise<ScheduleRow[]> {
+  return db
+    .selectFrom('schedules')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('doctor_id', '=', doctorId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 /** Creates or replaces the pair's schedule; two writers racing for one pair end with one row, the last write's. */
 export async function upsert(db: Db, row: ScheduleRow): Promise<ScheduleRow> {
   const { id: _id, business_id: _b, clinic_id: _c, doctor_id: _d, created_at: _created, ...changes } = row;

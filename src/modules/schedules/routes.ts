@@ -8,7 +8,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
-import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH } from '../../http/schemas.ts';
+import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import type { ScheduleInput, ScheduleService } from './service.ts';
 import { WEEKDAY_NAMES } from '../../time.ts';
 
@@ -52,6 +52,16 @@ const ScheduleBody = Type.Object(
     buffer_minutes: Type.Optional(Type.Integer({ minimum: 0, maximum: 240, description: 'Gap after each slot; default 0' })),
     sessions: Type.Array(Session, { maxItems: 50 }),
     exceptions: Type.Optional(Type.Array(ScheduleException, { maxItems: 500 })),
+    service_name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        pattern: '\\S',
+        description: 'The service the schedule books (its conf_id is the schedule id); default "consultation"',
+      }),
+    ),
+    price: Type.Optional(Type.Number({ minimum: 0, maximum: 10_000_000, description: "The service's fee, the slots' fee" })),
+    currency: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$', 'x-message': 'Enter an ISO 4217 code such as INR.' })),
   },
   { additionalProperties: false },
 );
@@ -66,18 +76,45 @@ const Schedule = Type.Object({
   buffer_minutes: Type.Integer(),
   sessions: Type.Array(Session),
   exceptions: Type.Array(ScheduleException),
+  service_name: Type.Union([Type.String(), Type.Null()]),
+  price: Type.Union([Type.Number(), Type.Null()]),
+  currency: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.Integer(),
   updated_at: Type.Integer(),
 });
 const ScheduleRead = Type.Object({ status: Type.Literal('success'), schedule: Schedule });
+
+/** Eka's `GetDoctorServices` (`doc-tool.yaml`): one service per schedule of the doctor. */
+const DoctorServices = Type.Object({
+  data: Type.Object({
+    services: Type.Array(
+      Type.Object({
+        conf_id: Type.String({ description: 'The schedule id' }),
+        clinic_id: Type.String(),
+        service_name: Type.String(),
+        appointment_type: Type.Literal('REGULAR'),
+        archive: Type.Boolean(),
+        created_at: Type.Integer({ description: 'Epoch seconds' }),
+        currency: Type.Optional(Type.String({ description: 'Absent when the schedule states none' })),
+        duration: Type.Integer({ description: 'Slot length, minutes' }),
+        mode: Type.Array(Type.Literal('in-clinic')),
+        pre_pay: Type.Boolean(),
+        price: Type.Optional(Type.Number({ description: 'Absent when the schedule states none' })),
+      }),
+    ),
+  }),
+});
 
 const PathId = Type.String({ maxLength: MAX_ID_LENGTH });
 const Params = Type.Object({ doctor_id: PathId, clinic_id: PathId });
 const ByPartner = Type.Object({ partner_id: Type.Optional(Type.String({ description: "1: doctor_id and clinic_id are the partner's ids" })) });
 
 const errors = { 400: ClinicsError, 401: ClinicsError, 403: ClinicsError, 404: ClinicsNotFound };
+const drErrors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 const tags = ['schedules'];
 const read: RouteConfig = { family: 'clinics', auth: { anyOf: [] } };
+/** Eka's doctor-tool reads answer in the appointments family, as the doctor profile does. */
+const directoryRead: RouteConfig = { family: 'appointments', auth: read.auth };
 const write: RouteConfig = { family: 'clinics', auth: { anyOf: ['clinic:write'] } };
 const PATH = '/cdr/v1/doctor/:doctor_id/clinic/:clinic_id/schedule';
 
@@ -135,6 +172,23 @@ export function scheduleRoutes(service: ScheduleService) {
           schedule: await service.get(principalOf(request).businessId, doctor_id, clinic_id, byPartner(request.query)),
         };
       },
+    );
+
+    app.get(
+      '/dr/v1/doctor/service/:doctor_id',
+      {
+        config: directoryRead,
+        schema: {
+          tags,
+          summary: "The doctor's services and fees (Eka's shape): one per schedule, across the business's clinics",
+          params: Type.Object({ doctor_id: PathId }),
+          querystring: ByPartner,
+          response: { 200: DoctorServices, ...drErrors },
+        },
+      },
+      async (request) => ({
+        data: { services: await service.servicesOfDoctor(principalOf(request).businessId, request.params.doctor_id, byPartner(request.query)) },
+      }),
     );
 
     app.delete(

@@ -27,6 +27,9 @@ export interface ScheduleInput {
   buffer_minutes?: number;
   sessions: Session[];
   exceptions?: ScheduleException[];
+  service_name?: string;
+  price?: number;
+  currency?: string;
 }
 
 export interface ScheduleView {
@@ -39,15 +42,41 @@ export interface ScheduleView {
   buffer_minutes: number;
   sessions: Session[];
   exceptions: ScheduleException[];
+  service_name: string | null;
+  price: number | null;
+  currency: string | null;
   created_at: number;
   updated_at: number;
 }
+
+/** The service a schedule books, in the shape of Eka's doctor services (`conf_id` is the schedule id). */
+export interface DoctorService {
+  conf_id: string;
+  clinic_id: string;
+  service_name: string;
+  appointment_type: 'REGULAR';
+  archive: false;
+  created_at: number;
+  /** Absent when the schedule states none, as Eka's schema has it (a string). */
+  currency?: string;
+  duration: number;
+  mode: ['in-clinic'];
+  pre_pay: false;
+  /** Absent when the schedule states none, as Eka's schema has it (a number). */
+  price?: number;
+}
+
+/** A schedule that names no service books this one. */
+export const DEFAULT_SERVICE_NAME = 'consultation';
 
 /** A pair's schedule as bookings use it. */
 export interface PairSchedule extends ScheduleRules {
   id: string;
   /** Epoch milliseconds. */
   createdAt: number;
+  serviceName: string;
+  price: number | null;
+  currency: string | null;
 }
 
 type FieldProblems = Record<string, string[]>;
@@ -95,6 +124,9 @@ export class ScheduleService {
         buffer_minutes: input.buffer_minutes ?? 0,
         sessions: JSON.stringify(input.sessions.map(session)),
         exceptions: JSON.stringify((input.exceptions ?? []).map(exception)),
+        service_name: input.service_name?.trim() || null,
+        price: input.price ?? null,
+        currency: input.currency ?? null,
         created_at: now,
         updated_at: now,
       });
@@ -147,7 +179,35 @@ export class ScheduleService {
   /** The pair's schedule (service ids), or null: the pair books at any time. */
   async forPair(db: Db, businessId: string, clinicId: string, doctorId: string): Promise<PairSchedule | null> {
     const row = await repo.find(db, businessId, clinicId, doctorId);
-    return row ? { id: row.id, createdAt: Number(row.created_at), ...rulesOf(row) } : null;
+    return row ? { id: row.id, createdAt: Number(row.created_at), ...serviceOf(row), ...rulesOf(row) } : null;
+  }
+
+  /**
+   * The doctor's services (service id, or partner id when `byPartner`): one per schedule, across the
+   * business's clinics, oldest first. A doctor of another business, or none, is not found.
+   */
+  async servicesOfDoctor(businessId: string, doctorId: string, byPartner: boolean): Promise<DoctorService[]> {
+    const db = this.#deps.db;
+    const placement = await this.#deps.clinics.placement(db, businessId, byPartner ? { partner_doctor_id: doctorId } : { doctor_id: doctorId });
+    const doctor = byPartner ? placement.doctor.byPartner : placement.doctor.byId;
+    if (!doctor) throw AppError.notFound('Doctor not found', 'NOT_FOUND');
+    const rows = await repo.listOfDoctor(db, businessId, doctor);
+    return rows.map((row) => {
+      const { serviceName, price, currency } = serviceOf(row);
+      return {
+        conf_id: row.id,
+        clinic_id: row.clinic_id,
+        service_name: serviceName,
+        appointment_type: 'REGULAR' as const,
+        archive: false as const,
+        created_at: Math.floor(Number(row.created_at) / 1000),
+        ...(currency !== null && { currency }),
+        duration: Number(row.slot_minutes),
+        mode: ['in-clinic'] as ['in-clinic'],
+        pre_pay: false as const,
+        ...(price !== null && { price }),
+      };
+    });
   }
 
   /** Locks the pair for a booking until `trx` ends, whichever version of its schedule the booking read (see repo.lockForBooking). */
@@ -213,12 +273,19 @@ function rulesOf(row: repo.ScheduleRow): ScheduleRules {
   };
 }
 
+function serviceOf(row: repo.ScheduleRow): { serviceName: string; price: number | null; currency: string | null } {
+  return { serviceName: row.service_name ?? DEFAULT_SERVICE_NAME, price: row.price === null ? null : Number(row.price), currency: row.currency };
+}
+
 function toView(row: repo.ScheduleRow): ScheduleView {
   return {
     schedule_id: row.id,
     doctor_id: row.doctor_id,
     clinic_id: row.clinic_id,
     ...rulesOf(row),
+    service_name: row.service_name,
+    price: row.price === null ? null : Number(row.price),
+    currency: row.currency,
     created_at: Math.floor(Number(row.created_at) / 1000),
     updated_at: Math.floor(Number(row.updated_at) / 1000),
   };
