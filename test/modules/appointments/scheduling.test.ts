@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
 import { bookAt, MONDAY, MONDAY_0900, schedulePath, setSchedule, slotPath } from '../schedules/support.ts';
+import { Value } from 'typebox/value';
+import { Slots } from '../../../src/modules/appointments/routes.ts';
 import { findView } from '../../../src/modules/appointments/repo.ts';
 import { MAX_RESCHEDULES } from '../../../src/modules/appointments/service.ts';
 import { Scheduling } from '../../../src/modules/appointments/scheduling.ts';
@@ -38,6 +40,7 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     const response = await call(p, 'GET', slotPath(p, MONDAY, '2030-01-08'));
     assert.equal(response.statusCode, 200, response.body);
     const body = response.json();
+    assert.ok(Value.Check(Slots, body as unknown), 'the answer matches its documented schema (written without it)');
     // Eka's schema's shape under the doctor's id; its example's (what Eka's clients read) under the clinic's.
     const { [p.clinicId]: services, ...bySchema } = body.data.schedule;
     assertValid(
