@@ -33,6 +33,13 @@ module.exports = {
       to: { path: ['^src/db/', '^node_modules/(kysely|pg|better-sqlite3)/'], dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'db-below-modules',
+      severity: 'error',
+      comment: 'The database layer (migrations included: a migration runs the code it shipped with) imports no module code.',
+      from: { path: '^src/db/' },
+      to: { path: '^src/modules/' },
+    },
+    {
       name: 'search-index-stands-alone',
       severity: 'error',
       comment: 'The pure search index knows nothing of the catalogue that loads it or the importers that feed it: it imports only its own folder within the module.',

@@ -1,9 +1,10 @@
 import { sql, type Kysely } from 'kysely';
-import { PatientNameIndex, type IndexedPatient } from '../../modules/patients/name-index.ts';
 import { isPostgres } from '../dialect.ts';
+import { type IndexedPatient, indexMany } from './0013/index-patients.ts';
 
 /**
- * The patient search's tables (modules/patients/name-index.ts), built from the patients there are.
+ * The patient search's tables (modules/patients/name-index.ts), built from the patients there are with the
+ * name folding as it shipped (0013/).
  * The keys table is only its primary key, which answers every search as range scans; on PostgreSQL
  * its key column collates "C" so that ranges follow the bytes of the ASCII keys.
  */
@@ -37,12 +38,11 @@ export async function up(db: Kysely<any>): Promise<void> {
       seq integer not null,
       primary key (business_id, key, seq)) without rowid`.execute(db);
   }
-  const index = new PatientNameIndex({ db });
   let after = '';
   for (;;) {
     const rows = await db.selectFrom('patients').selectAll().where('id', '>', after).orderBy('id').limit(5000).execute();
     if (rows.length === 0) break;
-    await index.indexMany(rows.map(indexedPatient));
+    await indexMany(db, rows.map(indexedPatient));
     after = rows[rows.length - 1]!.id;
   }
 }
