@@ -291,6 +291,7 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
         'POST /dr/v1/appointment',
         'POST /dr/v1/appointment/{appointment_id}/change-status',
         'POST /dr/v1/appointment/{appointment_id}/complete',
+        'POST /dr/v1/appointment/{appointment_id}/parked',
         'POST /dr/v1/appointment/{appointment_id}/review-request',
         'POST /dr/v1/patient',
         'POST /dr/v1/patient/{patient_id}/merge',
