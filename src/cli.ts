@@ -12,7 +12,12 @@ import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
+import { createContext } from './app.ts';
 import { createLogger } from './logger.ts';
+import { createModules } from './modules/index.ts';
+import { erasureRecordPath, type ReappliedErasures } from './modules/privacy/index.ts';
+import { loadKeys } from './security/keys.ts';
+import { existsSync } from 'node:fs';
 import { BusinessService } from './modules/businesses/index.ts';
 import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
@@ -42,6 +47,9 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
                                           is not in it (PostgreSQL: pg_dump, see README "Backups")
   restore FILE [--force]                  check FILE and put it in place of the SQLite database of a stopped
                                           data directory, keeping the previous one aside
+  privacy reapply-erasures                erase again the patients the erasure record ($CPS_DATA_DIR/erasures.log)
+                                          names that the database holds unerased: after pg_restore (cps restore
+                                          does it itself); service stopped
   keys rotate                             re-encrypt what is stored from CPS_MASTER_KEY to CPS_NEW_MASTER_KEY
                                           (service stopped), then put the new key in CPS_MASTER_KEY
   audit verify [--business ID]            check the access log's hash chains (every business, or one);
@@ -67,6 +75,19 @@ async function withStorage<T>(config: Config, work: (storage: Storage) => Promis
   } finally {
     await storage.destroy();
   }
+}
+
+/**
+ * Re-applies the erasure record to the database (README "Backups: erasures stick") through the privacy
+ * module, whose erasure walks every module's patient rows; null when there is no record.
+ */
+async function reapplyErasures(config: Config): Promise<ReappliedErasures | null> {
+  if (!existsSync(erasureRecordPath(config.dataDir))) return null;
+  const keys = await loadKeys(config);
+  return withStorage(config, (storage) => {
+    const modules = createModules(createContext(config, storage, keys, createLogger('silent', process.stderr)));
+    return modules.privacy.service.reapplyErasures();
+  });
 }
 
 function printJson(value: unknown): void {
@@ -167,7 +188,13 @@ const commands: Record<string, Command> = {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { force: { type: 'boolean' } } });
     if (positionals.length !== 1) throw new UsageError('restore needs one FILE');
     if (config.databaseUrl) throw postgresRefusal('restore');
-    printJson(await restoreDatabase(config, positionals[0]!, values.force ?? false));
+    const restored = await restoreDatabase(config, positionals[0]!, values.force ?? false);
+    printJson({ ...restored, erasures: await reapplyErasures(config) });
+  },
+
+  async 'privacy reapply-erasures'(args, config) {
+    parseArgs({ args, options: {} });
+    printJson(await reapplyErasures(config));
   },
 
   async 'keys rotate'(args, config) {

@@ -10,7 +10,8 @@ import { openStorage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { encrypt } from '../src/security/encryption.ts';
 import { runCli, startServerProcess, type CliResult } from './process.ts';
-import { DIALECT, PG_URL } from './support.ts';
+import { createDr } from './modules/patients/support.ts';
+import { bearer, createTestApp, createTestClient, createTestDatabase, DIALECT, PG_URL, testKeys } from './support.ts';
 
 const WRITER = path.resolve(import.meta.dirname, 'backup-writer.ts');
 /** A loaded machine starts a server slowly; the start is not what these tests check. */
@@ -293,5 +294,50 @@ describe('cps backup and cps restore on PostgreSQL', () => {
     const restore = await runCli(['restore', file], { ...ADMIN, CPS_DATA_DIR: tempDir(), DATABASE_URL: databaseUrl });
     assert.equal(restore.code, 1);
     assert.match(restore.stderr, /use pg_restore/);
+  });
+});
+
+describe('cps restore re-applies the erasures made after the backup (sqlite)', { skip: DIALECT !== 'sqlite' && 'the SQLite database only' }, () => {
+  it('a patient erased after the backup is erased again by the restore, which says so; the others are as the copy has them', async () => {
+    const database = await createTestDatabase();
+    const t = await createTestApp({ database });
+    const masterKey = (await testKeys()).masterKey.toString('base64');
+    const cliEnv = { ...env(database.dataDir), CPS_MASTER_KEY: masterKey };
+    let closed = false;
+    try {
+      const client = await createTestClient(t.ctx);
+      const erase = async (id: string) => {
+        const response = await t.app.inject({ method: 'POST', url: `/privacy/v1/patients/${id}/erase`, headers: bearer(client.token) });
+        assert.equal(response.statusCode, 200, response.body);
+      };
+      const before = await createDr(t, client.token, { first_name: 'Erasedbefore', partner_patient_id: 'bk-before' });
+      const later = await createDr(t, client.token, { first_name: 'Erasedlater', mobile: '+919811122233', partner_patient_id: 'bk-later' });
+      const kept = await createDr(t, client.token, { first_name: 'Keptalive' });
+      await erase(before);
+      const backupFile = path.join(tempDir(), 'copy.sqlite');
+      json(await runCli(['backup', backupFile], cliEnv));
+      await erase(later);
+      await t.close();
+      closed = true;
+
+      const result = json(await runCli(['restore', backupFile], cliEnv));
+      assert.equal(result.erasures.records, 2);
+      assert.deepEqual(
+        result.erasures.re_erased.map((entry: any) => [entry.business_id, entry.patient_id]),
+        [[client.businessId, later]],
+      );
+      const patients = rows(result.restored, 'select id, first_name, mobile, erased_at from patients order by id');
+      const byId = new Map(patients.map((row) => [row.id, row]));
+      assert.equal(byId.get(later).first_name, null);
+      assert.equal(byId.get(later).mobile, null);
+      assert.notEqual(byId.get(later).erased_at, null);
+      assert.notEqual(byId.get(before).erased_at, null);
+      assert.equal(byId.get(kept).first_name, 'Keptalive');
+      const restoredBytes = readFileSync(result.restored, 'latin1');
+      assert.ok(!restoredBytes.includes('Erasedlater') && !restoredBytes.includes('9811122233'), 'no byte of the erased patient is left in the file');
+    } finally {
+      if (!closed) await t.close();
+      await database.drop();
+    }
   });
 });

@@ -4,10 +4,13 @@ import { IdempotencyService } from '../idempotency/service.ts';
 import type { Module } from '../module.ts';
 import type { PatientService } from '../patients/service.ts';
 import * as repo from './repo.ts';
+
+export { erasureRecordPath } from './erasure-record.ts';
+export type { ReappliedErasures } from './service.ts';
 import { privacyRoutes } from './routes.ts';
 import { EXPORT_JOB, PrivacyService } from './service.ts';
 
-export function privacyModule(ctx: AppContext, patients: PatientService): Module {
+export function privacyModule(ctx: AppContext, patients: PatientService): Module & { service: PrivacyService } {
   const { db } = ctx.storage;
   ctx.compartment.register({
     name: 'privacy',
@@ -22,6 +25,7 @@ export function privacyModule(ctx: AppContext, patients: PatientService): Module
     exportTtlSeconds: ctx.config.privacyExportTtl,
     patients: patients,
     compartment: ctx.compartment,
+    dataDir: ctx.config.dataDir,
     idempotency: new IdempotencyService({ db, masterKey: ctx.keys.masterKey, waitMs: ctx.config.idempotencyWaitMs }),
   });
   ctx.jobs.register<{ exportId: string }>(EXPORT_JOB, async ({ job }) => service.buildExport(job.payload.exportId), {
@@ -31,5 +35,5 @@ export function privacyModule(ctx: AppContext, patients: PatientService): Module
       if (outcome.status === 'failed') await service.failExport(db, job.payload.exportId);
     },
   });
-  return { name: 'privacy', routes: privacyRoutes(service) };
+  return { name: 'privacy', routes: privacyRoutes(service), service };
 }

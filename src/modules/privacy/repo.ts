@@ -58,3 +58,15 @@ export async function deleteExportsOf(db: Db, businessId: string, patientIds: st
   if (patientIds.length === 0) return;
   await db.deleteFrom('privacy_exports').where('business_id', '=', businessId).where('patient_id', 'in', patientIds).execute();
 }
+
+/** The service ids of a business's patients not erased (merged duplicates too): the erasure record is matched against them. */
+export async function unerasedPatientIds(db: Db, businessId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('patients')
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where('erased_at', 'is', null)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.id);
+}

@@ -18,6 +18,7 @@ import { enqueue } from '../../jobs/queue.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import { addressOf, extrasOf, type PatientRow, type PatientService } from '../patients/service.ts';
+import { appendErasureRecord, readErasureRecord } from './erasure-record.ts';
 import * as repo from './repo.ts';
 
 export const EXPORT_JOB = 'privacy.export';
@@ -37,6 +38,18 @@ export interface PrivacyServiceDeps {
   idempotency: IdempotencyService;
   /** Every module's rows about a patient: exported and erased by walking it. */
   compartment: PatientCompartment;
+  /** CPS_DATA_DIR: the erasure record (erasure-record.ts) lives there, outside the database. */
+  dataDir: string;
+}
+
+/** What re-applying the erasure record did (cps restore, cps privacy reapply-erasures). */
+export interface ReappliedErasures {
+  /** Lines in the record. */
+  records: number;
+  /** Patients the database held unerased, erased again. */
+  re_erased: Array<{ business_id: string; patient_id: string; erased_at_first: number }>;
+  /** Lines written under another master key: their digests cannot be matched (README "Rotating the master key"). */
+  other_key: number;
 }
 
 export interface ExportView {
@@ -255,14 +268,14 @@ export class PrivacyService {
    * Erases the patient (a merged duplicate's id names its survivor, and the survivor's duplicates go
    * with it) in one transaction under its locks. Erasing an erased patient answers the same.
    */
-  async erase(principal: Principal, patientId: string, byPartner: boolean): Promise<ErasureView> {
+  async erase(principal: Principal, patientId: string, byPartner: boolean, record = true): Promise<ErasureView> {
     // The patients to lock, as far as known: a transaction that finds more once it holds its locks
     // starts again with them all, so that every lock is taken in the compartment's order.
     let known: string[] = [];
     let view: ErasureView;
     for (;;) {
       try {
-        view = await inRetriedTransaction(this.#deps.db, (trx) => this.#erase(trx, principal, patientId, byPartner, known));
+        view = await inRetriedTransaction(this.#deps.db, (trx) => this.#erase(trx, principal, patientId, byPartner, known, record));
         break;
       } catch (error) {
         if (!(error instanceof LockSetGrew)) throw error;
@@ -274,7 +287,7 @@ export class PrivacyService {
     return view;
   }
 
-  async #erase(trx: Db, principal: Principal, patientId: string, byPartner: boolean, known: string[]): Promise<ErasureView> {
+  async #erase(trx: Db, principal: Principal, patientId: string, byPartner: boolean, known: string[], record: boolean): Promise<ErasureView> {
     const { businessId } = principal;
     const patients = this.#deps.patients;
     const subject = await patients.subject(trx, businessId, patientId, byPartner);
@@ -299,6 +312,17 @@ export class PrivacyService {
     if (survivor.erased_at !== null) return { patient_id: survivor.id, status: 'erased', erased_at: seconds(survivor.erased_at) };
     const now = Date.now();
     const scope = scopeOf(businessId, rows);
+    // Before the commit, so that no committed erasure lacks its line (see erasure-record.ts).
+    if (record) {
+      appendErasureRecord(this.#deps.dataDir, {
+        business_id: businessId,
+        client_id: principal.clientId,
+        erased_at: now,
+        patient_refs: rows.map((row) => this.#erasedRef(row.id)),
+        partner_refs: rows.flatMap((row) => (row.partner_patient_id === null ? [] : [this.#erasedRef(row.partner_patient_id)])),
+        key_check: this.#erasedRef(KEY_CHECK),
+      });
+    }
     const compartment = this.#deps.compartment;
     const references = await compartment.references(trx, scope);
     for (const event of await eventsAbout(trx, businessId, references.eventKeys, scope.refs)) {
@@ -325,11 +349,46 @@ export class PrivacyService {
     return { patient_id: survivor.id, status: 'erased', erased_at: seconds(now) };
   }
 
+  /**
+   * Erases again every patient the erasure record names that the database holds unerased: after a
+   * restore of a copy older than the erasure. Patients are matched by service id only: a partner id may
+   * have been given to a new patient after the erasure, and that patient is someone else.
+   */
+  async reapplyErasures(): Promise<ReappliedErasures> {
+    const lines = readErasureRecord(this.#deps.dataDir);
+    const check = this.#erasedRef(KEY_CHECK);
+    const result: ReappliedErasures = { records: lines.length, re_erased: [], other_key: 0 };
+    const byBusiness = new Map<string, Map<string, { clientId: string; erasedAt: number }>>();
+    for (const line of lines) {
+      if (line.key_check !== check) {
+        result.other_key += 1;
+        continue;
+      }
+      const refs = byBusiness.get(line.business_id) ?? new Map();
+      for (const ref of line.patient_refs) refs.set(ref, { clientId: line.client_id, erasedAt: line.erased_at });
+      byBusiness.set(line.business_id, refs);
+    }
+    for (const [businessId, refs] of byBusiness) {
+      for (const patientId of await repo.unerasedPatientIds(this.#deps.db, businessId)) {
+        const first = refs.get(this.#erasedRef(patientId));
+        if (!first) continue;
+        const principal = { businessId, clientId: first.clientId, scopes: new Set<string>() };
+        // A merged duplicate's id erases its survivor and it; the survivor's turn then answers the same.
+        await this.erase(principal, patientId, false, false);
+        result.re_erased.push({ business_id: businessId, patient_id: patientId, erased_at_first: seconds(first.erasedAt) });
+      }
+    }
+    return result;
+  }
+
   /** A keyed digest of a partner's patient id: an erased patient is found again by it, and it names no one. */
   #erasedRef(partnerPatientId: string): string {
     return createHmac('sha256', this.#refKey).update(partnerPatientId).digest('base64url');
   }
 }
+
+/** What the erasure record's key check digests. */
+const KEY_CHECK = 'opencps-erasure-record';
 
 /** An erasure found more patients to lock once it held its locks: it starts again with all of them. */
 class LockSetGrew extends Error {
