@@ -17,8 +17,8 @@ import pg from 'pg';
 import { Registry } from 'prom-client';
 import { inTransaction, openStorage, type Storage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { enqueueMany } from '../src/jobs/queue.ts';
-import { JobQueue } from '../src/jobs/worker.ts';
+import { enqueueMany } from '../src/jobs/queue-repo.ts';
+import { JobQueue } from '../src/jobs/queue.ts';
 import { reachable } from './lib.ts';
 import { createLogger } from '../src/logger.ts';
 

@@ -25,7 +25,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { MAX_ID_LENGTH } from './http/schemas.ts';
 import { requestLogger } from './http/request-logger.ts';
 import { registerValidation } from './http/validation.ts';
-import { JobQueue } from './jobs/worker.ts';
+import { JobQueue } from './jobs/queue.ts';
 import { createModules, type Modules } from './modules/index.ts';
 import type { Keys } from './security/keys.ts';
 import { OutboundClient } from './security/outbound-client.ts';

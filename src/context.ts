@@ -9,7 +9,7 @@ import type { AccessTokens } from './auth/tokens.ts';
 import type { PatientCompartment } from './compartment.ts';
 import type { Config } from './config.ts';
 import type { Storage } from './db/index.ts';
-import type { JobQueue } from './jobs/worker.ts';
+import type { JobQueue } from './jobs/queue.ts';
 import type { Keys } from './security/keys.ts';
 import type { OutboundClient } from './security/outbound-client.ts';
 

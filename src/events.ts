@@ -24,7 +24,7 @@ function event<N extends string, D extends TProperties>(name: N, doc: { summary:
 /**
  * The envelope of an event that belongs to one appointment or one patient's cases: Eka's `service`,
  * and `sequence`, which counts the events of that appointment (or patient) from 1 in the order the
- * changes happened. Deliveries to a subscription follow it (see src/jobs/queue.ts, NewJob.ordering).
+ * changes happened. Deliveries to a subscription follow it (see src/jobs/queue-repo.ts, NewJob.ordering).
  */
 function orderedEvent<N extends string, S extends string, D extends TProperties>(
   name: N,

@@ -2,7 +2,7 @@
  * The event outbox: an event is stored in the caller's transaction, so it commits with the change
  * that caused it, or not at all. With it goes an `event.dispatch` job, which runs the hooks that
  * modules register with `jobs.onEvent(type, hook)`; the hooks turn the event into deliveries (one
- * job per recipient). See worker.ts for the whole design.
+ * job per recipient). See queue.ts for the whole design.
  */
 import { sql, type Selectable } from 'kysely';
 import type { EventsTable } from '../db/schema.ts';
@@ -10,7 +10,7 @@ import { writeWithNext, type Db } from '../db/index.ts';
 import { isSequenced, type EventBody, type EventInput, type EventName } from '../events.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/dialect.ts';
-import { enqueue, jobRow } from './queue.ts';
+import { enqueue, jobRow } from './queue-repo.ts';
 
 export const EVENT_DISPATCH = 'event.dispatch';
 

@@ -1,405 +1,763 @@
 /**
- * The jobs table: enqueue in the caller's transaction, read, retry by hand, and the worker's claim,
- * finish and sweep statements (the worker itself is in worker.ts). Times are epoch milliseconds
- * from this process's clock.
+ * Durable background jobs: webhook deliveries, push notifications and the event dispatch that fans events out.
+ *
+ * - A job is a row in `jobs`, added by `enqueue(trx, ...)` in the transaction of the change that
+ *   causes it, so it exists exactly when that change does.
+ * - Delivery is AT LEAST ONCE: a worker can die after a handler's side effect and before the job is
+ *   marked done, and the job then runs again. Handlers must be idempotent (webhooks send the same
+ *   `webhook-id` on every attempt; fan-outs enqueue with a `dedupeKey`).
+ * - Claiming: every server process runs workers. On PostgreSQL the claim locks rows with
+ *   `FOR UPDATE SKIP LOCKED`, so processes share the work and no attempt runs twice at once. On
+ *   SQLite only the process holding the `job_locks` lease runs workers; another process on the same
+ *   file logs that it does not, and takes over when that lease runs out.
+ * - A claim carries a lease, renewed while the handler runs. When a process dies its leases run out
+ *   and the sweep returns those jobs to `pending`; the dead attempt still counts.
+ * - Outcomes: the handler resolves (succeeded), throws `PermanentError` (failed), or throws anything
+ *   else (retried after the kind's schedule: delay n is the wait after attempt n, and a
+ *   `RetryableError`'s `retryAfterSeconds` lengthens it). A job out of attempts ends `failed` and
+ *   stays queryable; `retryJob` queues it again.
+ * - Waking: PostgreSQL NOTIFY (a trigger on `jobs`, sent at commit) and, on SQLite, an in-process
+ *   signal from `enqueue`; a poll every `pollMs` catches jobs that fall due later, notifications
+ *   missed while reconnecting, and jobs added by other processes on SQLite. Idle cost: one small
+ *   query per poll (which kinds have due jobs), plus a sweep of expired leases every fifth poll.
+ * - Events (outbox.ts): `recordEvent` stores the event and, in the same transaction, an
+ *   `event.dispatch` job. That job runs every `onEvent` hook for the event's type in one transaction;
+ *   hooks enqueue one job per recipient (the webhooks module: one delivery per matching
+ *   subscription) with a dedupeKey such as `${event.id}:${subscriptionId}`, so a repeated dispatch
+ *   adds nothing.
+ * - Ordering: a job may name an ordering key and number (NewJob.ordering); the claim skips it while
+ *   an earlier job of its kind and key is pending or running, and a settled ordered job lets the
+ *   refill look again. Events of one appointment use it for their dispatch and their deliveries.
  */
-import { EventEmitter } from 'node:events';
-import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Db } from '../db/index.ts';
-import { newId } from '../db/ids.ts';
-import { isPostgres } from '../db/dialect.ts';
-import type { JobStatus, JobsTable } from '../db/schema.ts';
+import { AsyncResource } from 'node:async_hooks';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import pg from 'pg';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { inTransaction, type Db, type Storage } from '../db/index.ts';
+import { errorLogFields, logLevelFor } from '../db/unavailable.ts';
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { loadEvents, EVENT_DISPATCH, type StoredEvent } from './outbox.ts';
+import {
+  PermanentError,
+  RetryableError,
+  claimJobs,
+  dueKinds,
+  localWake,
+  queueDepth,
+  releaseExpired,
+  renewLease,
+  settleJob,
+  settleSucceeded,
+  type Job,
+  type Settlement,
+} from './queue-repo.ts';
 
-export type { JobStatus };
-
-export interface Job<P = unknown> {
-  id: string;
-  kind: string;
-  businessId: string | null;
-  payload: P;
-  status: JobStatus;
-  dueAt: number;
-  attempts: number;
-  /** null: the kind's default. */
-  maxAttempts: number | null;
-  lastError: string | null;
-  dedupeKey: string | null;
-  createdAt: number;
-  updatedAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  /** See NewJob.ordering. */
-  orderingKey: string | null;
+export interface HandlerContext<P> {
+  job: Job<P>;
+  /** Aborted when the lease is lost or shutdown's grace period ends: stop and throw. */
+  signal: AbortSignal;
 }
 
-export interface NewJob {
-  kind: string;
-  businessId?: string | null;
-  payload: unknown;
-  /** Epoch ms; now when absent. */
-  dueAt?: number;
-  /** Overrides the kind's default (its retry schedule's length + 1). */
+export type JobHandler<P = any> = (context: HandlerContext<P>) => Promise<void>;
+
+export interface KindOptions<P = any> {
+  /** Attempts of this kind running at once in this process. */
+  concurrency?: number;
+  /** Seconds to wait after attempt 1, 2, ... before the next; attempts = length + 1 unless maxAttempts. */
+  retrySchedule?: number[];
   maxAttempts?: number;
-  /** A second enqueue with the same kind and key adds nothing and returns the first job's id. */
-  dedupeKey?: string;
+  /** How long a claim lasts without renewal; renewed every third of it while the handler runs. */
+  leaseMs?: number;
   /**
-   * Jobs of one kind and `key` run in `seq` order: a job is claimed only once every job of its kind
-   * and key with a lower `seq` has succeeded or failed (a retry waiting for its time holds the later
-   * ones back). Jobs of different keys, and jobs without one, run in parallel.
+   * Records an attempt that did not succeed where the kind keeps its own state (a webhook delivery
+   * row), in the transaction that settles the job: the queue decides whether it is retried and when
+   * (`dueAt`), and the hook writes that decision. `cause` is what the handler threw (null when the
+   * job ran out of attempts without its handler: its last lease ran out).
    */
-  ordering?: { key: string; seq: number };
+  onFailedAttempt?: (db: Db, job: Job<P>, outcome: FailedAttempt, cause: unknown) => Promise<void>;
 }
 
-/** Thrown by a handler: try again per the schedule, but not before `retryAfterSeconds`. */
-export class RetryableError extends Error {
-  readonly retryAfterSeconds: number | null;
-  constructor(message: string, options: { retryAfterSeconds?: number | null; cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.name = 'RetryableError';
-    this.retryAfterSeconds = options.retryAfterSeconds ?? null;
-  }
+/** How an attempt that did not succeed is settled: retried at `dueAt`, or failed for good. */
+export type FailedAttempt = Exclude<Settlement, { status: 'succeeded' }>;
+
+/** Gets events of one type (several when dispatches are batched), in the dispatch's transaction. */
+export type EventHook = (trx: Transaction<Database>, events: StoredEvent[]) => Promise<void>;
+
+export interface JobQueueOptions {
+  /** Fallback poll interval. */
+  pollMs?: number;
+  /** SQLite: how long the worker lock lasts without renewal. */
+  lockTtlMs?: number;
+  workerId?: string;
 }
 
-/** Thrown by a handler: retrying cannot help; the job ends `failed` now. */
-export class PermanentError extends Error {
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, options);
-    this.name = 'PermanentError';
-  }
+interface Kind {
+  name: string;
+  handler: JobHandler;
+  concurrency: number;
+  retrySchedule: number[];
+  maxAttempts: number;
+  leaseMs: number;
+  onFailedAttempt: KindOptions['onFailedAttempt'];
+  running: number;
+  claiming: boolean;
+  /** Set when woken during a claim: claim again once it returns. */
+  again: boolean;
+  /** The last claim found fewer jobs than it asked for: wait for a wake-up rather than claim again. */
+  drained: boolean;
+  /** Counts wake-ups: a claim that began before the latest one cannot prove the kind drained. */
+  wakes: number;
+  /** A refill after completions is scheduled for the next turn of the event loop. */
+  refilling: boolean;
 }
 
+const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
+const LOCK_NAME = 'workers';
+/** While the database fails, polls back off (doubling from pollMs) up to this interval. */
+const MAX_POLL_BACKOFF_MS = 5000;
+/** PostgreSQL: a lost LISTEN connection is reopened this long after it failed. */
+const LISTEN_RETRY_MS = 1000;
 /**
- * In-process wake-up for SQLite, where no NOTIFY exists. The signal may arrive before the enqueueing
- * transaction commits; that is harmless because the one SQLite connection runs the claim after it.
+ * SQLite: how often the workers look for commits of other processes (`PRAGMA data_version`, read from
+ * shared memory), so jobs another process enqueued (a second server, the cps command) need not wait
+ * for the poll. Nothing signals across processes on SQLite otherwise.
  */
-export const localWake = new EventEmitter<{ job: [kind: string] }>();
-localWake.setMaxListeners(0);
+const SQLITE_CHANGE_CHECK_MS = 50;
 
-export function toJob<P = unknown>(row: Selectable<JobsTable>): Job<P> {
-  return {
-    id: row.id,
-    kind: row.kind,
-    businessId: row.business_id,
-    payload: JSON.parse(row.payload) as P,
-    status: row.status,
-    dueAt: row.due_at,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    lastError: row.last_error,
-    dedupeKey: row.dedupe_key,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
-    orderingKey: row.ordering_key,
+export class JobQueue {
+  readonly workerId: string;
+  private readonly storage: Storage;
+  private readonly logger: Logger;
+  private readonly pollMs: number;
+  private readonly lockTtlMs: number;
+  private readonly kinds = new Map<string, Kind>();
+  private readonly hooks = new Map<string, EventHook[]>();
+  private readonly inFlight = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private readonly claims = new Set<Promise<void>>();
+  private readonly metrics: {
+    outcomes: Counter<'kind' | 'outcome'>;
+    startDelay: Histogram<'kind'>;
   };
-}
+  private state: 'idle' | 'waiting-for-lock' | 'running' | 'stopped' = 'idle';
+  private pollTimer: NodeJS.Timeout | null = null;
+  private polling = false;
+  /** Asked to poll while a poll ran: the next one follows at once. */
+  private pollAgain = false;
+  /** Polls in a row that failed (the database is away): the interval backs off. */
+  private pollFailures = 0;
+  /** PostgreSQL: the LISTEN connection was lost and is not back yet. */
+  private notificationsLost = false;
+  /** PostgreSQL: LISTEN is in effect on a live connection. */
+  private listening = false;
+  private lockTimer: NodeJS.Timeout | null = null;
+  /** SQLite: the timer that looks for other processes' commits, and the data version it saw last. */
+  private changeTimer: NodeJS.Timeout | null = null;
+  private dataVersion: number | null = null;
+  private listener: pg.Client | null = null;
+  private stopping: Promise<void> | null = null;
+  private polls = 0;
+  /**
+   * Bound to the context the queue was built in: a wake-up emitted inside a request (an enqueue in its
+   * transaction) must not carry that request's transaction observer into the claims and jobs it starts.
+   */
+  private readonly onLocalWake = AsyncResource.bind((kind: string) => this.wake(kind));
+  /** Successes waiting to be recorded together (see recordSuccess). */
+  private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
+  private flushing = false;
+  /** Event dispatches waiting to be run together (see dispatchEvent). */
+  private dispatches: Array<{ eventId: string; done: () => void; fail: (error: unknown) => void }> = [];
+  private dispatching = false;
 
-/** Adds a job in `db` (pass the transaction of the change that causes it) and returns its id. */
-export async function enqueue(db: Db, job: NewJob): Promise<string> {
-  return (await enqueueMany(db, [job]))[0]!;
-}
-
-/** Adds jobs in one statement (a fan-out to many recipients); returns their ids in order. */
-export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
-  if (jobs.length === 0) return [];
-  const now = Date.now();
-  const rows = jobs.map((job) => jobRow(job, now));
-  const deduped = jobs.some((job) => job.dedupeKey !== undefined);
-  const inserted = await db
-    .insertInto('jobs')
-    .values(rows)
-    .$if(deduped, (qb) => qb.onConflict((oc) => oc.columns(['kind', 'dedupe_key']).doNothing()))
-    .returning('id')
-    .execute();
-  if (!isPostgres(db)) for (const kind of new Set(jobs.map((job) => job.kind))) localWake.emit('job', kind);
-  if (inserted.length === rows.length) return rows.map((row) => row.id);
-  // Some keys existed already: answer with those jobs' ids.
-  const fresh = new Set(inserted.map((row) => row.id));
-  return Promise.all(
-    rows.map(async (row) =>
-      fresh.has(row.id)
-        ? row.id
-        : (await db.selectFrom('jobs').select('id').where('kind', '=', row.kind).where('dedupe_key', '=', row.dedupe_key!).executeTakeFirstOrThrow())
-            .id,
-    ),
-  );
-}
-
-/** The row `enqueue` inserts for `job`, for statements that insert a job along with other rows. */
-export function jobRow(job: NewJob, now = Date.now()): Insertable<JobsTable> & { id: string } {
-  return {
-    id: newId('job'),
-    kind: job.kind,
-    business_id: job.businessId ?? null,
-    payload: JSON.stringify(job.payload ?? null),
-    status: 'pending',
-    due_at: job.dueAt ?? now,
-    max_attempts: job.maxAttempts ?? null,
-    lease_until: null,
-    locked_by: null,
-    last_error: null,
-    dedupe_key: job.dedupeKey ?? null,
-    created_at: now,
-    updated_at: now,
-    started_at: null,
-    finished_at: null,
-    ordering_key: job.ordering?.key ?? null,
-    ordering_seq: job.ordering?.seq ?? null,
-  };
-}
-
-export interface Scope {
-  /** When given, a job of another business reads as missing. */
-  businessId?: string;
-}
-
-export async function getJob<P = unknown>(db: Db, id: string, scope: Scope = {}): Promise<Job<P> | null> {
-  const row = await db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('id', '=', id)
-    .$if(scope.businessId !== undefined, (qb) => qb.where('business_id', '=', scope.businessId!))
-    .executeTakeFirst();
-  return row ? toJob<P>(row) : null;
-}
-
-export interface JobFilter extends Scope {
-  kind?: string;
-  status?: JobStatus;
-  limit?: number;
-  offset?: number;
-}
-
-/** Newest first. */
-export async function listJobs<P = unknown>(db: Db, filter: JobFilter = {}): Promise<Job<P>[]> {
-  const rows = await db
-    .selectFrom('jobs')
-    .selectAll()
-    .$if(filter.businessId !== undefined, (qb) => qb.where('business_id', '=', filter.businessId!))
-    .$if(filter.kind !== undefined, (qb) => qb.where('kind', '=', filter.kind!))
-    .$if(filter.status !== undefined, (qb) => qb.where('status', '=', filter.status!))
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(filter.limit ?? 50)
-    .offset(filter.offset ?? 0)
-    .execute();
-  return rows.map((row) => toJob<P>(row));
-}
-
-/**
- * Queues a finished job (failed or succeeded) again, due now, with its attempts counted afresh; a
- * pending job is made due now; a running job keeps running, and the retry takes effect when its
- * attempt is settled (settleJob: a failed attempt is followed by one due now, attempts afresh; a
- * success stands). Returns the job, or null when unknown.
- */
-export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {}): Promise<Job<P> | null> {
-  const now = Date.now();
-  const row = await db
-    .updateTable('jobs')
-    .set((eb) => ({
-      status: 'pending',
-      due_at: now,
-      attempts: eb.case().when('status', '=', 'pending').then(eb.ref('attempts')).else(0).end(),
-      finished_at: null,
-      updated_at: now,
-    }))
-    .where('id', '=', id)
-    .where('status', '!=', 'running')
-    .$if(scope.businessId !== undefined, (qb) => qb.where('business_id', '=', scope.businessId!))
-    .returningAll()
-    .executeTakeFirst();
-  if (row) {
-    // Sent at commit, like the insert trigger's.
-    if (isPostgres(db)) await sql`select pg_notify('cps_jobs', ${row.kind})`.execute(db);
-    else localWake.emit('job', row.kind);
-    return toJob<P>(row);
+  constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
+    this.storage = storage;
+    this.logger = logger.child({ component: 'jobs' });
+    this.pollMs = options.pollMs ?? 1000;
+    this.lockTtlMs = options.lockTtlMs ?? 15_000;
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const db = storage.db;
+    new Gauge({
+      name: 'cps_jobs_queue_depth',
+      help: 'Jobs by kind and status (pending, running, failed), read from the database at scrape',
+      labelNames: ['kind', 'status'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const row of await queueDepth(db)) this.set({ kind: row.kind, status: row.status }, row.count);
+        } catch {
+          // The database is unreachable or closed: /ready reports that; the gauge stays empty.
+        }
+      },
+    });
+    this.metrics = {
+      outcomes: new Counter({
+        name: 'cps_jobs_outcomes_total',
+        help: 'Job attempts by kind and outcome (succeeded, retried, failed, expired)',
+        labelNames: ['kind', 'outcome'] as const,
+        registers: [registry],
+      }),
+      startDelay: new Histogram({
+        name: 'cps_job_start_delay_seconds',
+        help: 'Seconds from when a job fell due to when an attempt started',
+        labelNames: ['kind'] as const,
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+        registers: [registry],
+      }),
+    };
+    // Dispatches started together run in one transaction (see dispatchEvent), so the concurrency is the batch size.
+    this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
+      concurrency: 256,
+      retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
+    });
   }
-  const running = await db
-    .updateTable('jobs')
-    .set({ retry_requested_at: now, updated_at: now })
-    .where('id', '=', id)
-    .where('status', '=', 'running')
-    .$if(scope.businessId !== undefined, (qb) => qb.where('business_id', '=', scope.businessId!))
-    .returningAll()
-    .executeTakeFirst();
-  return running ? toJob<P>(running) : getJob<P>(db, id, scope);
-}
 
-// ---- The worker's statements ---------------------------------------------------------------
+  /** Adds the handler for a kind; modules call this while the app is built, before start(). */
+  register<P = any>(kind: string, handler: JobHandler<P>, options: KindOptions<P> = {}): void {
+    if (this.kinds.has(kind)) throw new Error(`job kind "${kind}" is already registered`);
+    const retrySchedule = options.retrySchedule ?? DEFAULT_SCHEDULE;
+    this.kinds.set(kind, {
+      name: kind,
+      handler: handler as JobHandler,
+      concurrency: options.concurrency ?? 5,
+      retrySchedule,
+      maxAttempts: options.maxAttempts ?? retrySchedule.length + 1,
+      // Renewed every third of itself while the job runs, so a short lease only shortens crash recovery.
+      leaseMs: options.leaseMs ?? 15_000,
+      onFailedAttempt: options.onFailedAttempt as Kind['onFailedAttempt'],
+      running: 0,
+      claiming: false,
+      again: false,
+      drained: false,
+      wakes: 0,
+      refilling: false,
+    });
+  }
 
-/**
- * Marks up to `limit` due jobs of `kind` running under a lease and returns them. On PostgreSQL the
- * rows are locked with SKIP LOCKED, so concurrent claims never take the same job (as in pg-boss and
- * graphile-worker); on SQLite one process runs the workers and one connection runs the statement.
- */
-export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: number, workerId: string): Promise<Job[]> {
-  const now = Date.now();
-  const rows = await db
-    .with('next', (qb) =>
-      qb
-        .selectFrom('jobs')
-        .select('id')
-        .where('status', '=', 'pending')
-        .where('kind', '=', kind)
-        .where('due_at', '<=', now)
-        // An ordered job waits while an earlier job of its key is unsettled (see NewJob.ordering).
-        .where((eb) =>
-          eb.or([
-            eb('jobs.ordering_key', 'is', null),
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('jobs as earlier')
-                  .select(sql.lit(1).as('one'))
-                  .whereRef('earlier.kind', '=', 'jobs.kind')
-                  .whereRef('earlier.ordering_key', '=', 'jobs.ordering_key')
-                  .whereRef('earlier.ordering_seq', '<', 'jobs.ordering_seq')
-                  // Literal, as in jobs_ordering_idx's predicate, so both databases use that index.
-                  .where(sql<boolean>`earlier.status in ('pending', 'running')`),
-              ),
-            ),
-          ]),
+  /** Runs `hook` for every event of `type`, inside the dispatch job's transaction (see the module comment). */
+  onEvent(type: string, hook: EventHook): void {
+    this.hooks.set(type, [...(this.hooks.get(type) ?? []), hook]);
+  }
+
+  /** Starts the workers of this process (on SQLite, once it holds the worker lock). */
+  async start(): Promise<void> {
+    if (this.state !== 'idle') return;
+    if (this.storage.dialect === 'sqlite') {
+      this.state = 'waiting-for-lock';
+      await this.holdLock(true);
+      return;
+    }
+    await this.begin();
+  }
+
+  /** True while this process claims jobs. */
+  get working(): boolean {
+    return this.state === 'running';
+  }
+
+  /** PostgreSQL: true while notifications wake the workers (false while the LISTEN connection is down). */
+  get notificationsConnected(): boolean {
+    return this.listening;
+  }
+
+  /**
+   * Stops claiming, waits up to `graceMs` for running attempts, then aborts their signals and
+   * returns; attempts still running then are claimed again elsewhere when their leases run out.
+   */
+  stop(graceMs = 25_000): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state = 'stopped';
+      if (this.pollTimer) clearTimeout(this.pollTimer);
+      if (this.lockTimer) clearTimeout(this.lockTimer);
+      this.stopWatchingOtherProcesses();
+      localWake.off('job', this.onLocalWake);
+      const listener = this.listener;
+      this.listener = null;
+      this.listening = false;
+      await listener?.end().catch(() => {});
+      // A claim under way when stop was called starts its jobs; wait for it so they are waited for too.
+      await Promise.allSettled(this.claims);
+      const pending = [...this.inFlight.values()];
+      if (pending.length > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const graceOver = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), graceMs);
+        });
+        const outcome = await Promise.race([Promise.all(pending.map((p) => p.promise)), graceOver]);
+        clearTimeout(timer);
+        if (outcome === 'timeout') {
+          this.logger.warn(
+            { running: this.inFlight.size, grace_ms: graceMs },
+            'jobs still running at the end of the grace period; leaving them to their leases',
+          );
+          for (const { abort } of this.inFlight.values()) abort.abort(new Error('shutting down'));
+        }
+      }
+      // Also when not running: a lock claim in flight while stopping may have won.
+      if (this.storage.dialect === 'sqlite') {
+        // Lets another process take over at once instead of after the lock's TTL.
+        await this.storage.db
+          .deleteFrom('job_locks')
+          .where('name', '=', LOCK_NAME)
+          .where('owner', '=', this.workerId)
+          .execute()
+          .catch(() => {});
+      }
+    })();
+    return this.stopping;
+  }
+
+  /**
+   * Runs every due job of the registered kinds, and the jobs those enqueue, until none is due; for
+   * tests and tools that do not start the workers.
+   */
+  async runDue(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      let ran = 0;
+      for (const kind of this.kinds.values()) {
+        const jobs = await claimJobs(this.storage.db, kind.name, kind.concurrency, kind.leaseMs, this.workerId);
+        ran += jobs.length;
+        await Promise.all(jobs.map((job) => this.run(kind, job, new AbortController())));
+      }
+      if (ran === 0) return total;
+      total += ran;
+    }
+  }
+
+  // ---- Claiming ------------------------------------------------------------------------------
+
+  private async begin(): Promise<void> {
+    this.state = 'running';
+    this.logger.info({ worker_id: this.workerId, kinds: [...this.kinds.keys()], database: this.storage.dialect }, 'job workers started');
+    if (this.storage.dialect === 'postgres') {
+      await this.listen();
+    } else {
+      localWake.on('job', this.onLocalWake);
+      this.watchOtherProcesses();
+    }
+    this.pollNow();
+  }
+
+  /** SQLite: polls at once when another process has committed since the last look. */
+  private watchOtherProcesses(): void {
+    if (this.changeTimer) return;
+    this.dataVersion = null;
+    this.changeTimer = setInterval(() => {
+      if (this.state !== 'running') return;
+      sql<{ data_version: number }>`pragma data_version`.execute(this.storage.db).then(
+        ({ rows }) => {
+          const version = rows[0]?.data_version ?? null;
+          if (this.dataVersion !== null && version !== this.dataVersion) this.pollNow();
+          this.dataVersion = version;
+        },
+        () => {
+          // The database is away or closing: the poll reports outages.
+        },
+      );
+    }, SQLITE_CHANGE_CHECK_MS);
+    this.changeTimer.unref();
+  }
+
+  private stopWatchingOtherProcesses(): void {
+    if (this.changeTimer) clearInterval(this.changeTimer);
+    this.changeTimer = null;
+  }
+
+  private wake(kindName?: string): void {
+    if (this.state !== 'running') return;
+    const kinds = kindName === undefined ? [...this.kinds.values()] : [this.kinds.get(kindName)].filter((k) => k !== undefined);
+    for (const kind of kinds) {
+      kind.drained = false;
+      kind.wakes++;
+      void this.fill(kind);
+    }
+  }
+
+  /**
+   * Every poll asks which kinds have due jobs (one query) and claims for those; every fifth also
+   * sweeps expired leases. Idle, that is about one small query a second.
+   */
+  private async poll(): Promise<void> {
+    if (this.state !== 'running') return;
+    this.pollTimer = null;
+    this.polling = true;
+    try {
+      if (this.polls++ % 5 === 0) {
+        for (const job of await releaseExpired(this.storage.db)) {
+          this.metrics.outcomes.inc({ kind: job.kind, outcome: 'expired' });
+          this.logger.warn({ job_id: job.id, kind: job.kind }, 'job lease expired; queued again');
+        }
+      }
+      for (const kind of await dueKinds(this.storage.db)) this.wake(kind);
+      if (this.pollFailures > 0) this.logger.info({ failed_polls: this.pollFailures }, 'polling for jobs works again');
+      this.pollFailures = 0;
+    } catch (error) {
+      // Logged once per outage; the poll goes on, backing off, until the database answers.
+      if (this.pollFailures++ === 0) this.logger.warn(errorLogFields(error), 'polling for jobs failed; retrying with backoff');
+    } finally {
+      this.polling = false;
+    }
+    if (this.state !== 'running') return;
+    const delay = this.pollAgain ? 0 : Math.min(this.pollMs * 2 ** this.pollFailures, Math.max(this.pollMs, MAX_POLL_BACKOFF_MS));
+    this.pollAgain = false;
+    this.pollTimer = setTimeout(() => void this.poll(), delay);
+  }
+
+  /** Polls now, or right after the poll under way; one chain of polls runs at a time. */
+  private pollNow(): void {
+    if (this.state !== 'running') return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    void this.poll();
+  }
+
+  /** Claims as many jobs of `kind` as it has free slots, and starts them. */
+  private async fill(kind: Kind): Promise<void> {
+    if (kind.claiming) {
+      kind.again = true;
+      return;
+    }
+    kind.claiming = true;
+    try {
+      do {
+        kind.again = false;
+        const free = kind.concurrency - kind.running;
+        if (this.state !== 'running' || free <= 0 || kind.drained) break;
+        const wakes = kind.wakes;
+        const claim = claimJobs(this.storage.db, kind.name, free, kind.leaseMs, this.workerId).then((jobs) => {
+          // A wake-up during the claim may stand for a job committed after the claim's snapshot.
+          kind.drained = jobs.length < free && kind.wakes === wakes;
+          for (const job of jobs) this.launch(kind, job);
+        });
+        this.claims.add(claim);
+        await claim.finally(() => this.claims.delete(claim));
+      } while (kind.again);
+    } catch (error) {
+      this.logLevel(error)({ ...errorLogFields(error), kind: kind.name }, 'claiming jobs failed; retrying at the next poll');
+    } finally {
+      kind.claiming = false;
+    }
+  }
+
+  private launch(kind: Kind, job: Job): void {
+    const abort = new AbortController();
+    const promise = this.run(kind, job, abort).finally(() => {
+      this.inFlight.delete(job.id);
+      this.refill(kind);
+    });
+    this.inFlight.set(job.id, { promise, abort });
+  }
+
+  /**
+   * After completions, one claim per kind and turn of the event loop, and only once a quarter of
+   * the slots are free (or all are): a backlog is claimed in batches rather than one statement and
+   * commit per job. Wake-ups still claim at once.
+   */
+  private refill(kind: Kind): void {
+    if (kind.refilling) return;
+    kind.refilling = true;
+    setImmediate(() => {
+      kind.refilling = false;
+      const free = kind.concurrency - kind.running;
+      if (kind.running === 0 || free >= Math.max(1, Math.ceil(kind.concurrency / 4))) void this.fill(kind);
+    });
+  }
+
+  // ---- Running one attempt -------------------------------------------------------------------
+
+  private async run(kind: Kind, job: Job, abort: AbortController): Promise<void> {
+    kind.running++;
+    const db = this.storage.db;
+    const log = { job_id: job.id, kind: kind.name, attempt: job.attempts };
+    try {
+      this.metrics.startDelay.observe({ kind: kind.name }, Math.max(0, (job.startedAt ?? Date.now()) - job.dueAt) / 1000);
+      const maxAttempts = job.maxAttempts ?? kind.maxAttempts;
+      if (job.attempts > maxAttempts) {
+        // Its last attempt's lease ran out (see releaseExpired), or its failure could not be recorded.
+        await this.settleFailureOrEnd(kind, job, { status: 'failed', error: job.lastError ?? 'out of attempts' }, null);
+        this.metrics.outcomes.inc({ kind: kind.name, outcome: 'failed' });
+        return;
+      }
+      // A lease that could not be renewed for a whole lease period may already be claimed elsewhere:
+      // the attempt is abandoned then, so two workers never run the job at once.
+      let renewedAt = Date.now();
+      const heartbeat = setInterval(
+        () => {
+          renewLease(db, job, kind.leaseMs).then(
+            (ours) => {
+              if (!ours) abort.abort(new Error('lease lost'));
+              else renewedAt = Date.now();
+            },
+            (error: unknown) => {
+              this.logger.warn({ ...log, err: error }, 'renewing a job lease failed');
+              if (Date.now() - renewedAt >= kind.leaseMs) abort.abort(new Error('lease could not be renewed'));
+            },
+          );
+        },
+        Math.max(10, Math.floor(kind.leaseMs / 3)),
+      );
+      // After an abort the attempt is abandoned to its lease (shutdown) or already lost.
+      abort.signal.addEventListener('abort', () => clearInterval(heartbeat));
+      let settlement: Settlement | null;
+      let cause: unknown = null;
+      try {
+        await kind.handler({ job, signal: abort.signal });
+        settlement = { status: 'succeeded' };
+      } catch (error) {
+        cause = error;
+        settlement = this.afterFailure(kind, job, maxAttempts, error);
+      } finally {
+        clearInterval(heartbeat);
+      }
+      if (abort.signal.aborted && settlement.status !== 'succeeded') {
+        // Interrupted (shutdown grace over, or lease lost): not a real failure, so no attempt is spent
+        // and no delay imposed; the job runs again once its lease runs out.
+        this.logger.warn(log, 'job attempt interrupted; left to its lease');
+        return;
+      }
+      // What was recorded (a retry asked during a failed attempt makes the next one due now), or null.
+      if (settlement.status !== 'succeeded') settlement = await this.settleFailureOrEnd(kind, job, settlement, cause);
+      else if (!(await this.recordSuccess(job))) settlement = null;
+      if (settlement === null) {
+        this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
+        return;
+      }
+      // The next job of its key may be claimable now: the refill after this attempt looks for it.
+      if (job.orderingKey !== null && settlement.status !== 'pending') kind.drained = false;
+      const outcome = settlement.status === 'pending' ? 'retried' : settlement.status;
+      this.metrics.outcomes.inc({ kind: kind.name, outcome });
+      if (settlement.status === 'pending') {
+        this.logger.warn({ ...log, error: settlement.error, retry_at: new Date(settlement.dueAt).toISOString() }, 'job attempt failed; will retry');
+        this.wakeAt(kind, settlement.dueAt);
+      } else if (settlement.status === 'failed') {
+        this.logger.error({ ...log, error: settlement.error }, 'job failed');
+      }
+    } catch (error) {
+      // The database failed while settling: the lease runs out and the job runs again.
+      this.logLevel(error)({ ...log, ...errorLogFields(error) }, 'recording a job outcome failed; the job runs again when its lease runs out');
+    } finally {
+      kind.running--;
+    }
+  }
+
+  /**
+   * settleFailure; when that fails on a job's last attempt (the kind's record of it fails every time,
+   * a poisoned payload), the job is settled failed without the record rather than run again at every
+   * lease's end. An earlier attempt whose record fails is left to its lease, as when the database fails.
+   */
+  private async settleFailureOrEnd(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<FailedAttempt | null> {
+    try {
+      return await this.settleFailure(kind, job, settlement, cause);
+    } catch (error) {
+      if (settlement.status !== 'failed' || !kind.onFailedAttempt) throw error;
+      this.logger.error(
+        { job_id: job.id, kind: kind.name, attempt: job.attempts, ...errorLogFields(error) },
+        'recording a failed job failed; the job is settled as failed without it',
+      );
+      return (await settleJob(this.storage.db, job, settlement)) as FailedAttempt | null;
+    }
+  }
+
+  /** Settles the job and, in the same transaction, lets the kind record what was decided; answers it. */
+  private async settleFailure(kind: Kind, job: Job, settlement: FailedAttempt, cause: unknown): Promise<FailedAttempt | null> {
+    const record = kind.onFailedAttempt;
+    if (!record) return (await settleJob(this.storage.db, job, settlement)) as FailedAttempt | null;
+    return inTransaction(this.storage.db, async (trx) => {
+      const settled = (await settleJob(trx, job, settlement)) as FailedAttempt | null;
+      if (settled) await record(trx, job, settled, cause);
+      return settled;
+    });
+  }
+
+  private logLevel(error: unknown): Logger['warn'] {
+    return logLevelFor(error) === 'warn' ? this.logger.warn.bind(this.logger) : this.logger.error.bind(this.logger);
+  }
+
+  private afterFailure(kind: Kind, job: Job, maxAttempts: number, error: unknown): Settlement {
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof PermanentError || job.attempts >= maxAttempts) return { status: 'failed', error: message };
+    const scheduled = kind.retrySchedule[Math.min(job.attempts - 1, kind.retrySchedule.length - 1)] ?? 0;
+    const retryAfter = error instanceof RetryableError ? (error.retryAfterSeconds ?? 0) : 0;
+    return { status: 'pending', error: message, dueAt: Date.now() + Math.max(scheduled, retryAfter) * 1000 };
+  }
+
+  /**
+   * Successes that finish while one batch is being written go into the next: under load one
+   * statement (and one commit) records many jobs; alone, a job is recorded at once.
+   */
+  private recordSuccess(job: Job): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.successes.push({ job, done, fail });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flushSuccesses());
+      }
+    });
+  }
+
+  private async flushSuccesses(): Promise<void> {
+    while (this.successes.length > 0) {
+      const batch = this.successes.splice(0, 500);
+      try {
+        const recorded = await settleSucceeded(
+          this.storage.db,
+          batch.map((entry) => entry.job),
+        );
+        for (const entry of batch) entry.done(recorded.has(entry.job.id));
+      } catch (error) {
+        for (const entry of batch) entry.fail(error);
+      }
+    }
+    this.flushing = false;
+  }
+
+  /** A retry due before the next poll is claimed on time. */
+  private wakeAt(kind: Kind, dueAt: number): void {
+    const delay = dueAt - Date.now();
+    if (delay >= this.pollMs) return;
+    setTimeout(
+      () => {
+        kind.drained = false;
+        kind.wakes++;
+        void this.fill(kind);
+      },
+      Math.max(0, delay),
+    ).unref();
+  }
+
+  // ---- Events ----------------------------------------------------------------------------------
+
+  /**
+   * Dispatches started while a batch is being written go into the next, as successes do (see
+   * recordSuccess): one claim's dispatch jobs load their events in one statement and run the hooks
+   * in one transaction, so a hook inserts all their deliveries at once.
+   */
+  private dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
+    return new Promise((done, fail) => {
+      this.dispatches.push({ eventId: job.payload.eventId, done, fail });
+      if (!this.dispatching) {
+        this.dispatching = true;
+        setImmediate(() => void this.flushDispatches());
+      }
+    });
+  }
+
+  private async flushDispatches(): Promise<void> {
+    while (this.dispatches.length > 0) {
+      const batch = this.dispatches.splice(0, 200);
+      try {
+        await this.dispatchEvents(batch.map((entry) => entry.eventId));
+        for (const entry of batch) entry.done();
+      } catch (error) {
+        if (batch.length === 1) {
+          batch[0]!.fail(error);
+          continue;
+        }
+        // One at a time, so that an event that cannot be dispatched holds back no other.
+        for (const entry of batch) await this.dispatchEvents([entry.eventId]).then(entry.done, entry.fail);
+      }
+    }
+    this.dispatching = false;
+  }
+
+  private async dispatchEvents(eventIds: string[]): Promise<void> {
+    // An event whose business was deleted since is gone: nothing to deliver.
+    const byType = Map.groupBy(await loadEvents(this.storage.db, eventIds), (event) => event.type);
+    const work = [...byType].flatMap(([type, events]) => (this.hooks.get(type) ?? []).map((hook) => ({ hook, events })));
+    if (work.length === 0) return;
+    await inTransaction(this.storage.db, async (trx) => {
+      for (const { hook, events } of work) await hook(trx, events);
+    });
+  }
+
+  // ---- PostgreSQL: LISTEN ----------------------------------------------------------------------
+
+  private async listen(): Promise<void> {
+    const pool = this.storage.pgPool!;
+    // A client of its own, outside the pool: LISTEN holds its connection for as long as it lives.
+    const client = new pg.Client(pool.options);
+    const retry = (error?: unknown) => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      this.listening = false;
+      client.end().catch(() => {});
+      if (this.state !== 'running') return;
+      if (!this.notificationsLost) {
+        this.notificationsLost = true;
+        this.logger.warn(error ? errorLogFields(error) : {}, 'job notifications lost; polling until they reconnect');
+      }
+      setTimeout(() => {
+        if (this.state === 'running') void this.listen();
+      }, LISTEN_RETRY_MS).unref();
+    };
+    this.listener = client;
+    client.on('notification', (message) => this.wake(message.payload));
+    client.on('error', retry);
+    client.on('end', () => retry());
+    try {
+      await client.connect();
+      await client.query('LISTEN cps_jobs');
+    } catch (error) {
+      retry(error);
+      return;
+    }
+    if (this.listener !== client) return;
+    this.listening = true;
+    if (!this.notificationsLost) return;
+    // Notifications sent while the connection was down are gone: a poll finds their jobs now
+    // rather than at the next (backed-off) poll.
+    this.notificationsLost = false;
+    this.logger.info('job notifications reconnected');
+    this.pollNow();
+  }
+
+  // ---- SQLite: the worker lock -----------------------------------------------------------------
+
+  /** Takes or renews the lock; starts the workers on taking it, pauses them on losing it. */
+  private async holdLock(first: boolean): Promise<void> {
+    if (this.state === 'stopped') return;
+    let held = false;
+    try {
+      const now = Date.now();
+      const row = await this.storage.db
+        .insertInto('job_locks')
+        .values({ name: LOCK_NAME, owner: this.workerId, expires_at: now + this.lockTtlMs })
+        .onConflict((oc) =>
+          oc
+            .column('name')
+            .doUpdateSet({ owner: this.workerId, expires_at: now + this.lockTtlMs })
+            .where((eb) => eb.or([eb('job_locks.owner', '=', this.workerId), eb('job_locks.expires_at', '<', now)])),
         )
-        .orderBy('due_at')
-        .limit(limit)
-        .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
-    )
-    .updateTable('jobs')
-    .set((eb) => ({
-      status: 'running',
-      attempts: eb('attempts', '+', 1),
-      lease_until: now + leaseMs,
-      locked_by: workerId,
-      started_at: now,
-      updated_at: now,
-    }))
-    .where('id', 'in', (eb) => eb.selectFrom('next').select('id'))
-    .returningAll()
-    .execute();
-  return rows.map((row) => toJob(row)).sort((a, b) => a.dueAt - b.dueAt);
-}
-
-/** Extends the lease of a running attempt; false when the attempt is no longer this worker's. */
-export async function renewLease(db: Db, job: Job, leaseMs: number): Promise<boolean> {
-  const result = await db
-    .updateTable('jobs')
-    .set({ lease_until: Date.now() + leaseMs })
-    .where('id', '=', job.id)
-    .where('status', '=', 'running')
-    .where('attempts', '=', job.attempts)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
-}
-
-export type Settlement = { status: 'succeeded' } | { status: 'failed'; error: string } | { status: 'pending'; error: string; dueAt: number };
-
-/**
- * Records how an attempt ended, and answers what was recorded, or null when nothing was. The attempt
- * number guards it: an attempt whose lease ran out and whose job was claimed again cannot overwrite
- * the newer attempt. A failed attempt of a job whose retry was asked meanwhile (retryJob) is followed
- * by one due now, with its attempts counted afresh.
- */
-export async function settleJob(db: Db, job: Job, settlement: Settlement): Promise<Settlement | null> {
-  const now = Date.now();
-  const base = {
-    status: settlement.status,
-    lease_until: null,
-    updated_at: now,
-    retry_requested_at: null,
-    ...(settlement.status === 'pending' ? { due_at: settlement.dueAt } : { finished_at: now }),
-    ...(settlement.status === 'succeeded' ? {} : { last_error: truncate(settlement.error) }),
-  };
-  const retried =
-    settlement.status === 'succeeded'
-      ? base
-      : {
-          ...base,
-          status: sql<JobStatus>`case when retry_requested_at is null then ${settlement.status} else 'pending' end`,
-          due_at: sql<number>`case when retry_requested_at is null then due_at else cast(${now} as bigint) end`,
-          finished_at: sql<number | null>`case when retry_requested_at is null then cast(${now} as bigint) else null end`,
-          attempts: sql<number>`case when retry_requested_at is null then attempts else 0 end`,
-          ...(settlement.status === 'pending' && {
-            due_at: sql<number>`case when retry_requested_at is null then cast(${settlement.dueAt} as bigint) else cast(${now} as bigint) end`,
-            finished_at: sql<number | null>`finished_at`,
-          }),
-        };
-  const row = await db
-    .updateTable('jobs')
-    .set(retried)
-    .where('id', '=', job.id)
-    .where('status', '=', 'running')
-    .where('attempts', '=', job.attempts)
-    .returning(['status', 'due_at'])
-    .executeTakeFirst();
-  if (!row) return null;
-  if (settlement.status === 'succeeded') return settlement;
-  const dueAt = Number(row.due_at);
-  if (row.status === settlement.status && (settlement.status === 'failed' || dueAt === settlement.dueAt)) return settlement;
-  return { status: 'pending', error: settlement.error, dueAt };
-}
-
-/**
- * Records many successful attempts in one statement (the common case, so one commit serves many
- * jobs); returns the ids recorded, guarded by attempt number as in settleJob.
- */
-export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>> {
-  const now = Date.now();
-  const rows = await db
-    .updateTable('jobs')
-    .set({ status: 'succeeded', lease_until: null, updated_at: now, finished_at: now, retry_requested_at: null })
-    .where('status', '=', 'running')
-    .where((eb) =>
-      eb(
-        eb.refTuple('id', 'attempts'),
-        'in',
-        jobs.map((job) => eb.tuple(job.id, job.attempts)),
-      ),
-    )
-    .returning('id')
-    .execute();
-  return new Set(rows.map((row) => row.id));
-}
-
-/**
- * Returns to `pending` (due now) the running jobs whose lease ran out: their process died or hung.
- * The attempt stays counted; the claim fails a job that has used all its attempts.
- */
-export async function releaseExpired(db: Db): Promise<{ id: string; kind: string }[]> {
-  const now = Date.now();
-  // Due now: a retry asked meanwhile (retryJob) is served by it.
-  return db
-    .updateTable('jobs')
-    .set({
-      status: 'pending',
-      due_at: now,
-      lease_until: null,
-      updated_at: now,
-      retry_requested_at: null,
-      last_error: 'lease expired: the worker stopped or crashed mid-job',
-    })
-    .where('status', '=', 'running')
-    .where('lease_until', '<', now)
-    .returning(['id', 'kind'])
-    .execute();
-}
-
-/** The kinds with jobs due now: the poll claims only for those. */
-export async function dueKinds(db: Db): Promise<string[]> {
-  const rows = await db.selectFrom('jobs').select('kind').distinct().where('status', '=', 'pending').where('due_at', '<=', Date.now()).execute();
-  return rows.map((row) => row.kind);
-}
-
-export async function queueDepth(db: Db): Promise<{ kind: string; status: string; count: number }[]> {
-  const rows = await db
-    .selectFrom('jobs')
-    .select(['kind', 'status', (eb) => eb.fn.countAll<number | string>().as('count')])
-    .where('status', 'in', ['pending', 'running', 'failed'])
-    .groupBy(['status', 'kind'])
-    .execute();
-  return rows.map((row) => ({ kind: row.kind, status: row.status, count: Number(row.count) }));
-}
-
-function truncate(text: string): string {
-  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+        .returning('owner')
+        .executeTakeFirst();
+      held = row !== undefined;
+    } catch (error) {
+      this.logLevel(error)(errorLogFields(error), 'taking the job worker lock failed');
+    }
+    if (held && this.state === 'waiting-for-lock') {
+      if (!first) this.logger.info('took over the job workers for this SQLite database');
+      await this.begin();
+    } else if (!held && this.state === 'running') {
+      this.logger.error('lost the job worker lock to another process; pausing the workers');
+      this.state = 'waiting-for-lock';
+      if (this.pollTimer) clearTimeout(this.pollTimer);
+      this.pollTimer = null;
+      this.stopWatchingOtherProcesses();
+      localWake.off('job', this.onLocalWake);
+    } else if (!held && first) {
+      this.logger.warn(
+        { database: this.storage.location },
+        'another process runs the job workers for this SQLite database; this one does not (it takes over if that process stops)',
+      );
+    }
+    if (this.stopping) return;
+    const every = held ? Math.floor(this.lockTtlMs / 3) : this.lockTtlMs;
+    this.lockTimer = setTimeout(() => void this.holdLock(false), every);
+  }
 }

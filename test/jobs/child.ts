@@ -5,7 +5,7 @@
  */
 import { Registry } from 'prom-client';
 import { openStorage } from '../../src/db/index.ts';
-import { JobQueue } from '../../src/jobs/worker.ts';
+import { JobQueue } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/logger.ts';
 import pino from 'pino';
 

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { inTransaction } from '../../src/db/index.ts';
-import { enqueue, getJob, listJobs } from '../../src/jobs/queue.ts';
+import { enqueue, getJob, listJobs } from '../../src/jobs/queue-repo.ts';
 import { DIALECT } from '../support.ts';
 import { createJobsFixture, until, type JobsFixture } from './support.ts';
 

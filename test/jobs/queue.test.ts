@@ -13,7 +13,7 @@ import {
   retryJob,
   settleJob,
   settleSucceeded,
-} from '../../src/jobs/queue.ts';
+} from '../../src/jobs/queue-repo.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';

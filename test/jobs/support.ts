@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { openStorage, type Storage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
-import { JobQueue, type JobQueueOptions } from '../../src/jobs/worker.ts';
+import { JobQueue, type JobQueueOptions } from '../../src/jobs/queue.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support.ts';
 

@@ -4,8 +4,8 @@ import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs,
 import { Registry } from 'prom-client';
 import { createLogger } from '../../src/logger.ts';
 import { inTransaction, observeTransactions, openStorage } from '../../src/db/index.ts';
-import { enqueue, getJob, jobRow } from '../../src/jobs/queue.ts';
-import { JobQueue } from '../../src/jobs/worker.ts';
+import { enqueue, getJob, jobRow } from '../../src/jobs/queue-repo.ts';
+import { JobQueue } from '../../src/jobs/queue.ts';
 import { DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
 

@@ -5,7 +5,7 @@
 import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
 import { patientKey } from '../../jobs/outbox.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue } from '../../jobs/queue-repo.ts';
 import type { Module } from '../module.ts';
 import type { PatientService } from '../patients/service.ts';
 import { DatabaseFileStore, removeStored, type FileStore } from './file-store.ts';

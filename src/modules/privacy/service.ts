@@ -14,7 +14,7 @@ import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { eventsAbout, recordEvent, replaceEventPayload } from '../../jobs/outbox.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue } from '../../jobs/queue-repo.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import { addressOf, extrasOf, type PatientRow, type PatientService } from '../patients/service.ts';

@@ -5,7 +5,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue } from '../../jobs/queue-repo.ts';
 import type { DeliveryJob, PushService } from './service.ts';
 
 export const PUSH_DELIVER = 'push.deliver';

@@ -15,8 +15,8 @@ import { decrypt, encrypt } from '../../security/encryption.ts';
 import { canonicalHost, classifyLiteral, type OutboundPolicy } from '../../security/outbound.ts';
 import { credentialsVersion, type FcmClient, type ServiceAccount } from './fcm.ts';
 import * as repo from './repo.ts';
-import { RetryableError } from '../../jobs/queue.ts';
-import type { FailedAttempt } from '../../jobs/worker.ts';
+import { RetryableError } from '../../jobs/queue-repo.ts';
+import type { FailedAttempt } from '../../jobs/queue.ts';
 
 export interface PushDeps {
   db: Kysely<Database>;

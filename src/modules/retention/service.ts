@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import type { RetentionConfig } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue } from '../../jobs/queue-repo.ts';
 import { deleteBatch } from './repo.ts';
 import { RULES, type RetentionRule } from './rules.ts';
 

@@ -19,8 +19,8 @@ import * as repo from './repo.ts';
 import type { Sender } from './sender.ts';
 import { deliveryBody } from './body.ts';
 import { ekaSignatureHeader, prepareKey, signatureHeader, type PreparedKey } from './signer.ts';
-import { PermanentError, RetryableError } from '../../jobs/queue.ts';
-import type { FailedAttempt } from '../../jobs/worker.ts';
+import { PermanentError, RetryableError } from '../../jobs/queue-repo.ts';
+import type { FailedAttempt } from '../../jobs/queue.ts';
 
 export const DELIVERY_JOB = 'webhook.delivery';
 

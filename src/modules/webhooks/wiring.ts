@@ -6,7 +6,7 @@
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
-import { enqueue, enqueueMany, retryJob, type NewJob } from '../../jobs/queue.ts';
+import { enqueue, enqueueMany, retryJob, type NewJob } from '../../jobs/queue-repo.ts';
 import {
   attempt,
   AttemptLoads,

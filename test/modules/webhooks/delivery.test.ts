@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { retryJob } from '../../../src/jobs/queue.ts';
+import { retryJob } from '../../../src/jobs/queue-repo.ts';
 import { AttemptLoads } from '../../../src/modules/webhooks/delivery.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { recordReviewEvent, startReceiver, type Answer, type Receiver } from './support.ts';
