@@ -5,7 +5,9 @@
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { ChainSeal } from './audit/seal.ts';
 import { verifyChains } from './audit/verify.ts';
+import { loadKeys } from './security/keys.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
@@ -210,7 +212,8 @@ const commands: Record<string, Command> = {
 
   async 'audit verify'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
-    const chains = await withStorage(config, (storage) => verifyChains(storage.db, values.business));
+    const check = { seal: new ChainSeal(await masterKeyOf(config)), accessLogDays: config.retention.accessLogDays };
+    const chains = await withStorage(config, (storage) => verifyChains(storage.db, check, values.business));
     const ok = chains.every((chain) => chain.ok);
     printJson({ ok, chains });
     if (!ok) throw new ChainBroken('the access log chain is broken');
@@ -220,11 +223,17 @@ const commands: Record<string, Command> = {
     parseArgs({ args, options: {} });
     // Its log line goes to stderr: stdout holds the report.
     const logger = createLogger(config.logLevel, process.stderr);
-    printJson(await withStorage(config, (storage) => runRetention(storage.db, config.retention, logger)));
+    const masterKey = await masterKeyOf(config);
+    printJson(await withStorage(config, (storage) => runRetention(storage.db, masterKey, config.retention, logger)));
   },
 };
 
 class ChainBroken extends Error {}
+
+/** The master key as the service finds it: CPS_MASTER_KEY, or in development the data directory's. */
+async function masterKeyOf(config: Config): Promise<Buffer> {
+  return config.masterKey ?? (await loadKeys(config)).masterKey;
+}
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {

@@ -8,7 +8,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { entryHash, GENESIS, type ChainedEntry } from './entry.ts';
-import { chainedPage, deletePrefix, prunedAnchor } from './store.ts';
+import type { ChainSeal } from './seal.ts';
+import { anchorSealed, chainedPage, deletePrefix, prunedAnchor } from './store.ts';
 
 const BUSINESSES_PER_PAGE = 500;
 
@@ -24,6 +25,7 @@ export interface BrokenLink {
  */
 export async function* pruneChains(
   db: Kysely<Database>,
+  seal: ChainSeal,
   cutoff: number,
   batchSize: number,
   onBroken: (link: BrokenLink) => void,
@@ -37,7 +39,7 @@ export async function* pruneChains(
       .orderBy('business_id')
       .limit(BUSINESSES_PER_PAGE)
       .execute();
-    for (const { business_id } of page) yield* pruneChain(db, business_id, cutoff, batchSize, onBroken);
+    for (const { business_id } of page) yield* pruneChain(db, seal, business_id, cutoff, batchSize, onBroken);
     if (page.length < BUSINESSES_PER_PAGE) return;
     after = page.at(-1)!.business_id;
   }
@@ -45,6 +47,7 @@ export async function* pruneChains(
 
 async function* pruneChain(
   db: Kysely<Database>,
+  seal: ChainSeal,
   businessId: string,
   cutoff: number,
   batchSize: number,
@@ -52,6 +55,11 @@ async function* pruneChain(
 ): AsyncGenerator<number> {
   for (;;) {
     const anchor = await prunedAnchor(db, businessId);
+    // A forged anchor is not pruned past: the next one would carry a valid seal.
+    if (anchor && !anchorSealed(seal, businessId, anchor)) {
+      onBroken({ businessId, seq: anchor.seq });
+      return;
+    }
     const from = { seq: anchor?.seq ?? 0, pruned: anchor !== undefined };
     const rows = await chainedPage(db, businessId, from.seq, batchSize);
     let prev = anchor?.hash ?? GENESIS;
@@ -69,7 +77,7 @@ async function* pruneChain(
       prev = row.hash;
     }
     if (last === null) return;
-    const deleted = await deletePrefix(db, businessId, from, { seq: last.seq, hash: last.hash });
+    const deleted = await deletePrefix(db, seal, businessId, from, { seq: last.seq, hash: last.hash, through_at: last.at });
     // false: another prune of this chain moved the anchor meanwhile; it goes on from there.
     if (deleted === false) return;
     yield deleted;

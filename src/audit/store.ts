@@ -4,6 +4,10 @@ import { inTransaction, writeWithNext, type Db } from '../db/index.ts';
 import { isAnyOf, isPostgres } from '../db/dialect.ts';
 import type { Database } from '../db/schema.ts';
 import { entryHash, GENESIS, storable, type AuditCompletion, type AuditEntry, type ChainedEntry } from './entry.ts';
+import { ChainSeal } from './seal.ts';
+
+/** What a head whose seal did not match gets instead of a seal: extending it never launders the tampering. */
+const TAMPERED = 'tampered';
 
 /** Rows per statement at most: 18 columns of 256 rows stay far below both dialects' parameter limits. */
 const MAX_ROWS = 256;
@@ -45,9 +49,9 @@ export async function insertEntries(db: Db, entries: AuditEntry[]): Promise<void
  * the head row's lock (see chainBusiness). A plain insert: an entry already stored fails the whole
  * batch rather than leave a gap in the chain, and the caller falls back to insertEntries.
  */
-export async function appendChained(db: Kysely<Database>, businessId: string, entries: AuditEntry[]): Promise<void> {
+export async function appendChained(db: Kysely<Database>, seal: ChainSeal, businessId: string, entries: AuditEntry[]): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const head = await lockHead(trx, db, businessId);
+    const head = await lockHead(trx, db, seal, businessId);
     let seq = head.seq;
     let prev = head.hash;
     const rows = entries.map(storable).map((entry) => {
@@ -58,21 +62,81 @@ export async function appendChained(db: Kysely<Database>, businessId: string, en
       return row;
     });
     for (const run of runs(rows)) await trx.insertInto('access_log').values(run).execute();
-    await trx.updateTable('access_log_heads').set({ seq, hash: prev }).where('business_id', '=', businessId).execute();
+    await moveHead(trx, seal, businessId, head.sealed, seq, prev);
   });
 }
 
+/** Moves the head, sealed again only when the seal it had matched. */
+async function moveHead(trx: Db, seal: ChainSeal, businessId: string, sealed: boolean, seq: number, hash: string): Promise<void> {
+  const mac = sealed ? seal.head({ business_id: businessId, seq, hash }) : TAMPERED;
+  await trx.updateTable('access_log_heads').set({ seq, hash, mac }).where('business_id', '=', businessId).execute();
+}
+
 /** The chain's head, locked: the first statement writes (on SQLite this takes the write lock before anything is read). */
-async function lockHead(trx: Db, db: Kysely<Database>, businessId: string): Promise<{ seq: number; hash: string }> {
+async function lockHead(trx: Db, db: Kysely<Database>, seal: ChainSeal, businessId: string): Promise<{ seq: number; hash: string; sealed: boolean }> {
+  const genesis = { business_id: businessId, seq: 0, hash: GENESIS };
   await trx
     .insertInto('access_log_heads')
-    .values({ business_id: businessId, seq: 0, hash: GENESIS })
+    .values({ ...genesis, mac: seal.head(genesis) })
     .onConflict((c) => c.column('business_id').doNothing())
     .execute();
-  let query = trx.selectFrom('access_log_heads').select(['seq', 'hash']).where('business_id', '=', businessId);
+  let query = trx.selectFrom('access_log_heads').select(['seq', 'hash', 'mac']).where('business_id', '=', businessId);
   if (isPostgres(db)) query = query.forUpdate();
   const head = await query.executeTakeFirstOrThrow();
-  return { seq: Number(head.seq), hash: head.hash };
+  const end = { business_id: businessId, seq: Number(head.seq), hash: head.hash };
+  return { seq: end.seq, hash: end.hash, sealed: ChainSeal.matches(head.mac, seal.head(end)) };
+}
+
+/**
+ * Seals every head and anchor again under another master key (`cps keys rotate`), in the caller's
+ * transaction. One whose seal did not match under the old key is left unmatched under the new one.
+ */
+export async function resealChains(trx: Db, from: ChainSeal, to: ChainSeal): Promise<number> {
+  const heads = await trx.selectFrom('access_log_heads').select(['business_id', 'seq', 'hash', 'mac']).execute();
+  for (const head of heads) {
+    const end = { business_id: head.business_id, seq: Number(head.seq), hash: head.hash };
+    const mac = ChainSeal.matches(head.mac, from.head(end)) ? to.head(end) : TAMPERED;
+    await trx.updateTable('access_log_heads').set({ mac }).where('business_id', '=', head.business_id).execute();
+  }
+  const anchors = await trx.selectFrom('access_log_pruned').select(['business_id', 'seq', 'hash', 'through_at', 'mac']).execute();
+  for (const row of anchors) {
+    const anchor = { seq: Number(row.seq), hash: row.hash, through_at: row.through_at === null ? null : Number(row.through_at), mac: row.mac };
+    const mac =
+      anchor.through_at !== null && anchorSealed(from, row.business_id, anchor)
+        ? to.anchor({ business_id: row.business_id, seq: anchor.seq, hash: anchor.hash, through_at: anchor.through_at })
+        : TAMPERED;
+    await trx.updateTable('access_log_pruned').set({ mac }).where('business_id', '=', row.business_id).execute();
+  }
+  return heads.length + anchors.length;
+}
+
+/** Seals heads and anchors stored before they had seals (the first start after migration 0030). */
+export async function sealUnsealed(db: Kysely<Database>, seal: ChainSeal): Promise<number> {
+  let sealed = 0;
+  await inTransaction(db, async (trx) => {
+    const heads = await trx.selectFrom('access_log_heads').select(['business_id', 'seq', 'hash']).where('mac', 'is', null).execute();
+    for (const head of heads) {
+      await trx
+        .updateTable('access_log_heads')
+        .set({ mac: seal.head(head) })
+        .where('business_id', '=', head.business_id)
+        .where('mac', 'is', null)
+        .execute();
+    }
+    const anchors = await trx.selectFrom('access_log_pruned').select(['business_id', 'seq', 'hash', 'pruned_at']).where('mac', 'is', null).execute();
+    for (const anchor of anchors) {
+      // Anchors from before through_at was kept: the entries were pruned by then at the latest.
+      const through_at = Number(anchor.pruned_at);
+      await trx
+        .updateTable('access_log_pruned')
+        .set({ through_at, mac: seal.anchor({ ...anchor, through_at }) })
+        .where('business_id', '=', anchor.business_id)
+        .where('mac', 'is', null)
+        .execute();
+    }
+    sealed = heads.length + anchors.length;
+  });
+  return sealed;
 }
 
 /** Applies what the answers add to entries written with their changes; an entry chained meanwhile stays as chained. */
@@ -129,10 +193,11 @@ export async function chainBusiness(
   businessId: string,
   before: number,
   limit: number,
+  seal: ChainSeal,
   pending: Map<string, AuditCompletion> = new Map(),
 ): Promise<number> {
   const chained = await inTransaction(db, async (trx) => {
-    const head = await lockHead(trx, db, businessId);
+    const head = await lockHead(trx, db, seal, businessId);
     const answered = [...pending.keys()];
     const rows = await trx
       .selectFrom('access_log')
@@ -176,21 +241,27 @@ export async function chainBusiness(
           from v where access_log.id = v.id`.execute(trx);
       }
     }
-    await trx.updateTable('access_log_heads').set({ seq, hash: prev }).where('business_id', '=', businessId).execute();
+    await moveHead(trx, seal, businessId, head.sealed, seq, prev);
     return links.map(({ entry }) => entry.id);
   });
   for (const id of chained) pending.delete(id);
   return chained.length;
 }
 
-export async function chainedBusinesses(db: Db): Promise<string[]> {
-  const rows = await db.selectFrom('access_log_heads').select('business_id').orderBy('business_id').execute();
-  return rows.map((row) => row.business_id);
+/** Every business known: those of the businesses table, and any with a chain's head or anchor left. */
+export async function knownBusinesses(db: Db): Promise<string[]> {
+  const rows = await db
+    .selectFrom('businesses')
+    .select('id as business_id')
+    .union(db.selectFrom('access_log_heads').select('business_id'))
+    .union(db.selectFrom('access_log_pruned').select('business_id'))
+    .execute();
+  return rows.map((row) => row.business_id).sort();
 }
 
-export async function chainHead(db: Db, businessId: string): Promise<{ seq: number; hash: string } | undefined> {
-  const head = await db.selectFrom('access_log_heads').select(['seq', 'hash']).where('business_id', '=', businessId).executeTakeFirst();
-  return head && { seq: Number(head.seq), hash: head.hash };
+export async function chainHead(db: Db, businessId: string): Promise<{ seq: number; hash: string; mac: string | null } | undefined> {
+  const head = await db.selectFrom('access_log_heads').select(['seq', 'hash', 'mac']).where('business_id', '=', businessId).executeTakeFirst();
+  return head && { seq: Number(head.seq), hash: head.hash, mac: head.mac };
 }
 
 /** A business's chained entries after `afterSeq`, in chain order. */
@@ -208,9 +279,33 @@ export async function chainedPage(db: Db, businessId: string, afterSeq: number, 
 }
 
 /** The last pruned entry of a business's chain (where what is left of it begins), if any was pruned. */
-export async function prunedAnchor(db: Db, businessId: string): Promise<{ seq: number; hash: string } | undefined> {
-  const anchor = await db.selectFrom('access_log_pruned').select(['seq', 'hash']).where('business_id', '=', businessId).executeTakeFirst();
-  return anchor && { seq: Number(anchor.seq), hash: anchor.hash };
+export interface Anchor {
+  seq: number;
+  hash: string;
+  through_at: number | null;
+  mac: string | null;
+}
+
+export async function prunedAnchor(db: Db, businessId: string): Promise<Anchor | undefined> {
+  const anchor = await db
+    .selectFrom('access_log_pruned')
+    .select(['seq', 'hash', 'through_at', 'mac'])
+    .where('business_id', '=', businessId)
+    .executeTakeFirst();
+  return (
+    anchor && {
+      seq: Number(anchor.seq),
+      hash: anchor.hash,
+      through_at: anchor.through_at === null ? null : Number(anchor.through_at),
+      mac: anchor.mac,
+    }
+  );
+}
+
+/** Whether a stored anchor carries the seal of its fields. */
+export function anchorSealed(seal: ChainSeal, businessId: string, anchor: Anchor): boolean {
+  if (anchor.through_at === null) return false;
+  return ChainSeal.matches(anchor.mac, seal.anchor({ business_id: businessId, seq: anchor.seq, hash: anchor.hash, through_at: anchor.through_at }));
 }
 
 /**
@@ -220,23 +315,25 @@ export async function prunedAnchor(db: Db, businessId: string): Promise<{ seq: n
  */
 export async function deletePrefix(
   db: Kysely<Database>,
+  seal: ChainSeal,
   businessId: string,
   from: { seq: number; pruned: boolean },
-  to: { seq: number; hash: string },
+  to: { seq: number; hash: string; through_at: number },
 ): Promise<number | false> {
   return inTransaction(db, async (trx) => {
     const now = Date.now();
+    const mac = seal.anchor({ business_id: businessId, ...to });
     const moved = from.pruned
       ? await trx
           .updateTable('access_log_pruned')
-          .set({ seq: to.seq, hash: to.hash, pruned_at: now })
+          .set({ seq: to.seq, hash: to.hash, pruned_at: now, through_at: to.through_at, mac })
           .where('business_id', '=', businessId)
           .where('seq', '=', from.seq)
           .executeTakeFirst()
           .then((r) => r.numUpdatedRows > 0n)
       : await trx
           .insertInto('access_log_pruned')
-          .values({ business_id: businessId, seq: to.seq, hash: to.hash, pruned_at: now })
+          .values({ business_id: businessId, seq: to.seq, hash: to.hash, pruned_at: now, through_at: to.through_at, mac })
           .onConflict((c) => c.column('business_id').doNothing())
           .returning('business_id')
           .executeTakeFirst()

@@ -37,6 +37,7 @@ import * as appointmentsLongIdx from './migrations/0026_appointments_long_idx.ts
 import * as documents from './migrations/0027_documents.ts';
 import * as documentFileKeys from './migrations/0028_document_file_keys.ts';
 import * as scheduleServices from './migrations/0029_schedule_services.ts';
+import * as accessLogSeals from './migrations/0030_access_log_seals.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -68,6 +69,7 @@ export const migrations: Record<string, Migration> = {
   '0027_documents': documents,
   '0028_document_file_keys': documentFileKeys,
   '0029_schedule_services': scheduleServices,
+  '0030_access_log_seals': accessLogSeals,
 };
 
 /**

@@ -561,6 +561,8 @@ export interface AccessLogHeadsTable {
   business_id: string;
   seq: number;
   hash: string;
+  /** The head's seal (audit/seal.ts); null until the first start after the column was added. */
+  mac: string | null;
 }
 
 /** Where a business's access log chain begins once its oldest entries were pruned: the last pruned entry. */
@@ -569,6 +571,10 @@ export interface AccessLogPrunedTable {
   seq: number;
   hash: string;
   pruned_at: number;
+  /** The seal over business_id, seq, hash and through_at (audit/seal.ts); null until sealed at start. */
+  mac: string | null;
+  /** When the last pruned entry was recorded; null for anchors from before it was kept. */
+  through_at: number | null;
 }
 
 export type PrivacyExportStatus = 'pending' | 'ready' | 'failed';

@@ -3,6 +3,8 @@
  * opens one stored value of each, so a changed CPS_MASTER_KEY stops the start instead of failing every
  * webhook and push job later with a crypto message.
  */
+import { ChainSeal } from '../audit/seal.ts';
+import { resealChains } from '../audit/store.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { decrypt, encrypt } from './encryption.ts';
@@ -107,6 +109,8 @@ export async function reencryptStoredValues(db: Kysely<Database>, from: Buffer, 
       }
       moved[sealed.what] = (moved[sealed.what] ?? 0) + rows.length;
     }
+    // Not encrypted but keyed: the access log chains' seals (audit/seal.ts).
+    moved['access log seals'] = await resealChains(trx, new ChainSeal(from), new ChainSeal(to));
   });
   return moved;
 }

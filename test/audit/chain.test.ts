@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { verifyChain, verifyChains } from '../../src/audit/verify.ts';
 import { runCli } from '../process.ts';
 import { createTestApp, DIALECT, type TestApp } from '../support.ts';
-import { call, rows, seed } from './support.ts';
+import { call, chainCheck, masterKeyEnv, rows, seed } from './support.ts';
 
 describe(`access log chain (${DIALECT})`, () => {
   let t: TestApp;
@@ -14,6 +14,7 @@ describe(`access log chain (${DIALECT})`, () => {
 
   const env = () => ({
     CPS_DATA_DIR: t.database.dataDir,
+    ...masterKeyEnv(t),
     ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
   });
 
@@ -26,7 +27,11 @@ describe(`access log chain (${DIALECT})`, () => {
       chain.map((_, i) => i + 1),
     );
     for (let i = 1; i < chain.length; i++) assert.equal(chain[i]!.prev_hash, chain[i - 1]!.hash);
-    assert.deepEqual(await verifyChain(t.ctx.storage.db, s.client.businessId), { business_id: s.client.businessId, entries: chain.length, ok: true });
+    assert.deepEqual(await verifyChain(t.ctx.storage.db, chainCheck(t), s.client.businessId), {
+      business_id: s.client.businessId,
+      entries: chain.length,
+      ok: true,
+    });
     const cli = await runCli(['audit', 'verify', '--business', s.client.businessId], env());
     assert.equal(cli.code, 0, cli.stderr);
     assert.equal(JSON.parse(cli.stdout).ok, true);
@@ -40,7 +45,7 @@ describe(`access log chain (${DIALECT})`, () => {
     const third = chain[2]!;
 
     await db.updateTable('access_log').set({ client_id: 'someone-else' }).where('id', '=', third.id).execute();
-    const changed = await verifyChain(db, s.client.businessId);
+    const changed = await verifyChain(db, chainCheck(t), s.client.businessId);
     assert.equal(changed.ok, false);
     assert.equal(changed.broken?.seq, 3);
     assert.equal(changed.broken?.entry_id, third.id);
@@ -48,24 +53,24 @@ describe(`access log chain (${DIALECT})`, () => {
     assert.equal(cli.code, 1);
     assert.equal(JSON.parse(cli.stdout).chains[0].broken.seq, 3);
     await db.updateTable('access_log').set({ client_id: third.client_id }).where('id', '=', third.id).execute();
-    assert.equal((await verifyChain(db, s.client.businessId)).ok, true);
+    assert.equal((await verifyChain(db, chainCheck(t), s.client.businessId)).ok, true);
 
     await db.deleteFrom('access_log').where('id', '=', third.id).execute();
-    const gap = await verifyChain(db, s.client.businessId);
+    const gap = await verifyChain(db, chainCheck(t), s.client.businessId);
     assert.equal(gap.ok, false);
     assert.equal(gap.broken?.seq, 3);
     await db.insertInto('access_log').values(third).execute();
 
     const last = chain.at(-1)!;
     await db.deleteFrom('access_log').where('id', '=', last.id).execute();
-    const short = await verifyChain(db, s.client.businessId);
+    const short = await verifyChain(db, chainCheck(t), s.client.businessId);
     assert.equal(short.ok, false);
     assert.match(short.broken!.reason, /deleted/);
     await db.insertInto('access_log').values(last).execute();
 
     // A row recomputed with a fresh hash (no key needed) still breaks the next link.
     await db.updateTable('access_log').set({ status: 404 }).where('id', '=', third.id).execute();
-    const all = await verifyChains(db);
+    const all = await verifyChains(db, chainCheck(t));
     assert.equal(all.find((c) => c.business_id === s.client.businessId)?.ok, false);
     await db.updateTable('access_log').set({ status: third.status }).where('id', '=', third.id).execute();
   });
@@ -74,7 +79,7 @@ describe(`access log chain (${DIALECT})`, () => {
     const s = await seed(t);
     await Promise.all(Array.from({ length: 30 }, () => call(t, s.client.token, 'GET', `/dr/v1/appointment/${s.appointmentId}`)));
     await Promise.all([t.ctx.audit.flush(), t.ctx.audit.flush(), t.ctx.audit.flush()]);
-    assert.equal((await verifyChain(t.ctx.storage.db, s.client.businessId)).ok, true);
+    assert.equal((await verifyChain(t.ctx.storage.db, chainCheck(t), s.client.businessId)).ok, true);
   });
 
   it('a change entry is chained with its answer, among reads, and the chain verifies', async () => {
@@ -96,7 +101,7 @@ describe(`access log chain (${DIALECT})`, () => {
       assert.equal(row.resource_id, s.appointmentId);
       assert.ok(row.seq !== null && row.hash !== null, 'chained');
     }
-    assert.equal((await verifyChain(t.ctx.storage.db, s.client.businessId)).ok, true);
+    assert.equal((await verifyChain(t.ctx.storage.db, chainCheck(t), s.client.businessId)).ok, true);
   });
 
   it("a patient merge leaves its entry in the merge's transaction: no entry, no merge", async () => {

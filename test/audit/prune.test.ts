@@ -4,8 +4,10 @@
  * row deleted after pruning still breaks it, and pruning stops at a broken link rather than erase it.
  */
 import assert from 'node:assert/strict';
+import { chainCheck, masterKeyEnv } from './support.ts';
 import { after, before, describe, it } from 'node:test';
 import type { AuditEntry } from '../../src/audit/entry.ts';
+import { ChainSeal } from '../../src/audit/seal.ts';
 import { appendChained } from '../../src/audit/store.ts';
 import { verifyChain } from '../../src/audit/verify.ts';
 import { newId } from '../../src/db/ids.ts';
@@ -27,6 +29,7 @@ describe(`access log retention (${DIALECT})`, () => {
     CPS_DATA_DIR: t.database.dataDir,
     CPS_RETENTION_BATCH: String(BATCH),
     LOG_LEVEL: 'silent',
+    ...masterKeyEnv(t),
     ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
   });
 
@@ -56,7 +59,7 @@ describe(`access log retention (${DIALECT})`, () => {
       ...Array.from({ length: old }, (_, i) => entry(businessId, cutoff - MARGIN - (old - i))),
       ...Array.from({ length: young }, (_, i) => entry(businessId, cutoff + MARGIN + i)),
     ];
-    await appendChained(db(), businessId, entries);
+    await appendChained(db(), new ChainSeal(t.ctx.keys.masterKey), businessId, entries);
     return businessId;
   }
 
@@ -75,8 +78,8 @@ describe(`access log retention (${DIALECT})`, () => {
     const report = await t.modules.retention.service.run(undefined, now);
     assert.equal(report.pruned.access_log, old);
     assert.deepEqual(await seqs(business), [old + 1, old + 2, old + 3]);
-    assert.deepEqual(await verifyChain(db(), business), { business_id: business, entries: 3, ok: true, pruned_through: old });
-    assert.deepEqual(await verifyChain(db(), untouched), { business_id: untouched, entries: 4, ok: true });
+    assert.deepEqual(await verifyChain(db(), chainCheck(t), business), { business_id: business, entries: 3, ok: true, pruned_through: old });
+    assert.deepEqual(await verifyChain(db(), chainCheck(t), untouched), { business_id: untouched, entries: 4, ok: true });
     const anchor = await db().selectFrom('access_log_pruned').selectAll().where('business_id', '=', business).executeTakeFirstOrThrow();
     assert.equal(Number(anchor.seq), old);
 
@@ -86,7 +89,7 @@ describe(`access log retention (${DIALECT})`, () => {
 
     // Nothing more is old: a second run deletes nothing and moves nothing.
     assert.equal((await t.modules.retention.service.run(undefined, now)).pruned.access_log, 0);
-    assert.equal((await verifyChain(db(), business)).ok, true);
+    assert.equal((await verifyChain(db(), chainCheck(t), business)).ok, true);
   });
 
   it('a chain pruned of every entry still verifies against its head', async () => {
@@ -94,7 +97,7 @@ describe(`access log retention (${DIALECT})`, () => {
     const business = await chain(4, 0, now);
     await t.modules.retention.service.run(undefined, now);
     assert.deepEqual(await seqs(business), []);
-    assert.deepEqual(await verifyChain(db(), business), { business_id: business, entries: 0, ok: true, pruned_through: 4 });
+    assert.deepEqual(await verifyChain(db(), chainCheck(t), business), { business_id: business, entries: 0, ok: true, pruned_through: 4 });
   });
 
   it('after pruning, deleting the first entry left, one in the middle or the newest still breaks the chain', async () => {
@@ -113,24 +116,26 @@ describe(`access log retention (${DIALECT})`, () => {
     ] as const) {
       const row = left[index]!;
       await db().deleteFrom('access_log').where('id', '=', row.id).execute();
-      const report = await verifyChain(db(), business);
+      const report = await verifyChain(db(), chainCheck(t), business);
       assert.equal(report.ok, false, `deleting seq ${row.seq}`);
       assert.equal(report.broken?.seq, Number(row.seq));
       assert.match(report.broken!.reason, reason);
       await db().insertInto('access_log').values(row).execute();
-      assert.equal((await verifyChain(db(), business)).ok, true);
+      assert.equal((await verifyChain(db(), chainCheck(t), business)).ok, true);
     }
     const cli = await runCli(['audit', 'verify', '--business', business], env());
     assert.equal(cli.code, 0, cli.stderr);
 
-    // A changed anchor no longer leads to the first entry left.
+    // A changed anchor no longer matches its seal.
     const anchor = await db().selectFrom('access_log_pruned').select('hash').where('business_id', '=', business).executeTakeFirstOrThrow();
     await db()
       .updateTable('access_log_pruned')
       .set({ hash: '1'.repeat(64) })
       .where('business_id', '=', business)
       .execute();
-    assert.equal((await verifyChain(db(), business)).broken?.seq, 6);
+    const changed = await verifyChain(db(), chainCheck(t), business);
+    assert.equal(changed.broken?.seq, 5);
+    assert.match(changed.broken!.reason, /seal/);
     await db().updateTable('access_log_pruned').set({ hash: anchor.hash }).where('business_id', '=', business).execute();
   });
 
@@ -147,7 +152,7 @@ describe(`access log retention (${DIALECT})`, () => {
     const report = await t.modules.retention.service.run(undefined, now);
     assert.equal(report.pruned.access_log, 3);
     assert.deepEqual(await seqs(business), [4, 5, 6, 7, 8, 9, 10]);
-    const verified = await verifyChain(db(), business);
+    const verified = await verifyChain(db(), chainCheck(t), business);
     assert.equal(verified.ok, false);
     assert.equal(verified.broken?.seq, 4);
   });
@@ -160,6 +165,6 @@ describe(`access log retention (${DIALECT})`, () => {
     assert.equal(report.pruned.access_log, 3);
     assert.equal(typeof report.pruned['jobs.succeeded'], 'number');
     assert.deepEqual(await seqs(business), [4]);
-    assert.equal((await verifyChain(db(), business)).ok, true);
+    assert.equal((await verifyChain(db(), chainCheck(t), business)).ok, true);
   });
 });

@@ -2,7 +2,19 @@
 import assert from 'node:assert/strict';
 import type { Selectable } from 'kysely';
 import type { AccessLogTable } from '../../src/db/schema.ts';
+import { ChainSeal } from '../../src/audit/seal.ts';
+import type { ChainCheck } from '../../src/audit/verify.ts';
 import { createTestClient, type TestApp, type TestClient } from '../support.ts';
+
+/** What `cps audit verify` checks the chains' ends with, for the test app's keys and settings. */
+export function chainCheck(t: TestApp): ChainCheck {
+  return { seal: new ChainSeal(t.ctx.keys.masterKey), accessLogDays: t.ctx.config.retention.accessLogDays };
+}
+
+/** The test app's master key, for `cps` run as a process. */
+export function masterKeyEnv(t: TestApp): Record<string, string> {
+  return { CPS_MASTER_KEY: t.ctx.keys.masterKey.toString('base64') };
+}
 
 export interface Seeded {
   client: TestClient;

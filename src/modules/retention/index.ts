@@ -2,6 +2,7 @@
  * The retention module's front door: the job that deletes what is kept no longer (rules.ts), run every
  * CPS_RETENTION_INTERVAL_MINUTES by one process, and `cps retention run` (runRetention). No routes.
  */
+import { ChainSeal } from '../../audit/seal.ts';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry } from 'prom-client';
@@ -28,6 +29,7 @@ export function retentionModule(ctx: AppContext): Module & { service: RetentionS
     db: ctx.storage.db,
     logger: ctx.logger,
     config: ctx.config.retention,
+    seal: new ChainSeal(ctx.keys.masterKey),
     pruned: prunedCounter(ctx.metrics),
   });
   ctx.jobs.register(
@@ -49,6 +51,6 @@ export function retentionModule(ctx: AppContext): Module & { service: RetentionS
 }
 
 /** `cps retention run`: every rule once, now. */
-export function runRetention(db: Kysely<Database>, config: RetentionConfig, logger: Logger): Promise<RetentionReport> {
-  return new RetentionService({ db, logger, config, pruned: prunedCounter(new Registry()) }).run();
+export function runRetention(db: Kysely<Database>, masterKey: Buffer, config: RetentionConfig, logger: Logger): Promise<RetentionReport> {
+  return new RetentionService({ db, logger, config, seal: new ChainSeal(masterKey), pruned: prunedCounter(new Registry()) }).run();
 }

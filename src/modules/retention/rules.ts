@@ -8,6 +8,7 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneChains } from '../../audit/prune.ts';
+import type { ChainSeal } from '../../audit/seal.ts';
 import type { RetentionConfig } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import { EVENT_DISPATCH } from '../../jobs/outbox.ts';
@@ -46,7 +47,7 @@ export interface CustomRule {
   name: string;
   table: Table;
   days: (config: RetentionConfig) => number;
-  prune: (db: Kysely<Database>, cutoff: number, batchSize: number, logger: Logger) => AsyncIterable<number>;
+  prune: (db: Kysely<Database>, seal: ChainSeal, cutoff: number, batchSize: number, logger: Logger) => AsyncIterable<number>;
 }
 
 export type RetentionRule = TableRule | CustomRule;
@@ -73,8 +74,8 @@ export const RULES: readonly RetentionRule[] = [
     name: 'access_log',
     table: 'access_log',
     days: (c) => c.accessLogDays,
-    prune: (db, cutoff, batchSize, logger) =>
-      pruneChains(db, cutoff, batchSize, (link) =>
+    prune: (db, seal, cutoff, batchSize, logger) =>
+      pruneChains(db, seal, cutoff, batchSize, (link) =>
         logger.error({ business_id: link.businessId, seq: link.seq }, 'retention: the access log chain is broken here; not pruned past it'),
       ),
   },

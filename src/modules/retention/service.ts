@@ -4,6 +4,7 @@
  * between batches and stopping when the job's signal aborts. Counts the rows per rule
  * (cps_retention_pruned_rows_total) and logs one line per run, with counts only.
  */
+import type { ChainSeal } from '../../audit/seal.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -28,6 +29,8 @@ export interface RetentionServiceDeps {
   db: Kysely<Database>;
   logger: Logger;
   config: RetentionConfig;
+  /** Seals the access log's pruning anchors (audit/seal.ts). */
+  seal: ChainSeal;
   /** Rows pruned, by table and rule. */
   pruned: Counter<'table' | 'rule'>;
   /** The rules to apply (all of them unless a test says otherwise). */
@@ -55,7 +58,8 @@ export class RetentionService {
       signal?.throwIfAborted();
       const cutoff = this.cutoff(rule, now);
       let count = 0;
-      const batches = 'prune' in rule ? rule.prune(db, cutoff, config.batchSize, logger) : tableBatches(db, rule, cutoff, config.batchSize);
+      const batches =
+        'prune' in rule ? rule.prune(db, this.#deps.seal, cutoff, config.batchSize, logger) : tableBatches(db, rule, cutoff, config.batchSize);
       for await (const deleted of batches) {
         count += deleted;
         if (deleted > 0) pruned.inc({ table: rule.table, rule: rule.name }, deleted);

@@ -655,7 +655,7 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     const day = new Date(Date.now() - 120 * 86_400_000).toISOString().slice(0, 10);
     const start = Date.parse(`${day}T03:30:00Z`) / 1000;
     const early = (await bookAt(t, old, start, patient())).json().appointment_id;
-    const report = await runRetention(t.ctx.storage.db, t.ctx.config.retention, createLogger('silent'));
+    const report = await runRetention(t.ctx.storage.db, t.ctx.keys.masterKey, t.ctx.config.retention, createLogger('silent'));
     assert.ok((report.pruned.schedule_tokens ?? 0) >= 1, 'the counter was pruned');
     const late = (await bookAt(t, old, start, patient())).json().appointment_id;
     assert.deepEqual([await tokenOf(old, early), await tokenOf(old, late)], [1, 2]);

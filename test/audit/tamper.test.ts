@@ -1,0 +1,148 @@
+/**
+ * Tampering that keeps every link intact: deleting the oldest entries behind a matching anchor,
+ * deleting the newest behind a head moved back, deleting a whole chain with its head. Each is found
+ * by verify, since the head and the anchor carry seals only the master key makes; the seals move to a
+ * new master key with `cps keys rotate`.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { AuditEntry } from '../../src/audit/entry.ts';
+import { ChainSeal } from '../../src/audit/seal.ts';
+import { appendChained, resealChains } from '../../src/audit/store.ts';
+import { verifyChain, verifyChains } from '../../src/audit/verify.ts';
+import { newId } from '../../src/db/ids.ts';
+import { runCli } from '../process.ts';
+import { createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
+import { chainCheck, masterKeyEnv } from './support.ts';
+
+describe(`access log tampering (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => (t = await createTestApp()));
+  after(async () => t.close());
+
+  const db = () => t.ctx.storage.db;
+  const seal = () => new ChainSeal(t.ctx.keys.masterKey);
+  const entry = (businessId: string, at: number): AuditEntry => ({
+    id: newId('acc'),
+    business_id: businessId,
+    at,
+    client_id: 'cl_1',
+    operation: 'getAppointment',
+    action: 'read',
+    resource_type: 'appointment',
+    resource_id: 'apt_1',
+    patient_ref: 'pt_1',
+    status: 200,
+    request_id: newId('req'),
+    source_address: '127.0.0.1',
+    filter: null,
+    result_count: null,
+    with_change: 0,
+  });
+
+  /** A business whose chain holds `count` entries of the last minutes. */
+  async function chain(count: number): Promise<string> {
+    const { businessId } = await createTestClient(t.ctx);
+    const now = Date.now();
+    await appendChained(
+      db(),
+      seal(),
+      businessId,
+      Array.from({ length: count }, (_, i) => entry(businessId, now - 60_000 + i)),
+    );
+    assert.equal((await verifyChain(db(), chainCheck(t), businessId)).ok, true);
+    return businessId;
+  }
+
+  const row = (businessId: string, seq: number) =>
+    db().selectFrom('access_log').selectAll().where('business_id', '=', businessId).where('seq', '=', seq).executeTakeFirstOrThrow();
+
+  it('deleting the oldest entries behind a matching anchor is found: the anchor is not sealed', async () => {
+    const business = await chain(6);
+    const third = await row(business, 3);
+    await db().deleteFrom('access_log').where('business_id', '=', business).where('seq', '<=', 3).execute();
+    await db()
+      .insertInto('access_log_pruned')
+      .values({ business_id: business, seq: 3, hash: third.hash!, pruned_at: Date.now(), through_at: 0, mac: null })
+      .execute();
+    const report = await verifyChain(db(), chainCheck(t), business);
+    assert.equal(report.ok, false);
+    assert.match(report.broken!.reason, /seal/);
+    const cli = await runCli(['audit', 'verify', '--business', business], env());
+    assert.equal(cli.code, 1, cli.stderr);
+    assert.match(JSON.parse(cli.stdout).chains[0].broken.reason, /seal/);
+  });
+
+  it('an anchor through entries younger than the retention period is refused, sealed or not', async () => {
+    const business = await chain(4);
+    const second = await row(business, 2);
+    await db().deleteFrom('access_log').where('business_id', '=', business).where('seq', '<=', 2).execute();
+    const anchor = { business_id: business, seq: 2, hash: second.hash!, through_at: Number(second.at) };
+    await db()
+      .insertInto('access_log_pruned')
+      .values({ ...anchor, pruned_at: Date.now(), mac: seal().anchor(anchor) })
+      .execute();
+    const report = await verifyChain(db(), chainCheck(t), business);
+    assert.equal(report.ok, false);
+    assert.match(report.broken!.reason, /not yet due/);
+  });
+
+  it('deleting the newest entries and moving the head back is found, and stays found once the chain grows', async () => {
+    const business = await chain(6);
+    const fourth = await row(business, 4);
+    await db().deleteFrom('access_log').where('business_id', '=', business).where('seq', '>', 4).execute();
+    await db().updateTable('access_log_heads').set({ seq: 4, hash: fourth.hash! }).where('business_id', '=', business).execute();
+    const report = await verifyChain(db(), chainCheck(t), business);
+    assert.equal(report.ok, false);
+    assert.match(report.broken!.reason, /seal/);
+
+    // The writer extends the chain from the moved head but does not seal over it.
+    await appendChained(db(), seal(), business, [entry(business, Date.now())]);
+    const grown = await verifyChain(db(), chainCheck(t), business);
+    assert.equal(grown.ok, false);
+    assert.match(grown.broken!.reason, /seal/);
+  });
+
+  it('a business whose chain and head were deleted is still reported, and one never recorded is reported as such', async () => {
+    const business = await chain(3);
+    const { businessId: silent } = await createTestClient(t.ctx);
+    await db().deleteFrom('access_log').where('business_id', '=', business).execute();
+    await db().deleteFrom('access_log_heads').where('business_id', '=', business).execute();
+    const reports = await verifyChains(db(), chainCheck(t));
+    assert.deepEqual(
+      reports.find((r) => r.business_id === business),
+      { business_id: business, entries: 0, ok: true, no_chain: true },
+    );
+    assert.deepEqual(
+      reports.find((r) => r.business_id === silent),
+      { business_id: silent, entries: 0, ok: true, no_chain: true },
+    );
+  });
+
+  it('`cps keys rotate` seals the heads and anchors again under the new key; a forged one stays unmatched', async () => {
+    const sound = await chain(2);
+    const moved = await chain(3);
+    const second = await row(moved, 2);
+    await db().deleteFrom('access_log').where('business_id', '=', moved).where('seq', '=', 3).execute();
+    await db().updateTable('access_log_heads').set({ seq: 2, hash: second.hash! }).where('business_id', '=', moved).execute();
+    const next = randomBytes(32);
+    await db()
+      .transaction()
+      .execute((trx) => resealChains(trx, seal(), new ChainSeal(next)));
+    const check = { seal: new ChainSeal(next), accessLogDays: t.ctx.config.retention.accessLogDays };
+    assert.equal((await verifyChain(db(), check, sound)).ok, true);
+    assert.match((await verifyChain(db(), check, moved)).broken!.reason, /seal/);
+    assert.equal((await verifyChain(db(), chainCheck(t), sound)).ok, false);
+    await db()
+      .transaction()
+      .execute((trx) => resealChains(trx, new ChainSeal(next), seal()));
+    assert.equal((await verifyChain(db(), chainCheck(t), sound)).ok, true);
+  });
+
+  const env = () => ({
+    CPS_DATA_DIR: t.database.dataDir,
+    ...masterKeyEnv(t),
+    ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
+  });
+});
