@@ -7,7 +7,6 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ChainSeal } from './audit/seal.ts';
 import { verifyChains } from './audit/verify.ts';
-import { loadKeys } from './security/keys.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
