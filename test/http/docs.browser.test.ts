@@ -5,20 +5,13 @@
  * our own name and version.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { VERSION } from '../../src/version.ts';
+import { browserSkip, LAN_NAME, launchChromium } from '../browser.ts';
 import { createTestApp, type TestApp } from '../support.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const LAN_NAME = 'cps.clinic.test';
-
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
-const skip = missing ? `${CHROMIUM} is not installed (apt-get install chromium); the browser test runs under CI=true` : false;
-
-describe('/docs over plain http by a LAN host name, in a browser', { skip }, () => {
+describe('/docs over plain http by a LAN host name, in a browser', { skip: browserSkip }, () => {
   let t: TestApp;
   let browser: Browser;
   let port: number;
@@ -26,20 +19,7 @@ describe('/docs over plain http by a LAN host name, in a browser', { skip }, () 
   before(async () => {
     t = await createTestApp();
     port = Number(new URL(await t.app.listen({ port: 0, host: '127.0.0.1' })).port);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-        // The LAN name is answered by the browser itself; every other name fails without a lookup.
-        `--host-resolver-rules=MAP ${LAN_NAME} 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

@@ -4,24 +4,19 @@
  * Screenshots at phone and desktop sizes go to test-output/reviews/ for a person to look at.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
+import { browserSkip, LAN_NAME, launchChromium } from '../../browser.ts';
 import { createTestApp, type TestApp } from '../../support.ts';
 import { bookOne, listReviews } from './support.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../../../test-output/reviews');
 const PHONE: BrowserContextOptions = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
 const DESKTOP: BrowserContextOptions = { viewport: { width: 1280, height: 800 } };
-const LAN_NAME = 'cps.clinic.test';
 
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
-const skip = missing ? `${CHROMIUM} is not installed (apt-get install chromium); the browser test runs under CI=true` : false;
-
-describe('review page in a browser', { skip }, () => {
+describe('review page in a browser', { skip: browserSkip }, () => {
   let t: TestApp;
   let browser: Browser;
   let base: string;
@@ -30,20 +25,7 @@ describe('review page in a browser', { skip }, () => {
     mkdirSync(OUTPUT, { recursive: true });
     t = await createTestApp();
     base = await t.app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-        // A LAN name the browser answers itself (no DNS question); every other name fails.
-        `--host-resolver-rules=MAP ${LAN_NAME} 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
