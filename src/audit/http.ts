@@ -10,7 +10,7 @@ import { observeTransactions, type TransactionObserver } from '../db/index.ts';
 import type { Db } from '../db/index.ts';
 import type { AuditEntry } from './entry.ts';
 import type { AuditLog } from './log.ts';
-import { AUDITED_ROUTES, CHANGES, routeKey, type AuditedRoute } from './routes.ts';
+import { AUDITED_ROUTES, CHANGES, routeKey, type AuditedRoute } from './audited-routes.ts';
 
 /** The API client of the operator's admin token. */
 export const OPERATOR_CLIENT = 'admin';
