@@ -5,8 +5,8 @@
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ChainSeal } from './audit/seal.ts';
-import { verifyChains } from './audit/verify.ts';
+import { ChainSeal } from './access-log/seal.ts';
+import { verifyChains } from './access-log/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';

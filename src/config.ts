@@ -126,7 +126,7 @@ export interface Config {
   /** The access log's batches: written every auditFlushMs, or once auditFlushEntries wait. */
   auditFlushMs: number;
   auditFlushEntries: number;
-  /** CPS_AUDIT_SYNC: 'write' (default) or 'fsync' before an answer is sent (src/audit/log.ts). */
+  /** CPS_AUDIT_SYNC: 'write' (default) or 'fsync' before an answer is sent (src/access-log/log.ts). */
   auditSync: 'write' | 'fsync';
   /** How long each kind of row is kept before the retention job deletes it (src/modules/retention/). */
   retention: RetentionConfig;

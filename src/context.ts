@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { AuditLog } from './audit/log.ts';
+import type { AuditLog } from './access-log/log.ts';
 import type { AccessTokens } from './auth/tokens.ts';
 import type { PatientCompartment } from './compartment.ts';
 import type { Config } from './config.ts';
@@ -28,6 +28,6 @@ export interface AppContext {
   outbound: OutboundClient;
   /** Where every module keeps rows about a patient (src/compartment.ts): modules register in their front doors. */
   compartment: PatientCompartment;
-  /** The access log of operations on patient data (src/audit/). */
+  /** The access log of operations on patient data (src/access-log/). */
   audit: AuditLog;
 }

@@ -390,7 +390,7 @@ export function openPostgres(databaseUrl: string, poolSize: number, statementTim
 }
 
 /**
- * What a request asks of the transactions it runs (the audit entry of a change, src/audit/): written
+ * What a request asks of the transactions it runs (the audit entry of a change, src/access-log/): written
  * first in each, so it commits exactly when the change does, before the change takes its locks, and
  * with its first statement (writeWithNext). Set around a handler by the HTTP layer.
  */

@@ -531,7 +531,7 @@ export interface PushDeliveriesTable {
   updated_at: number;
 }
 
-/** One operation on patient data (src/audit/); seq, prev_hash and hash are null until the row is chained. */
+/** One operation on patient data (src/access-log/); seq, prev_hash and hash are null until the row is chained. */
 export interface AccessLogTable {
   id: string;
   business_id: string;

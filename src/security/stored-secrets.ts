@@ -3,8 +3,8 @@
  * opens one stored value of each, so a changed CPS_MASTER_KEY stops the start instead of failing every
  * webhook and push job later with a crypto message.
  */
-import { ChainSeal } from '../audit/seal.ts';
-import { resealChains } from '../audit/store.ts';
+import { ChainSeal } from '../access-log/seal.ts';
+import { resealChains } from '../access-log/store.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { decrypt, encrypt } from './encryption.ts';

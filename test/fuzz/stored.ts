@@ -232,7 +232,7 @@ export class StoredState {
     const storage = this.#t.ctx.storage;
     const db = storage.db;
     this.#tables ??= (await db.introspection.getTables())
-      // The access log records every request on patient data, refused ones included (test/audit/ tests it).
+      // The access log records every request on patient data, refused ones included (test/access-log/ tests it).
       .filter((table) => !table.name.startsWith('access_log'))
       .map((table) => ({ name: table.name, rows: table.name === 'businesses' || table.columns.some((column) => column.name === 'business_id') }))
       .sort((a, b) => a.name.localeCompare(b.name));

@@ -1,4 +1,4 @@
-/** The audit module's front door: reading the access log (src/audit/ writes it). */
+/** The audit module's front door: reading the access log (src/access-log/ writes it). */
 import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';

@@ -2,7 +2,7 @@
  * The access log: `GET /audit/v1/events` for a business (scope audit:read) and
  * `GET /admin/v1/audit/events` for the operator, across businesses or for one. Chained entries in
  * chain order, keyset-paged as the cases are (`next_token`, sent back as `offset`). Reading the log
- * is itself an entry (src/audit/audited-routes.ts).
+ * is itself an entry (src/access-log/audited-routes.ts).
  */
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';

@@ -287,7 +287,7 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
       },
       async (request, reply) => {
         const { file, businessId, clientId } = await service.download(request.query.link, request.params.id, request.params.index, request.query.pt);
-        // The access log's entry names the client the link was issued to (src/audit/audited-routes.ts).
+        // The access log's entry names the client the link was issued to (src/access-log/audited-routes.ts).
         request.principal = { businessId, clientId, scopes: new Set() };
         return reply
           .type(file.contentType)

@@ -2,7 +2,7 @@
  * The retention module's front door: the job that deletes what is kept no longer (rules.ts), run every
  * CPS_RETENTION_INTERVAL_MINUTES by one process, and `cps retention run` (runRetention). No routes.
  */
-import { ChainSeal } from '../../audit/seal.ts';
+import { ChainSeal } from '../../access-log/seal.ts';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry } from 'prom-client';

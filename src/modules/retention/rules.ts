@@ -7,8 +7,8 @@
  */
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Logger } from 'pino';
-import { pruneChains } from '../../audit/prune.ts';
-import type { ChainSeal } from '../../audit/seal.ts';
+import { pruneChains } from '../../access-log/prune.ts';
+import type { ChainSeal } from '../../access-log/seal.ts';
 import type { RetentionConfig } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import { EVENT_DISPATCH } from '../../jobs/outbox.ts';

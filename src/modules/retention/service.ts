@@ -4,7 +4,7 @@
  * between batches and stopping when the job's signal aborts. Counts the rows per rule
  * (cps_retention_pruned_rows_total) and logs one line per run, with counts only.
  */
-import type { ChainSeal } from '../../audit/seal.ts';
+import type { ChainSeal } from '../../access-log/seal.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';

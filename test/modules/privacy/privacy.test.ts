@@ -1,8 +1,8 @@
 /** A patient's rights: an export that contains everything, an erasure that leaves nothing findable, both idempotent and isolated. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { verifyChain } from '../../../src/audit/verify.ts';
-import { chainCheck } from '../../audit/support.ts';
+import { verifyChain } from '../../../src/access-log/verify.ts';
+import { chainCheck } from '../../access-log/support.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { Ajv } from 'ajv';
 import { EVENTS } from '../../../src/events.ts';

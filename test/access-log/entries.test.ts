@@ -1,11 +1,11 @@
 /**
- * Every audited operation writes its entry: one call per route of src/audit/audited-routes.ts (a route added
+ * Every audited operation writes its entry: one call per route of src/access-log/audited-routes.ts (a route added
  * there without a call here fails), and every route of the app is either audited or listed as not.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
-import { AUDITED_ROUTES, routeKey, UNAUDITED_ROUTES } from '../../src/audit/audited-routes.ts';
+import { AUDITED_ROUTES, routeKey, UNAUDITED_ROUTES } from '../../src/access-log/audited-routes.ts';
 import { ADMIN_TOKEN, createTestApp, DIALECT, type TestApp } from '../support.ts';
 import { multipartBody, sampleFile } from '../modules/documents/support.ts';
 import { call, entryOf, seed, type Seeded } from './support.ts';
@@ -267,7 +267,7 @@ describe(`access log entries (${DIALECT})`, () => {
     for (const module of Object.values(t.modules)) await probe.register(module.routes);
     await probe.ready();
     const missing = seen.filter((key) => !(key in AUDITED_ROUTES) && !(key in UNAUDITED_ROUTES));
-    assert.deepEqual(missing, [], 'routes neither audited nor listed as unaudited in src/audit/audited-routes.ts');
+    assert.deepEqual(missing, [], 'routes neither audited nor listed as unaudited in src/access-log/audited-routes.ts');
     for (const key of Object.keys(AUDITED_ROUTES)) assert.ok(seen.includes(key), `${key} is audited but no such route exists`);
     for (const key of Object.keys(AUDITED_ROUTES)) assert.ok(!(key in UNAUDITED_ROUTES), key);
     await probe.close();

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { verifyChain, verifyChains } from '../../src/audit/verify.ts';
+import { verifyChain, verifyChains } from '../../src/access-log/verify.ts';
 import { runCli } from '../process.ts';
 import { createTestApp, DIALECT, type TestApp } from '../support.ts';
 import { call, chainCheck, masterKeyEnv, rows, seed } from './support.ts';

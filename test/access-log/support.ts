@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import type { Selectable } from 'kysely';
 import type { AccessLogTable } from '../../src/db/schema.ts';
-import { ChainSeal } from '../../src/audit/seal.ts';
-import type { ChainCheck } from '../../src/audit/verify.ts';
+import { ChainSeal } from '../../src/access-log/seal.ts';
+import type { ChainCheck } from '../../src/access-log/verify.ts';
 import { createTestClient, type TestApp, type TestClient } from '../support.ts';
 
 /** What `cps audit verify` checks the chains' ends with, for the test app's keys and settings. */

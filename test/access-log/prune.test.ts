@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { chainCheck, masterKeyEnv } from './support.ts';
 import { after, before, describe, it } from 'node:test';
-import type { AuditEntry } from '../../src/audit/entry.ts';
-import { ChainSeal } from '../../src/audit/seal.ts';
-import { appendChained } from '../../src/audit/store.ts';
-import { verifyChain } from '../../src/audit/verify.ts';
+import type { AuditEntry } from '../../src/access-log/entry.ts';
+import { ChainSeal } from '../../src/access-log/seal.ts';
+import { appendChained } from '../../src/access-log/store.ts';
+import { verifyChain } from '../../src/access-log/verify.ts';
 import { newId } from '../../src/db/ids.ts';
 import { runCli } from '../process.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';

@@ -8,7 +8,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it, mock } from 'node:test';
-import { WriteAheadFile } from '../../src/audit/wal.ts';
+import { WriteAheadFile } from '../../src/access-log/wal.ts';
 
 describe('access log: write-ahead file', () => {
   let dir: string;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { verifyChain } from '../../src/audit/verify.ts';
+import { verifyChain } from '../../src/access-log/verify.ts';
 import { createTestApp, createTestDatabase, DIALECT, type TestApp } from '../support.ts';
 import { call, chainCheck, entryOf, seed } from './support.ts';
 
