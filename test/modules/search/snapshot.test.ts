@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
 import { Catalogue } from '../../../src/modules/search/catalogue/catalogue.ts';
-import { refreshStoredSnapshot } from '../../../src/modules/search/catalogue/build-snapshot.ts';
+import { refreshStoredSnapshot } from '../../../src/modules/search/catalogue/snapshot-from-database.ts';
 import { snapshotFileFor } from '../../../src/modules/search/catalogue/snapshots.ts';
 import { parseQuery } from '../../../src/modules/search/index/query.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';

@@ -1,7 +1,7 @@
 /**
  * The catalogue as one process serves it: the built-in catalogue imported on first start, then every
  * drug and lab test loaded into the in-memory indexes, from a snapshot when there is a usable one
- * (snapshots.ts), else from the database, in the builder process for a large catalogue (builder.ts).
+ * (snapshots.ts), else from the database, in the builder process for a large catalogue (builder-parent.ts).
  * A poll (poll.ts) reads the catalogue version (one row) and applies what changed since
  * (changes.ts), so an import made by `cps import` or by any other process reaches this one within
  * seconds, without a restart.
@@ -15,7 +15,7 @@ import type { DrugRecord, LabRecord } from '../index/model.ts';
 import { DrugStore } from '../index/store.ts';
 import { ensureBuiltinCatalogue } from '../ingest/builtin.ts';
 import * as repo from '../repo.ts';
-import { IndexBuilder, type IndexBuilderOptions } from './builder.ts';
+import { IndexBuilder, type IndexBuilderOptions } from './builder-parent.ts';
 import { ChangeReader } from './changes.ts';
 import { Poller } from './poll.ts';
 import { IndexSnapshots } from './snapshots.ts';
@@ -41,7 +41,7 @@ export interface CatalogueOptions {
   readSnapshot?: boolean;
   /**
    * With a snapshot file: when there is no usable snapshot and the catalogue holds at least
-   * `minDrugs` drugs, build the index in a process of its own (index-builder.ts) and read the snapshot
+   * `minDrugs` drugs, build the index in a process of its own (builder-child.ts) and read the snapshot
    * it writes; later rebuilds of such a catalogue (after many changes) run there as well.
    */
   builder?: IndexBuilderOptions | null;

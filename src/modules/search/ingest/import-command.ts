@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../../config.ts';
 import type { Database } from '../../../db/schema.ts';
 import { createLogger } from '../../../logger.ts';
-import { refreshStoredSnapshot } from '../catalogue/build-snapshot.ts';
+import { refreshStoredSnapshot } from '../catalogue/snapshot-from-database.ts';
 import { snapshotFileFor } from '../catalogue/snapshots.ts';
 import { CatalogueImporter, type ImportOptions, type ImportSummary } from './importer.ts';
 import { openDrugSource, openLabSource, type Source } from './sources.ts';

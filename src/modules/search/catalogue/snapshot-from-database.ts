@@ -1,6 +1,7 @@
 /**
- * Building a snapshot outside a serving catalogue: the builder process's task, and `cps import`'s and
- * `cps migrate`'s last step for a large catalogue.
+ * Building a snapshot from the database outside a serving catalogue, in whichever process calls it:
+ * the builder process's task (builder-child.ts), and `cps import`'s and `cps migrate`'s last step for
+ * a large catalogue.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';

@@ -1,7 +1,7 @@
 /**
- * Index builder process: builds the search index from the database and writes its snapshot, for a
- * server that found no usable snapshot or has a rebuild to make (see builder.ts), which then reads the
- * file. Building a quarter of a million products takes a few hundred megabytes, most of it garbage
+ * The builder process itself (the child that builder-parent.ts forks): builds the search index from
+ * the database and writes its snapshot, for a server that found no usable snapshot or has a rebuild
+ * to make, which then reads the file. Building a quarter of a million products takes a few hundred megabytes, most of it garbage
  * at the end; in a process of its own all of it goes back to the system when the process exits (a
  * worker thread's did not: the server stayed at 370 to 440 MB resident), and the server's event loop
  * stays free meanwhile. It writes the snapshot to the database too when the server asks (a large
@@ -11,8 +11,8 @@
  */
 import { openStorage } from '../../../db/index.ts';
 import { createLogger } from '../../../logger.ts';
-import { buildSnapshot } from './build-snapshot.ts';
-import type { IndexBuilderData } from './builder.ts';
+import { buildSnapshot } from './snapshot-from-database.ts';
+import type { IndexBuilderData } from './builder-parent.ts';
 
 async function build(data: IndexBuilderData): Promise<void> {
   const storage = openStorage({ databaseUrl: data.databaseUrl, dataDir: data.dataDir, poolSize: 1 });

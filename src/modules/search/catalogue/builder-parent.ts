@@ -1,16 +1,17 @@
 /**
- * The builder process, seen from the catalogue: forks index-builder.ts, which builds the index from
- * the database and writes its snapshot file, and settles once the file is written. A first load of a
- * large catalogue builds there, and so do later rebuilds of it (after many changes) until one fails.
+ * The builder process, seen from the catalogue (its parent): forks builder-child.ts, which builds the
+ * index from the database and writes its snapshot file, and settles once the file is written. A first
+ * load of a large catalogue builds there, and so do later rebuilds of it (after many changes) until
+ * one fails.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 
-const BUILDER_SCRIPT = fileURLToPath(new URL('./index-builder.ts', import.meta.url));
+const BUILDER_SCRIPT = fileURLToPath(new URL('./builder-child.ts', import.meta.url));
 
-/** The task the catalogue sends to the builder process (index-builder.ts), as its one IPC message. */
+/** The task the catalogue sends to the builder process (builder-child.ts), as its one IPC message. */
 export interface IndexBuilderData {
   databaseUrl: string | null;
   dataDir: string;
@@ -94,7 +95,7 @@ export class IndexBuilder {
   }
 
   /**
-   * Runs index-builder.ts in a process of its own: it builds from the database and writes the snapshot
+   * Runs builder-child.ts in a process of its own: it builds from the database and writes the snapshot
    * file. Settles once the file is written: the builder may go on storing it in the database.
    */
   async run(): Promise<void> {
