@@ -1,8 +1,8 @@
 /**
  * Token buckets shared by several keys at once: a take succeeds only if every bucket named holds a
  * token, and then takes one from each; a refund puts one back (never above the burst). The login
- * failure budgets use them (per client id and per source address); the search rate limit shares the
- * Redis connection setup (connectRedis).
+ * failure budgets use them (per client id and per source address), the admin token's and the webhook
+ * replays' budgets, and the search rate limit (one bucket per API client, whose headers read `left`).
  *
  * With a Redis URL the buckets live in Redis and one Lua script checks and takes atomically, so every
  * process shares them. If Redis fails the process falls back to its own buckets rather than refusing
@@ -23,6 +23,8 @@ export interface BucketsTake {
   waitMs: number;
   /** The first bucket that had no token (its index in the limits), or -1. */
   refusedBy: number;
+  /** The fewest tokens a named bucket holds after the take (before it, when refused): a fraction while refilling. */
+  left: number;
 }
 
 /** A Redis connection for a limiter: fails fast, queues nothing offline, warns at most once a minute. */
@@ -98,13 +100,14 @@ export class MemoryBuckets {
       if (refusedBy < 0) refusedBy = i;
       waitMs = Math.max(waitMs, Math.max(1, Math.ceil(((1 - bucket.tokens) * 1000) / limits[i]!.rate)));
     });
-    if (refusedBy >= 0) return { waitMs, refusedBy };
+    if (refusedBy >= 0) return { waitMs, refusedBy, left: Math.min(...buckets.map((bucket) => bucket.tokens)) };
+    // At most one sweep a second: with many active clients a sweep frees little, and must not run per take.
     if (this.#buckets.size > SWEEP_ABOVE && now - this.#sweptAt > 1000) this.#sweep(now);
     buckets.forEach((bucket, i) => {
       bucket.tokens -= 1;
       this.#buckets.set(limits[i]!.key, bucket);
     });
-    return { waitMs: 0, refusedBy: -1 };
+    return { waitMs: 0, refusedBy: -1, left: Math.min(...buckets.map((bucket) => bucket.tokens)) };
   }
 
   refund(limits: readonly BucketLimit[], now: number): void {
@@ -130,7 +133,9 @@ export class MemoryBuckets {
 }
 
 // KEYS: the buckets; ARGV: cost (1 takes, -1 refunds), then rate and burst of each key. Redis time,
-// so processes with skewed clocks agree. Returns {wait ms, 1-based index of the first empty bucket}.
+// so processes with skewed clocks agree. Returns {wait ms, 1-based index of the first empty bucket,
+// the fewest tokens left as a string} (a Lua number would reach the caller truncated to an integer;
+// %.17g gives the double back exactly).
 const BUCKETS_LUA = `
 local cost = tonumber(ARGV[1])
 local t = redis.call('TIME')
@@ -155,11 +160,16 @@ for i, key in ipairs(KEYS) do
     wait = math.max(wait, math.max(1, math.ceil((cost - tk) * 1000 / rate)))
   end
 end
-if refused > 0 then return {wait, refused} end
+local left = math.huge
+if refused > 0 then
+  for i = 1, #tokens do left = math.min(left, tokens[i]) end
+  return {wait, refused, string.format('%.17g', left)}
+end
 for i, key in ipairs(KEYS) do
   local rate = tonumber(ARGV[i * 2])
   local burst = tonumber(ARGV[i * 2 + 1])
   local tk = math.min(burst, tokens[i] - cost)
+  left = math.min(left, tk)
   if tk >= burst then
     redis.call('DEL', key)
   else
@@ -167,10 +177,10 @@ for i, key in ipairs(KEYS) do
     redis.call('PEXPIRE', key, math.ceil((burst - tk) * 1000 / rate) + 1000)
   end
 end
-return {0, 0}
+return {0, 0, string.format('%.17g', left)}
 `;
 
-type RedisWithBuckets = Redis & { cpsBuckets(...args: Array<string | number>): Promise<[number, number]> };
+type RedisWithBuckets = Redis & { cpsBuckets(...args: Array<string | number>): Promise<[number, number, string]> };
 
 export interface Buckets {
   /** The in-process buckets answer at once; Redis with a promise. */
@@ -200,8 +210,8 @@ export function createBuckets(options: { redisUrl: string | null; logger: Logger
   return {
     async take(limits) {
       try {
-        const [waitMs, refused] = await run(limits, 1);
-        return { waitMs: Number(waitMs), refusedBy: Number(refused) - 1 };
+        const [waitMs, refused, left] = await run(limits, 1);
+        return { waitMs: Number(waitMs), refusedBy: Number(refused) - 1, left: Number(left) };
       } catch {
         return memory.take(limits, now());
       }

@@ -248,17 +248,17 @@ describe(`login throttling (${DIALECT})`, () => {
       const buckets = new MemoryBuckets();
       const a = { key: 'a', rate: 1, burst: 2 };
       const b = { key: 'b', rate: 1, burst: 1 };
-      assert.deepEqual(buckets.take([a, b], 0), { waitMs: 0, refusedBy: -1 });
-      assert.deepEqual(buckets.take([a, b], 0), { waitMs: 1000, refusedBy: 1 });
-      assert.deepEqual(buckets.take([a], 0), { waitMs: 0, refusedBy: -1 }, 'the refused take took nothing from a');
-      assert.deepEqual(buckets.take([a], 0), { waitMs: 1000, refusedBy: 0 });
+      assert.deepEqual(buckets.take([a, b], 0), { waitMs: 0, refusedBy: -1, left: 0 });
+      assert.deepEqual(buckets.take([a, b], 0), { waitMs: 1000, refusedBy: 1, left: 0 });
+      assert.deepEqual(buckets.take([a], 0), { waitMs: 0, refusedBy: -1, left: 0 }, 'the refused take took nothing from a');
+      assert.deepEqual(buckets.take([a], 0), { waitMs: 1000, refusedBy: 0, left: 0 });
       buckets.refund([a, b], 0);
       buckets.refund([a, b], 0);
-      assert.deepEqual(buckets.take([a, b], 0), { waitMs: 0, refusedBy: -1 });
-      assert.deepEqual(buckets.take([a], 0), { waitMs: 0, refusedBy: -1 });
+      assert.deepEqual(buckets.take([a], 0), { waitMs: 0, refusedBy: -1, left: 1 }, 'a took two refunds');
+      assert.deepEqual(buckets.take([a, b], 0), { waitMs: 0, refusedBy: -1, left: 0 });
       assert.deepEqual(buckets.take([a], 0).refusedBy, 0, 'refunds stop at the burst');
-      assert.deepEqual(buckets.take([a], 500), { waitMs: 500, refusedBy: 0 });
-      assert.deepEqual(buckets.take([a], 1000), { waitMs: 0, refusedBy: -1 });
+      assert.deepEqual(buckets.take([a], 500), { waitMs: 500, refusedBy: 0, left: 0.5 });
+      assert.deepEqual(buckets.take([a], 1000), { waitMs: 0, refusedBy: -1, left: 0 });
     });
   });
 

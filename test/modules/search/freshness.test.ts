@@ -14,7 +14,7 @@ import { buildApp, createContext } from '../../../src/app.ts';
 import type { App } from '../../../src/http/app-type.ts';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { createLogger } from '../../../src/logger.ts';
-import { MemoryTokenBucket, createSearchRateLimiter } from '../../../src/modules/search/ratelimit.ts';
+import { createSearchRateLimiter } from '../../../src/modules/search/ratelimit.ts';
 import { bearer, createTestApp, createTestClient, testConfig, testKeys, type TestApp } from '../../support.ts';
 
 const CLI = new URL('../../../src/cli.ts', import.meta.url).pathname;
@@ -86,18 +86,27 @@ describe('catalogue changes reach every process', () => {
 });
 
 describe('rate limit buckets', () => {
-  it('refills at the rate and holds at most the burst (in memory)', () => {
-    const bucket = new MemoryTokenBucket(2, 3);
-    const now = 1_000_000;
+  it('refills at the rate and holds at most the burst (in memory)', async () => {
+    let now = 1_000_000;
+    const bucket = createSearchRateLimiter({ rate: 2, burst: 3, redisUrl: null, logger: createLogger('silent'), now: () => now });
+    const taken = [await bucket.take('c'), await bucket.take('c'), await bucket.take('c')];
     assert.deepEqual(
-      [1, 2, 3].map(() => bucket.take('c', now).current <= 3),
-      [true, true, true],
+      taken.map((t) => t.current),
+      [1, 2, 3],
     );
-    const refused = bucket.take('c', now);
+    assert.deepEqual(
+      taken.map((t) => t.ttl),
+      [500, 1000, 1500],
+      'full again after one 500 ms per token used',
+    );
+    const refused = await bucket.take('c');
     assert.equal(refused.current, 4);
     assert.equal(refused.ttl, 500, 'one token every 500 ms at 2/s');
-    assert.ok(bucket.take('c', now + 500).current <= 3);
-    assert.ok(bucket.take('other', now).current <= 3, 'buckets are per key');
+    now += 250;
+    assert.deepEqual(await bucket.take('c'), { current: 4, ttl: 250 }, 'half a token is no token');
+    now += 250;
+    assert.deepEqual(await bucket.take('c'), { current: 3, ttl: 1500 });
+    assert.ok((await bucket.take('other')).current <= 3, 'buckets are per key');
   });
 
   it('shares one bucket between processes through Redis', async () => {
@@ -109,9 +118,10 @@ describe('rate limit buckets', () => {
       await Promise.all([a.connected(), b.connected()]);
       const results = [await a.take(key), await b.take(key), await a.take(key), await b.take(key)];
       assert.deepEqual(
-        results.map((r) => r.current > 3),
-        [false, false, false, true],
+        results.map((r) => r.current),
+        [1, 2, 3, 4],
       );
+      assert.ok(results[0]!.ttl > 0 && results[0]!.ttl <= 1000, 'full again within a second of one token used');
       assert.ok(results[3]!.ttl > 0 && results[3]!.ttl <= 1000);
     } finally {
       await a.close();
