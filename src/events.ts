@@ -151,7 +151,22 @@ export const EVENTS = {
   'google_review.request': event(
     'google_review.request',
     {
-      summary: "A review was requested for an appointment: external_review.request in Eka's name and body, for subscriptions that name it",
+      summary: "An appointment's first completion requested a review: external_review.request in Eka's name and body, for subscriptions that name it",
+      occurred: 'the review request occurred',
+    },
+    {
+      doctor_id: Type.String(),
+      google_review_link: Type.String({ format: 'uri', description: 'The same link as external_review_link' }),
+      patient_id: Type.String(),
+      appointment_id: Type.String(),
+      clinic_id: Type.String(),
+    },
+  ),
+  'google_review.request_manual': event(
+    'google_review.request_manual',
+    {
+      summary:
+        "A review was requested by hand (POST .../review-request): external_review.request in Eka's name and body, for subscriptions that name it",
       occurred: 'the review request occurred',
     },
     {

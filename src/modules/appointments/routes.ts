@@ -377,7 +377,7 @@ export function appointmentRoutes(service: AppointmentService) {
         config: change,
         schema: {
           tags,
-          summary: "Request a review now (emits external_review.request, and google_review.request in Eka's name)",
+          summary: "Request a review now (emits external_review.request, and google_review.request_manual in Eka's name)",
           params: Params,
           querystring: ByPartner,
           response: { 202: Type.Object({ event_id: Type.String() }), ...errors },

@@ -3,7 +3,8 @@
  * BK -> NS / CM / CN. Every change reads the appointment locked and writes it in one transaction, so
  * concurrent requests on one appointment apply one after another and no rule is skipped. The first
  * completion and every manual review request store an `external_review.request` event, and the same
- * as Eka's `google_review.request`, in that same transaction (the outbox delivers them).
+ * in Eka's name and body, in that same transaction (the outbox delivers them): `google_review.request`
+ * for the completion's, `google_review.request_manual` for a manual one, as Eka sends them.
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
@@ -571,7 +572,7 @@ export class AppointmentService {
         { status: 'CM', completed_at: row.completed_at ?? now, updated_at: now },
         'completed',
       );
-      if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now);
+      if (row.completed_at === null) await this.reviewEvent(trx, principal, row, now, 'google_review.request');
       return changed;
     });
   }
@@ -580,7 +581,7 @@ export class AppointmentService {
     let eventId = '';
     await this.change(principal.businessId, id, byPartner, async (trx, row) => {
       if (row.status === 'CN') throw invalid('appointment_id', 'a cancelled appointment cannot be reviewed');
-      eventId = await this.reviewEvent(trx, principal, row, Date.now());
+      eventId = await this.reviewEvent(trx, principal, row, Date.now(), 'google_review.request_manual');
       return {};
     });
     return eventId;
@@ -670,7 +671,14 @@ export class AppointmentService {
     }
   }
 
-  private async reviewEvent(trx: Transaction<Database>, principal: Principal, row: repo.AppointmentRow, now: number): Promise<string> {
+  /** `ekaName`: Eka's event for the same request, the completion's or a manual one's. */
+  private async reviewEvent(
+    trx: Transaction<Database>,
+    principal: Principal,
+    row: repo.AppointmentRow,
+    now: number,
+    ekaName: 'google_review.request' | 'google_review.request_manual',
+  ): Promise<string> {
     const links = await repo.reviewLinks(trx, row.business_id, row.clinic_id, row.doctor_id);
     const link = links.doctor ?? links.clinic ?? `${this.#deps.publicUrl}/reviews/${row.review_token}`;
     // Not ordered with the appointment's events: its body (interface 6) has no sequence to follow.
@@ -685,9 +693,9 @@ export class AppointmentService {
     // The same request in Eka's name and body, for subscriptions that name it.
     await recordEvent(trx, {
       businessId: row.business_id,
-      type: 'google_review.request',
+      type: ekaName,
       payload: {
-        ...envelope('google_review.request', principal, now),
+        ...envelope(ekaName, principal, now),
         data: { doctor_id: row.doctor_id, google_review_link: link, patient_id: row.patient_id, appointment_id: row.id, clinic_id: row.clinic_id },
       },
     });

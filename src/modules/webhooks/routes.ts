@@ -14,6 +14,9 @@ const Status = Type.Union([Type.Literal('active'), Type.Literal('disabled')], { 
 const Endpoint = Type.String({ minLength: 1, maxLength: 2048 });
 const EventNames = Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 20 });
 const SigningKey = Type.String({ maxLength: 200 });
+const Warnings = Type.Array(Type.String(), {
+  description: 'Present when the signing key given is guessable: it is accepted, and the warning says why to change it',
+});
 
 const Subscription = Type.Object({
   id: Type.String(),
@@ -96,12 +99,16 @@ export function webhookRoutes(service: WebhookService) {
             signing_key: Type.Optional(SigningKey),
             protocol: Type.Optional(Protocol),
           }),
-          response: { 201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String() }), ...Errors },
+          response: {
+            201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String(), warnings: Type.Optional(Warnings) }),
+            ...Errors,
+          },
         },
       },
       async (request, reply) => {
-        const created = await service.createSubscription(principalOf(request).businessId, request.body);
-        return reply.code(201).send({ id: created.id, status: 'success', signing_key: created.signing_key });
+        const { id, signing_key, warnings } = await service.createSubscription(principalOf(request).businessId, request.body);
+        if (warnings.length > 0) request.log.warn({ subscription_id: id }, 'webhook subscription registered with a guessable signing key');
+        return reply.code(201).send({ id, status: 'success', signing_key, ...(warnings.length > 0 ? { warnings } : {}) });
       },
     );
 
@@ -136,10 +143,14 @@ export function webhookRoutes(service: WebhookService) {
             }),
             Type.Null(),
           ]),
-          response: { 200: Subscription, ...Errors },
+          response: { 200: Type.Object({ ...Subscription.properties, warnings: Type.Optional(Warnings) }), ...Errors },
         },
       },
-      async (request) => service.updateSubscription(principalOf(request).businessId, request.params.id, request.body ?? {}),
+      async (request) => {
+        const updated = await service.updateSubscription(principalOf(request).businessId, request.params.id, request.body ?? {});
+        if (updated.warnings) request.log.warn({ subscription_id: updated.id }, 'webhook signing key changed to a guessable one');
+        return updated;
+      },
     );
 
     app.delete(

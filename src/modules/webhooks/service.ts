@@ -11,7 +11,7 @@ import { decrypt, encrypt } from '../../security/encryption.ts';
 import { deliveryKey, deliveryOrdering, fanOutTo, type DeliveryQueue } from './delivery.ts';
 import type { Buckets } from '../../security/buckets.ts';
 import * as repo from './repo.ts';
-import { generateSigningKey, keyProblem } from './signer.ts';
+import { generateSigningKey, keyProblem, keyWarning } from './signer.ts';
 
 /** What a subscription that names no events receives. */
 export const DEFAULT_EVENT_NAMES: EventName[] = ['external_review.request'];
@@ -152,6 +152,11 @@ function checkEventNames(names: string[]): string[] {
   return [...new Set(names)];
 }
 
+const keyWarnings = (key: string | undefined): string[] => {
+  const warning = key === undefined ? null : keyWarning(key);
+  return warning === null ? [] : [warning];
+};
+
 /** A `whsec_` key, or any other text key as Eka's partners configure theirs (signer.ts says how each signs). */
 function checkSigningKey(key: string): string {
   const problem = keyProblem(key);
@@ -228,7 +233,8 @@ export class WebhookService {
     this.#deps = deps;
   }
 
-  async createSubscription(businessId: string, input: CreateInput): Promise<{ id: string; signing_key: string }> {
+  /** `warnings`: why the signing key given is guessable (accepted all the same; signer.ts says why). */
+  async createSubscription(businessId: string, input: CreateInput): Promise<{ id: string; signing_key: string; warnings: string[] }> {
     const eventNames = checkEventNames(input.event_names ?? DEFAULT_EVENT_NAMES);
     const signingKey = input.signing_key === undefined ? generateSigningKey() : checkSigningKey(input.signing_key);
     const { endpoint, protocol } = await normaliseEndpoint(this.#deps.outbound, input.endpoint, input.protocol);
@@ -250,14 +256,14 @@ export class WebhookService {
         updated_at: now,
       })
       .catch(duplicate);
-    return { id, signing_key: signingKey };
+    return { id, signing_key: signingKey, warnings: keyWarnings(input.signing_key) };
   }
 
   async listSubscriptions(businessId: string): Promise<SubscriptionView[]> {
     return (await repo.listSubscriptions(this.#deps.db, businessId)).map(toView);
   }
 
-  async updateSubscription(businessId: string, id: string, input: UpdateInput): Promise<SubscriptionView> {
+  async updateSubscription(businessId: string, id: string, input: UpdateInput): Promise<SubscriptionView & { warnings?: string[] }> {
     const eventNames = input.event_names === undefined ? undefined : checkEventNames(input.event_names);
     const signingKey = input.signing_key === undefined ? undefined : checkSigningKey(input.signing_key);
     const current = await this.#existing(businessId, id);
@@ -287,7 +293,8 @@ export class WebhookService {
     }
     const row = await repo.updateSubscription(this.#deps.db, businessId, id, patch).catch(duplicate);
     if (!row) throw new AppError(404, 'webhook subscription not found', { code: 'NOT_FOUND' });
-    return toView(row);
+    const warnings = keyWarnings(input.signing_key);
+    return warnings.length === 0 ? toView(row) : { ...toView(row), warnings };
   }
 
   async deleteSubscription(businessId: string, id: string): Promise<void> {

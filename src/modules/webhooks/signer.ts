@@ -8,15 +8,25 @@
  *   HMAC keyed with the key's text as given (its UTF-8 bytes, a `whsec_` prefix included), as Eka's
  *   webhook consumer computes it.
  * A key is either `whsec_` + base64 of 24 to 64 bytes (what the service generates) or, as Eka's
- * partners configure theirs, any other text of 16 to 200 characters without spaces or control
- * characters (a UUID, a random string).
+ * partners configure theirs, any other text of 8 to 200 characters without spaces or control
+ * characters (a UUID, a random string). Eka's own example key, `supersecretkey`, is accepted (a
+ * partner's registration and consumer move over unchanged) but answered with a warning: the key
+ * guards the partner's receiver, not this service, so a guessable one is the partner's risk to take,
+ * told plainly.
  */
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { ZxcvbnFactory } from '@zxcvbn-ts/core';
 
 const PREFIX = 'whsec_';
 export const MIN_KEY_BYTES = 24;
 export const MAX_KEY_BYTES = 64;
-export const MIN_TEXT_KEY_LENGTH = 16;
+export const MIN_TEXT_KEY_LENGTH = 8;
+/**
+ * A text key zxcvbn estimates below 10^16 guesses (about 53 bits: 16 random characters score exactly
+ * that) is accepted with a warning. zxcvbn counts runs, repeats and sequences as little, so
+ * `passwordpassword` is warned of too.
+ */
+export const WEAK_KEY_GUESSES_LOG10 = 16;
 export const MAX_TEXT_KEY_LENGTH = 200;
 
 /** Printable, without spaces: a key pasted into a config file or an environment variable stays whole. */
@@ -43,6 +53,22 @@ export function keyProblem(key: string): string | null {
     );
   }
   return null;
+}
+
+/**
+ * Why an accepted key is easy to guess, for the answer's `warnings`; null for a generated `whsec_` key
+ * and a strong text key. Whoever holds one signed delivery (a receiver's log, say) can test guesses
+ * offline and then sign forged deliveries the receiver accepts.
+ */
+export function keyWarning(key: string): string | null {
+  if (key.startsWith(PREFIX)) return null;
+  const guessesLog10 = new ZxcvbnFactory().check(key).guessesLog10;
+  if (guessesLog10 >= WEAK_KEY_GUESSES_LOG10) return null;
+  return (
+    `signing_key is guessable (about 10^${Math.floor(guessesLog10)} guesses): anyone holding one signed delivery can find it ` +
+    'offline and sign deliveries your receiver accepts. Accepted; change it to a UUID or 32 random bytes (PATCH signing_key) ' +
+    'in the service and your receiver'
+  );
 }
 
 /** The Standard Webhooks secret of a key: a `whsec_` key's decoded bytes, another key's UTF-8 bytes; null for a key that cannot sign. */

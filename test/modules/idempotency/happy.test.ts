@@ -141,7 +141,7 @@ describe(`idempotency keys: happy (${DIALECT})`, () => {
     const reviewed = await appointment();
     const reviewEventsBefore = await eventCount();
     await assertReplayed((key) => call('POST', `/dr/v1/appointment/${reviewed}/review-request`, key), eventCount, 202);
-    // One request is its event and the same in Eka's name (google_review.request).
+    // One request is its event and the same in Eka's name (google_review.request_manual).
     assert.equal((await eventCount()) - reviewEventsBefore, 2, 'one review request for the request and its retry');
     await assertReplayed(
       (key) =>

@@ -2,8 +2,9 @@
  * Deliveries as Eka Care's own webhook consumer receives them (eka-care/ekapython-webhook-sdk): a
  * subscription with a plain text signing key, `Eka-Webhook-Signature` checked over the body parsed
  * and written again by Python's json.dumps, `p_aid` on a rescheduled appointment (ekapython-sdk's
- * webhooks/appointment.py), and the review request as Eka's `google_review.request`. The receivers
- * run on 127.0.0.1: eka_consumer.py (Python itself) and a TypeScript re-implementation.
+ * webhooks/appointment.py), and the review requests as Eka's `google_review.request` (a completion's)
+ * and `google_review.request_manual` (a manual one's). The receivers run on 127.0.0.1: eka_consumer.py
+ * (Python itself) and a TypeScript re-implementation.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -70,7 +71,7 @@ describe(`deliveries to Eka's webhook consumer (${DIALECT})`, { skip: !HAS_PYTHO
     receiver = await startReceiver();
     subscriptions.appointments = await subscribe(`${consumer.url}/appointments`, keys['/appointments'], APPOINTMENT_EVENTS);
     subscriptions.reviews = await subscribe(`${consumer.url}/reviews`, keys['/reviews'], ['external_review.request']);
-    subscriptions.google = await subscribe(`${consumer.url}/google`, keys['/google'], ['google_review.request']);
+    subscriptions.google = await subscribe(`${consumer.url}/google`, keys['/google'], ['google_review.request', 'google_review.request_manual']);
   });
   after(async () => {
     await consumer.close();
@@ -147,22 +148,25 @@ describe(`deliveries to Eka's webhook consumer (${DIALECT})`, { skip: !HAS_PYTHO
       assert.equal('p_aid' in original.body.data, false);
     });
 
-    it('sends a review request as google_review.request with google_review_link to a subscription that names it', async () => {
+    it("sends the completion's review request as google_review.request and a manual one as google_review.request_manual, with google_review_link", async () => {
       const id = await book(t, practice);
       const seen = (await deliver(consumer.checks.length + 1)).length;
       const completed = await request(t, practice.client.token, 'POST', `/dr/v1/appointment/${id}/complete`);
       assert.equal(completed.statusCode, 200, completed.body);
       const manual = await request(t, practice.client.token, 'POST', `/dr/v1/appointment/${id}/review-request`);
       assert.ok(manual.statusCode < 300, manual.body);
-      // statuschange, then per request: external_review.request and google_review.request.
+      // statuschange, then per request: external_review.request and Eka's event for it.
       const checks = (await deliver(seen + 5)).slice(seen);
       assert.ok(checks.every((check) => check.verified));
       const google = checks.filter((check) => check.path === '/google');
       const external = checks.filter((check) => check.path === '/reviews');
       assert.equal(google.length, 2);
       assert.equal(external.length, 2);
+      assert.deepEqual(
+        google.map((check) => check.body.event),
+        ['google_review.request', 'google_review.request_manual'],
+      );
       for (const [i, check] of google.entries()) {
-        assert.equal(check.body.event, 'google_review.request');
         assertEventBody(check.body);
         assert.deepEqual(Object.keys(check.body.data), ['doctor_id', 'google_review_link', 'patient_id', 'appointment_id', 'clinic_id']);
         assert.equal(check.body.data.appointment_id, id);
@@ -182,6 +186,41 @@ describe(`deliveries to Eka's webhook consumer (${DIALECT})`, { skip: !HAS_PYTHO
       // The sample Lambda's unescaping turns \" into a bare quote before parsing: no body can survive
       // it and Python's json.dumps both (README, Coming from Eka).
       assert.equal(check!.unescaped_verified, false);
+    });
+
+    it("accepts Eka's example key supersecretkey with a warning, and Eka's consumer verifies deliveries signed with it", async () => {
+      const sample = await startEkaConsumer({ '/sample': 'supersecretkey' });
+      try {
+        const created = await t.app.inject({
+          method: 'POST',
+          url: SUBSCRIPTIONS,
+          headers: bearer(practice.client.token),
+          payload: { endpoint: `${sample.url}/sample`, signing_key: 'supersecretkey', event_names: ['appointment.created'] },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        assert.equal(created.json().signing_key, 'supersecretkey');
+        assert.equal(created.json().warnings.length, 1);
+        assert.match(created.json().warnings[0], /signing_key is guessable/);
+        const before = consumer.checks.length;
+        await book(t, practice);
+        await t.ctx.jobs.runDue();
+        await until(() => sample.checks.length >= 1 && consumer.checks.length > before);
+        assert.equal(sample.checks[0]!.verified, true, sample.checks[0]!.reason ?? '');
+        // A strong key changed to a weak one is warned of too; a UUID is not.
+        const patch = (signing_key: string) =>
+          t.app.inject({
+            method: 'PATCH',
+            url: `${SUBSCRIPTIONS}/${created.json().id}`,
+            headers: bearer(practice.client.token),
+            payload: { signing_key },
+          });
+        assert.equal((await patch(randomUUID())).json().warnings, undefined);
+        const weak = await patch('passwordpassword');
+        assert.equal(weak.statusCode, 200, weak.body);
+        assert.match(weak.json().warnings[0], /signing_key is guessable/);
+      } finally {
+        await sample.close();
+      }
     });
 
     it("after a rotation, Eka's header carries both keys, the new one last, which a dict-reading consumer checks", async () => {
@@ -210,8 +249,8 @@ describe(`deliveries to Eka's webhook consumer (${DIALECT})`, { skip: !HAS_PYTHO
   });
 
   describe('errors', () => {
-    it('refuses text keys that are short, hold spaces or control characters, and malformed whsec_ keys, naming signing_key', async () => {
-      for (const signing_key of ['supersecretkey', 'has spaces in the key', 'line\nbreak-0123456789', 'whsec_short', 'x'.repeat(201)]) {
+    it('refuses text keys under 8 characters, with spaces or control characters, and malformed whsec_ keys, naming signing_key', async () => {
+      for (const signing_key of ['secret7', 'has spaces in the key', 'line\nbreak-0123456789', 'whsec_short', 'x'.repeat(201)]) {
         const response = await t.app.inject({
           method: 'POST',
           url: SUBSCRIPTIONS,
@@ -226,7 +265,7 @@ describe(`deliveries to Eka's webhook consumer (${DIALECT})`, { skip: !HAS_PYTHO
         method: 'PATCH',
         url: `${SUBSCRIPTIONS}/${subscriptions.reviews}`,
         headers: bearer(practice.client.token),
-        payload: { signing_key: 'too-short' },
+        payload: { signing_key: 'short' },
       });
       assert.equal(patched.statusCode, 400);
       assert.match(patched.json().error.message, /signing_key/);

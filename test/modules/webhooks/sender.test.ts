@@ -6,7 +6,14 @@ import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createSender, parseRetryAfter } from '../../../src/modules/webhooks/sender.ts';
 import { failureClass, OutboundClient } from '../../../src/security/outbound-client.ts';
-import { ekaSignatureHeader, generateSigningKey, keyProblem, signatureHeader, standardKeyBytes } from '../../../src/modules/webhooks/signer.ts';
+import {
+  ekaSignatureHeader,
+  generateSigningKey,
+  keyProblem,
+  keyWarning,
+  signatureHeader,
+  standardKeyBytes,
+} from '../../../src/modules/webhooks/signer.ts';
 import { ekaVerify } from './eka-verifier.ts';
 
 interface Received {
@@ -67,28 +74,29 @@ describe('webhook signer', () => {
     }
   });
 
-  it('accepts whsec_ keys of 24 to 64 bytes, and other keys of 16 to 200 characters without spaces', () => {
+  it('accepts whsec_ keys of 24 to 64 bytes, and other keys of 8 to 200 characters without spaces', () => {
     assert.ok(standardKeyBytes(`whsec_${randomBytes(24).toString('base64')}`));
     assert.ok(standardKeyBytes(`whsec_${randomBytes(64).toString('base64')}`));
     assert.equal(standardKeyBytes(`whsec_${randomBytes(23).toString('base64')}`), null);
     assert.equal(standardKeyBytes(`whsec_${randomBytes(65).toString('base64')}`), null);
     assert.equal(standardKeyBytes('whsec_not base64!'), null);
     assert.match(keyProblem('whsec_not base64!')!, /base64 of 24 to 64/);
-    for (const key of [randomUUID(), 'supersecretkey16', randomBytes(32).toString('base64'), 'ключ-подписи-для-eka', 'x'.repeat(200)]) {
+    for (const key of [randomUUID(), 'supersecretkey', 'eight-ch', randomBytes(32).toString('base64'), 'ключ-подписи-для-eka', 'x'.repeat(200)]) {
       assert.equal(keyProblem(key), null, key);
       assert.deepEqual(standardKeyBytes(key), Buffer.from(key, 'utf8'));
     }
-    for (const key of [
-      'supersecretkey',
-      'fifteen-chars-x',
-      'has a space in it',
-      'tab\there-0123456789',
-      'x'.repeat(201),
-      '\ud800-lone-surrogate-key',
-      '',
-    ]) {
-      assert.match(keyProblem(key) ?? '', /16 to 200 characters/, JSON.stringify(key));
+    for (const key of ['seven-c', 'has a space in it', 'tab\there-0123456789', 'x'.repeat(201), '\ud800-lone-surrogate-key', '']) {
+      assert.match(keyProblem(key) ?? '', /8 to 200 characters/, JSON.stringify(key));
       assert.equal(standardKeyBytes(key), null);
+    }
+  });
+
+  it('warns of a guessable text key (short, or runs and repeats), not of a UUID, 32 random bytes or a generated key', () => {
+    for (const key of ['supersecretkey', 'eight-ch', 'passwordpassword', 'a'.repeat(40), '0123456789abcdefghij']) {
+      assert.match(keyWarning(key) ?? '', /signing_key is guessable \(about 10\^\d+ guesses\)/, key);
+    }
+    for (const key of [randomUUID(), randomBytes(32).toString('base64'), randomBytes(12).toString('hex'), generateSigningKey()]) {
+      assert.equal(keyWarning(key), null, key);
     }
   });
 
