@@ -120,13 +120,18 @@ export async function buildApp(ctx: AppContext, modules: Modules = createModules
   refuseConnect(app.server, nextRequestId);
   registerValidation(app);
   registerErrorHandling(app);
-  registerAuth(app, ctx.tokens, {
-    token: ctx.config.adminToken,
-    failures: ctx.config.adminFailures,
-    windowSeconds: ctx.config.loginFailureWindowSeconds,
-    redisUrl: ctx.config.redisUrl,
-    logger: ctx.logger,
-  });
+  registerAuth(
+    app,
+    ctx.tokens,
+    {
+      token: ctx.config.adminToken,
+      failures: ctx.config.adminFailures,
+      windowSeconds: ctx.config.loginFailureWindowSeconds,
+      redisUrl: ctx.config.redisUrl,
+      logger: ctx.logger,
+    },
+    modules.console.sessions,
+  );
   registerIdempotency(app, modules.idempotency.keys);
   registerRequestMetrics(app, ctx.metrics);
   registerAccessLog(app, ctx.logger);

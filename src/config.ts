@@ -94,6 +94,8 @@ export interface Config {
   /** Logins waiting for a verification slot before more are refused with 503. */
   loginHashQueue: number;
   casesPageSize: number;
+  /** Minutes a browser console session lasts without a request (CPS_CONSOLE_IDLE_MINUTES). */
+  consoleIdleMinutes: number;
   /** Documents on patient records (src/modules/documents/): limits and link lifetimes. */
   documents: DocumentsConfig;
   /** Seconds a patient's data export (and its download link) lasts once ready (CPS_PRIVACY_EXPORT_TTL). */
@@ -378,6 +380,7 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
     loginHashConcurrency: int(env, 'CPS_LOGIN_HASH_CONCURRENCY', 4, 0, 1024),
     loginHashQueue: int(env, 'CPS_LOGIN_HASH_QUEUE', 64, 0, 100_000),
     casesPageSize: int(env, 'CPS_CASES_PAGE_SIZE', 50, 1, 1000),
+    consoleIdleMinutes: int(env, 'CPS_CONSOLE_IDLE_MINUTES', 30, 1, 24 * 60),
     documents: {
       maxFileBytes: int(env, 'CPS_DOCUMENTS_MAX_FILE_MB', 25, 1, 5120) * 1024 * 1024,
       maxBusinessBytes: int(env, 'CPS_DOCUMENTS_MAX_BUSINESS_MB', 10_240, 0, 1_000_000_000) * 1024 * 1024,

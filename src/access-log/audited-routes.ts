@@ -373,6 +373,13 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'DELETE /cdr/v1/doctor/:doctor_id/clinic/:clinic_id/schedule': "a doctor's schedule (no patient data)",
   'GET /reviews/:token': "the patient's own review page, by its secret link: no API client acts",
   'POST /reviews/:token': "the patient's own review page, by its secret link: no API client acts",
+  'GET /console': 'the browser console: its page (what it shows it reads through the API routes, audited there)',
+  'GET /console/*': 'the browser console: its page',
+  'GET /console/assets/:file': "the browser console: its page's files",
+  'POST /console/session/operator': 'the browser console: signing in',
+  'POST /console/session/client': 'the browser console: signing in',
+  'GET /console/session': 'the browser console: its own session',
+  'DELETE /console/session': 'the browser console: signing out',
   'POST /mr/api/v1/docs/upload': 'an upload form of POST /mr/api/v1/docs, whose entry (create) names the document and patient',
 };
 

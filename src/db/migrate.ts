@@ -38,6 +38,7 @@ import * as documents from './migrations/0027_documents.ts';
 import * as documentFileKeys from './migrations/0028_document_file_keys.ts';
 import * as scheduleServices from './migrations/0029_schedule_services.ts';
 import * as accessLogSeals from './migrations/0030_access_log_seals.ts';
+import * as consoleSessions from './migrations/0031_console_sessions.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -70,6 +71,7 @@ export const migrations: Record<string, Migration> = {
   '0028_document_file_keys': documentFileKeys,
   '0029_schedule_services': scheduleServices,
   '0030_access_log_seals': accessLogSeals,
+  '0031_console_sessions': consoleSessions,
 };
 
 /**

@@ -20,6 +20,18 @@ export interface ApiClientsTable {
   disabled_at: number | null;
 }
 
+/** A browser console session (modules/console); the cookie's token is stored as its SHA-256 only. */
+export interface ConsoleSessionsTable {
+  token_hash: string;
+  /** 'operator' (the admin token) or 'client' (an API client's id and secret). */
+  kind: 'operator' | 'client';
+  /** The API client of a 'client' session; null for an operator. */
+  client_id: string | null;
+  created_at: number;
+  /** Moved forward (at most once a minute) by each request; idle sessions end. */
+  last_seen_at: number;
+}
+
 export interface RefreshTokensTable {
   id: string;
   token_hash: string;
@@ -635,6 +647,7 @@ export interface Database {
   access_log_heads: AccessLogHeadsTable;
   access_log_pruned: AccessLogPrunedTable;
   privacy_exports: PrivacyExportsTable;
+  console_sessions: ConsoleSessionsTable;
 }
 
 export type { Generated };

@@ -4,6 +4,10 @@
  * The check runs first in each route's onRequest hooks, before parsing and validation, so 401 and 403
  * come before 400. Wrong admin tokens spend a budget per source address (CPS_ADMIN_FAILURES per
  * CPS_LOGIN_FAILURE_WINDOW_SECONDS), checked before the token: an address that spent it gets 429.
+ * A request without a token may instead carry the browser console's session cookie (CookieSessions,
+ * kept by modules/console): an operator's session admits admin routes, a business client's its scoped
+ * routes with the client's scopes, and a change (any method but GET and HEAD) must also send the
+ * session's X-CSRF-Token. The route, the service and the access log entry are the API call's own.
  */
 import type { FastifyInstance, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Logger } from 'pino';
@@ -17,6 +21,39 @@ import type { ErrorFamily } from './errors.ts';
 import { prependRouteHook } from './route-hooks.ts';
 
 export type RouteAuth = 'public' | 'admin' | { anyOf: Scope[]; forbiddenCode?: ErrorCode };
+
+/** A browser console session found by its cookie's token. */
+export interface CookieSession {
+  /** Signed in with the admin token: admits admin routes. */
+  readonly operator: boolean;
+  /** Signed in with an API client's credentials: its business and current scopes. */
+  readonly principal: Principal | null;
+  /** What a change must send in X-CSRF-Token. */
+  readonly csrf: string;
+}
+
+/** The console's sessions (modules/console implements them; this layer imports no module). */
+export interface CookieSessions {
+  readonly cookieName: string;
+  find(token: string): Promise<CookieSession | null>;
+}
+
+export const CSRF_HEADER = 'x-csrf-token';
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/** The value of one cookie of the request, or null. */
+export function cookieOf(request: FastifyRequest, name: string): string | null {
+  const header = request.headers.cookie;
+  if (typeof header !== 'string') return null;
+  for (const part of header.split(';')) {
+    const equals = part.indexOf('=');
+    if (equals > 0 && part.slice(0, equals).trim() === name) {
+      const value = part.slice(equals + 1).trim();
+      return value === '' ? null : value;
+    }
+  }
+  return null;
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -82,8 +119,28 @@ export interface AdminAuth {
   logger: Logger;
 }
 
-export function registerAuth(app: FastifyInstance, tokens: AccessTokens, admin: AdminAuth): void {
+export function registerAuth(app: FastifyInstance, tokens: AccessTokens, admin: AdminAuth, sessions?: CookieSessions): void {
   const adminToken = admin.token;
+  /** The session cookie of a request that sent no token, or null. */
+  const sessionCookie = (request: FastifyRequest): string | null =>
+    sessions && tokenFrom(request) === null ? cookieOf(request, sessions.cookieName) : null;
+  const bySession = async (request: FastifyRequest, cookie: string, auth: Exclude<RouteAuth, 'public'>): Promise<AppError | undefined> => {
+    const session = await sessions!.find(cookie);
+    if (!session) return new AppError(401, 'The console session has ended; sign in again');
+    if (!SAFE_METHODS.has(request.method)) {
+      const sent = request.headers[CSRF_HEADER];
+      if (typeof sent !== 'string' || !constantTimeEqual(sent, session.csrf)) {
+        return new AppError(403, "A change made with a console session must send the session's X-CSRF-Token");
+      }
+    }
+    if (auth === 'admin') {
+      if (!session.operator) return new AppError(401, 'A valid admin token is required');
+      request.operator = true;
+      return undefined;
+    }
+    if (!session.principal) return new AppError(403, "An operator's console session acts for no business; sign in with a business's API client");
+    return admitPrincipal(request, auth, session.principal);
+  };
   const buckets = createBuckets({ redisUrl: admin.redisUrl, logger: admin.logger, what: 'admin token throttling' });
   app.addHook('onClose', () => buckets.close());
   const budgetOf = (request: FastifyRequest): BucketLimit | null =>
@@ -98,6 +155,11 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, admin: 
   };
   // The budget is taken before the token is compared, and given back when it matches: only wrong tokens spend it.
   const adminHook = (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction) => {
+    const cookie = sessionCookie(request);
+    if (cookie !== null) {
+      bySession(request, cookie, 'admin').then(done, done);
+      return;
+    }
     const budget = budgetOf(request);
     if (budget === null) {
       done(checkAdmin(request));
@@ -143,6 +205,11 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, admin: 
         : (request, _reply, done) => {
             const token = tokenFrom(request);
             if (token === null) {
+              const cookie = sessionCookie(request);
+              if (cookie !== null) {
+                bySession(request, cookie, auth).then(done, done);
+                return;
+              }
               done(new AppError(401, 'Authentication required: send Authorization: Bearer <token> or auth: <token>'));
               return;
             }
@@ -157,7 +224,10 @@ export function registerAuth(app: FastifyInstance, tokens: AccessTokens, admin: 
 /** Sets the request's principal, or answers why not. */
 function admit(request: FastifyRequest, auth: Exclude<RouteAuth, 'public' | 'admin'>, claims: AccessClaims | null): AppError | undefined {
   if (!claims) return new AppError(401, 'Invalid or expired token');
-  const principal = principalFor(claims);
+  return admitPrincipal(request, auth, principalFor(claims));
+}
+
+function admitPrincipal(request: FastifyRequest, auth: Exclude<RouteAuth, 'public' | 'admin'>, principal: Principal): AppError | undefined {
   if (auth.anyOf.length > 0 && !auth.anyOf.some((scope) => principal.scopes.has(scope))) {
     return new AppError(403, `This operation needs the scope ${auth.anyOf.join(' or ')}`, auth.forbiddenCode ? { code: auth.forbiddenCode } : {});
   }

@@ -6,6 +6,7 @@ import { authModule } from './auth/index.ts';
 import { businessesModule } from './businesses/index.ts';
 import { casesModule } from './cases/index.ts';
 import { clinicsModule } from './clinics/index.ts';
+import { consoleModule } from './console/index.ts';
 import { documentsModule } from './documents/index.ts';
 import { idempotencyModule } from './idempotency/index.ts';
 import { opsModule } from './ops/index.ts';
@@ -27,10 +28,12 @@ export type { Module } from './module.ts';
 export function createModules(ctx: AppContext) {
   const patients = patientService(ctx);
   const appointments = appointmentsModule(ctx, patients);
+  const auth = authModule(ctx);
   return {
     ops: opsModule(ctx),
     idempotency: idempotencyModule(ctx),
-    auth: authModule(ctx),
+    auth,
+    console: consoleModule(ctx, auth.service),
     businesses: businessesModule(ctx),
     clinics: clinicsModule(ctx),
     appointments,

@@ -9,6 +9,8 @@ import { LoginGuard } from './throttle.ts';
 export interface AuthModule extends Module {
   /** The app's login throttling (tests reach its clock). */
   readonly guard: LoginGuard;
+  /** Checks client credentials (the console's sign-in uses it). */
+  readonly service: AuthService;
 }
 
 export function authModule(ctx: AppContext): AuthModule {
@@ -31,5 +33,5 @@ export function authModule(ctx: AppContext): AuthModule {
     guard,
     businesses: new BusinessService({ db }),
   });
-  return { name: 'auth', routes: authRoutes(service, ctx.tokens), guard, stop: () => guard.close() };
+  return { name: 'auth', routes: authRoutes(service, ctx.tokens), guard, service, stop: () => guard.close() };
 }

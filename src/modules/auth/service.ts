@@ -47,6 +47,15 @@ export class AuthService {
 
   /** `address` is the caller's source address, for its failure budget (throttle.ts); undefined on a Unix socket. */
   async login(clientId: string, clientSecret: string, address: string | undefined): Promise<TokenPair> {
+    const client = await this.authenticate(clientId, clientSecret, address);
+    return this.#issue(this.#db, client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
+  }
+
+  /**
+   * The active API client these credentials name, checked as a login checks them (the same failure
+   * budgets): the browser console's sign-in, which opens a session instead of issuing tokens.
+   */
+  async authenticate(clientId: string, clientSecret: string, address: string | undefined): Promise<ApiClientsTable> {
     // Before the database and the hash: a throttled attempt costs neither.
     const admission = await this.#guard.admit(clientId, address);
     let client: ApiClientsTable | undefined;
@@ -62,7 +71,7 @@ export class AuthService {
     }
     if (!client || !valid) throw this.#guard.failed(admission);
     await this.#guard.succeeded(admission);
-    return this.#issue(this.#db, client.id, client.business_id, client.scopes.split(' '), newId('rtf'));
+    return client;
   }
 
   async refresh(refreshToken: string): Promise<TokenPair> {

@@ -1,0 +1,31 @@
+// Builds elements from data: text goes in as text, never as markup, so nothing the API returns can
+// become markup or script.
+
+/** h('p', { class: 'x' }, 'text', child): an element; `on<event>` props are listeners. */
+export function h(tag, props = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(props ?? {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') element.addEventListener(key.slice(2), value);
+    else if (key === 'class') element.className = value;
+    else if (key === 'value') element.value = value;
+    else element.setAttribute(key, value === true ? '' : String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+function append(parent, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(parent, child);
+    else parent.append(child instanceof Node ? child : String(child));
+  }
+}
+
+let fieldCount = 0;
+/** A labelled input: label and input joined by a fresh id. */
+export function field(label, props = {}) {
+  const id = props.id ?? `f${++fieldCount}`;
+  return h('div', { class: 'field' }, h('label', { for: id }, label), h(props.tag ?? 'input', { ...props, tag: null, id }));
+}
