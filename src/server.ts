@@ -134,6 +134,7 @@ export function closeOnSignals(server: RunningServer, logger: Logger, graceSecon
       },
     );
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  // on, not once: a repeated signal (a terminal's Ctrl-C reaches a wrapping bin/cps.js too) is the same request.
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }
