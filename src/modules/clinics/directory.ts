@@ -71,7 +71,17 @@ export const EkaEntities = Type.Object({
   success: Type.Literal(true),
   data: Type.Object({
     clinics: Type.Array(Type.Object({ clinic_id: Type.String(), partner_id: PartnerId, name: Type.String(), doctors: Type.Array(Type.String()) })),
-    doctors: Type.Array(Type.Object({ doctor_id: Type.String(), partner_id: PartnerId, name: Type.String() })),
+    doctors: Type.Array(
+      Type.Object({
+        doctor_id: Type.String(),
+        partner_id: PartnerId,
+        name: Type.String(),
+        clinics: Type.Array(Type.Object({ clinic_id: Type.String(), name: Type.String() }), {
+          description:
+            "The doctor's clinics, as eka-mcp-sdk's doctor profile reads them (Eka's example leaves it out; clinics[].doctors says the same)",
+        }),
+      }),
+    ),
     business: Type.Object({ business_id: Type.String(), name: Type.String() }),
   }),
 });
@@ -186,14 +196,21 @@ export class DirectoryService {
       this.#deps.businesses.find(businessId),
     ]);
     const doctorsOf = new Map<string, string[]>();
+    const clinicsOf = new Map<string, Array<{ clinic_id: string; name: string }>>();
+    const clinicNames = new Map(clinics.map((row) => [row.id, row.name]));
+    const add = <V>(map: Map<string, V[]>, key: string, value: V) => {
+      const values = map.get(key);
+      if (values) values.push(value);
+      else map.set(key, [value]);
+    };
     for (const { clinic_id, doctor_id } of assignments) {
-      const ids = doctorsOf.get(clinic_id);
-      if (ids) ids.push(doctor_id);
-      else doctorsOf.set(clinic_id, [doctor_id]);
+      add(doctorsOf, clinic_id, doctor_id);
+      const name = clinicNames.get(clinic_id);
+      if (name !== undefined) add(clinicsOf, doctor_id, { clinic_id, name });
     }
     return {
       clinics: clinics.map((row) => ({ clinic_id: row.id, ...partner(row.partner_id), name: row.name, doctors: doctorsOf.get(row.id) ?? [] })),
-      doctors: doctors.map((row) => ({ doctor_id: row.id, ...partner(row.partner_id), name: doctorName(row) })),
+      doctors: doctors.map((row) => ({ doctor_id: row.id, ...partner(row.partner_id), name: doctorName(row), clinics: clinicsOf.get(row.id) ?? [] })),
       business: { business_id: businessId, name: business?.name ?? '' },
     };
   }

@@ -128,9 +128,18 @@ describe(`Eka's directory paths: reads and deletes (${DIALECT})`, () => {
             { clinic_id: clinics[0], partner_id: `pc1-${tag}`, name: 'Sunrise Clinic', doctors: [doctors[0], doctors[1]] },
             { clinic_id: clinics[1], name: 'North Clinic', doctors: [doctors[0]] },
           ],
+          // Each doctor's clinics too, as eka-mcp-sdk's doctor profile reads them (doctors[].clinics[].clinic_id).
           doctors: [
-            { doctor_id: doctors[0], partner_id: `pd1-${tag}`, name: 'Dr. Asha Rao' },
-            { doctor_id: doctors[1], name: 'Dr. Vikram Iyer' },
+            {
+              doctor_id: doctors[0],
+              partner_id: `pd1-${tag}`,
+              name: 'Dr. Asha Rao',
+              clinics: [
+                { clinic_id: clinics[0], name: 'Sunrise Clinic' },
+                { clinic_id: clinics[1], name: 'North Clinic' },
+              ],
+            },
+            { doctor_id: doctors[1], name: 'Dr. Vikram Iyer', clinics: [{ clinic_id: clinics[0], name: 'Sunrise Clinic' }] },
           ],
           business: { business_id: client.businessId, name: 'Test Business' },
         },
@@ -169,6 +178,7 @@ describe(`Eka's directory paths: reads and deletes (${DIALECT})`, () => {
       assert.deepEqual((await call(p.client.token, 'GET', '/cdr/v1/clinic')).json().clinics, []);
       const entities = (await call(p.client.token, 'GET', '/dr/v1/business/entities')).json().data;
       assert.deepEqual(entities.clinics, []);
+      assert.deepEqual(entities.doctors.find((d: { doctor_id: string }) => d.doctor_id === p.doctorId).clinics, []);
       const doctor = (await call(p.client.token, 'GET', `/cdr/v1/doctor/${p.doctorId}`)).json().doctor;
       assert.deepEqual(doctor.clinic_ids, [], 'the assignment went with the clinic');
       assert.equal((await call(p.client.token, 'GET', `/dr/v1/doctor/${p.doctorId}`)).json().profile.professional.default_clinic, '');
