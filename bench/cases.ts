@@ -101,7 +101,10 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
     const ctx = createContext(config, storage, keys, createLogger('silent'));
     const app = await buildApp(ctx);
     await app.ready();
-    const { business_id: businessId, client_id: clientId } = await new BusinessService({ db: storage.db }).createBusiness('Bench');
+    const { business_id: businessId, client_id: clientId } = await new BusinessService({
+      db: storage.db,
+      chainSeal: ctx.audit.chainSeal,
+    }).createBusiness('Bench');
     const loadStarted = performance.now();
     await bulkInsert(storage, businessId);
     const loadSeconds = (performance.now() - loadStarted) / 1000;

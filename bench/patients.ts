@@ -16,6 +16,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { openStorage, type Storage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import { randomBytes } from 'node:crypto';
+import { ChainSeal } from '../src/access-log/seal.ts';
 import { BusinessService } from '../src/modules/businesses/index.ts';
 import { PatientNameIndex, type IndexedPatient } from '../src/modules/patients/name-index.ts';
 import { loadAgainstHello, round, scratchPgDatabase, spawnServer, type ComparedLoad, type Figure } from './lib.ts';
@@ -280,7 +282,7 @@ async function benchDialect(databaseUrl: string | null): Promise<Figure[]> {
   const dialect = storage.dialect;
   try {
     await migrateToLatest(storage.db);
-    const client = await new BusinessService({ db: storage.db }).createBusiness('Bench');
+    const client = await new BusinessService({ db: storage.db, chainSeal: new ChainSeal(randomBytes(32)) }).createBusiness('Bench');
     const businessId = client.business_id;
     const patients = generatePatients(businessId, ROWS);
     const index = new PatientNameIndex({ db: storage.db });

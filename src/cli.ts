@@ -6,6 +6,7 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ChainSeal } from './access-log/seal.ts';
+import { sealWhatMigrationsLeft } from './access-log/store.ts';
 import { verifyChains } from './access-log/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
@@ -24,7 +25,7 @@ import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { InitError, writeEnvironmentFile } from './init.ts';
 import { closeOnSignals, StartError, startServer } from './server.ts';
-import { MasterKeyMismatchError, reencryptStoredValues } from './security/stored-secrets.ts';
+import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError, reencryptStoredValues } from './security/stored-secrets.ts';
 import { PRODUCT, VERSION } from './version.ts';
 
 const USAGE = `Usage: cps [--env-file FILE] <command>
@@ -65,13 +66,28 @@ already set win).`;
 
 class UsageError extends Error {}
 
+/** Migrates, and seals what the migrations applied now left unsealed (audit/store.ts UNSEALED_BY_MIGRATIONS). */
+async function migrate(config: Config, storage: Storage): Promise<string[]> {
+  const applied = await migrateToLatest(storage.db);
+  await sealWhatMigrationsLeft(storage.db, applied, async () => {
+    const { masterKey } = await loadKeys(config);
+    await assertMasterKeyOpensStoredValues(storage.db, masterKey);
+    return masterKey;
+  });
+  return applied;
+}
+
+async function businessesOf(config: Config, storage: Storage): Promise<BusinessService> {
+  return new BusinessService({ db: storage.db, chainSeal: new ChainSeal((await loadKeys(config)).masterKey) });
+}
+
 type Command = (args: string[], config: Config) => Promise<void>;
 
 async function withStorage<T>(config: Config, work: (storage: Storage) => Promise<T>): Promise<T> {
   if (config.databaseUrl) await prepareDatabase(config.databaseUrl);
   const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
-    await migrateToLatest(storage.db);
+    await migrate(config, storage);
     return await work(storage);
   } finally {
     await storage.destroy();
@@ -124,7 +140,7 @@ const commands: Record<string, Command> = {
     if (config.databaseUrl) await prepareDatabase(config.databaseUrl);
     const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
     try {
-      const applied = await migrateToLatest(storage.db);
+      const applied = await migrate(config, storage);
       // A release whose search code cannot read the stored index snapshot: building it here, before the
       // new release's servers start, lets each of them read it instead of building for seconds.
       printJson({ applied, database: storage.dialect, index_snapshot_stored: await refreshIndexSnapshot(storage.db, config) });
@@ -137,33 +153,33 @@ const commands: Record<string, Command> = {
     const { values } = parseArgs({ args, options: { name: { type: 'string' } } });
     if (!values.name) throw new UsageError('business create needs --name NAME');
     const name = values.name;
-    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).createBusiness(name)));
+    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).createBusiness(name)));
   },
 
   async 'client create'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' }, scope: { type: 'string', multiple: true } } });
     if (!values.business) throw new UsageError('client create needs --business ID');
     const businessId = values.business;
-    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).createClient(businessId, values.scope)));
+    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).createClient(businessId, values.scope)));
   },
 
   async 'business list'(args, config) {
     parseArgs({ args, options: {} });
-    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).listBusinesses()));
+    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).listBusinesses()));
   },
 
   async 'client list'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
     if (!values.business) throw new UsageError('client list needs --business ID');
     const businessId = values.business;
-    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).listClients(businessId)));
+    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).listClients(businessId)));
   },
 
   async 'client revoke'(args, config) {
     const { values } = parseArgs({ args, options: { client: { type: 'string' } } });
     if (!values.client) throw new UsageError('client revoke needs --client ID');
     const clientId = values.client;
-    printJson(await withStorage(config, (storage) => new BusinessService({ db: storage.db }).revokeClient(clientId)));
+    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).revokeClient(clientId)));
   },
 
   async 'import drugs'(args, config) {

@@ -8,6 +8,7 @@ import type { AppContext } from './context.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { sealWhatMigrationsLeft } from './access-log/store.ts';
 import { createLogger } from './logger.ts';
 import { createDemoBusiness } from './modules/businesses/index.ts';
 import { createModules } from './modules/index.ts';
@@ -83,6 +84,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     await assertMasterKeyOpensStoredValues(storage.db, keys.masterKey).catch((error: unknown) => {
       throw error instanceof MasterKeyMismatchError ? new StartError(error.message) : error;
     });
+    const sealed = await sealWhatMigrationsLeft(storage.db, applied, async () => keys.masterKey);
+    if (sealed > 0) logger.info({ sealed }, 'access log heads and anchors sealed');
     const ctx = createContext(config, storage, keys, logger);
     const modules = createModules(ctx);
     // The search index takes longest to load: it starts now, and building the app goes on meanwhile

@@ -138,7 +138,7 @@ export interface TestClient {
 
 /** A business (or another client of `businessId`) with a signed access token. */
 export async function createTestClient(ctx: AppContext, options: { scopes?: string[]; businessId?: string } = {}): Promise<TestClient> {
-  const businesses = new BusinessService({ db: ctx.storage.db });
+  const businesses = new BusinessService({ db: ctx.storage.db, chainSeal: ctx.audit.chainSeal });
   const created = options.businessId
     ? await businesses.createClient(options.businessId, options.scopes)
     : options.scopes

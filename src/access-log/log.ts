@@ -14,16 +14,7 @@ import { withoutTransactionObserver, type Db } from '../db/index.ts';
 import type { Database } from '../db/schema.ts';
 import type { AuditCompletion, AuditEntry } from './entry.ts';
 import { ChainSeal } from './seal.ts';
-import {
-  appendChained,
-  businessesOf,
-  businessesToChain,
-  chainBusiness,
-  completeEntries,
-  insertEntries,
-  insertWithChange,
-  sealUnsealed,
-} from './store.ts';
+import { appendChained, businessesOf, businessesToChain, chainBusiness, completeEntries, insertEntries, insertWithChange } from './store.ts';
 import { WriteAheadFile, type Segment } from './wal.ts';
 
 export type WalRecord = { e: AuditEntry } | { c: AuditCompletion };
@@ -69,7 +60,8 @@ export class AuditLog {
   #flushQueued = false;
   #chainDue = false;
   #lastChain = 0;
-  readonly #seal: ChainSeal;
+  /** Seals chains' ends: a new business's chain is opened with it (BusinessService). */
+  readonly chainSeal: ChainSeal;
 
   constructor(options: AuditLogOptions) {
     this.#options = options;
@@ -78,7 +70,7 @@ export class AuditLog {
       this.#durable(records, segment),
     );
     this.#digestKey = Buffer.from(hkdfSync('sha256', options.masterKey, Buffer.alloc(0), 'audit-filter', 32));
-    this.#seal = new ChainSeal(options.masterKey);
+    this.chainSeal = new ChainSeal(options.masterKey);
   }
 
   /** Entry ids: a random prefix per process and a counter. */
@@ -94,8 +86,6 @@ export class AuditLog {
   /** Writes what processes that stopped left in the write-ahead file, then flushes on a timer. */
   async start(): Promise<void> {
     if (!this.enabled || this.#timer) return;
-    const sealed = await sealUnsealed(this.#options.db, this.#seal);
-    if (sealed > 0) this.#options.logger.info({ sealed }, 'access log heads and anchors sealed');
     for (const orphan of this.#wal.orphans()) {
       const file = this.#wal.claim(orphan);
       if (file === null) continue;
@@ -216,7 +206,7 @@ export class AuditLog {
     }
     for (const [businessId, list] of byBusiness) {
       try {
-        await appendChained(this.#options.db, this.#seal, businessId, list);
+        await appendChained(this.#options.db, this.chainSeal, businessId, list);
       } catch {
         await insertEntries(this.#options.db, list);
         this.#chainDue = true;
@@ -241,7 +231,7 @@ export class AuditLog {
     this.#lastChain = Date.now();
     const businesses = new Set([...(await businessesToChain(db, before)), ...(await businessesOf(db, [...pending.keys()]))]);
     for (const businessId of businesses) {
-      while ((await chainBusiness(db, businessId, before, CHAIN_BATCH, this.#seal, pending)) === CHAIN_BATCH);
+      while ((await chainBusiness(db, businessId, before, CHAIN_BATCH, this.chainSeal, pending)) === CHAIN_BATCH);
     }
     this.#chainDue = false;
   }

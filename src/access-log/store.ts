@@ -110,7 +110,29 @@ export async function resealChains(trx: Db, from: ChainSeal, to: ChainSeal): Pro
   return heads.length + anchors.length;
 }
 
-/** Seals heads and anchors stored before they had seals (the first start after migration 0030). */
+/**
+ * The migrations that leave heads or anchors without seals (the seals need the master key, which
+ * migrations do not hold). The process that applies one of them seals those rows right after; at any
+ * other time an unsealed row is a forgery (a seal set to null), and sealing it would launder it.
+ */
+export const UNSEALED_BY_MIGRATIONS: readonly string[] = ['0030_access_log_seals', '0032_access_log_heads_for_every_business'];
+
+/** Opens a new business's chain in the transaction that creates the business: a business whose head is missing later lost it. */
+export async function openChain(trx: Db, seal: ChainSeal, businessId: string): Promise<void> {
+  const genesis = { business_id: businessId, seq: 0, hash: GENESIS };
+  await trx
+    .insertInto('access_log_heads')
+    .values({ ...genesis, mac: seal.head(genesis) })
+    .execute();
+}
+
+/** After migrating: seals what the migrations just applied left unsealed, if any did. */
+export async function sealWhatMigrationsLeft(db: Kysely<Database>, applied: readonly string[], masterKey: () => Promise<Buffer>): Promise<number> {
+  if (!applied.some((name) => UNSEALED_BY_MIGRATIONS.includes(name))) return 0;
+  return sealUnsealed(db, new ChainSeal(await masterKey()));
+}
+
+/** Seals heads and anchors a migration left unsealed (see UNSEALED_BY_MIGRATIONS). */
 export async function sealUnsealed(db: Kysely<Database>, seal: ChainSeal): Promise<number> {
   let sealed = 0;
   await inTransaction(db, async (trx) => {

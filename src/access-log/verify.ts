@@ -7,7 +7,8 @@
  * The head and the anchor carry seals only the master key makes (seal.ts): a head moved back over
  * deleted newest entries, or an anchor written past deleted oldest ones, does not match its seal; an
  * anchor through entries younger than the retention period is refused too. Every business of the
- * businesses table is reported, one with neither chain nor head as `no_chain`.
+ * businesses table is reported; each has a head from its creation on (BusinessService opens the
+ * chain), so one without a head lost it with its chain.
  */
 import type { Db } from '../db/index.ts';
 import { entryHash, GENESIS } from './entry.ts';
@@ -29,8 +30,6 @@ export interface ChainReport {
   ok: boolean;
   /** The seq of the last entry retention pruned: the chain is checked from the one after it. */
   pruned_through?: number;
-  /** The business has no chain: nothing was ever recorded for it (or its entries and head were deleted together). */
-  no_chain?: true;
   /** The first broken link: the position where the chain stops holding, and why. */
   broken?: { seq: number; entry_id: string | null; reason: string };
 }
@@ -86,18 +85,9 @@ export async function verifyChain(db: Db, check: ChainCheck, businessId: string,
   const end = expectedSeq - 1;
   const entries = expectedSeq - first;
   if (!head) {
-    if (end === 0)
-      return {
-        business_id: businessId,
-        entries,
-        ok: !anchor,
-        ...(anchor
-          ? { ...pruned, broken: { seq: anchor.seq, entry_id: null, reason: 'the chain has no head record' } }
-          : { no_chain: true as const }),
-      };
-    // Chained since the head was read (a business's first entries)?
+    // Created since the head was read?
     if (restarts > 0 && (await chainHead(db, businessId))) return verifyChain(db, check, businessId, restarts - 1);
-    return fail(1, null, 'the chain has no head record');
+    return fail(end === 0 ? (anchor?.seq ?? 0) : 1, null, 'the chain has no head record (deleted, with its entries if none are left)');
   }
   if (head.seq !== end) return fail(end + 1, null, `the chain ends at ${end} but its head is at ${head.seq} (entries deleted)`);
   if (head.hash !== prev) return fail(end, null, 'the last entry is not the head of the chain');

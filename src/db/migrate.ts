@@ -39,6 +39,7 @@ import * as documentFileKeys from './migrations/0028_document_file_keys.ts';
 import * as scheduleServices from './migrations/0029_schedule_services.ts';
 import * as accessLogSeals from './migrations/0030_access_log_seals.ts';
 import * as consoleSessions from './migrations/0031_console_sessions.ts';
+import * as accessLogHeadsForEveryBusiness from './migrations/0032_access_log_heads_for_every_business.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -72,6 +73,7 @@ export const migrations: Record<string, Migration> = {
   '0029_schedule_services': scheduleServices,
   '0030_access_log_seals': accessLogSeals,
   '0031_console_sessions': consoleSessions,
+  '0032_access_log_heads_for_every_business': accessLogHeadsForEveryBusiness,
 };
 
 /**

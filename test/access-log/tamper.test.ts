@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { AuditEntry } from '../../src/access-log/entry.ts';
 import { ChainSeal } from '../../src/access-log/seal.ts';
-import { appendChained, resealChains } from '../../src/access-log/store.ts';
+import { appendChained, resealChains, sealWhatMigrationsLeft } from '../../src/access-log/store.ts';
 import { verifyChain, verifyChains } from '../../src/access-log/verify.ts';
 import { newId } from '../../src/db/ids.ts';
 import { runCli } from '../process.ts';
@@ -104,20 +104,45 @@ describe(`access log tampering (${DIALECT})`, () => {
     assert.match(grown.broken!.reason, /seal/);
   });
 
-  it('a business whose chain and head were deleted is still reported, and one never recorded is reported as such', async () => {
+  it('a business whose chain and head were deleted fails verify; one that recorded nothing yet holds', async () => {
     const business = await chain(3);
     const { businessId: silent } = await createTestClient(t.ctx);
     await db().deleteFrom('access_log').where('business_id', '=', business).execute();
     await db().deleteFrom('access_log_heads').where('business_id', '=', business).execute();
     const reports = await verifyChains(db(), chainCheck(t));
-    assert.deepEqual(
-      reports.find((r) => r.business_id === business),
-      { business_id: business, entries: 0, ok: true, no_chain: true },
-    );
+    const deleted = reports.find((r) => r.business_id === business);
+    assert.equal(deleted?.ok, false);
+    assert.match(deleted!.broken!.reason, /no head record/);
     assert.deepEqual(
       reports.find((r) => r.business_id === silent),
-      { business_id: silent, entries: 0, ok: true, no_chain: true },
+      { business_id: silent, entries: 0, ok: true },
     );
+  });
+
+  it('a head whose seal was emptied stays a forgery: only the process applying the sealing migrations seals empty seals', async () => {
+    const business = await chain(4);
+    const second = await row(business, 2);
+    await db().deleteFrom('access_log').where('business_id', '=', business).where('seq', '>', 2).execute();
+    await db().updateTable('access_log_heads').set({ seq: 2, hash: second.hash!, mac: null }).where('business_id', '=', business).execute();
+    assert.equal(await sealWhatMigrationsLeft(db(), [], async () => t.ctx.keys.masterKey), 0);
+    const cli = await runCli(['migrate'], env());
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual(JSON.parse(cli.stdout).applied, []);
+    const report = await verifyChain(db(), chainCheck(t), business);
+    assert.equal(report.ok, false);
+    assert.match(report.broken!.reason, /seal/);
+  });
+
+  it('the process applying migrations 0030 and 0032 seals the rows from before, and opens a chain for each business from before', async () => {
+    const legacy = await chain(2);
+    const { businessId: quiet } = await createTestClient(t.ctx);
+    await db().updateTable('access_log_heads').set({ mac: null }).where('business_id', '=', legacy).execute();
+    await db().deleteFrom('access_log_heads').where('business_id', '=', quiet).execute();
+    const { up } = await import('../../src/db/migrations/0032_access_log_heads_for_every_business.ts');
+    await up(db());
+    assert.ok((await sealWhatMigrationsLeft(db(), ['0032_access_log_heads_for_every_business'], async () => t.ctx.keys.masterKey)) >= 2);
+    assert.equal((await verifyChain(db(), chainCheck(t), legacy)).ok, true);
+    assert.deepEqual(await verifyChain(db(), chainCheck(t), quiet), { business_id: quiet, entries: 0, ok: true });
   });
 
   it('`cps keys rotate` seals the heads and anchors again under the new key; a forged one stays unmatched', async () => {

@@ -14,6 +14,8 @@ import {
   settleJob,
   settleSucceeded,
 } from '../../src/jobs/queue-repo.ts';
+import { randomBytes } from 'node:crypto';
+import { ChainSeal } from '../../src/access-log/seal.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
@@ -388,7 +390,7 @@ describe(`jobs (${DIALECT})`, () => {
 
   describe('queries', () => {
     it("read another business's job exactly like an unknown one", async () => {
-      const other = (await new BusinessService({ db: f.storage.db }).createBusiness('Other')).business_id;
+      const other = (await new BusinessService({ db: f.storage.db, chainSeal: new ChainSeal(randomBytes(32)) }).createBusiness('Other')).business_id;
       const id = await enqueue(f.storage.db, { kind: 'test.noop', businessId: other, payload: {} });
       assert.equal(await getJob(f.storage.db, id, { businessId: f.businessId }), null);
       assert.equal(await getJob(f.storage.db, 'job_unknown', { businessId: f.businessId }), null);

@@ -4,6 +4,8 @@ import { openStorage, type Storage } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
 import { JobQueue, type JobQueueOptions } from '../../src/jobs/queue.ts';
+import { randomBytes } from 'node:crypto';
+import { ChainSeal } from '../../src/access-log/seal.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support.ts';
 
@@ -24,7 +26,9 @@ export async function createJobsFixture(options: JobQueueOptions = {}): Promise<
   const database = await createTestDatabase();
   const storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 5 });
   await migrateToLatest(storage.db);
-  const { business_id: businessId } = await new BusinessService({ db: storage.db }).createBusiness('Jobs Test');
+  const { business_id: businessId } = await new BusinessService({ db: storage.db, chainSeal: new ChainSeal(randomBytes(32)) }).createBusiness(
+    'Jobs Test',
+  );
   const newQueue = () => {
     const registry = new Registry();
     return { registry, queue: new JobQueue(storage, createLogger('silent'), registry, { pollMs: 100, ...options }) };

@@ -31,7 +31,7 @@ export function authModule(ctx: AppContext): AuthModule {
     tokens: ctx.tokens,
     refreshTtlSeconds: config.refreshTokenTtl,
     guard,
-    businesses: new BusinessService({ db }),
+    businesses: new BusinessService({ db, chainSeal: ctx.audit.chainSeal }),
   });
   return { name: 'auth', routes: authRoutes(service, ctx.tokens), guard, service, stop: () => guard.close() };
 }

@@ -12,7 +12,10 @@ export async function createDemoBusiness(ctx: AppContext): Promise<void> {
   // Before the business exists: with keys from the environment and PostgreSQL nothing else creates the
   // directory, and credentials that cannot be written once the business is stored are lost for good.
   makePrivateDir(ctx.config.dataDir);
-  const created = await new BusinessService({ db: ctx.storage.db }).createDemoBusiness(DEMO_BUSINESS_ID, 'Demo Clinic');
+  const created = await new BusinessService({ db: ctx.storage.db, chainSeal: ctx.audit.chainSeal }).createDemoBusiness(
+    DEMO_BUSINESS_ID,
+    'Demo Clinic',
+  );
   if (!created) return;
   const file = path.join(ctx.config.dataDir, 'demo-credentials.json');
   writeFileSync(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });

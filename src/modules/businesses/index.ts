@@ -8,5 +8,5 @@ export { createDemoBusiness } from './demo.ts';
 export { BusinessService } from './service.ts';
 
 export function businessesModule(ctx: AppContext): Module {
-  return { name: 'businesses', routes: businessRoutes(new BusinessService({ db: ctx.storage.db })) };
+  return { name: 'businesses', routes: businessRoutes(new BusinessService({ db: ctx.storage.db, chainSeal: ctx.audit.chainSeal })) };
 }

@@ -4,6 +4,8 @@ import { SCOPES, isScope, type Scope } from '../../auth/scopes.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { ApiClientsTable, Database } from '../../db/schema.ts';
+import { openChain } from '../../access-log/store.ts';
+import type { ChainSeal } from '../../access-log/seal.ts';
 import { AppError } from '../../errors.ts';
 import { hashSecret, randomToken } from '../../security/secrets.ts';
 import * as repo from './repo.ts';
@@ -34,6 +36,8 @@ export function normaliseScopes(scopes: readonly string[] | undefined): Scope[] 
 
 export interface BusinessServiceDeps {
   db: Kysely<Database>;
+  /** Opens each new business's access log chain, so a chain deleted later is found (audit/verify.ts). */
+  chainSeal: ChainSeal;
 }
 
 export class BusinessService {
@@ -51,6 +55,7 @@ export class BusinessService {
     return inTransaction(this.#deps.db, async (trx) => {
       const businessId = newId('biz');
       await repo.insertBusiness(trx, { id: businessId, name: trimmed, created_at: Date.now() });
+      await openChain(trx, this.#deps.chainSeal, businessId);
       const { scopes: _all, ...client } = await this.#newClient(trx, businessId, [...SCOPES]);
       return client;
     });
@@ -71,6 +76,7 @@ export class BusinessService {
     if ((await repo.countBusinesses(this.#deps.db)) > 0) return null;
     return inTransaction(this.#deps.db, async (trx) => {
       if (!(await repo.claimBusiness(trx, { id, name, created_at: Date.now() }))) return null;
+      await openChain(trx, this.#deps.chainSeal, id);
       const { scopes: _all, ...client } = await this.#newClient(trx, id, [...SCOPES]);
       return client;
     });

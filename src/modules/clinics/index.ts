@@ -8,6 +8,6 @@ import { ClinicService } from './service.ts';
 
 export function clinicsModule(ctx: AppContext): Module {
   const { db } = ctx.storage;
-  const directory = new DirectoryService({ db, businesses: new BusinessService({ db }) });
+  const directory = new DirectoryService({ db, businesses: new BusinessService({ db, chainSeal: ctx.audit.chainSeal }) });
   return { name: 'clinics', routes: clinicRoutes(new ClinicService({ db }), directory) };
 }

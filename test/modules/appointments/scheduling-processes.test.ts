@@ -7,6 +7,8 @@ import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
+import { ChainSeal } from '../../../src/access-log/seal.ts';
+import { parseMasterKey } from '../../../src/config.ts';
 import { BusinessService } from '../../../src/modules/businesses/index.ts';
 import { sharedKeys, startServerProcess, type ServerProcess } from '../../process.ts';
 import { createTestDatabase, DIALECT, type TestDatabase } from '../../support.ts';
@@ -25,14 +27,16 @@ describe('scheduling across server processes (postgres)', { skip: DIALECT !== 'p
     database = await createTestDatabase();
     storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
     await migrateToLatest(storage.db);
-    const created = await new BusinessService({ db: storage.db }).createBusiness('Two processes');
+    const keys = sharedKeys();
+    const chainSeal = new ChainSeal(parseMasterKey(keys.CPS_MASTER_KEY));
+    const created = await new BusinessService({ db: storage.db, chainSeal }).createBusiness('Two processes');
     const env = {
       DATABASE_URL: database.databaseUrl!,
       CPS_DATA_DIR: database.dataDir,
       CPS_WORKERS: '0',
       LOG_LEVEL: 'warn',
       CPS_ENV: 'development',
-      ...sharedKeys(),
+      ...keys,
     };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const login = await fetch(`${servers[0]!.url}/connect-auth/v1/account/login`, {

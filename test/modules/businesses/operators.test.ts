@@ -17,7 +17,7 @@ describe(`cps business list, client list, client revoke (${DIALECT})`, () => {
     const login = (client_id: string, client_secret: string) =>
       t.app.inject({ method: 'POST', url: '/connect-auth/v1/account/login', payload: { client_id, client_secret } });
     try {
-      const businesses = new BusinessService({ db: t.ctx.storage.db });
+      const businesses = new BusinessService({ db: t.ctx.storage.db, chainSeal: t.ctx.audit.chainSeal });
       const first = await businesses.createBusiness('Sunrise Clinic');
       const second = await businesses.createClient(first.business_id, ['search']);
       const session = await login(second.client_id, second.client_secret);

@@ -10,6 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
+import { ChainSeal } from '../../../src/access-log/seal.ts';
+import { parseMasterKey } from '../../../src/config.ts';
 import { BusinessService } from '../../../src/modules/businesses/index.ts';
 import { toView } from '../../../src/modules/cases/service.ts';
 import { createTestDatabase, DIALECT, type TestDatabase } from '../../support.ts';
@@ -39,7 +41,9 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
     database = await createTestDatabase();
     storage = openStorage({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
     await migrateToLatest(storage.db);
-    const created = await new BusinessService({ db: storage.db }).createBusiness('Multi-process');
+    const keys = sharedKeys();
+    const chainSeal = new ChainSeal(parseMasterKey(keys.CPS_MASTER_KEY));
+    const created = await new BusinessService({ db: storage.db, chainSeal }).createBusiness('Multi-process');
     businessId = created.business_id;
     const env = {
       DATABASE_URL: database.databaseUrl!,
@@ -48,7 +52,7 @@ describe('cases sync across server processes (postgres)', { skip: DIALECT !== 'p
       LOG_LEVEL: 'warn',
       CPS_ENV: 'development',
       // Both processes share the keys, as a deployment would: tokens and page tokens work on either.
-      ...sharedKeys(),
+      ...keys,
     };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const login = await fetch(`${servers[0]!.url}/connect-auth/v1/account/login`, {
