@@ -240,7 +240,7 @@ export async function runSearchBench(_ctx: { helloWorldRps: number }): Promise<B
     // the index and writes its snapshot to the file and the database.
     const unsnapshotted = await startAndLoad();
     // A first start of a release whose search code cannot read the stored snapshot, deployed as the
-    // README says: `cps migrate` first, which builds and stores one (as `cps import` does after a large
+    // docs/5-api.md says: `cps migrate` first, which builds and stores one (as `cps import` does after a large
     // import); the server, on another machine (no snapshot file), reads the stored one and writes its file.
     const storage = openStorage({ databaseUrl: null, dataDir });
     try {

@@ -1,6 +1,6 @@
 /**
  * `cps backup` and `cps restore` of the embedded SQLite database (PostgreSQL has its own tools: see
- * the README). A backup is `VACUUM INTO` the copy, which is one read transaction: in WAL mode it sees
+ * docs/4-operations.md). A backup is `VACUUM INTO` the copy, which is one read transaction: in WAL mode it sees
  * the database as of its start and blocks no writer. It writes the rows afresh, not the pages, so the
  * copy holds no free page and no deleted bytes (an erased patient's). The copy is a single
  * self-contained file (rollback journal mode), 0600, checked before it takes its name.
@@ -69,8 +69,8 @@ export interface RestoreResult {
 export function postgresRefusal(command: 'backup' | 'restore'): BackupError {
   return new BackupError(
     command === 'backup'
-      ? 'cps backup copies the embedded SQLite database; with DATABASE_URL (PostgreSQL) use pg_dump -Fc (or pg_basebackup with WAL archiving for point-in-time recovery), see README "Backups"'
-      : 'cps restore restores the embedded SQLite database; with DATABASE_URL (PostgreSQL) use pg_restore (or your base backup and WAL archive), see README "Backups"',
+      ? 'cps backup copies the embedded SQLite database; with DATABASE_URL (PostgreSQL) use pg_dump -Fc (or pg_basebackup with WAL archiving for point-in-time recovery), see docs/4-operations.md "Backups"'
+      : 'cps restore restores the embedded SQLite database; with DATABASE_URL (PostgreSQL) use pg_restore (or your base backup and WAL archive), see docs/4-operations.md "Backups"',
   );
 }
 

@@ -46,7 +46,7 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
   import drugs FILE                       import medicines: A-Z medicines CSV, 1mg CSV (both layouts) or NDJSON
   import labs FILE                        import lab tests: LOINC lab orders CSV or NDJSON
   backup FILE [--force]                   copy the SQLite database, online, to FILE (0600); the master key
-                                          is not in it (PostgreSQL: pg_dump, see README "Backups")
+                                          is not in it (PostgreSQL: pg_dump, see docs/4-operations.md "Backups")
   restore FILE [--force]                  check FILE and put it in place of the SQLite database of a stopped
                                           data directory, keeping the previous one aside
   privacy reapply-erasures                erase again the patients the erasure record ($CPS_DATA_DIR/erasures.log)
@@ -61,7 +61,7 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
 
   --help, --version                       this text; the version
 
-Configuration comes from the environment (see README.md); --env-file FILE reads FILE first (variables
+Configuration comes from the environment (see docs/2-production.md); --env-file FILE reads FILE first (variables
 already set win).`;
 
 class UsageError extends Error {}
@@ -95,7 +95,7 @@ async function withStorage<T>(config: Config, work: (storage: Storage) => Promis
 }
 
 /**
- * Re-applies the erasure record to the database (README "Backups: erasures stick") through the privacy
+ * Re-applies the erasure record to the database (docs/4-operations.md "Backups") through the privacy
  * module, whose erasure walks every module's patient rows; null when there is no record.
  */
 async function reapplyErasures(config: Config): Promise<ReappliedErasures | null> {

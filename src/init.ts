@@ -40,11 +40,11 @@ export function environmentFile(options: Omit<InitOptions, 'file' | 'force'>, no
     `# OpenCPS production settings, written by \`cps init\` on ${now.toISOString().slice(0, 10)}.`,
     '# KEEP THIS FILE SAFE: it is readable by its owner only (0600); never commit it or copy it into a backup.',
     ...Object.entries(KEEP_SAFE).map(([variable, why]) => `#   ${variable} ${why}.`),
-    '# Every variable is described in README.md, "Configuration".',
+    '# Every variable is described in docs/2-production.md, "Configuration".',
     'CPS_ENV=production',
     `HOST=${options.host}`,
     `PORT=${options.port}`,
-    '# The address clients and review links use: https behind a TLS reverse proxy (README, "Production").',
+    '# The address clients and review links use: https behind a TLS reverse proxy (docs/2-production.md).',
     `CPS_PUBLIC_URL=${options.publicUrl}`,
     options.databaseUrl
       ? `DATABASE_URL=${options.databaseUrl}`
@@ -54,7 +54,7 @@ export function environmentFile(options: Omit<InitOptions, 'file' | 'force'>, no
     `CPS_ADMIN_TOKEN=${randomBytes(32).toString('base64url')}`,
     `CPS_JWT_PRIVATE_KEY='${pem.replaceAll('\n', '\\n')}'`,
     '# Behind a reverse proxy on this host: CPS_TRUST_PROXY=127.0.0.1',
-    '# Webhook receivers on the clinic network: CPS_OUTBOUND_ALLOW=192.168.1.20 (README, "Outbound connections")',
+    '# Webhook receivers on the clinic network: CPS_OUTBOUND_ALLOW=192.168.1.20 (docs/7-security.md, "Outbound connections")',
   ];
   return `${lines.join('\n')}\n`;
 }

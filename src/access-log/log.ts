@@ -1,5 +1,5 @@
 /**
- * The access log of one process (README "Audit log"). A change's entry is written in the change's
+ * The access log of one process (docs/4-operations.md "Audit log"). A change's entry is written in the change's
  * own transaction (http.ts asks inTransaction to); what its answer adds (status, ids) and every
  * read's entry go to the write-ahead file, fsynced before the answer is sent, and from there to the
  * database in batches (every flushMs, or flushEntries entries), off the request's path. Entries are

@@ -74,7 +74,7 @@ export function openSqlite(file: string): Storage {
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
   // Deleted rows are overwritten with zeros, in their pages and in pages freed: an erased patient's
-  // data does not stay in the file's bytes (README "Erasure").
+  // data does not stay in the file's bytes (docs/4-operations.md "Export and erasure").
   database.pragma('secure_delete = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyConnection(database) }) });
   return { db, dialect: 'sqlite', pgPool: null, location: file, destroy: () => db.destroy() };

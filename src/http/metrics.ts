@@ -18,7 +18,7 @@ export interface PoolCounts {
 
 /**
  * The PostgreSQL pool as a scrape finds it: connections in use and idle, and requests queued for one
- * (above zero for long: the pool is too small for the load, or PostgreSQL too slow; see the README).
+ * (above zero for long: the pool is too small for the load, or PostgreSQL too slow; see docs/3-postgresql.md).
  */
 export function registerPoolMetrics(registry: Registry, pool: PoolCounts): void {
   new Gauge({

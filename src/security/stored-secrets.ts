@@ -56,7 +56,7 @@ export class MasterKeyMismatchError extends Error {
   readonly what: string;
   constructor(what: string) {
     super(
-      `CPS_MASTER_KEY does not open the ${what} stored in this database: start with the key they were stored under (to change the key, see README "Rotating the master key")`,
+      `CPS_MASTER_KEY does not open the ${what} stored in this database: start with the key they were stored under (to change the key, see docs/4-operations.md "Rotating the master key")`,
     );
     this.what = what;
   }

@@ -1,6 +1,6 @@
 /**
  * SQLite keeps no bytes of erased data: not in the database file's free pages, not in its write-ahead
- * log, not in a backup taken after the erasure (PostgreSQL: pages are reused by VACUUM, see README).
+ * log, not in a backup taken after the erasure (PostgreSQL: pages are reused by VACUUM, see docs/4-operations.md).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The access log (README "Audit log"): one row per operation on patient data. A row is chained
+ * The access log (docs/4-operations.md "Audit log"): one row per operation on patient data. A row is chained
  * (seq, prev_hash, hash set) after it is written, in order per business; access_log_heads holds each
  * chain's last link, so that deleting the newest rows is detected too, and its row is the lock that
  * orders the chain across processes.

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * A patient's rights (README "Export and erasure"): an erased patient keeps a row without personal
+ * A patient's rights (docs/4-operations.md "Export and erasure"): an erased patient keeps a row without personal
  * data (appointments still name it), marked by `erased_at`, with `erased_ref`, a keyed digest of the
  * partner's id it had, so that erasing it again by that id answers the same; and the exports of
  * patients' data, their documents encrypted at rest until they expire.

@@ -1,4 +1,4 @@
-/** Reading the access log: a business its own entries, the operator any business's (README "Audit log"). */
+/** Reading the access log: a business its own entries, the operator any business's (docs/4-operations.md "Audit log"). */
 import type { Kysely } from 'kysely';
 import type { AccessLogTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';

@@ -1,5 +1,5 @@
 /**
- * The erasure record (README "Backups: erasures stick"): an append-only file in the data directory,
+ * The erasure record (docs/4-operations.md "Backups"): an append-only file in the data directory,
  * outside the database, so that a restore of an older copy (cps restore, pg_restore) can erase again
  * the patients erased after it. A line is written and fsync'd inside the erasure's transaction, before
  * it commits: a crash between the two leaves a line for an erasure that was asked for and not done,

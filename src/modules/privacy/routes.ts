@@ -1,5 +1,5 @@
 /**
- * A patient's rights (README "Export and erasure"), in the standard error family:
+ * A patient's rights (docs/4-operations.md "Export and erasure"), in the standard error family:
  * `POST /privacy/v1/patients/{patient_id}/export` (scope privacy:export) asks for a copy of the
  * patient's data, built in the background; `GET /privacy/v1/exports/{export_id}` says whether it is
  * ready and gives its link; `GET /privacy/v1/exports/{export_id}/download?token=` answers the document

@@ -1,5 +1,5 @@
 /**
- * A patient's rights (README "Export and erasure"): a copy of everything the business holds about a
+ * A patient's rights (docs/4-operations.md "Export and erasure"): a copy of everything the business holds about a
  * patient, built by a background job and fetched with an expiring link; and erasure, which removes or
  * irreversibly anonymises it in one transaction, records `patient.erased` and leaves the access log's
  * entry of the request as the proof.
@@ -48,7 +48,7 @@ export interface ReappliedErasures {
   records: number;
   /** Patients the database held unerased, erased again. */
   re_erased: Array<{ business_id: string; patient_id: string; erased_at_first: number }>;
-  /** Lines written under another master key: their digests cannot be matched (README "Rotating the master key"). */
+  /** Lines written under another master key: their digests cannot be matched (docs/4-operations.md "Rotating the master key"). */
   other_key: number;
 }
 

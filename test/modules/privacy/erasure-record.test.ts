@@ -1,5 +1,5 @@
 /**
- * The erasure record (README "Backups: erasures stick"): written before an erasure commits, naming no
+ * The erasure record (docs/4-operations.md "Backups"): written before an erasure commits, naming no
  * one, and re-applied by `cps privacy reapply-erasures` (here after an erasure that never committed: the
  * database holds the patient unerased, as a restored older copy does).
  */

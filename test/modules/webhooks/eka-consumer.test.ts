@@ -184,7 +184,7 @@ describe(`deliveries to Eka's webhook consumer (${DIALECT})`, { skip: !HAS_PYTHO
       assert.equal(check!.body_is_canonical, true);
       assert.deepEqual(check!.body.data.partner_meta, meta);
       // The sample Lambda's unescaping turns \" into a bare quote before parsing: no body can survive
-      // it and Python's json.dumps both (README, Coming from Eka).
+      // it and Python's json.dumps both (docs/6-eka.md).
       assert.equal(check!.unescaped_verified, false);
     });
 
