@@ -9,6 +9,8 @@ import {
   classifyAddress,
   classifyLiteral,
   isBlockedName,
+  isPublicAddress,
+  systemResolver,
   type AddressClass,
 } from '../../src/security/outbound.ts';
 import { stubResolver } from './support.ts';
@@ -357,5 +359,188 @@ describe('outbound policy (development)', () => {
     assert.equal(await policy.check(new URL('http://localhost/hook')), null);
     assert.doesNotThrow(() => policy.assertStatic(new URL('http://10.0.0.1/')));
     assert.deepEqual((await lookup(policy, 'dev.test', true)).answer, [{ address: '127.0.0.1', family: 4 } satisfies LookupAddress]);
+  });
+});
+
+describe('outbound address rules, one table each', () => {
+  it('classifies the IPv4 address a translated (rfc6145) spelling embeds, and refuses text with a colon that is no address', () => {
+    const cases: Array<[string, AddressClass]> = [
+      ['::ffff:0:7f00:1', 'loopback'],
+      ['::ffff:0:808:808', 'public'],
+      ['::ffff:0:a00:1', 'private'],
+      ['not:an:address', 'not an address'],
+      ['[::1', 'not an address'],
+    ];
+    for (const [spelling, expected] of cases) assert.equal(classifyAddress(spelling), expected, spelling);
+  });
+
+  it('says an address is public only for the public class', () => {
+    const cases: Array<[string, boolean]> = [
+      ['8.8.8.8', true],
+      ['2606:4700::1111', true],
+      ['127.0.0.1', false],
+      ['10.0.0.1', false],
+      ['example.com', false],
+    ];
+    for (const [address, isPublic] of cases) assert.equal(isPublicAddress(address), isPublic, address);
+  });
+
+  it('writes a host in its canonical form: lower case, IPv6 shortened and unbracketed, other text as it is', () => {
+    const cases: Array<[string, string]> = [
+      ['0:0:0:0:0:0:0:1', '::1'],
+      ['[0:0::1]', '::1'],
+      ['FE80::1%ETH0', 'fe80::1%eth0'],
+      ['[FE80::1%ETH0]', 'fe80::1%eth0'],
+      ['Api.Example.COM.', 'api.example.com'],
+      ['x[1]', 'x[1]'],
+      ['[1]x', '[1]x'],
+    ];
+    for (const [host, canonical] of cases) assert.equal(canonicalHost(host), canonical, host);
+  });
+
+  it('names the host and the reason in a refusal, for the server log', () => {
+    const error = new AddressNotAllowedError('10.0.0.1', 'private');
+    assert.equal(error.message, 'outbound connection to 10.0.0.1 refused: private');
+    assert.equal(error.name, 'AddressNotAllowedError');
+    assert.equal(error.code, 'ERR_OUTBOUND_ADDRESS_NOT_ALLOWED');
+    assert.equal(error.host, '10.0.0.1');
+    assert.equal(error.addressClass, 'private');
+  });
+
+  it('resolves with the system resolver every address of a name, as a list (localhost, from the hosts file)', async () => {
+    const addresses = await systemResolver('localhost');
+    assert.ok(Array.isArray(addresses) && addresses.length > 0);
+    for (const { address } of addresses) assert.equal(classifyAddress(address), 'loopback', address);
+  });
+
+  it('accepts allow-list names of one-letter labels, and refuses labels that start or end with a hyphen or are empty', () => {
+    for (const entry of ['x', 'a.b.c', 'a-b.c_d', 'x1.test']) assert.doesNotThrow(() => new OutboundAllowList([entry]), entry);
+    for (const entry of ['a-', 'a-.test', 'a..b', 'a.-b', '.a'])
+      assert.throws(() => new OutboundAllowList([entry]), /is not an address, CIDR range or host name/, entry);
+  });
+
+  it('covers an address with a range only where the range may cover its class', () => {
+    const cases: Array<[string[], string, AddressClass, boolean]> = [
+      [['10.0.0.0/8'], '10.1.2.3', 'private', true],
+      [['10.0.0.0/8'], '11.1.2.3', 'public', false],
+      [['fe80::/10'], 'fe80::1%eth0', 'link-local', true],
+      [['fe80::/10'], 'FE80::1%ETH0', 'link-local', true],
+      [['10.0.0.0/8'], 'not-an-address', 'not an address', false],
+      [['10.0.0.0/8'], '::ffff:10.0.0.1', 'private', true],
+      [['169.254.169.254'], '169.254.169.254', 'metadata', true],
+      [['169.254.169.254/32'], '169.254.169.254', 'metadata', true],
+      [['169.254.169.254/31'], '169.254.169.254', 'metadata', false],
+      [['169.254.0.0/16'], '169.254.169.254', 'metadata', false],
+      [['::1/128'], '::1', 'loopback', true],
+      [['::1'], '::1', 'loopback', true],
+      [['::0/127'], '::1', 'loopback', false],
+      [['::/0'], '::1', 'loopback', false],
+      [['fd00:ec2::254/128'], 'fd00:ec2::254', 'metadata', true],
+      [['fd00:ec2::/32'], 'fd00:ec2::254', 'metadata', false],
+      [['127.0.0.0/8'], '127.0.0.1', 'loopback', true],
+      [['127.0.0.0/9'], '127.0.0.1', 'loopback', true],
+      [['127.0.0.0/9'], '127.200.0.1', 'loopback', false],
+      [['126.0.0.0/7'], '127.0.0.1', 'loopback', false],
+      [['0.0.0.0/8'], '0.1.2.3', 'this network', true],
+      [['0.0.0.0/0'], '0.1.2.3', 'this network', false],
+      [['0.0.0.0/0'], '127.0.0.1', 'loopback', false],
+      [['0.0.0.0/8'], '127.0.0.1', 'loopback', false],
+      [['127.0.0.0/8'], '0.1.2.3', 'this network', false],
+    ];
+    for (const [entries, address, addressClass, covered] of cases) {
+      assert.equal(new OutboundAllowList(entries).covers(address, addressClass), covered, `${entries} ${address}`);
+    }
+  });
+});
+
+describe('outbound policy, one rule per table', () => {
+  it('refuses up front, without DNS, what the URL alone shows is not allowed (production)', () => {
+    const dns = stubResolver();
+    const policy = new OutboundPolicy({ publicOnly: true, resolve: dns.resolve });
+    const cases: Array<[string, string | null]> = [
+      ['https://example.test/', null],
+      ['https://8.8.8.8/', null],
+      ['https://localhost/', 'blocked name'],
+      ['https://metadata.google.internal/', 'blocked name'],
+      ['https://127.0.0.1/', 'loopback'],
+      ['http://8.8.8.8/', 'not https'],
+      ['http://example.test/', 'not https'],
+    ];
+    for (const [url, reason] of cases) {
+      let refused: string | null = null;
+      try {
+        policy.assertStatic(new URL(url));
+      } catch (error) {
+        refused = (error as AddressNotAllowedError).addressClass;
+      }
+      assert.equal(refused, reason, url);
+    }
+    assert.deepEqual(dns.asked, []);
+  });
+
+  it('checks a registration: a literal without DNS, a name by its answers, and a name that does not resolve passes', async () => {
+    const dns = stubResolver({ 'public.test': ['8.8.8.8'], 'private.test': ['10.0.0.1'] });
+    const policy = new OutboundPolicy({ publicOnly: true, resolve: dns.resolve });
+    const refused = async (url: string) => (await policy.check(new URL(url)))?.addressClass ?? null;
+    assert.equal(await refused('https://8.8.8.8/'), null);
+    assert.deepEqual(dns.asked, [], 'a literal is checked without DNS');
+    assert.equal(await refused('https://public.test/'), null);
+    assert.equal(await refused('https://private.test/'), 'private');
+    assert.equal(await refused('https://unknown.test/'), null);
+    assert.deepEqual(dns.asked, ['public.test', 'private.test', 'unknown.test']);
+  });
+
+  it('asks no DNS and refuses nothing at registration in development', async () => {
+    const dns = stubResolver({ 'private.test': ['10.0.0.1'] });
+    const policy = new OutboundPolicy({ publicOnly: false, resolve: dns.resolve });
+    assert.equal(await policy.check(new URL('http://private.test/')), null);
+    assert.deepEqual(dns.asked, []);
+  });
+
+  it('resolves a host to connect to: literals and blocked names refused before DNS in production, every answer checked', async () => {
+    const dns = stubResolver({
+      '8.8.8.8': ['8.8.8.8'],
+      '127.0.0.1': ['127.0.0.1'],
+      '10.0.0.1': ['10.0.0.1'],
+      localhost: ['8.8.8.8'],
+      'empty.test': [],
+    });
+    const production = new OutboundPolicy({ publicOnly: true, resolve: dns.resolve });
+    const outcome = async (policy: OutboundPolicy, host: string, scheme?: 'http:' | 'https:') => {
+      try {
+        return (await policy.resolveAllowed(host, scheme)).map((a) => a.address).join(',');
+      } catch (error) {
+        return error instanceof AddressNotAllowedError
+          ? `refused: ${error.addressClass}`
+          : `failed: ${(error as { code?: string }).code} ${(error as Error).message}`;
+      }
+    };
+    const cases: Array<[string, 'http:' | 'https:' | undefined, string]> = [
+      ['8.8.8.8', undefined, '8.8.8.8'],
+      ['8.8.8.8', 'http:', 'refused: not https'],
+      ['127.0.0.1', undefined, 'refused: loopback'],
+      ['10.0.0.1', undefined, 'refused: private'],
+      ['localhost', undefined, 'refused: blocked name'],
+      ['empty.test', undefined, 'failed: ENOTFOUND empty.test has no address'],
+    ];
+    for (const [host, scheme, expected] of cases) assert.equal(await outcome(production, host, scheme), expected, `${host} ${scheme}`);
+    assert.deepEqual(dns.asked, ['8.8.8.8', 'empty.test'], 'refused literals and names never reach DNS');
+
+    const development = new OutboundPolicy({ publicOnly: false, resolve: dns.resolve });
+    assert.equal(await outcome(development, '127.0.0.1'), '127.0.0.1');
+    assert.equal(await outcome(development, 'localhost', 'http:'), '8.8.8.8');
+  });
+
+  it('looks up for plain http only what the allow-list lets through, for https every public answer', async () => {
+    const dns = stubResolver({ 'public.test': ['8.8.8.8'] });
+    const policy = new OutboundPolicy({ publicOnly: true, resolve: dns.resolve });
+    const viaLookup = (fn: OutboundPolicy['lookup']): Promise<string> =>
+      new Promise((resolve) => {
+        (fn as (h: string, o: { all: boolean }, cb: (...args: unknown[]) => void) => void)('public.test', { all: false }, (error, address) =>
+          resolve(error ? `refused: ${(error as AddressNotAllowedError).addressClass}` : String(address)),
+        );
+      });
+    assert.equal(await viaLookup(policy.lookup), '8.8.8.8');
+    assert.equal(await viaLookup(policy.httpLookup), 'refused: not https');
   });
 });
