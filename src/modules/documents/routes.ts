@@ -19,16 +19,11 @@ interface RouteConfig {
 const PatientHeader = Type.Object({
   'x-pt-id': Type.String({ maxLength: MAX_ID_LENGTH, description: "The patient's id within the business (the service's or the partner's)." }),
 });
-const Epoch = Type.Integer({
-  minimum: 0,
-  maximum: 253_402_300_799,
-  description: 'epoch seconds',
-  'x-message': 'must be an integer epoch in seconds',
-});
 const NullableEpoch = Type.Unsafe<number | null>({
   type: ['integer', 'null'],
   minimum: 0,
   maximum: 253_402_300_799,
+  description: 'epoch seconds',
   'x-message': 'must be an integer epoch in seconds, or null',
 });
 const DocumentType = Type.String({ minLength: 1, maxLength: 20, 'x-message': 'must be a string of 1 to 20 characters (lr, ps, dc, ...)' });
@@ -54,7 +49,8 @@ const FileRequest = Type.Object({
 const DocumentRequest = Type.Object({
   document_id: Type.Optional(DocumentId),
   dt: Type.Optional(DocumentType),
-  dd_e: Type.Optional(Epoch),
+  // null as no date: ekapython-sdk's upload_document sends `"dd_e": null` when given none.
+  dd_e: Type.Optional(NullableEpoch),
   tg: Type.Optional(Tags),
   title: Type.Optional(nullable(Title, 'must be a string of at most 256 characters, or null')),
   cases: Type.Optional(nullable(CaseIds, 'must be a list of case ids, or null')),

@@ -45,7 +45,8 @@ export interface PatientScope {
 export interface NewDocument {
   document_id?: string;
   dt?: string;
-  dd_e?: number;
+  /** null: no date, as absent. */
+  dd_e?: number | null;
   tg?: string[];
   title?: string | null;
   cases?: string[] | null;
@@ -212,7 +213,7 @@ export class DocumentsService {
             status: 'P',
             source: 'form',
             dt: doc.dt ?? null,
-            document_date: doc.dd_e === undefined ? null : doc.dd_e * 1000,
+            document_date: doc.dd_e === undefined || doc.dd_e === null ? null : doc.dd_e * 1000,
             tags: JSON.stringify(tagsOf(doc.tg)),
             title: doc.title ?? null,
             cases: JSON.stringify(cases),

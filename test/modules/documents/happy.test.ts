@@ -61,6 +61,20 @@ describe('documents: happy paths', () => {
     assert.deepEqual((listed.record.item.metadata as { tags: string[] }).tags, ['covid', 'test']);
   });
 
+  it("takes the batch ekapython-sdk's upload_document sends without a date (dd_e: null) as a document without one", async () => {
+    const pdf = sampleFile('pdf', 4096);
+    const prepared = await api.prepare([
+      { dt: 'lr', dd_e: null, tg: [], files: [{ contentType: 'application/pdf', file_size: pdf.length }], title: 'Lab report' },
+    ]);
+    assert.equal(prepared.statusCode, 200, prepared.body);
+    const doc = prepared.json().batch_response[0] as { document_id: string; forms: FormJson[] };
+    assert.equal((await postForm(t.app, doc.forms[0]!, pdf, 'application/pdf')).statusCode, 204);
+    const read = await api.get(doc.document_id);
+    assert.equal(read.statusCode, 200, read.body);
+    assert.equal(read.json().document_date_epoch, null);
+    assert.equal(read.json().title, 'Lab report');
+  });
+
   it('accepts every type from its bytes: PDF, JPEG, PNG, HEIC and DICOM', async () => {
     for (const type of ['pdf', 'jpeg', 'png', 'heic', 'dicom'] as const) {
       const file = sampleFile(type, 4096);
