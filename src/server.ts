@@ -8,6 +8,7 @@ import type { AppContext } from './context.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { watchIssuers } from './auth/issuers.ts';
 import { sealWhatMigrationsLeft } from './access-log/store.ts';
 import { createLogger } from './logger.ts';
 import { createDemoBusiness } from './modules/businesses/index.ts';
@@ -95,7 +96,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const app = await buildApp(ctx, modules);
     // Before listening, so the signal handlers (installed once this returns) follow closely.
     if (config.workers) await ctx.jobs.start();
+    const issuers = await watchIssuers(storage.db, config.publicUrl, keys.signing.kid, logger);
     const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: NodeJS.ErrnoException) => {
+      issuers.stop();
       await app.close();
       throw portRefusal(config.host, config.port, error.code) ?? error;
     });
@@ -105,6 +108,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       (closing ??= (async () => {
         // app.close stops accepting and lets requests in flight finish while running jobs finish
         // alongside (both within the grace period, app.ts); then the database closes.
+        issuers.stop();
         await app.close();
         await storage.destroy();
       })());

@@ -109,6 +109,9 @@ describe(`several processes on one database (${DIALECT})`, () => {
         assert.equal(clients.length, 1);
         const demo = JSON.parse(readFileSync(path.join(database.dataDir, 'demo-credentials.json'), 'utf8'));
         assert.equal(demo.client_id, clients[0]!.id);
+        // Left at the default CPS_PUBLIC_URL (http://HOST:PORT), each has its own issuer: the later starts say so.
+        const warned = servers.filter((server) => server.output().includes('different CPS_PUBLIC_URL with the same signing key'));
+        assert.ok(warned.length >= 1, servers.map((server) => server.output()).join('\n'));
       } finally {
         await storage.destroy();
       }

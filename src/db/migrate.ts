@@ -40,6 +40,7 @@ import * as scheduleServices from './migrations/0029_schedule_services.ts';
 import * as accessLogSeals from './migrations/0030_access_log_seals.ts';
 import * as consoleSessions from './migrations/0031_console_sessions.ts';
 import * as accessLogHeadsForEveryBusiness from './migrations/0032_access_log_heads_for_every_business.ts';
+import * as tokenIssuers from './migrations/0033_token_issuers.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -74,6 +75,7 @@ export const migrations: Record<string, Migration> = {
   '0030_access_log_seals': accessLogSeals,
   '0031_console_sessions': consoleSessions,
   '0032_access_log_heads_for_every_business': accessLogHeadsForEveryBusiness,
+  '0033_token_issuers': tokenIssuers,
 };
 
 /**

@@ -32,6 +32,14 @@ export interface ConsoleSessionsTable {
   last_seen_at: number;
 }
 
+/** A token issuer (CPS_PUBLIC_URL) a process sharing this database announced (auth/issuers.ts). */
+export interface TokenIssuersTable {
+  issuer: string;
+  /** The signing key's id: processes that share a key but not an issuer refuse each other's tokens. */
+  key_id: string;
+  seen_at: number;
+}
+
 export interface RefreshTokensTable {
   id: string;
   token_hash: string;
@@ -648,6 +656,7 @@ export interface Database {
   access_log_pruned: AccessLogPrunedTable;
   privacy_exports: PrivacyExportsTable;
   console_sessions: ConsoleSessionsTable;
+  token_issuers: TokenIssuersTable;
 }
 
 export type { Generated };
