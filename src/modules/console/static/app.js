@@ -1,13 +1,14 @@
 // The console's page: who is signed in, the pages they may see, and the router between them.
 // Every page lives at /console/<name>; the server answers each with this same page.
 import { api, onSignedOut, setCsrf } from './api.js';
+import { deskPage } from './desk.js';
 import { h } from './dom.js';
 import { homePage } from './home.js';
 import { signInPage } from './signin.js';
 import { t } from './strings.js';
 
 /** The pages after sign-in, in the order of the menu; `allowed` reads the session. */
-const PAGES = [homePage];
+const PAGES = [homePage, deskPage];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');

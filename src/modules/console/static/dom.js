@@ -15,6 +15,12 @@ export function h(tag, props = {}, ...children) {
   return element;
 }
 
+/** Replaces the children of `parent` (arrays flattened, empty values skipped, as in h()). */
+export function replace(parent, ...children) {
+  parent.replaceChildren();
+  append(parent, children);
+}
+
 function append(parent, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
