@@ -233,4 +233,47 @@ describe('front desk in a browser', { skip: browserSkip }, () => {
       await close();
     }
   });
+
+  test('desktop: a doctor’s weekly schedule, a session added, leave taken and given back', async () => {
+    const { page, problems, close } = await openConsole(browser, DESKTOP);
+    try {
+      await signInThroughPage(page, base, desk);
+      await page.getByRole('link', { name: 'Schedules' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Schedules' }).waitFor();
+      await page.getByLabel('Doctor and clinic').selectOption({ label: 'Dr. Asha Rao · Sunrise Family Clinic' });
+      await page.getByRole('button', { name: 'Show' }).click();
+      await page.locator('#schedule-sessions', { hasText: 'Mon, Tue, Wed, Thu, Fri, Sat, Sun' }).waitFor();
+      assert.match(await page.getByText(/^Slots of 15 minutes/).innerText(), /Slots of 15 minutes, 1 patients each, times in Asia\/Kolkata\./);
+
+      const form = page.locator('#schedule-add-session');
+      await form.getByLabel('Sat').check();
+      await form.getByLabel('Start').fill('18:00');
+      await form.getByLabel('End').fill('20:00');
+      await form.getByRole('button', { name: 'Add' }).click();
+      await page.locator('#status', { hasText: 'The session was added.' }).waitFor();
+      await page.locator('#schedule-sessions tbody tr', { hasText: '18:00' }).waitFor();
+      const path = `/cdr/v1/doctor/${doctorId}/clinic/${clinicId}/schedule`;
+      assert.deepEqual((await call(t, desk.token, 'GET', path)).schedule.sessions.at(-1), { days: ['SAT'], start: '18:00', end: '20:00' });
+
+      const leave = page.locator('#schedule-add-leave');
+      await leave.getByLabel('From').fill(date);
+      await leave.getByLabel('To (inclusive)').fill(date);
+      await leave.getByLabel('Note (optional)').fill('Conference');
+      await leave.getByRole('button', { name: 'Add' }).click();
+      await page.locator('#schedule-leave', { hasText: `Leave: ${date} to ${date} (Conference)` }).waitFor();
+      assert.deepEqual(await freeSlots(t, desk.token, doctorId, clinicId, date), [], 'no free slot on a day of leave');
+      await checkAccessibility(page, 'schedules');
+      await shot(page, 'schedule-desktop');
+
+      await page.getByRole('button', { name: `Remove the leave ${date} to ${date}` }).click();
+      await page.getByText('No leave or holiday.').waitFor();
+      assert.ok((await freeSlots(t, desk.token, doctorId, clinicId, date)).length > 0, 'the slots are back');
+      await page.getByRole('button', { name: 'Remove the session 18:00–20:00' }).click();
+      await page.locator('#status', { hasText: 'The session was removed.' }).waitFor();
+      assert.equal((await call(t, desk.token, 'GET', path)).schedule.sessions.length, 1);
+      assert.deepEqual(problems, []);
+    } finally {
+      await close();
+    }
+  });
 });

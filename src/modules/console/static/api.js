@@ -26,6 +26,9 @@ function messageOf(body) {
   const problem = body.error ?? body.message ?? body.detail ?? body.title;
   if (typeof problem === 'string') return problem;
   if (problem && typeof problem === 'object') return problem.message ?? problem.msg ?? null;
+  // The clinics family's field problems: { field: [message, ...], ... }.
+  const fields = Object.entries(body).filter(([, value]) => Array.isArray(value) && value.every((item) => typeof item === 'string'));
+  if (fields.length > 0) return fields.map(([name, messages]) => `${name}: ${messages.join(' ')}`).join('; ');
   return null;
 }
 

@@ -4,11 +4,12 @@ import { api, onSignedOut, setCsrf } from './api.js';
 import { deskPage } from './desk.js';
 import { h } from './dom.js';
 import { homePage } from './home.js';
+import { schedulePage } from './schedule.js';
 import { signInPage } from './signin.js';
 import { t } from './strings.js';
 
 /** The pages after sign-in, in the order of the menu; `allowed` reads the session. */
-const PAGES = [homePage, deskPage];
+const PAGES = [homePage, deskPage, schedulePage];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
