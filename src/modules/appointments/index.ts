@@ -2,10 +2,10 @@
 import { parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
 import { appointmentKey } from '../../jobs/outbox.ts';
-import { ClinicService } from '../clinics/service.ts';
+import type { ClinicService } from '../clinics/service.ts';
 import type { Module } from '../module.ts';
 import type { PatientService } from '../patients/service.ts';
-import { ScheduleService } from '../schedules/service.ts';
+import type { ScheduleService } from '../schedules/service.ts';
 import { appointmentRoutes, patientAppointmentRoutes, schedulingRoutes } from './routes.ts';
 import * as repo from './repo.ts';
 import { Scheduling } from './scheduling.ts';
@@ -13,11 +13,17 @@ import { AppointmentService } from './service.ts';
 
 export { AppointmentRecordSchema } from './routes.ts';
 
-/** The appointment service over the context and the app's one PatientService, and the scheduling it books with. */
-function appointmentServices(ctx: AppContext, patients: PatientService) {
+/** The services of other modules appointments use: the app's one instance of each, from the list of modules. */
+export interface AppointmentsShared {
+  patients: PatientService;
+  clinics: ClinicService;
+  schedules: ScheduleService;
+}
+
+/** The appointment service over the context and the shared services, and the scheduling it books with. */
+function appointmentServices(ctx: AppContext, { patients, clinics, schedules }: AppointmentsShared) {
   const { db, dialect } = ctx.storage;
-  const clinics = new ClinicService({ db });
-  const scheduling = new Scheduling({ db, clinics, schedules: new ScheduleService({ db, timezone: ctx.config.timezone, clinics }) });
+  const scheduling = new Scheduling({ db, clinics, schedules });
   const service = new AppointmentService({
     db,
     dialect,
@@ -35,7 +41,7 @@ function appointmentServices(ctx: AppContext, patients: PatientService) {
  * registers it right after the patients module's doctor-tool routes, so those paths stay together in the API
  * reference.
  */
-export function appointmentsModule(ctx: AppContext, patients: PatientService): Module & { patientAppointments: Module['routes'] } {
+export function appointmentsModule(ctx: AppContext, shared: AppointmentsShared): Module & { patientAppointments: Module['routes'] } {
   ctx.compartment.register({
     name: 'appointments',
     tables: [{ table: 'appointments', column: 'patient_id', by: 'id' }],
@@ -59,12 +65,12 @@ export function appointmentsModule(ctx: AppContext, patients: PatientService): M
     }),
     erase: (trx, scope, now) => repo.anonymiseAppointmentsOfPatients(trx, scope.businessId, scope.patientIds, now),
   });
-  const { service, scheduling } = appointmentServices(ctx, patients);
+  const { service, scheduling } = appointmentServices(ctx, shared);
   const routes = appointmentRoutes(service);
   const scheduled = schedulingRoutes(scheduling, service);
   return {
     name: 'appointments',
-    patientAppointments: patientAppointmentRoutes(service, patients),
+    patientAppointments: patientAppointmentRoutes(service, shared.patients),
     routes: async (app) => {
       await routes(app);
       await scheduled(app);

@@ -1,6 +1,6 @@
 /** The auth module's front door: login, refresh and the public keys, with login throttling. */
 import type { AppContext } from '../../context.ts';
-import { BusinessService } from '../businesses/service.ts';
+import type { BusinessService } from '../businesses/service.ts';
 import type { Module } from '../module.ts';
 import { authRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
@@ -13,7 +13,7 @@ export interface AuthModule extends Module {
   readonly service: AuthService;
 }
 
-export function authModule(ctx: AppContext): AuthModule {
+export function authModule(ctx: AppContext, businesses: BusinessService): AuthModule {
   const { config } = ctx;
   const guard = new LoginGuard({
     clientFailures: config.loginClientFailures,
@@ -31,7 +31,7 @@ export function authModule(ctx: AppContext): AuthModule {
     tokens: ctx.tokens,
     refreshTtlSeconds: config.refreshTokenTtl,
     guard,
-    businesses: new BusinessService({ db, chainSeal: ctx.audit.chainSeal }),
+    businesses,
   });
   return { name: 'auth', routes: authRoutes(service, ctx.tokens), guard, service, stop: () => guard.close() };
 }

@@ -7,6 +7,11 @@ import { BusinessService } from './service.ts';
 export { createDemoBusiness } from './demo.ts';
 export { BusinessService } from './service.ts';
 
-export function businessesModule(ctx: AppContext): Module {
-  return { name: 'businesses', routes: businessRoutes(new BusinessService({ db: ctx.storage.db, chainSeal: ctx.audit.chainSeal })) };
+/** The app's one BusinessService: the list of modules builds it and hands it to every front door that needs it. */
+export function businessService(ctx: AppContext): BusinessService {
+  return new BusinessService({ db: ctx.storage.db, chainSeal: ctx.audit.chainSeal });
+}
+
+export function businessesModule(businesses: BusinessService): Module {
+  return { name: 'businesses', routes: businessRoutes(businesses) };
 }

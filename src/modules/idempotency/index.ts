@@ -7,11 +7,15 @@ import type { AppContext } from '../../context.ts';
 import type { Module } from '../module.ts';
 import { IdempotencyService } from './service.ts';
 
-export function idempotencyModule(ctx: AppContext): Module & { keys: IdempotencyService } {
-  const keys = new IdempotencyService({
+/** The app's one IdempotencyService (the HTTP layer's key store; privacy erases stored answers through it). */
+export function idempotencyService(ctx: AppContext): IdempotencyService {
+  return new IdempotencyService({
     db: ctx.storage.db,
     masterKey: ctx.keys.masterKey,
     waitMs: ctx.config.idempotencyWaitMs,
   });
+}
+
+export function idempotencyModule(keys: IdempotencyService): Module & { keys: IdempotencyService } {
   return { name: 'idempotency', routes: async () => {}, keys };
 }

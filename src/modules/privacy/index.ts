@@ -1,6 +1,6 @@
 /** The privacy module's front door: a patient's data exported or erased on request, and the export job. */
 import type { AppContext } from '../../context.ts';
-import { IdempotencyService } from '../idempotency/service.ts';
+import type { IdempotencyService } from '../idempotency/service.ts';
 import type { Module } from '../module.ts';
 import type { PatientService } from '../patients/service.ts';
 import * as repo from './repo.ts';
@@ -10,7 +10,7 @@ export type { ReappliedErasures } from './service.ts';
 import { privacyRoutes } from './routes.ts';
 import { EXPORT_JOB, PrivacyService } from './service.ts';
 
-export function privacyModule(ctx: AppContext, patients: PatientService): Module & { service: PrivacyService } {
+export function privacyModule(ctx: AppContext, patients: PatientService, idempotency: IdempotencyService): Module & { service: PrivacyService } {
   const { db } = ctx.storage;
   ctx.compartment.register({
     name: 'privacy',
@@ -23,10 +23,10 @@ export function privacyModule(ctx: AppContext, patients: PatientService): Module
     masterKey: ctx.keys.masterKey,
     publicUrl: ctx.config.publicUrl,
     exportTtlSeconds: ctx.config.privacyExportTtl,
-    patients: patients,
+    patients,
     compartment: ctx.compartment,
     dataDir: ctx.config.dataDir,
-    idempotency: new IdempotencyService({ db, masterKey: ctx.keys.masterKey, waitMs: ctx.config.idempotencyWaitMs }),
+    idempotency,
   });
   ctx.jobs.register<{ exportId: string }>(EXPORT_JOB, async ({ job }) => service.buildExport(job.payload.exportId), {
     concurrency: 2,

@@ -1,12 +1,15 @@
 /** The schedules module's front door. */
 import type { AppContext } from '../../context.ts';
-import { ClinicService } from '../clinics/service.ts';
+import type { ClinicService } from '../clinics/service.ts';
 import type { Module } from '../module.ts';
 import { scheduleRoutes } from './routes.ts';
 import { ScheduleService } from './service.ts';
 
-export function schedulesModule(ctx: AppContext): Module {
-  const { db } = ctx.storage;
-  const service = new ScheduleService({ db, timezone: ctx.config.timezone, clinics: new ClinicService({ db }) });
-  return { name: 'schedules', routes: scheduleRoutes(service) };
+/** The app's one ScheduleService (appointments book against it): the list of modules builds it and hands it on. */
+export function scheduleService(ctx: AppContext, clinics: ClinicService): ScheduleService {
+  return new ScheduleService({ db: ctx.storage.db, timezone: ctx.config.timezone, clinics });
+}
+
+export function schedulesModule(schedules: ScheduleService): Module {
+  return { name: 'schedules', routes: scheduleRoutes(schedules) };
 }
