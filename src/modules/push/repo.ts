@@ -67,15 +67,37 @@ export async function devicesByDid(db: Db, businessId: string, dids: string[]): 
   return rows.map((r) => r.did);
 }
 
-export async function devicesOfPatient(db: Db, businessId: string, patientRef: string): Promise<string[]> {
+/** A patient's devices, the most recently registered `limit` of them (a merge may have joined more), by did. */
+export async function devicesOfPatient(db: Db, businessId: string, patientRef: string, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('push_devices')
     .select('did')
     .where('business_id', '=', businessId)
     .where('patient_ref', '=', patientRef)
+    .orderBy('updated_at', 'desc')
     .orderBy('did')
+    .limit(limit)
     .execute();
-  return rows.map((r) => r.did);
+  return rows.map((r) => r.did).sort();
+}
+
+/** Deletes a patient's devices beyond the `keep` most recently registered; answers how many. */
+export async function dropDevicesBeyond(db: Db, businessId: string, patientRef: string, keep: number): Promise<number> {
+  const kept = db
+    .selectFrom('push_devices')
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .orderBy('updated_at', 'desc')
+    .orderBy('did')
+    .limit(keep);
+  const result = await db
+    .deleteFrom('push_devices')
+    .where('business_id', '=', businessId)
+    .where('patient_ref', '=', patientRef)
+    .where('id', 'not in', kept)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 // ---- Notifications and deliveries ------------------------------------------------------------

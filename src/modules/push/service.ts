@@ -151,6 +151,12 @@ const RESERVED_DATA_KEY = /^(from|notification|message_type|collapse_key)$|^(goo
 /** FCM's limit on a message's payload. */
 const MAX_PAYLOAD_BYTES = 4096;
 
+/**
+ * A patient's devices: registering one more drops the least recently registered, and a send to the
+ * patient reaches at most this many (a merge may join more), so one send's fan-out stays bounded.
+ */
+export const MAX_DEVICES_PER_PATIENT = 20;
+
 export type NotificationStatus = 'pending' | 'sent' | 'partial' | 'failed';
 
 /** pending while any device is; then sent (all sent), failed (none sent) or partial. */
@@ -250,9 +256,9 @@ export class PushService {
   /** Upsert by did: a device registering again replaces what was stored, patient tie included. */
   async addDevice(businessId: string, payload: DevicePayload, patientRef: string | null): Promise<void> {
     const now = Date.now();
-    // One statement, in a transaction all the same: a request's audit entry commits with its change.
-    await inTransaction(this.#deps.db, (trx) =>
-      repo.upsertDevice(trx, {
+    // In a transaction: a request's audit entry commits with its change.
+    await inTransaction(this.#deps.db, async (trx) => {
+      await repo.upsertDevice(trx, {
         id: newId('dev'),
         business_id: businessId,
         did: payload.did,
@@ -266,8 +272,9 @@ export class PushService {
         patient_ref: patientRef,
         created_at: now,
         updated_at: now,
-      }),
-    );
+      });
+      if (patientRef !== null) await repo.dropDevicesBeyond(trx, businessId, patientRef, MAX_DEVICES_PER_PATIENT);
+    });
   }
 
   async removeDevice(businessId: string, did: string): Promise<void> {
@@ -299,7 +306,7 @@ export class PushService {
         if (unknown.length > 0) throw AppError.notFound(`Unknown device: ${unknown.join(', ')}`);
         dids = wanted;
       } else {
-        dids = await repo.devicesOfPatient(trx, businessId, input.patient_id!);
+        dids = await repo.devicesOfPatient(trx, businessId, input.patient_id!, MAX_DEVICES_PER_PATIENT);
         if (dids.length === 0) throw AppError.notFound('No devices are registered for this patient');
       }
       const id = newId('ntf');

@@ -21,6 +21,23 @@ export function keyAssociatedData(subscriptionId: string): string {
   return `webhook:${subscriptionId}`;
 }
 
+/**
+ * Serialises subscription creation within a business, so the count checked before an insert holds
+ * (PostgreSQL: an advisory lock to the end of the transaction; SQLite runs one writer at a time).
+ */
+export async function lockSubscriptionsOf(trx: Db, businessId: string): Promise<void> {
+  if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(hashtext(${`webhook_subscriptions:${businessId}`}))`.execute(trx);
+}
+
+export async function countSubscriptions(db: Db, businessId: string): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_subscriptions')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('business_id', '=', businessId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function insertSubscription(db: Db, row: Insertable<WebhookSubscriptionsTable>): Promise<void> {
   await db.insertInto('webhook_subscriptions').values(row).execute();
 }

@@ -18,6 +18,8 @@ export const DEFAULT_EVENT_NAMES: EventName[] = ['external_review.request'];
 /** After a rotation the previous key keeps signing (beside the new one) this long. */
 export const KEY_OVERLAP_MS = 24 * 3600 * 1000;
 export const DELIVERIES_PAGE_SIZE = 50;
+/** Each event is delivered once per subscription: the cap bounds the deliveries one business's event costs. */
+export const MAX_SUBSCRIPTIONS_PER_BUSINESS = 20;
 
 /** Most recent attempts shown per delivery in an event's inspection. */
 export const ATTEMPTS_SHOWN = repo.ATTEMPTS_SHOWN;
@@ -240,8 +242,12 @@ export class WebhookService {
     const { endpoint, protocol } = await normaliseEndpoint(this.#deps.outbound, input.endpoint, input.protocol);
     const id = newId('whs');
     const now = Date.now();
-    await repo
-      .insertSubscription(this.#deps.db, {
+    await inTransaction(this.#deps.db, async (trx) => {
+      await repo.lockSubscriptionsOf(trx, businessId);
+      if ((await repo.countSubscriptions(trx, businessId)) >= MAX_SUBSCRIPTIONS_PER_BUSINESS) {
+        throw invalid(`a business has at most ${MAX_SUBSCRIPTIONS_PER_BUSINESS} webhook subscriptions: delete one first`);
+      }
+      await repo.insertSubscription(trx, {
         id,
         business_id: businessId,
         endpoint,
@@ -254,8 +260,8 @@ export class WebhookService {
         disabled_reason: null,
         created_at: now,
         updated_at: now,
-      })
-      .catch(duplicate);
+      });
+    }).catch(duplicate);
     return { id, signing_key: signingKey, warnings: keyWarnings(input.signing_key) };
   }
 

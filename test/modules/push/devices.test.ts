@@ -59,6 +59,29 @@ describe(`push devices (${DIALECT})`, () => {
     });
   });
 
+  describe('limits', () => {
+    it('a patient keeps their 20 most recently registered devices', async () => {
+      const dids = Array.from({ length: 22 }, (_, i) => `cap-${String(i).padStart(2, '0')}`);
+      for (const did of dids) {
+        assert.equal((await t.post('/notification/add-device', device(did), undefined, { 'x-pt-id': 'pt-many' })).statusCode, 200);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      // The first one registers again: it is recent now, and the next oldest goes instead.
+      await t.post('/notification/add-device', device('cap-00'), undefined, { 'x-pt-id': 'pt-many' });
+      const kept = await t.ctx.storage.db
+        .selectFrom('push_devices')
+        .select('did')
+        .where('business_id', '=', t.client.businessId)
+        .where('did', 'like', 'cap-%')
+        .orderBy('did')
+        .execute();
+      assert.deepEqual(
+        kept.map((r) => r.did),
+        ['cap-00', ...dids.slice(3)],
+      );
+    });
+  });
+
   describe('errors', () => {
     it('400 for a missing or malformed devicePayload, naming the fields', async () => {
       const missing = await t.post('/notification/add-device', { devicePayload: { did: 'x' } });

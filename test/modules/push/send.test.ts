@@ -23,6 +23,30 @@ describe(`push send bookkeeping (${DIALECT})`, () => {
   });
   after(async () => t.close());
 
+  describe('limits', () => {
+    it('a send to a patient with more than 20 devices (joined by a merge) reaches the 20 most recently registered', async () => {
+      const now = Date.now();
+      const rows = Array.from({ length: 25 }, (_, i) => ({
+        id: `dev_merged_${i}`,
+        business_id: t.client.businessId,
+        did: `merged-${String(i).padStart(2, '0')}`,
+        fcm_token: `tok-merged-${i}`,
+        app_version: '1',
+        patient_ref: 'pt-merged',
+        created_at: now - 100_000 + i,
+        updated_at: now - 100_000 + i,
+      }));
+      await t.ctx.storage.db.insertInto('push_devices').values(rows).execute();
+      const sent = await t.post('/notification/send', { patient_id: 'pt-merged', title: 'T', body: 'B' });
+      assert.equal(sent.statusCode, 202, sent.body);
+      const report = (await t.get(`/notification/send/${sent.json().notification_id}`)).json();
+      assert.deepEqual(
+        report.devices.map((d: { did: string }) => d.did),
+        rows.slice(5).map((r) => r.did),
+      );
+    });
+  });
+
   describe('happy', () => {
     it("202 for a patient's devices; the report lists each device pending", async () => {
       const sent = await t.post('/notification/send', {

@@ -99,6 +99,27 @@ describe(`webhook subscriptions (${DIALECT})`, () => {
     });
   });
 
+  describe('limits', () => {
+    it('a business holds at most 20 subscriptions; the 21st is refused until one is deleted, also when created at once', async () => {
+      const busy = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
+      const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => create({ endpoint: `https://partner.example/hooks/cap-${i}` }, busy)));
+      const created = answers.filter((r) => r.statusCode === 201);
+      assert.equal(created.length, 20);
+      for (const refused of answers.filter((r) => r.statusCode !== 201)) {
+        assert.equal(refused.statusCode, 400);
+        assert.deepEqual(refused.json(), {
+          error: { code: 'INVALID_REQUEST', message: 'a business has at most 20 webhook subscriptions: delete one first' },
+        });
+      }
+      assert.equal((await list(busy)).json().data.length, 20);
+      const id = created[0]!.json().id;
+      assert.equal((await t.app.inject({ method: 'DELETE', url: `${BASE}/${id}`, headers: bearer(busy.token) })).statusCode, 200);
+      assert.equal((await create({ endpoint: 'https://partner.example/hooks/cap-after' }, busy)).statusCode, 201);
+      // Another business is not counted against this one.
+      assert.equal((await create({ endpoint: 'https://partner.example/hooks/cap-0' }, other)).statusCode, 201);
+    });
+  });
+
   describe('errors', () => {
     it('refuses the same endpoint twice', async () => {
       assert.equal((await create({ endpoint: 'https://partner.example/hooks/dup' })).statusCode, 201);
