@@ -95,6 +95,7 @@ describe('verification', () => {
       ['jti not a string', await forge({ jti: 7 })],
       ['no client_id', await forge({ client_id: undefined })],
       ['client_id not a string', await forge({ client_id: 1, sub: '1' })],
+      ['client_id and sub the same number', await forge({ client_id: 1, sub: 1 })],
       ['no b_id', await forge({ b_id: undefined })],
       ['b_id not a string', await forge({ b_id: ['b_1'] })],
       ['no scope', await forge({ scope: undefined })],
@@ -136,6 +137,20 @@ describe('verification', () => {
     assert.deepEqual(heard, ['https://a.example.test', 'https://b.example.test', `https://${'x'.repeat(192)}`]);
   });
 
+  it('tells of a foreign issuer that is not text as its text, and of nothing for its own tokens refused on other claims', async () => {
+    const heard: string[] = [];
+    const tokens = new AccessTokens(signing, ISSUER, 900, [], (issuer) => heard.push(issuer));
+    const numberIssuer = await new SignJWT({ ...GOOD, iss: 5 } as unknown as JWTPayload)
+      .setProtectedHeader({ alg: 'EdDSA', kid: signing.kid })
+      .setIssuedAt()
+      .setExpirationTime('300s')
+      .sign(signing.privateKey);
+    assert.equal(await tokens.verify(numberIssuer), null);
+    assert.equal(await tokens.verify(await forge({}, { expiresIn: Math.floor(Date.now() / 1000) - 10 })), null);
+    assert.equal(await tokens.verify(await forge({ sub: undefined })), null);
+    assert.deepEqual(heard, ['5']);
+  });
+
   it('tells of at most 16 foreign issuers', async () => {
     const heard: string[] = [];
     const tokens = new AccessTokens(signing, ISSUER, 900, [], (issuer) => heard.push(issuer));
@@ -153,6 +168,16 @@ describe('verified tokens kept until expiry', () => {
     assert.deepEqual(tokens.verifyCached(token), claims);
   });
 
+  it('keeps every token verified, each answered by its own text', async () => {
+    const tokens = new AccessTokens(signing, ISSUER, 900);
+    const first = await forge({ jti: 'tok-a' });
+    const second = await forge({ jti: 'tok-b', b_id: 'b_2' });
+    await tokens.verify(first);
+    await tokens.verify(second);
+    assert.equal(tokens.verifyCached(first)?.tokenId, 'tok-a');
+    assert.equal(tokens.verifyCached(second)?.businessId, 'b_2');
+  });
+
   it('never answers for another token with the same last characters', async () => {
     const tokens = new AccessTokens(signing, ISSUER, 900);
     const token = await forge({});
@@ -168,9 +193,12 @@ describe('verified tokens kept until expiry', () => {
     const tokens = new AccessTokens(signing, ISSUER, 900);
     const token = await forge({}, { expiresIn: '60s' });
     await tokens.verify(token);
-    mock.timers.enable({ apis: ['Date'], now: Date.now() + 59_000 });
+    const expiresAt = decodeJwt(token).exp! * 1000;
+    mock.timers.enable({ apis: ['Date'], now: expiresAt - 1 });
     assert.ok(tokens.verifyCached(token));
-    mock.timers.setTime(Date.now() + 2_000);
+    mock.timers.setTime(expiresAt);
+    assert.equal(tokens.verifyCached(token), undefined, 'at its expiry');
+    mock.timers.setTime(expiresAt + 2_000);
     assert.equal(tokens.verifyCached(token), undefined);
     assert.equal(await tokens.verify(token), null);
   });

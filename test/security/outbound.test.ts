@@ -370,6 +370,9 @@ describe('outbound address rules, one table each', () => {
       ['::ffff:0:a00:1', 'private'],
       ['not:an:address', 'not an address'],
       ['[::1', 'not an address'],
+      ['1[.2.3.4]', 'not an address'],
+      ['[1.2.3.]4', 'not an address'],
+      ['::1%a\nb', 'not an address'],
     ];
     for (const [spelling, expected] of cases) assert.equal(classifyAddress(spelling), expected, spelling);
   });
@@ -396,6 +399,7 @@ describe('outbound address rules, one table each', () => {
       ['[1]x', '[1]x'],
     ];
     for (const [host, canonical] of cases) assert.equal(canonicalHost(host), canonical, host);
+    for (const host of ['1[.2.3.4]', '[1.2.3.]4', 'x[::1]']) assert.equal(classifyLiteral(host), null, host);
   });
 
   it('names the host and the reason in a refusal, for the server log', () => {
@@ -415,8 +419,18 @@ describe('outbound address rules, one table each', () => {
 
   it('accepts allow-list names of one-letter labels, and refuses labels that start or end with a hyphen or are empty', () => {
     for (const entry of ['x', 'a.b.c', 'a-b.c_d', 'x1.test']) assert.doesNotThrow(() => new OutboundAllowList([entry]), entry);
-    for (const entry of ['a-', 'a-.test', 'a..b', 'a.-b', '.a'])
+    for (const entry of ['a-', 'a-.test', 'a..b', 'a.-b', '.a', '1[.2.3.4]', '[1.2.3.]4']) {
       assert.throws(() => new OutboundAllowList([entry]), /is not an address, CIDR range or host name/, entry);
+    }
+    for (const entry of ['1[.2.3.4/8]', '[1.2.3.]4/8'])
+      assert.throws(() => new OutboundAllowList([entry]), /is not an address or CIDR range$/, entry);
+  });
+
+  it('reads an allow-list address in brackets as the address', () => {
+    const list = new OutboundAllowList(['[::1]', '[fd12::5]']);
+    assert.equal(list.covers('::1', 'loopback'), true);
+    assert.equal(list.covers('fd12::5', 'unique-local'), true);
+    assert.equal(list.covers('fd12::6', 'unique-local'), false);
   });
 
   it('covers an address with a range only where the range may cover its class', () => {

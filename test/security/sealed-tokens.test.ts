@@ -23,6 +23,7 @@ function spoiled(token: string): Array<[string, string]> {
   return [
     ['empty', ''],
     ['not base64url', `${token}!`],
+    ['not base64url before a good token', `!${token}`],
     ['padded base64', `${token}=`],
     ['version byte changed', flip(0)],
     ['nonce changed', flip(1)],
