@@ -12,6 +12,15 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'no-folder-cycles',
+      severity: 'error',
+      comment:
+        'Folders import each other one way too: a file of one folder importing another folder while a file there imports the first ties the two folders into one, even with no file-level cycle (stored-secrets.ts sits above security/, db/ and access-log/ for this; search\'s import command above its catalogue/ and ingest/). The tests\' folders share support files both ways and are not held to it.',
+      scope: 'folder',
+      from: { path: '^src/' },
+      to: { path: '^src/', circular: true },
+    },
+    {
       name: 'no-http-below-routes',
       severity: 'error',
       comment: 'Services, repositories, jobs and the database know nothing of HTTP: only routes files, the front doors (index.ts, module.ts) and the app import src/http/.',

@@ -25,7 +25,7 @@ import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { InitError, writeEnvironmentFile } from './init.ts';
 import { closeOnSignals, StartError, startServer } from './server.ts';
-import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError, reencryptStoredValues } from './security/stored-secrets.ts';
+import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError, reencryptStoredValues } from './stored-secrets.ts';
 import { PRODUCT, VERSION } from './version.ts';
 
 const USAGE = `Usage: cps [--env-file FILE] <command>

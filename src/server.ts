@@ -15,7 +15,7 @@ import { createDemoBusiness } from './modules/businesses/index.ts';
 import { createModules } from './modules/index.ts';
 import { warnAboutWideModes } from './security/data-dir.ts';
 import { loadKeys } from './security/keys.ts';
-import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError } from './security/stored-secrets.ts';
+import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError } from './stored-secrets.ts';
 
 export interface RunningServer {
   app: App;

@@ -7,7 +7,7 @@ import { createSearchRateLimiter } from './ratelimit.ts';
 import { searchRoutes } from './routes.ts';
 import { SearchService } from './search.ts';
 
-export { refreshIndexSnapshot, runImport } from './ingest/import-command.ts';
+export { refreshIndexSnapshot, runImport } from './import-command.ts';
 
 export interface SearchModule extends Module {
   /** The catalogue this app serves (tests import into it and refresh it). */

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError, reencryptStoredValues } from '../../../src/security/stored-secrets.ts';
+import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError, reencryptStoredValues } from '../../../src/stored-secrets.ts';
 import { createTestApp, createTestClient, createTestDatabase, DIALECT, testKeys } from '../../support.ts';
 import { documentsApi, download, sampleFile } from './support.ts';
 

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError } from '../../src/security/stored-secrets.ts';
-import { runCli } from '../process.ts';
-import { bearer, createTestApp, createTestClient, createTestDatabase, DIALECT, testKeys } from '../support.ts';
+import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError } from '../src/stored-secrets.ts';
+import { runCli } from './process.ts';
+import { bearer, createTestApp, createTestClient, createTestDatabase, DIALECT, testKeys } from './support.ts';
 
 describe(`the master key check at start (${DIALECT})`, () => {
   it('opens a stored value of each kind with the right key, and names what a wrong key cannot open', async () => {
@@ -37,7 +37,7 @@ describe(`the master key check at start (${DIALECT})`, () => {
         .insertInto('push_credentials')
         .values({
           business_id: client.businessId,
-          sealed: (await import('../../src/security/encryption.ts')).encrypt(keys.masterKey, '{}', client.businessId),
+          sealed: (await import('../src/security/encryption.ts')).encrypt(keys.masterKey, '{}', client.businessId),
           project_id: 'p',
           client_email: 'e@p.test',
           private_key_id: 'k',

@@ -1,13 +1,15 @@
 /**
  * Every column sealed under the master key (security/encryption.ts), with its associated data. A start
  * opens one stored value of each, so a changed CPS_MASTER_KEY stops the start instead of failing every
- * webhook and push job later with a crypto message.
+ * webhook and push job later with a crypto message. It reads the database's tables and reseals the
+ * access log's chains, so it sits above db/, access-log/ and security/ (beside server.ts and cli.ts,
+ * its callers), not in security/, which both of them use.
  */
-import { ChainSeal } from '../access-log/seal.ts';
-import { resealChains } from '../access-log/store.ts';
+import { ChainSeal } from './access-log/seal.ts';
+import { resealChains } from './access-log/store.ts';
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import { decrypt, encrypt } from './encryption.ts';
+import type { Database } from './db/schema.ts';
+import { decrypt, encrypt } from './security/encryption.ts';
 
 interface SealedColumn {
   /** What the value is, for the operator. */

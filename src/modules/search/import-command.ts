@@ -4,13 +4,13 @@
  */
 import { SingleBar } from 'cli-progress';
 import type { Kysely } from 'kysely';
-import type { Config } from '../../../config.ts';
-import type { Database } from '../../../db/schema.ts';
-import { createLogger } from '../../../logger.ts';
-import { refreshStoredSnapshot } from '../catalogue/snapshot-from-database.ts';
-import { snapshotFileFor } from '../catalogue/snapshots.ts';
-import { CatalogueImporter, type ImportOptions, type ImportSummary } from './importer.ts';
-import { openDrugSource, openLabSource, type Source } from './sources.ts';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/schema.ts';
+import { createLogger } from '../../logger.ts';
+import { refreshStoredSnapshot } from './catalogue/snapshot-from-database.ts';
+import { snapshotFileFor } from './catalogue/snapshots.ts';
+import { CatalogueImporter, type ImportOptions, type ImportSummary } from './ingest/importer.ts';
+import { openDrugSource, openLabSource, type Source } from './ingest/sources.ts';
 
 async function withProgress(kind: string, source: Source<unknown>, work: (options: ImportOptions) => Promise<ImportSummary>): Promise<ImportSummary> {
   const bar = new SingleBar({
