@@ -3,15 +3,17 @@
  * and restore, audit verify and retention run.
  * Commands that create something print JSON on stdout; errors go to stderr with exit code 1 (2 for usage).
  */
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ChainSeal } from './access-log/seal.ts';
-import { sealWhatMigrationsLeft } from './access-log/store.ts';
+import { OPERATOR_CHAIN, type AuditAction } from './access-log/entry.ts';
+import { insertWithChange, sealWhatMigrationsLeft } from './access-log/store.ts';
 import { verifyChains } from './access-log/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
-import { openStorage, type Storage } from './db/index.ts';
+import { observeTransactions, openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { AppError } from './errors.ts';
 import { createContext } from './app.ts';
@@ -41,6 +43,9 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
                                           create another API client (all scopes unless given)
   business list                           every business, with its count of active API clients
   client list --business ID               a business's API clients (never their secrets)
+  client rotate --client ID --grace SECONDS
+                                          a new secret for an API client (printed once); the one replaced
+                                          keeps logging in for SECONDS (0 to 2592000; 0: stops now)
   client revoke --client ID               revoke an API client: no more logins or refreshes, its refresh
                                           tokens revoked (access tokens last until they expire)
   import drugs FILE                       import medicines: A-Z medicines CSV, 1mg CSV (both layouts) or NDJSON
@@ -79,6 +84,48 @@ async function migrate(config: Config, storage: Storage): Promise<string[]> {
 
 async function businessesOf(config: Config, storage: Storage): Promise<BusinessService> {
   return new BusinessService({ db: storage.db, chainSeal: new ChainSeal((await loadKeys(config)).masterKey) });
+}
+
+/**
+ * Runs an operator's change from the command line with its access log entry (client `cli`, the command as
+ * the operation) written in the change's own transaction, as the admin API's entry is: in the chain of
+ * the business it concerns. A running service chains it with the others.
+ */
+async function withAuditEntry<T>(
+  entry: { operation: string; action: AuditAction; resource: string; id: string; business: string | null },
+  work: () => Promise<T>,
+): Promise<T> {
+  const row = {
+    id: `al_cli_${randomBytes(12).toString('hex')}`,
+    business_id: entry.business ?? OPERATOR_CHAIN,
+    at: Date.now(),
+    client_id: 'cli',
+    operation: entry.operation,
+    action: entry.action,
+    resource_type: entry.resource,
+    resource_id: entry.id,
+    patient_ref: null,
+    status: 200,
+    request_id: `cli:${hostname()}:${process.pid}`,
+    source_address: null,
+    filter: null,
+    result_count: null,
+    with_change: 1,
+  };
+  let written = false;
+  const observer = {
+    begun: (trx: Parameters<typeof insertWithChange>[0]) => (written ? Promise.resolve() : insertWithChange(trx, row)),
+    committed: () => {
+      written = true;
+    },
+  };
+  return observeTransactions(observer, work);
+}
+
+/** The business of an API client, active or not; null when there is no such client. */
+async function businessOfClient(storage: Storage, clientId: string): Promise<string | null> {
+  const row = await storage.db.selectFrom('api_clients').select('business_id').where('id', '=', clientId).executeTakeFirst();
+  return row?.business_id ?? null;
 }
 
 type Command = (args: string[], config: Config) => Promise<void>;
@@ -179,7 +226,32 @@ const commands: Record<string, Command> = {
     const { values } = parseArgs({ args, options: { client: { type: 'string' } } });
     if (!values.client) throw new UsageError('client revoke needs --client ID');
     const clientId = values.client;
-    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).revokeClient(clientId)));
+    printJson(
+      await withStorage(config, async (storage) => {
+        const businesses = await businessesOf(config, storage);
+        const business = await businessOfClient(storage, clientId);
+        const entry = { operation: 'cps client revoke', action: 'delete' as const, resource: 'api_client', id: clientId, business };
+        return withAuditEntry(entry, () => businesses.revokeClient(clientId));
+      }),
+    );
+  },
+
+  async 'client rotate'(args, config) {
+    const { values } = parseArgs({ args, options: { client: { type: 'string' }, grace: { type: 'string' } } });
+    if (!values.client) throw new UsageError('client rotate needs --client ID');
+    if (values.grace === undefined || !/^\d{1,10}$/.test(values.grace)) {
+      throw new UsageError('client rotate needs --grace SECONDS: how long the secret replaced keeps logging in (0 to 2592000)');
+    }
+    const clientId = values.client;
+    const grace = Number(values.grace);
+    printJson(
+      await withStorage(config, async (storage) => {
+        const businesses = await businessesOf(config, storage);
+        const business = await businessOfClient(storage, clientId);
+        const entry = { operation: 'cps client rotate', action: 'update' as const, resource: 'api_client', id: clientId, business };
+        return withAuditEntry(entry, () => businesses.rotateSecret(clientId, grace));
+      }),
+    );
   },
 
   async 'import drugs'(args, config) {

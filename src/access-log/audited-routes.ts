@@ -317,6 +317,25 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     count: length(field('events')),
     filter: auditEvents,
   },
+  // The operator's management of a business's API clients, in that business's chain.
+  'GET /admin/v1/businesses/:business_id/clients': {
+    resource: 'api_client',
+    action: 'list',
+    count: length(field('clients')),
+    business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
+  },
+  'POST /admin/v1/businesses/:business_id/clients/:client_id/revoke': {
+    resource: 'api_client',
+    action: 'delete',
+    id: param('client_id'),
+    business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
+  },
+  'POST /admin/v1/businesses/:business_id/clients/:client_id/rotate-secret': {
+    resource: 'api_client',
+    action: 'update',
+    id: param('client_id'),
+    business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
+  },
   'GET /admin/v1/audit/events': {
     resource: 'access_log',
     action: 'list',
@@ -342,6 +361,7 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'POST /connect-auth/v1/account/refresh-token': 'authentication',
   'POST /admin/v1/businesses': 'businesses and API clients',
   'POST /admin/v1/businesses/:business_id/clients': 'businesses and API clients',
+  'GET /admin/v1/businesses': 'businesses and API clients',
   'GET /medical-db/v1/drugs-and-labs': 'the drug and lab catalogue',
   'POST /cdr/v1/clinic': 'the clinic directory',
   'GET /cdr/v1/clinic': 'the clinic directory',

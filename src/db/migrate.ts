@@ -41,6 +41,7 @@ import * as accessLogSeals from './migrations/0030_access_log_seals.ts';
 import * as consoleSessions from './migrations/0031_console_sessions.ts';
 import * as accessLogHeadsForEveryBusiness from './migrations/0032_access_log_heads_for_every_business.ts';
 import * as tokenIssuers from './migrations/0033_token_issuers.ts';
+import * as clientSecretRotation from './migrations/0034_client_secret_rotation.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -76,6 +77,7 @@ export const migrations: Record<string, Migration> = {
   '0031_console_sessions': consoleSessions,
   '0032_access_log_heads_for_every_business': accessLogHeadsForEveryBusiness,
   '0033_token_issuers': tokenIssuers,
+  '0034_client_secret_rotation': clientSecretRotation,
 };
 
 /**

@@ -18,6 +18,9 @@ export interface ApiClientsTable {
   scopes: string;
   created_at: number;
   disabled_at: number | null;
+  /** The secret a rotation replaced, accepted until previous_secret_expires_at (epoch ms). */
+  previous_secret_hash: string | null;
+  previous_secret_expires_at: number | null;
 }
 
 /** A browser console session (modules/console); the cookie's token is stored as its SHA-256 only. */

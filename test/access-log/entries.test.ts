@@ -248,6 +248,25 @@ function calls(
     'POST /privacy/v1/patients/:patient_id/erase': () => ({ method: 'POST', url: `/privacy/v1/patients/${pt}/erase`, id: pt, patient: pt }),
     'GET /audit/v1/events': () => ({ method: 'GET', url: `/audit/v1/events?patient_id=${pt}`, patient: pt }),
     'GET /admin/v1/audit/events': () => ({ method: 'GET', url: `/admin/v1/audit/events?business_id=${s.client.businessId}`, admin: true }),
+    'GET /admin/v1/businesses/:business_id/clients': () => ({
+      method: 'GET',
+      url: `/admin/v1/businesses/${s.client.businessId}/clients`,
+      admin: true,
+    }),
+    // An unknown client: the test's own client keeps working for the calls after.
+    'POST /admin/v1/businesses/:business_id/clients/:client_id/revoke': () => ({
+      method: 'POST',
+      url: `/admin/v1/businesses/${s.client.businessId}/clients/cl_unknown/revoke`,
+      admin: true,
+      id: 'cl_unknown',
+    }),
+    'POST /admin/v1/businesses/:business_id/clients/:client_id/rotate-secret': () => ({
+      method: 'POST',
+      url: `/admin/v1/businesses/${s.client.businessId}/clients/cl_unknown/rotate-secret`,
+      payload: { grace_seconds: 60 },
+      admin: true,
+      id: 'cl_unknown',
+    }),
   };
 }
 

@@ -63,7 +63,13 @@ export class AuthService {
     try {
       client = await this.#businesses.findActiveClient(this.#db, clientId);
       // Unknown clients cost one scrypt too, so timing does not reveal which ids exist.
-      valid = await this.#guard.verify(() => verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH));
+      // A replaced secret still in its grace period (a rotation's) is a second try, for that client only.
+      const previous = client?.previous_secret_hash && (client.previous_secret_expires_at ?? 0) > Date.now() ? client.previous_secret_hash : null;
+      valid = await this.#guard.verify(
+        async () =>
+          (await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_SECRET_HASH)) ||
+          (previous !== null && (await verifySecret(clientSecret, previous))),
+      );
     } catch (error) {
       // The secret was never tried (no verification slot, or the database failed): no failure to count.
       await this.#guard.giveBack(admission);

@@ -47,25 +47,62 @@ export async function listBusinesses(db: Db): Promise<(BusinessesTable & { clien
   return rows.map((row) => ({ ...row, clients: Number(row.clients) }));
 }
 
-export async function listClients(db: Db, businessId: string): Promise<Omit<ApiClientsTable, 'secret_hash'>[]> {
+export async function listClients(db: Db, businessId: string): Promise<Omit<ApiClientsTable, 'secret_hash' | 'previous_secret_hash'>[]> {
   return db
     .selectFrom('api_clients')
-    .select(['id', 'business_id', 'scopes', 'created_at', 'disabled_at'])
+    .select(['id', 'business_id', 'scopes', 'created_at', 'disabled_at', 'previous_secret_expires_at'])
     .where('business_id', '=', businessId)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
 }
 
-/** Disables the client and revokes its refresh tokens; false when it is unknown or already disabled. */
-export async function disableClient(db: Db, clientId: string, now: number): Promise<boolean> {
-  const result = await db
+/**
+ * Disables the client and revokes its refresh tokens; false when it is unknown, already disabled, or
+ * (with `businessId`) another business's.
+ */
+export async function disableClient(db: Db, clientId: string, now: number, businessId?: string): Promise<boolean> {
+  let update = db
     .updateTable('api_clients')
-    .set({ disabled_at: now })
+    .set({ disabled_at: now, previous_secret_hash: null, previous_secret_expires_at: null })
     .where('id', '=', clientId)
-    .where('disabled_at', 'is', null)
-    .executeTakeFirst();
+    .where('disabled_at', 'is', null);
+  if (businessId !== undefined) update = update.where('business_id', '=', businessId);
+  const result = await update.executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) return false;
   await db.updateTable('refresh_tokens').set({ revoked_at: now }).where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
   return true;
+}
+
+/**
+ * Stores a client's new secret hash, keeping the current one as the previous until `previousExpiresAt`
+ * (epoch ms; null: the current one stops now); false when the client is unknown, disabled or (with
+ * `businessId`) another business's.
+ */
+export async function rotateClientSecret(
+  db: Db,
+  clientId: string,
+  businessId: string | undefined,
+  secretHash: string,
+  previousExpiresAt: number | null,
+): Promise<boolean> {
+  const client = await db
+    .selectFrom('api_clients')
+    .select(['id', 'business_id', 'secret_hash'])
+    .where('id', '=', clientId)
+    .where('disabled_at', 'is', null)
+    .executeTakeFirst();
+  if (!client || (businessId !== undefined && client.business_id !== businessId)) return false;
+  const result = await db
+    .updateTable('api_clients')
+    .set({
+      secret_hash: secretHash,
+      previous_secret_hash: previousExpiresAt === null ? null : client.secret_hash,
+      previous_secret_expires_at: previousExpiresAt,
+    })
+    .where('id', '=', clientId)
+    .where('secret_hash', '=', client.secret_hash)
+    .where('disabled_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }

@@ -3,7 +3,19 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { SCOPES } from '../../auth/scopes.ts';
 import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
-import type { BusinessService } from './service.ts';
+import { MAX_SECRET_GRACE_SECONDS, type BusinessService } from './service.ts';
+
+const ClientPath = Type.Object({ business_id: Type.String({ maxLength: MAX_ID_LENGTH }), client_id: Type.String({ maxLength: MAX_ID_LENGTH }) });
+
+const ClientListing = Type.Object({
+  client_id: Type.String(),
+  scopes: Type.Array(Type.String()),
+  created_at: Type.Integer({ description: 'epoch ms' }),
+  disabled_at: Type.Union([Type.Integer(), Type.Null()], { description: 'epoch ms; null while the client is active' }),
+  previous_secret_expires_at: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'epoch ms until which the secret a rotation replaced still logs in; null when none does',
+  }),
+});
 
 export function businessRoutes(service: BusinessService) {
   return async function plugin(app: App): Promise<void> {
@@ -53,6 +65,107 @@ export function businessRoutes(service: BusinessService) {
         },
       },
       async (request, reply) => reply.code(201).send(await service.createClient(request.params.business_id, request.body?.scopes)),
+    );
+
+    app.get(
+      '/admin/v1/businesses',
+      {
+        config,
+        schema: {
+          tags: ['admin'],
+          summary: 'List every business, with its count of active API clients',
+          response: {
+            200: Type.Object({
+              businesses: Type.Array(
+                Type.Object({
+                  business_id: Type.String(),
+                  name: Type.String(),
+                  created_at: Type.Integer({ description: 'epoch ms' }),
+                  clients: Type.Integer({ description: 'active API clients' }),
+                }),
+              ),
+            }),
+            401: StandardError,
+          },
+        },
+      },
+      async () => ({
+        businesses: (await service.listBusinesses()).map((business) => ({
+          business_id: business.id,
+          name: business.name,
+          created_at: business.created_at,
+          clients: business.clients,
+        })),
+      }),
+    );
+
+    app.get(
+      '/admin/v1/businesses/:business_id/clients',
+      {
+        config,
+        schema: {
+          tags: ['admin'],
+          summary: "List a business's API clients (never their secrets), revoked ones too",
+          params: Type.Object({ business_id: Type.String({ maxLength: MAX_ID_LENGTH }) }),
+          response: { 200: Type.Object({ clients: Type.Array(ClientListing) }), 400: StandardError, 401: StandardError, 404: StandardError },
+        },
+      },
+      async (request) => ({ clients: await service.listClients(request.params.business_id) }),
+    );
+
+    app.post(
+      '/admin/v1/businesses/:business_id/clients/:client_id/revoke',
+      {
+        config,
+        schema: {
+          tags: ['admin'],
+          summary: 'Revoke an API client: no more logins or refreshes; access tokens issued last until they expire',
+          params: ClientPath,
+          body: Type.Union([Type.Object({}), Type.Null()]),
+          response: {
+            200: Type.Object({ client_id: Type.String(), revoked: Type.Literal(true) }),
+            400: StandardError,
+            401: StandardError,
+            404: StandardError,
+          },
+        },
+      },
+      async (request) => service.revokeClient(request.params.client_id, request.params.business_id),
+    );
+
+    app.post(
+      '/admin/v1/businesses/:business_id/clients/:client_id/rotate-secret',
+      {
+        config,
+        schema: {
+          tags: ['admin'],
+          summary: 'Give an API client a new secret; the old one keeps logging in for grace_seconds',
+          description:
+            'The answer holds the new secret, once. The secret replaced keeps logging in for grace_seconds (0: it stops now), so the ' +
+            "client's systems can move over; a secret replaced by an earlier rotation stops now. Tokens already issued stay valid until they expire.",
+          params: ClientPath,
+          body: Type.Object({
+            grace_seconds: Type.Integer({
+              minimum: 0,
+              maximum: MAX_SECRET_GRACE_SECONDS,
+              description: `seconds the replaced secret keeps logging in (0 to ${MAX_SECRET_GRACE_SECONDS}, 30 days)`,
+            }),
+          }),
+          response: {
+            200: Type.Object({
+              client_id: Type.String(),
+              client_secret: Type.String(),
+              previous_secret_expires_at: Type.Union([Type.Integer(), Type.Null()], {
+                description: 'epoch ms until which the replaced secret logs in; null when it stopped now',
+              }),
+            }),
+            400: StandardError,
+            401: StandardError,
+            404: StandardError,
+          },
+        },
+      },
+      async (request) => service.rotateSecret(request.params.client_id, request.body.grace_seconds, request.params.business_id),
     );
   };
 }

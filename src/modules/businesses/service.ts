@@ -10,6 +10,19 @@ import { AppError } from '../../errors.ts';
 import { hashSecret, randomToken } from '../../security/secrets.ts';
 import * as repo from './repo.ts';
 
+/** An API client as listed (times in epoch ms); never a secret. */
+export interface ClientListing {
+  client_id: string;
+  scopes: string[];
+  created_at: number;
+  disabled_at: number | null;
+  /** While a replaced secret still logs in: until when. */
+  previous_secret_expires_at: number | null;
+}
+
+/** The longest a replaced client secret may keep working: 30 days. */
+export const MAX_SECRET_GRACE_SECONDS = 2_592_000;
+
 export interface CreatedClient {
   business_id: string;
   client_id: string;
@@ -94,13 +107,16 @@ export class BusinessService {
   }
 
   /** A business's API clients (never their secrets), disabled ones with the time they were disabled. */
-  async listClients(businessId: string): Promise<{ client_id: string; scopes: string[]; created_at: number; disabled_at: number | null }[]> {
+  async listClients(businessId: string): Promise<ClientListing[]> {
     if (!(await repo.findBusiness(this.#deps.db, businessId))) throw AppError.notFound(`Business ${businessId} not found`);
+    const now = Date.now();
     return (await repo.listClients(this.#deps.db, businessId)).map((client) => ({
       client_id: client.id,
       scopes: client.scopes.split(' ').filter(Boolean),
       created_at: client.created_at,
       disabled_at: client.disabled_at,
+      previous_secret_expires_at:
+        client.previous_secret_expires_at !== null && client.previous_secret_expires_at > now ? client.previous_secret_expires_at : null,
     }));
   }
 
@@ -108,10 +124,33 @@ export class BusinessService {
    * Revokes a client: it can no longer log in or refresh, and its refresh tokens are revoked; access
    * tokens already issued last until they expire (CPS_ACCESS_TOKEN_TTL).
    */
-  async revokeClient(clientId: string): Promise<{ client_id: string; revoked: true }> {
-    const revoked = await inTransaction(this.#deps.db, (trx) => repo.disableClient(trx, clientId, Date.now()));
+  async revokeClient(clientId: string, businessId?: string): Promise<{ client_id: string; revoked: true }> {
+    const revoked = await inTransaction(this.#deps.db, (trx) => repo.disableClient(trx, clientId, Date.now(), businessId));
     if (!revoked) throw AppError.notFound(`Active API client ${clientId} not found`);
     return { client_id: clientId, revoked: true };
+  }
+
+  /**
+   * A new secret for a client. The secret replaced keeps logging in for `graceSeconds` (0: not at all), so
+   * the client's systems can move over; a secret replaced before that (an earlier rotation's) stops at
+   * once, since one previous secret is kept. With `businessId`, a client of another business is 404.
+   */
+  async rotateSecret(
+    clientId: string,
+    graceSeconds: number,
+    businessId?: string,
+  ): Promise<{ client_id: string; client_secret: string; previous_secret_expires_at: number | null }> {
+    if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_SECRET_GRACE_SECONDS) {
+      const message = `must be a whole number of seconds from 0 to ${MAX_SECRET_GRACE_SECONDS}`;
+      throw AppError.badRequest(`grace_seconds: ${message}`, { grace_seconds: [message] });
+    }
+    const clientSecret = `cs_${randomToken(32)}`;
+    const secretHash = await hashSecret(clientSecret);
+    const now = Date.now();
+    const expiresAt = graceSeconds === 0 ? null : now + graceSeconds * 1000;
+    const rotated = await inTransaction(this.#deps.db, (trx) => repo.rotateClientSecret(trx, clientId, businessId, secretHash, expiresAt));
+    if (!rotated) throw AppError.notFound(`Active API client ${clientId} not found`);
+    return { client_id: clientId, client_secret: clientSecret, previous_secret_expires_at: expiresAt };
   }
 
   /** The client `clientId` unless it is disabled; `db` may be the caller's transaction. */
@@ -129,6 +168,8 @@ export class BusinessService {
       scopes: scopes.join(' '),
       created_at: Date.now(),
       disabled_at: null,
+      previous_secret_hash: null,
+      previous_secret_expires_at: null,
     });
     return { business_id: businessId, client_id: clientId, client_secret: clientSecret, scopes };
   }

@@ -1,0 +1,184 @@
+/**
+ * Managing access through the admin API (and the cps command): list businesses and clients, revoke a client,
+ * rotate a client's secret with the old one working for a grace period the operator chose; each change and
+ * listing of a business's clients leaves an access log entry in that business's chain.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { runCli } from '../../process.ts';
+import { ADMIN_TOKEN, bearer, createTestApp, DIALECT, type TestApp } from '../../support.ts';
+
+describe(`access management: admin API and cps client rotate (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  const admin = bearer(ADMIN_TOKEN);
+  const call = (method: 'GET' | 'POST', url: string, payload?: unknown, headers: Record<string, string> = admin) =>
+    t.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  const login = (client_id: string, client_secret: string) => call('POST', '/connect-auth/v1/account/login', { client_id, client_secret }, {});
+  const newBusiness = async (name: string) => {
+    const created = await call('POST', '/admin/v1/businesses', { name });
+    assert.equal(created.statusCode, 201, created.body);
+    return created.json() as { business_id: string; client_id: string; client_secret: string };
+  };
+  const entries = async (businessId: string) => {
+    await t.ctx.audit.flush();
+    return t.ctx.storage.db
+      .selectFrom('access_log')
+      .select(['client_id', 'operation', 'action', 'resource_type', 'resource_id', 'status'])
+      .where('business_id', '=', businessId)
+      .where('resource_type', '=', 'api_client')
+      .orderBy('at')
+      .orderBy('id')
+      .execute();
+  };
+
+  it('lists businesses and their clients, without secrets', async () => {
+    const business = await newBusiness('Lakeside Clinic');
+    const listed = await call('GET', '/admin/v1/businesses');
+    assert.equal(listed.statusCode, 200, listed.body);
+    const mine = listed.json().businesses.find((b: { business_id: string }) => b.business_id === business.business_id);
+    assert.deepEqual(
+      { ...mine, created_at: typeof mine.created_at },
+      { business_id: business.business_id, name: 'Lakeside Clinic', created_at: 'number', clients: 1 },
+    );
+    const clients = await call('GET', `/admin/v1/businesses/${business.business_id}/clients`);
+    assert.equal(clients.statusCode, 200, clients.body);
+    assert.deepEqual(
+      clients.json().clients.map((c: Record<string, unknown>) => [c.client_id, c.disabled_at, c.previous_secret_expires_at]),
+      [[business.client_id, null, null]],
+    );
+    assert.ok(!clients.body.includes(business.client_secret.slice(3)), 'no secret is shown');
+    assert.equal((await call('GET', '/admin/v1/businesses/biz_nope/clients')).statusCode, 404);
+    assert.deepEqual(await entries(business.business_id), [
+      {
+        client_id: 'admin',
+        operation: 'GET /admin/v1/businesses/:business_id/clients',
+        action: 'list',
+        resource_type: 'api_client',
+        resource_id: null,
+        status: 200,
+      },
+    ]);
+  });
+
+  it('rotates a secret: the new one logs in at once, the old one until its grace period ends', async () => {
+    const business = await newBusiness('Hillside Clinic');
+    const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/rotate-secret`;
+    const rotated = await call('POST', path, { grace_seconds: 3600 });
+    assert.equal(rotated.statusCode, 200, rotated.body);
+    const body = rotated.json();
+    assert.equal(body.client_id, business.client_id);
+    assert.match(body.client_secret, /^cs_/);
+    assert.ok(Math.abs(body.previous_secret_expires_at - (Date.now() + 3_600_000)) < 60_000);
+    assert.equal((await login(business.client_id, body.client_secret)).statusCode, 200, 'the new secret');
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 200, 'the old secret, in its grace period');
+    const listed = (await call('GET', `/admin/v1/businesses/${business.business_id}/clients`)).json().clients[0];
+    assert.equal(listed.previous_secret_expires_at, body.previous_secret_expires_at);
+
+    // The grace period over (moved back in the database): the old secret is refused, the new one works.
+    await t.ctx.storage.db
+      .updateTable('api_clients')
+      .set({ previous_secret_expires_at: Date.now() - 1 })
+      .where('id', '=', business.client_id)
+      .execute();
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 401, 'the old secret after its grace period');
+    assert.equal((await login(business.client_id, body.client_secret)).statusCode, 200);
+
+    // grace_seconds 0: the replaced secret stops now; a rotation also ends an earlier rotation's grace.
+    const again = await call('POST', path, { grace_seconds: 0 });
+    assert.equal(again.statusCode, 200, again.body);
+    assert.equal(again.json().previous_secret_expires_at, null);
+    assert.equal((await login(business.client_id, body.client_secret)).statusCode, 401);
+    assert.equal((await login(business.client_id, again.json().client_secret)).statusCode, 200);
+    const third = (await call('POST', path, { grace_seconds: 60 })).json();
+    const fourth = (await call('POST', path, { grace_seconds: 60 })).json();
+    assert.equal((await login(business.client_id, again.json().client_secret)).statusCode, 401, 'two rotations back');
+    assert.equal((await login(business.client_id, third.client_secret)).statusCode, 200, 'one rotation back');
+    assert.equal((await login(business.client_id, fourth.client_secret)).statusCode, 200);
+
+    const changes = (await entries(business.business_id)).filter((entry) => entry.action === 'update');
+    assert.equal(changes.length, 4);
+    assert.deepEqual(changes[0], {
+      client_id: 'admin',
+      operation: 'POST /admin/v1/businesses/:business_id/clients/:client_id/rotate-secret',
+      action: 'update',
+      resource_type: 'api_client',
+      resource_id: business.client_id,
+      status: 200,
+    });
+  });
+
+  it('refuses a bad grace period, an unknown client and another business’s client', async () => {
+    const business = await newBusiness('North Clinic');
+    const other = await newBusiness('South Clinic');
+    const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/rotate-secret`;
+    for (const payload of [{}, { grace_seconds: -1 }, { grace_seconds: 2_592_001 }, { grace_seconds: 1.5 }, { grace_seconds: '60' }]) {
+      const refused = await call('POST', path, payload);
+      assert.equal(refused.statusCode, 400, `${JSON.stringify(payload)}: ${refused.body}`);
+    }
+    for (const url of [
+      `/admin/v1/businesses/${business.business_id}/clients/cl_nope/rotate-secret`,
+      `/admin/v1/businesses/${other.business_id}/clients/${business.client_id}/rotate-secret`,
+    ]) {
+      assert.equal((await call('POST', url, { grace_seconds: 60 })).statusCode, 404, url);
+    }
+    assert.equal((await call('POST', `/admin/v1/businesses/${other.business_id}/clients/${business.client_id}/revoke`)).statusCode, 404);
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 200, 'nothing changed');
+    const noToken = await call('POST', path, { grace_seconds: 60 }, {});
+    assert.equal(noToken.statusCode, 401);
+    assert.equal((await call('GET', '/admin/v1/businesses', undefined, {})).statusCode, 401);
+  });
+
+  it('revokes a client: no more logins, listed as disabled, a second revoke is 404', async () => {
+    const business = await newBusiness('East Clinic');
+    const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/revoke`;
+    const revoked = await call('POST', path);
+    assert.equal(revoked.statusCode, 200, revoked.body);
+    assert.deepEqual(revoked.json(), { client_id: business.client_id, revoked: true });
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 401);
+    assert.equal(typeof (await call('GET', `/admin/v1/businesses/${business.business_id}/clients`)).json().clients[0].disabled_at, 'number');
+    assert.equal((await call('POST', path)).statusCode, 404);
+    assert.equal(
+      (await call('POST', `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/rotate-secret`, { grace_seconds: 60 }))
+        .statusCode,
+      404,
+    );
+    assert.deepEqual(
+      (await entries(business.business_id)).filter((entry) => entry.action === 'delete').map((entry) => [entry.resource_id, entry.status]),
+      [
+        [business.client_id, 200],
+        [business.client_id, 404],
+      ],
+    );
+  });
+
+  it('cps client rotate: a new secret, the old one working for --grace seconds, with an access log entry', async () => {
+    const business = await newBusiness('West Clinic');
+    const env = { CPS_DATA_DIR: t.database.dataDir, ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}) };
+    const missing = await runCli(['client', 'rotate', '--client', business.client_id], env);
+    assert.equal(missing.code, 2, missing.stderr);
+    assert.match(missing.stderr, /--grace SECONDS/);
+    const result = await runCli(['client', 'rotate', '--client', business.client_id, '--grace', '600'], env);
+    assert.equal(result.code, 0, result.stderr);
+    const rotated = JSON.parse(result.stdout);
+    assert.equal((await login(business.client_id, rotated.client_secret)).statusCode, 200);
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 200, 'in its grace period');
+    assert.ok(Math.abs(rotated.previous_secret_expires_at - (Date.now() + 600_000)) < 60_000);
+    const revoked = await runCli(['client', 'revoke', '--client', business.client_id], env);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 401, 'a revoke ends the grace period too');
+    assert.deepEqual(
+      (await entries(business.business_id)).map((entry) => [entry.client_id, entry.operation, entry.action, entry.resource_id, entry.status]),
+      [
+        ['cli', 'cps client rotate', 'update', business.client_id, 200],
+        ['cli', 'cps client revoke', 'delete', business.client_id, 200],
+      ],
+    );
+  });
+});
