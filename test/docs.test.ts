@@ -11,19 +11,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { fencedBlocks } from './markdown.ts';
 import { freePort, startServerProcess } from './process.ts';
 import { createTestDatabase } from './support.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
 const DOCS = path.join(REPO, 'docs');
-
-/** The fenced blocks of a Markdown text: info string and body. */
-export function fencedBlocks(markdown: string): { info: string; body: string }[] {
-  const blocks: { info: string; body: string }[] = [];
-  const pattern = /^```([^\n`]*)\n([\s\S]*?)^```$/gm;
-  for (const match of markdown.matchAll(pattern)) blocks.push({ info: match[1]!.trim(), body: match[2]! });
-  return blocks;
-}
 
 function runScript(script: string, cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
