@@ -1,5 +1,11 @@
-/** Error body schemas of the families, for response documentation. */
+/**
+ * The schema pieces routes share: the families' error bodies (for response documentation), the
+ * free-form object, and the atoms several modules' routes are built of (an id, an epoch, the
+ * partner_id flag, a route's config), each written once here.
+ */
 import { Type } from 'typebox';
+import type { RouteAuth } from './auth.ts';
+import type { ErrorFamily } from './errors.ts';
 
 export const StandardError = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String() }) });
 export const SearchError = Type.Object({ error: Type.String(), code: Type.Integer(), details: Type.Union([Type.String(), Type.Null()]) });
@@ -31,3 +37,19 @@ export function freeFormObject(description?: string) {
 
 /** The longest id any schema accepts, in characters (code points). */
 export const MAX_ID_LENGTH = 200;
+
+/** An id in a path, query or body: 1 to MAX_ID_LENGTH characters. */
+export const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
+
+/** A time as whole epoch seconds, up to the end of the year 9999. */
+export const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
+
+/** Whether the query's `partner_id=1` says the path's id is the partner's, not the service's. */
+export const byPartner = (query: { partner_id?: string }): boolean => query.partner_id === '1';
+
+/** What a route's `config` says: its error family, its auth and whether it honours Idempotency-Key. */
+export interface RouteConfig {
+  family: ErrorFamily;
+  auth: RouteAuth;
+  idempotent?: boolean;
+}

@@ -4,25 +4,16 @@
  */
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import { principalOf, type RouteAuth } from '../../http/auth.ts';
-import type { ErrorFamily } from '../../http/errors.ts';
-import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { principalOf } from '../../http/auth.ts';
+import { byPartner, Epoch, freeFormObject, Id, MAX_ID_LENGTH, type RouteConfig, StandardError } from '../../http/schemas.ts';
 import { MAX_SLOT_DAYS, type Scheduling } from './scheduling.ts';
 import type { PatientService } from '../patients/service.ts';
 import type { AppointmentService } from './service.ts';
 
-interface RouteConfig {
-  family: ErrorFamily;
-  auth: RouteAuth;
-  idempotent?: boolean;
-}
-
-const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
 const FreeForm = freeFormObject();
 const DisplayMeta = freeFormObject(
   'Shown on the appointment card: keys up to 30 characters; values a string (up to 50 characters), an integer or a float',
 );
-const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
 
 const CustomAttributes = Type.Object({
   label: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
@@ -183,7 +174,6 @@ const complete: RouteConfig = {
 // Creations and status changes accept an Idempotency-Key (src/http/idempotency.ts).
 const change: RouteConfig = { ...write, idempotent: true };
 const tags = ['appointments'];
-const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 
 export function appointmentRoutes(service: AppointmentService) {
   return async function plugin(app: App): Promise<void> {

@@ -7,11 +7,8 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
-import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { Epoch, Id, StandardError } from '../../http/schemas.ts';
 import { DEFAULT_PAGE, type AuditService } from './service.ts';
-
-const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
-const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
 
 const filters = {
   patient_id: Type.Optional({ ...Id, description: "The patient (the service's id or the partner's): entries naming it" }),

@@ -2,19 +2,12 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import { principalOf, type RouteAuth } from '../../http/auth.ts';
+import { principalOf } from '../../http/auth.ts';
 import { AppError } from '../../errors.ts';
-import type { ErrorFamily } from '../../http/errors.ts';
-import { CasesError, FREE_FORM_DESCRIPTION, FREE_FORM_LIMITS, MAX_ID_LENGTH } from '../../http/schemas.ts';
+import { CasesError, FREE_FORM_DESCRIPTION, FREE_FORM_LIMITS, MAX_ID_LENGTH, type RouteConfig } from '../../http/schemas.ts';
 import { HI_TYPES, type CasesService, type CaseChanges, type HiType, type NewCase, type PatientScope } from './service.ts';
 
 const MAX_PATIENT_REF = MAX_ID_LENGTH;
-
-interface RouteConfig {
-  family: ErrorFamily;
-  auth: RouteAuth;
-  idempotent?: boolean;
-}
 
 // Declared for the documentation; the preParsing hook below has already answered a missing one.
 const PatientHeader = Type.Object({

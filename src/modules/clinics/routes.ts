@@ -6,17 +6,11 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import { principalOf, type RouteAuth } from '../../http/auth.ts';
-import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
-import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { principalOf } from '../../http/auth.ts';
+import { validationProblem } from '../../http/errors.ts';
+import { byPartner, ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, type RouteConfig, StandardError } from '../../http/schemas.ts';
 import { EkaClinicRead, EkaDoctorRead, EkaEntities, type DirectoryService } from './directory.ts';
 import type { ClinicService, FieldProblems } from './service.ts';
-
-interface RouteConfig {
-  family: ErrorFamily;
-  auth: RouteAuth;
-  idempotent?: boolean;
-}
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -174,7 +168,6 @@ function submitted<T>(request: { body: T; validationError?: FastifyRequest['vali
 }
 
 const businessOf = (request: FastifyRequest) => principalOf(request).businessId;
-const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 
 export function clinicRoutes(service: ClinicService, directory: DirectoryService) {
   return async function plugin(app: App): Promise<void> {

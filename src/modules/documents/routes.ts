@@ -5,16 +5,9 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
 import type { App } from '../../http/app-type.ts';
-import { principalOf, type RouteAuth } from '../../http/auth.ts';
-import type { ErrorFamily } from '../../http/errors.ts';
-import { CasesError, MAX_ID_LENGTH } from '../../http/schemas.ts';
+import { principalOf } from '../../http/auth.ts';
+import { CasesError, MAX_ID_LENGTH, type RouteConfig } from '../../http/schemas.ts';
 import type { DocumentChangesInput, DocumentsService, IncomingFile, NewDocument, PatientScope } from './service.ts';
-
-interface RouteConfig {
-  family: ErrorFamily;
-  auth: RouteAuth;
-  idempotent?: boolean;
-}
 
 const PatientHeader = Type.Object({
   'x-pt-id': Type.String({ maxLength: MAX_ID_LENGTH, description: "The patient's id within the business (the service's or the partner's)." }),

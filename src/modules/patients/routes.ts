@@ -6,19 +6,12 @@
  */
 import { type Static, Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import { principalOf, type RouteAuth } from '../../http/auth.ts';
+import { principalOf } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
-import { freeFormObject, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { byPartner, Epoch, freeFormObject, Id, MAX_ID_LENGTH, type RouteConfig, StandardError } from '../../http/schemas.ts';
 import { BLOOD_GROUPS, invalid, REMOVABLE_FIELDS, type MergeResult, type PatientInput, type PatientService, type RemovableField } from './service.ts';
 import * as views from './views.ts';
 
-interface RouteConfig {
-  family: ErrorFamily;
-  auth: RouteAuth;
-  idempotent?: boolean;
-}
-
-const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
 const Name = Type.String({ maxLength: 100 });
 const Gender = Type.Enum(['M', 'F', 'O']);
 const Dob = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-message': 'must be a date, YYYY-MM-DD' });
@@ -32,7 +25,6 @@ const BloodGroup = Type.Enum([...BLOOD_GROUPS]);
 const AbhaNumber = Type.String({ maxLength: 20, description: 'ABHA number: 14 digits, with or without dashes (XX-XXXX-XXXX-XXXX)' });
 const AbhaAddress = Type.String({ maxLength: 64, description: 'ABHA address, e.g. name@abdm' });
 const Text = Type.String({ maxLength: 200 });
-const Epoch = Type.Integer({ minimum: 0, maximum: 253_402_300_799, description: 'Epoch seconds' });
 
 const Address = Type.Object({
   line1: Type.Optional(Text),
@@ -184,7 +176,6 @@ function mergeView(result: MergeResult): Static<typeof MergeAnswer> {
 const drErrors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError, 500: StandardError };
 const profileErrors = drErrors;
 
-const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 const archived = (query: { arc?: string }) => ({ archived: query.arc === 'true' });
 
 type DrBody = Static<typeof DrPatchBody>;

@@ -10,16 +10,14 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
-import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { byPartner, Id, StandardError } from '../../http/schemas.ts';
 import type { PrivacyService } from './service.ts';
 
-const Id = Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH });
 const PatientParams = Type.Object({ patient_id: Id });
 const ExportParams = Type.Object({ export_id: Id });
 const ByPartner = Type.Object({
   partner_id: Type.Optional(Type.String({ maxLength: 10, description: "1: the path id is the partner's id" })),
 });
-const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
 
 const Epoch = (description: string) => Type.Integer({ description: `Epoch seconds: ${description}` });
 const ExportStatus = Type.Object({

@@ -6,16 +6,11 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
-import { principalOf, type RouteAuth } from '../../http/auth.ts';
-import { validationProblem, type ErrorFamily } from '../../http/errors.ts';
-import { ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
+import { principalOf } from '../../http/auth.ts';
+import { validationProblem } from '../../http/errors.ts';
+import { byPartner, ClinicsError, ClinicsNotFound, MAX_ID_LENGTH, type RouteConfig, StandardError } from '../../http/schemas.ts';
 import type { ScheduleInput, ScheduleService } from './service.ts';
 import { WEEKDAY_NAMES } from '../../time.ts';
-
-interface RouteConfig {
-  family: ErrorFamily;
-  auth: RouteAuth;
-}
 
 const Clock = Type.String({ pattern: '^\\d{2}:\\d{2}$', 'x-message': 'Enter a time HH:MM from 00:00 to 24:00.' });
 const DateText = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-message': 'Enter a real date, YYYY-MM-DD.' });
@@ -130,8 +125,6 @@ function submitted(request: FastifyRequest): [ScheduleInput, Record<string, stri
 
 export function scheduleRoutes(service: ScheduleService) {
   return async function plugin(app: App): Promise<void> {
-    const byPartner = (query: { partner_id?: string }) => query.partner_id === '1';
-
     app.put(
       PATH,
       {
