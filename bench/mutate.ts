@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import type { LogLevel } from '@stryker-mutator/api/core';
 import { Stryker } from '@stryker-mutator/core';
-import { MODULES, type MutationModule, type Equivalent } from './mutation-modules.ts';
+import { MODULES, UNLISTED, type MutationModule, type Equivalent } from './mutation-modules.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const resultsFile = path.join(root, 'bench/mutation-results.json');
@@ -159,6 +159,8 @@ function writeReport(results: Map<string, ModuleResult>): void {
       `| ${module.name} | ${files} | ${result.mutants} | ${result.killed} | ${result.timeout} | ${result.survived} | ${result.noCoverage} | ${percent(detected, result.mutants)} | ${equivalents} | ${percent(detected, result.mutants - equivalents)} | ${module.goal} % (${met}) | ${result.measured} |`,
     );
   }
+  lines.push('', 'Not measured yet:', '');
+  for (const item of UNLISTED) lines.push(`- ${item.what} (${item.files.map((f) => `\`${f}\``).join(', ')}): ${item.why}.`);
   lines.push('', 'Test files per module:', '');
   for (const module of MODULES) lines.push(`- ${module.name}: ${module.tests.map((t) => `\`${t}\``).join(', ')}`);
   for (const module of MODULES) {

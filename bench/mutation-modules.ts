@@ -34,6 +34,35 @@ export const MODULES: MutationModule[] = [
     equivalent: [
       {
         file: 'src/security/outbound.ts',
+        mutator: 'ConditionalExpression',
+        original: "case 'rfc6145': \u2026",
+        replacement: "case 'rfc6145':",
+        why: 'without its own return, an rfc6145 address falls through to the NAT64 case, which reads the same embedded IPv4 address from the last two words: word 2 of ::ffff:0:a.b.c.d is 0',
+      },
+      {
+        file: 'src/security/outbound.ts',
+        mutator: 'ConditionalExpression',
+        original: 'classifyAddress(network.toString()) === addressClass',
+        replacement: 'true',
+        why: 'a range of /8 or narrower that holds a loopback or "this network" address lies inside 127.0.0.0/8 or 0.0.0.0/8, so its network address has the same class',
+      },
+      {
+        file: 'src/security/outbound.ts',
+        mutator: 'StringLiteral',
+        original: "'http:'",
+        replacement: '""',
+        why: "the scheme is only ever compared with 'https:': any other text is refused where plain http is",
+      },
+      {
+        file: 'src/security/outbound.ts',
+        mutator: 'ConditionalExpression',
+        original: 'literal === null',
+        replacement: 'true',
+        line: 'const listedName',
+        why: 'a literal is checked before DNS with the listed-name flag off; the flag then only loosens the check of the answers, and a literal that passed answers with itself, which passes again',
+      },
+      {
+        file: 'src/security/outbound.ts',
         mutator: 'Regex',
         original: '/^\\[(.*)\\]$/',
         replacement: '/^\\[(.)\\]$/',
@@ -246,5 +275,24 @@ export const MODULES: MutationModule[] = [
     files: ['src/modules/schedules/slots.ts'],
     tests: ['test/modules/schedules/slots.test.ts'],
     goal: 80,
+  },
+];
+
+/** Parts of issue 39's list not measured yet, and why: shown under the table so the gap stays in sight. */
+export const UNLISTED: Array<{ what: string; files: string[]; why: string }> = [
+  {
+    what: 'ranking',
+    files: ['src/modules/search/index/engine.ts'],
+    why: 'ranking lives inside the index engine (1,343 lines); its tests build indexes from the catalogue (30 s a run), so it needs small pure ranking tests first',
+  },
+  {
+    what: 'retention rules',
+    files: ['src/modules/retention/rules.ts'],
+    why: 'each rule is a Kysely expression only a database evaluates; its tests run on SQLite and PostgreSQL, outside the no-database frame of this run',
+  },
+  {
+    what: 'the name index',
+    files: ['src/modules/patients/name-index.ts'],
+    why: 'it stores and looks up its keys in the database (name-repo.ts); the folding and scoring it uses are measured as name-folding',
   },
 ];

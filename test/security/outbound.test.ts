@@ -373,6 +373,8 @@ describe('outbound address rules, one table each', () => {
       ['1[.2.3.4]', 'not an address'],
       ['[1.2.3.]4', 'not an address'],
       ['::1%a\nb', 'not an address'],
+      ['::ffff:0x7f.0.0.1', 'not an address'],
+      ['::ffff:0177.0.0.1', 'not an address'],
     ];
     for (const [spelling, expected] of cases) assert.equal(classifyAddress(spelling), expected, spelling);
   });
@@ -449,6 +451,8 @@ describe('outbound address rules, one table each', () => {
       [['::1'], '::1', 'loopback', true],
       [['::0/127'], '::1', 'loopback', false],
       [['::/0'], '::1', 'loopback', false],
+      [['::1/64'], '::1', 'loopback', false],
+      [['10.0.0.0/8'], '10.0.0.1%eth0', 'private', true],
       [['fd00:ec2::254/128'], 'fd00:ec2::254', 'metadata', true],
       [['fd00:ec2::/32'], 'fd00:ec2::254', 'metadata', false],
       [['127.0.0.0/8'], '127.0.0.1', 'loopback', true],
@@ -500,7 +504,7 @@ describe('outbound policy, one rule per table', () => {
     assert.deepEqual(dns.asked, [], 'a literal is checked without DNS');
     assert.equal(await refused('https://public.test/'), null);
     assert.equal(await refused('https://private.test/'), 'private');
-    assert.equal(await refused('https://unknown.test/'), null);
+    assert.equal(await policy.check(new URL('https://unknown.test/')), null);
     assert.deepEqual(dns.asked, ['public.test', 'private.test', 'unknown.test']);
   });
 

@@ -66,6 +66,38 @@ describe('schedules: slots', () => {
     assert.equal(slotsOfDay(schedule, '2030-01-14').length, 4, 'the week after is as usual');
   });
 
+  it('answers the slots of sessions given in any order by their start', () => {
+    const schedule = rules({
+      sessions: [
+        { days: ['MON'], start: '14:00', end: '14:30' },
+        { days: ['MON'], start: '09:10', end: '09:40' },
+        { days: ['MON'], start: '11:00', end: '11:15' },
+      ],
+      exceptions: [{ type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '08:00', end_time: '08:15' }],
+    });
+    assert.deepEqual(
+      slotsOfDay(schedule, '2030-01-07').map((s) => localIso(s.start, 'Asia/Kolkata').slice(11, 16)),
+      ['08:00', '09:10', '09:25', '11:00', '14:00', '14:15'],
+    );
+  });
+
+  it('reads an exception with one of its two times as untimed: a leave takes the whole day, an extra session adds nothing', () => {
+    const cases: Array<[ScheduleException, string[]]> = [
+      [{ type: 'leave', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '09:15' }, []],
+      [{ type: 'holiday', start_date: '2030-01-07', end_date: '2030-01-07', end_time: '09:30' }, []],
+      [{ type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', start_time: '17:00' }, ['09:00', '09:15', '09:30', '09:45']],
+      [{ type: 'extra', start_date: '2030-01-07', end_date: '2030-01-07', end_time: '17:30' }, ['09:00', '09:15', '09:30', '09:45']],
+    ];
+    for (const [exception, starts] of cases) {
+      const slots = slotsOfDay(rules({ exceptions: [exception] }), '2030-01-07');
+      assert.deepEqual(
+        slots.map((s) => localIso(s.start, 'Asia/Kolkata').slice(11, 16)),
+        starts,
+        JSON.stringify(exception),
+      );
+    }
+  });
+
   it('keeps wall-clock times across the spring-forward change in America/New_York', () => {
     const zone = 'America/New_York';
     const schedule = rules({ timezone: zone, slot_minutes: 60, sessions: [{ days: ['SAT', 'SUN', 'MON'], start: '09:00', end: '11:00' }] });
