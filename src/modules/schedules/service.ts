@@ -6,6 +6,7 @@
  */
 import { envelope } from '../../events.ts';
 import type { Kysely } from 'kysely';
+import type { Static } from 'typebox';
 import type { Principal } from '../../auth/principal.ts';
 import { inTransaction, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
@@ -14,23 +15,15 @@ import { AppError } from '../../errors.ts';
 import { recordEvent } from '../../jobs/outbox.ts';
 import type { ClinicService } from '../clinics/service.ts';
 import * as repo from './repo.ts';
+import type { ScheduleBody } from './schemas.ts';
 import { crowdedDate, MAX_SESSIONS_PER_DATE, MAX_SLOTS_PER_DATE, type ScheduleException, type ScheduleRules, type Session } from './slots.ts';
 import { isTimeZone, parseClock, parseDate, WEEKDAY_NAMES } from '../../time.ts';
 
 export type { ScheduleRules, Slot } from './slots.ts';
 export { placesTaken, slotAt, slotsOfDay } from './slots.ts';
 
-export interface ScheduleInput {
-  timezone?: string;
-  slot_minutes: number;
-  capacity?: number;
-  buffer_minutes?: number;
-  sessions: Session[];
-  exceptions?: ScheduleException[];
-  service_name?: string;
-  price?: number;
-  currency?: string;
-}
+/** A schedule as the client sends it: the route's body schema's type. */
+export type ScheduleInput = Static<typeof ScheduleBody>;
 
 export interface ScheduleView {
   schedule_id: string;
