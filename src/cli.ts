@@ -21,7 +21,8 @@ import { createLogger } from './logger.ts';
 import { createModules } from './modules/index.ts';
 import { erasureRecordPath, type ReappliedErasures } from './modules/privacy/index.ts';
 import { loadKeys } from './security/keys.ts';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import type { Principal } from './auth/principal.ts';
 import { BusinessService } from './modules/businesses/index.ts';
 import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
@@ -43,6 +44,11 @@ const USAGE = `Usage: cps [--env-file FILE] <command>
                                           create another API client (all scopes unless given)
   business list                           every business, with its count of active API clients
   client list --business ID               a business's API clients (never their secrets)
+  patient export --business ID --patient ID [--partner] --file FILE
+                                          write a patient's data export (the API's document) to FILE (0600,
+                                          never over an existing file); --partner: ID is the partner's id
+  patient erase --business ID --patient ID [--partner]
+                                          erase a patient, as POST /privacy/v1/patients/{id}/erase does
   client rotate --client ID --grace SECONDS
                                           a new secret for an API client (printed once); the one replaced
                                           keeps logging in for SECONDS (0 to 2592000; 0: stops now)
@@ -92,7 +98,7 @@ async function businessesOf(config: Config, storage: Storage): Promise<BusinessS
  * the business it concerns. A running service chains it with the others.
  */
 async function withAuditEntry<T>(
-  entry: { operation: string; action: AuditAction; resource: string; id: string; business: string | null },
+  entry: { operation: string; action: AuditAction; resource: string; id: string; business: string | null; patient?: string },
   work: () => Promise<T>,
 ): Promise<T> {
   const row = {
@@ -104,7 +110,7 @@ async function withAuditEntry<T>(
     action: entry.action,
     resource_type: entry.resource,
     resource_id: entry.id,
-    patient_ref: null,
+    patient_ref: entry.patient ?? null,
     status: 200,
     request_id: `cli:${hostname()}:${process.pid}`,
     source_address: null,
@@ -152,6 +158,17 @@ async function reapplyErasures(config: Config): Promise<ReappliedErasures | null
     const modules = createModules(createContext(config, storage, keys, createLogger('silent', process.stderr)));
     return modules.privacy.service.reapplyErasures();
   });
+}
+
+/** The service's modules over a storage of their own, for commands that act as the API does. */
+async function withModules<T>(config: Config, work: (modules: ReturnType<typeof createModules>) => Promise<T>): Promise<T> {
+  const keys = await loadKeys(config);
+  return withStorage(config, (storage) => work(createModules(createContext(config, storage, keys, createLogger('silent', process.stderr)))));
+}
+
+/** The operator at the command line, acting for one business (the client `cli` of its records). */
+function operatorPrincipal(businessId: string): Principal {
+  return { businessId, clientId: 'cli', scopes: new Set<string>() };
 }
 
 function printJson(value: unknown): void {
@@ -251,6 +268,44 @@ const commands: Record<string, Command> = {
         const entry = { operation: 'cps client rotate', action: 'update' as const, resource: 'api_client', id: clientId, business };
         return withAuditEntry(entry, () => businesses.rotateSecret(clientId, grace));
       }),
+    );
+  },
+
+  async 'patient export'(args, config) {
+    const { values } = parseArgs({
+      args,
+      options: { business: { type: 'string' }, patient: { type: 'string' }, partner: { type: 'boolean' }, file: { type: 'string' } },
+    });
+    if (!values.business || !values.patient || !values.file) throw new UsageError('patient export needs --business ID --patient ID --file FILE');
+    const { business, patient, file } = values;
+    // Created, never over an existing file: the document is the patient's whole record.
+    const handle = openSync(file, 'wx', 0o600);
+    try {
+      const document = await withModules(config, (modules) =>
+        withAuditEntry({ operation: 'cps patient export', action: 'export', resource: 'patient', id: patient, business, patient }, () =>
+          modules.privacy.service.exportNow(operatorPrincipal(business), patient, values.partner ?? false),
+        ),
+      );
+      writeFileSync(handle, `${JSON.stringify(document, null, 2)}\n`);
+      printJson({ business_id: business, patient_id: patient, file });
+    } catch (error) {
+      closeSync(handle);
+      rmSync(file, { force: true });
+      throw error;
+    }
+    closeSync(handle);
+  },
+
+  async 'patient erase'(args, config) {
+    const { values } = parseArgs({ args, options: { business: { type: 'string' }, patient: { type: 'string' }, partner: { type: 'boolean' } } });
+    if (!values.business || !values.patient) throw new UsageError('patient erase needs --business ID --patient ID');
+    const { business, patient } = values;
+    printJson(
+      await withModules(config, (modules) =>
+        withAuditEntry({ operation: 'cps patient erase', action: 'erase', resource: 'patient', id: patient, business, patient }, () =>
+          modules.privacy.service.erase(operatorPrincipal(business), patient, values.partner ?? false),
+        ),
+      ),
     );
   },
 

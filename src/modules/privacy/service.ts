@@ -168,6 +168,16 @@ export class PrivacyService {
     });
   }
 
+  /**
+   * The operator's export from the command line (cps patient export): asked, built and read at once, with
+   * the rows and document the API's export has.
+   */
+  async exportNow(principal: Principal, patientId: string, byPartner: boolean): Promise<Record<string, unknown>> {
+    const asked = await this.requestExport(principal, patientId, byPartner);
+    await this.buildExport(asked.export_id);
+    return this.download(principal.businessId, asked.export_id, this.#token(principal.businessId, asked.export_id));
+  }
+
   /** The job: builds the document, encrypts it, and makes the export ready for exportTtlSeconds. */
   async buildExport(exportId: string): Promise<void> {
     const db = this.#deps.db;
