@@ -5,11 +5,13 @@ import { deskPage } from './desk.js';
 import { h } from './dom.js';
 import { homePage } from './home.js';
 import { schedulePage } from './schedule.js';
+import { searchPage } from './search.js';
 import { signInPage } from './signin.js';
+import { webhooksPage } from './webhooks.js';
 import { t } from './strings.js';
 
 /** The pages after sign-in, in the order of the menu; `allowed` reads the session. */
-const PAGES = [homePage, deskPage, schedulePage];
+const PAGES = [homePage, deskPage, schedulePage, webhooksPage, searchPage];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
