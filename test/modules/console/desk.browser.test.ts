@@ -138,15 +138,15 @@ describe('front desk in a browser', { skip: browserSkip }, () => {
       assert.match((await call(t, desk.token, 'GET', `/dr/v1/appointment/${idOf('Kiran')}`)).custom_attributes.arrived_at, /^\d+$/);
 
       await row(page, 'Kiran Patil').getByRole('button', { name: 'Complete: Kiran Patil' }).click();
-      await row(page, 'Kiran Patil').getByText('Completed').waitFor();
+      await row(page, 'Kiran Patil').locator('.badge', { hasText: 'Completed' }).waitFor();
       assert.equal(await statusOf(idOf('Kiran')), 'CM');
 
       await row(page, 'Fatima Khan').getByRole('button', { name: 'No-show: Fatima Khan' }).click();
-      await row(page, 'Fatima Khan').getByText('No-show', { exact: true }).waitFor();
+      await row(page, 'Fatima Khan').locator('.badge', { hasText: 'No-show' }).waitFor();
       assert.equal(await statusOf(idOf('Fatima')), 'NS');
 
       await row(page, 'Arjun Shah').getByRole('button', { name: 'Cancel: Arjun Shah' }).click();
-      await row(page, 'Arjun Shah').getByText('Cancelled').waitFor();
+      await row(page, 'Arjun Shah').locator('.badge', { hasText: 'Cancelled' }).waitFor();
       assert.equal(await statusOf(idOf('Arjun')), 'CN');
       assert.equal(await page.locator('#status').innerText(), 'Arjun Shah: cancelled.');
 
@@ -160,7 +160,7 @@ describe('front desk in a browser', { skip: browserSkip }, () => {
       await dialog.getByRole('button', { name: 'Move' }).click();
       await page.locator('#status', { hasText: 'Meera Iyer: rescheduled.' }).waitFor();
       assert.equal(await statusOf(idOf('Meera')), 'RES');
-      await row(page, 'Meera Iyer').getByText('Booked').waitFor();
+      await row(page, 'Meera Iyer').locator('.badge', { hasText: 'Booked' }).waitFor();
 
       // A walk-in found by mobile: Ravi (not the other business's patient on the same number).
       await page.getByLabel('Mobile', { exact: true }).fill('+919812345601');

@@ -4,6 +4,7 @@ import { api, onSignedOut, setCsrf } from './api.js';
 import { deskPage } from './desk.js';
 import { h } from './dom.js';
 import { homePage } from './home.js';
+import { auditPage, businessesPage, healthPage } from './operator.js';
 import { schedulePage } from './schedule.js';
 import { searchPage } from './search.js';
 import { signInPage } from './signin.js';
@@ -11,7 +12,7 @@ import { webhooksPage } from './webhooks.js';
 import { t } from './strings.js';
 
 /** The pages after sign-in, in the order of the menu; `allowed` reads the session. */
-const PAGES = [homePage, deskPage, schedulePage, webhooksPage, searchPage];
+const PAGES = [homePage, deskPage, schedulePage, webhooksPage, searchPage, businessesPage, auditPage, healthPage];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');

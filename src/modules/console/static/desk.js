@@ -108,8 +108,8 @@ export const deskPage = {
     async function act(change, done) {
       try {
         await change();
-        announce(done);
         await load();
+        announce(done);
       } catch (error) {
         announce(t('app.error', { message: error.message }));
       }
@@ -300,8 +300,9 @@ export const deskPage = {
             try {
               const { appointment_id } = await api('POST', '/dr/v1/appointment', body);
               const booked = await api('GET', `/dr/v1/appointment/${enc(appointment_id)}`);
-              announce(t('desk.done_booked', { name: nameOf(booked.patient_details), token: booked.token ?? '–' }));
+              // Announced once the day is shown again, so the page is settled when it is read.
               await load();
+              announce(t('desk.done_booked', { name: nameOf(booked.patient_details), token: booked.token ?? '–' }));
             } catch (failure) {
               error.textContent = t('app.error', { message: failure.message });
               error.hidden = false;
@@ -376,8 +377,8 @@ export const deskPage = {
               try {
                 await api('PUT', `/dr/v1/appointment/${enc(appointment.appointment_id)}/reschedule`, { start_time: start, end_time: end });
                 moveDialog.close();
-                announce(t('desk.done_moved', { name: who }));
                 await load();
+                announce(t('desk.done_moved', { name: who }));
               } catch (failure) {
                 error.textContent = t('app.error', { message: failure.message });
                 error.hidden = false;

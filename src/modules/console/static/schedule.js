@@ -54,8 +54,8 @@ export const schedulePage = {
 
     async function save(body, done) {
       await api('PUT', path(), body);
-      announce(done);
       await load();
+      announce(done);
     }
 
     /** A form whose failures show beside it. */

@@ -169,8 +169,8 @@ export const webhooksPage = {
                                   onclick: async () => {
                                     try {
                                       await api('POST', `${BASE}/${enc(subscription.id)}/deliveries/${enc(delivery.event_id)}/retry`);
-                                      announce(t('hooks.done_retry'));
                                       await loadDeliveries(subscription);
+                                      announce(t('hooks.done_retry'));
                                     } catch (failure) {
                                       announce(t('app.error', { message: failure.message }));
                                     }
@@ -196,8 +196,8 @@ export const webhooksPage = {
               try {
                 const from = Math.floor(new Date(since.value).getTime() / 1000);
                 const answer = await api('POST', `${BASE}/${enc(subscription.id)}/replay`, { since: from });
-                announce(t('hooks.done_replay', { count: answer.queued }));
                 await loadDeliveries(subscription);
+                announce(t('hooks.done_replay', { count: answer.queued }));
               } catch (failure) {
                 replayError.textContent = t('app.error', { message: failure.message });
                 replayError.hidden = false;
