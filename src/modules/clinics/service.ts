@@ -5,42 +5,24 @@
  * names, a partner_id already used).
  */
 import type { Kysely } from 'kysely';
+import type { Static } from 'typebox';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import * as repo from './repo.ts';
+import type { ClinicCreate, DoctorCreate } from './schemas.ts';
 
 export const PAGE_SIZE = 50;
 
 /** Field -> messages, as the clinics family renders them. */
 export type FieldProblems = Record<string, string[]>;
 
-export interface ClinicInput {
-  name: string;
-  address: string;
-  partner_id?: string;
-  pincode?: string;
-  contact?: string;
-  doctor_ids?: string[];
-  partner_doctor_ids?: string[];
-  city?: string;
-  state?: string;
-  review_link?: string;
-}
+/** A clinic as the client creates it: the route's body schema's type. */
+export type ClinicInput = Static<typeof ClinicCreate>;
 
-export interface DoctorInput {
-  firstname: string;
-  lastname: string;
-  gender?: string;
-  mobile?: string;
-  email?: string;
-  specialisations?: string[];
-  partner_id?: string;
-  review_link?: string;
-  clinic_ids?: string[];
-  partner_clinic_ids?: string[];
-}
+/** A doctor as the client creates it: the route's body schema's type. */
+export type DoctorInput = Static<typeof DoctorCreate>;
 
 export interface ClinicView {
   id: string;
