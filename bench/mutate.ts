@@ -148,7 +148,7 @@ function writeReport(results: Map<string, ModuleResult>): void {
     const result = results.get(module.name);
     const files = module.files.map((f) => `\`${f.replace(/^src\//, '')}\``).join(', ');
     if (!result) {
-      lines.push(`| ${module.name} | ${files} | | | | | | not measured | | | ${module.goal} % | |`);
+      lines.push(`| ${module.name} | ${files} | | | | | | not measured yet | | | ${module.goal} % | |`);
       continue;
     }
     const equivalents = result.survivors.filter((s) => s.equivalent).length;
