@@ -190,6 +190,7 @@ export const EVENTS = {
         reviews: Type.Integer(),
         cases: Type.Integer(),
         devices: Type.Integer(),
+        documents: Type.Integer(),
       }),
     },
   ),

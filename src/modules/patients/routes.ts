@@ -166,7 +166,13 @@ const DrSearchPatient = Type.Object({
 const MergeAnswer = Type.Object({
   patient_id: Type.String({ description: 'The surviving patient' }),
   merged_patient_id: Type.String({ description: 'The duplicate, now archived with merged_into = patient_id' }),
-  moved: Type.Object({ appointments: Type.Integer(), reviews: Type.Integer(), cases: Type.Integer(), devices: Type.Integer() }),
+  moved: Type.Object({
+    appointments: Type.Integer(),
+    reviews: Type.Integer(),
+    cases: Type.Integer(),
+    devices: Type.Integer(),
+    documents: Type.Integer(),
+  }),
 });
 
 function mergeView(result: MergeResult): Static<typeof MergeAnswer> {
@@ -324,7 +330,8 @@ export function patientRoutes(patients: PatientService, doctorToolRoutes: (app: 
         config: { ...dr('write'), idempotent: true },
         schema: {
           tags: drTags,
-          summary: 'Merge a duplicate into this patient: its appointments, reviews, cases and devices move here; it is archived with merged_into',
+          summary:
+            'Merge a duplicate into this patient: its appointments, reviews, cases, devices and documents move here; it is archived with merged_into',
           params: PatientParams,
           querystring: ByPartner,
           body: Type.Object({ duplicate_patient_id: Id }),
@@ -669,7 +676,8 @@ export function patientRoutes(patients: PatientService, doctorToolRoutes: (app: 
         config: { ...profiles('write'), idempotent: true },
         schema: {
           tags: profileTags,
-          summary: 'Merge a duplicate profile into this one: its appointments, reviews, cases and devices move here; it is archived with merged_into',
+          summary:
+            'Merge a duplicate profile into this one: its appointments, reviews, cases, devices and documents move here; it is archived with merged_into',
           params: OidParams,
           querystring: ByPartner,
           body: Type.Object({ duplicate_oid: Id }),

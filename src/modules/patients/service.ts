@@ -124,7 +124,7 @@ export const LOCKED_PATIENT_COLUMNS = [
 export interface MergeResult {
   patient: PatientRow;
   merged: PatientRow;
-  moved: { appointments: number; reviews: number; cases: number; devices: number };
+  moved: { appointments: number; reviews: number; cases: number; devices: number; documents: number };
 }
 
 /** Which patients a look-up answers. */
@@ -710,7 +710,7 @@ export class PatientService {
   }
 
   /**
-   * Merges `duplicateId` into `survivorId`: the duplicate's appointments, reviews, cases and devices
+   * Merges `duplicateId` into `survivorId`: the duplicate's appointments, reviews, cases, devices and documents
    * move to the survivor, the duplicate is archived with `merged_into` pointing at it (its ids then
    * resolve to the survivor everywhere), and a `patient.merged` event records it, all in one
    * transaction. Merging again into the same survivor changes nothing and answers the same ids. Cases
@@ -740,7 +740,7 @@ export class PatientService {
       for (const id of pair) await repo.updatePatient(trx, businessId, id, { updated_at: Date.now() });
       survivor = (await repo.findById(trx, businessId, survivor.id))!;
       duplicate = (await repo.findById(trx, businessId, duplicate.id))!;
-      const moved = { appointments: 0, reviews: 0, cases: 0, devices: 0 };
+      const moved = { appointments: 0, reviews: 0, cases: 0, devices: 0, documents: 0 };
       if (duplicate.merged_into === survivor.id) return { patient: survivor, merged: duplicate, moved };
       // Erased while this merge waited for the locks: nothing may move into or out of an erased patient.
       if (survivor.erased_at !== null || duplicate.erased_at !== null) throw notFound();

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
+import { events } from '../appointments/support.ts';
 import { exportReady, linkPath } from '../privacy/support.ts';
 import { documentsApi, download, sampleFile } from './support.ts';
 
@@ -43,6 +44,9 @@ describe(`documents: the patient compartment (${DIALECT})`, () => {
       payload: { duplicate_patient_id: duplicate },
     });
     assert.equal(merged.statusCode, 200, merged.body);
+    assert.equal(merged.json().moved.documents, 1, 'the answer counts the moved document');
+    const recorded = (await events(t, client.businessId, 'patient.merged')).find((event) => event.payload.data.patient_id === survivor);
+    assert.equal(recorded?.payload.data.moved.documents, 1, 'so does the patient.merged event');
     const api = documentsApi(t.app, client.token, survivor);
     const read = await api.get(id);
     assert.equal(read.statusCode, 200, read.body);

@@ -110,7 +110,7 @@ describe(`patients: merge (${DIALECT})`, () => {
     assert.deepEqual(merged.json(), {
       patient_id: survivor,
       merged_patient_id: duplicate,
-      moved: { appointments: 1, reviews: 1, cases: 1, devices: 1 },
+      moved: { appointments: 1, reviews: 1, cases: 1, devices: 1, documents: 0 },
     });
 
     // Appointments: both are the survivor's now, each keeping the details it was booked with.
@@ -155,14 +155,14 @@ describe(`patients: merge (${DIALECT})`, () => {
       partner_patient_id: keep,
       merged_patient_id: duplicate,
       merged_partner_patient_id: drop,
-      moved: { appointments: 1, reviews: 1, cases: 1, devices: 1 },
+      moved: { appointments: 1, reviews: 1, cases: 1, devices: 1, documents: 0 },
     });
     assert.equal(recorded[0]!.payload.client_id, client.clientId);
 
     // Again: nothing more moves, no second event.
     const again = await call('POST', `/profiles/v1/patient/${keep}/merge?partner_id=1`, { duplicate_oid: drop });
     assert.equal(again.statusCode, 200, again.body);
-    assert.deepEqual(again.json().moved, { appointments: 0, reviews: 0, cases: 0, devices: 0 });
+    assert.deepEqual(again.json().moved, { appointments: 0, reviews: 0, cases: 0, devices: 0, documents: 0 });
     assert.equal((await events(t, client.businessId, 'patient.merged')).length, 1);
   });
 
