@@ -104,7 +104,7 @@ export async function demoToken(url: string, dataDir: string): Promise<string> {
 export interface LoadOptions {
   method?: 'GET' | 'POST' | 'PATCH' | 'PUT';
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   connections?: number;
   seconds?: number;
   /** Paths every connection requests in turn (instead of the URL's own path). */

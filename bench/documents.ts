@@ -1,0 +1,254 @@
+/**
+ * Documents (issue 34): a 1 MB upload through POST /mr/api/v2/docs against a bare Fastify route that
+ * receives and discards the same multipart body (bench/upload-sink.ts), loaded in turns (goal: ratio
+ * >= 0.5); the server's peak RSS while 100 uploads of 5 MB run at once (goal: < 300 MB, the files
+ * being streamed, never held whole); and the listing of 10,000 documents of one patient, its last page
+ * against its first (goal: ratio <= 1.5), on SQLite and on PostgreSQL.
+ *
+ * Run alone: `node bench/documents.ts` (PostgreSQL as in bench/cases.ts; skipped if unreachable).
+ */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { buildApp, createContext } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openStorage } from '../src/db/index.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { createLogger } from '../src/logger.ts';
+import { BusinessService } from '../src/modules/businesses/index.ts';
+import { signingKeyFromPem } from '../src/security/keys.ts';
+import { demoToken, loadAgainstHello, round, scratchPgDatabase, spawnServer, type Figure } from './lib.ts';
+
+const PATIENT = 'bench-patient';
+const MB = 1024 * 1024;
+
+/** A PDF of `bytes` bytes (the service tells the type from the first bytes): a header, filler, the end marker. */
+function pdfOf(bytes: number): Buffer {
+  const head = Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n', 'latin1');
+  const tail = Buffer.from('\n%%EOF\n');
+  const filler = randomBytes(bytes - head.length - tail.length);
+  return Buffer.concat([head, filler, tail]);
+}
+
+/** A multipart/form-data body with the file in a part named file. */
+function multipartOf(file: Buffer): { body: Buffer; contentType: string } {
+  const boundary = `----cpsbench${randomBytes(8).toString('hex')}`;
+  const head = Buffer.from(
+    `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="report.pdf"\r\ncontent-type: application/pdf\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return { body: Buffer.concat([head, file, tail]), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+function rssBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Number(line?.match(/(\d+)/)?.[1] ?? 0) * 1024;
+}
+
+async function uploadFigures(): Promise<Figure[]> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-documents-'));
+  const sink = await spawnServer('bench/upload-sink.ts', [], {}, '/ready');
+  try {
+    // No business limit: the throughput load stores a few hundred MB.
+    let service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0' });
+    const token = await demoToken(service.url, dataDir);
+    const headers = (contentType: string, bearer = token) => ({ authorization: `Bearer ${bearer}`, 'x-pt-id': PATIENT, 'content-type': contentType });
+
+    const oneMb = multipartOf(pdfOf(MB));
+    const upload = await loadAgainstHello(sink.url, `${service.url}/mr/api/v2/docs?task=smart`, {
+      method: 'POST',
+      headers: headers(oneMb.contentType),
+      body: oneMb.body,
+      connections: 10,
+    });
+    // A fresh process for the memory figure: what the throughput load left on the heap is not its.
+    await service.stop();
+    service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0' });
+    // Tokens are signed with a key of the process's own: the new one needs its own token.
+    const freshToken = await demoToken(service.url, dataDir);
+    const pid = service.child.pid!;
+    const fiveMb = multipartOf(pdfOf(5 * MB));
+    const idleRss = rssBytes(pid);
+    let peakRss = idleRss;
+    const sampler = setInterval(() => {
+      peakRss = Math.max(peakRss, rssBytes(pid));
+    }, 5);
+    const started = performance.now();
+    const refusals = new Map<string, number>();
+    const statuses = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        try {
+          const response = await fetch(`${service.url}/mr/api/v2/docs?task=smart`, {
+            method: 'POST',
+            headers: headers(fiveMb.contentType, freshToken),
+            body: new Uint8Array(fiveMb.body),
+          });
+          const text = await response.text();
+          if (response.status !== 200)
+            refusals.set(`${response.status} ${text.slice(0, 200)}`, (refusals.get(`${response.status} ${text.slice(0, 200)}`) ?? 0) + 1);
+          return response.status;
+        } catch (error) {
+          const cause = String((error as { cause?: unknown }).cause ?? error);
+          refusals.set(cause, (refusals.get(cause) ?? 0) + 1);
+          return 0;
+        }
+      }),
+    );
+    if (refusals.size > 0) process.stderr.write(`documents bench, 5 MB uploads refused: ${JSON.stringify([...refusals])}\n`);
+    const seconds = (performance.now() - started) / 1000;
+    clearInterval(sampler);
+    peakRss = Math.max(peakRss, rssBytes(pid));
+    await service.stop();
+    const failed = statuses.filter((s) => s !== 200).length;
+    return [
+      {
+        name: 'POST /mr/api/v2/docs, 1 MB PDF (multipart, stored encrypted in SQLite)',
+        value: Math.round(upload.rps),
+        unit: 'uploads/s',
+        ratio: round(upload.ratio),
+        note:
+          `ratio to a bare Fastify + @fastify/multipart route that discards the same body (${Math.round(upload.helloRps)} req/s), ` +
+          `in turns; goal >= 0.5; 10 connections; p99 ${upload.p99} ms, ${upload.non2xx} non-2xx, ${upload.errors} errors`,
+      },
+      {
+        name: '100 uploads of 5 MB at once: peak RSS of the server',
+        value: Math.round(peakRss / MB),
+        unit: 'MB',
+        note: `goal < 300 MB; ${Math.round(idleRss / MB)} MB before; all done in ${seconds.toFixed(1)} s; ${failed} not 200`,
+      },
+    ];
+  } finally {
+    await sink.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+const DOCUMENTS = 10_000;
+const SAMPLES = 200;
+
+async function listingFigures(databaseUrl: string | null): Promise<Figure[]> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-documents-list-'));
+  const config = loadConfig({
+    CPS_DATA_DIR: dataDir,
+    CPS_WORKERS: '0',
+    LOG_LEVEL: 'silent',
+    CPS_PUBLIC_URL: 'http://cps.bench',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir, poolSize: 4 });
+  const keys = {
+    signing: await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
+    masterKey: randomBytes(32),
+  };
+  try {
+    await migrateToLatest(storage.db);
+    const ctx = createContext(config, storage, keys, createLogger('silent'));
+    const app = await buildApp(ctx);
+    await app.ready();
+    const { business_id: businessId, client_id: clientId } = await new BusinessService({
+      db: storage.db,
+      chainSeal: ctx.audit.chainSeal,
+    }).createBusiness('Bench');
+    // 10,000 active documents, 10 per second of updated_at, in seconds long over.
+    const t0 = 1_600_000_000_000;
+    for (let from = 0; from < DOCUMENTS; from += 500) {
+      const rows = Array.from({ length: Math.min(500, DOCUMENTS - from) }, (_, k) => {
+        const i = from + k;
+        const at = t0 + Math.floor(i / 10) * 1000;
+        return {
+          business_id: businessId,
+          id: `d${String(i).padStart(6, '0')}`,
+          patient_ref: PATIENT,
+          status: 'A',
+          source: 'api',
+          dt: 'lr',
+          document_date: null,
+          tags: '["bench"]',
+          title: `Report ${i}`,
+          cases: '[]',
+          task: null,
+          created_at: at,
+          updated_at: at,
+          upload_until: null,
+        };
+      });
+      await storage.db.insertInto('documents').values(rows).execute();
+    }
+    const token = await ctx.tokens.issue(clientId, businessId, ['documents:read']);
+    const headers = { authorization: `Bearer ${token}`, 'x-pt-id': PATIENT };
+    const base = '/mr/api/v1/docs';
+    // Walk to the last page once, as a syncing client does, keeping its token.
+    let lastUrl = base;
+    let pages = 0;
+    for (let url: string | null = base; url !== null; pages++) {
+      const response = await app.inject({ method: 'GET', url, headers });
+      if (response.statusCode !== 200) throw new Error(`${response.statusCode} ${response.body}`);
+      const body = response.json() as { next_token: string | null };
+      lastUrl = url;
+      url = body.next_token === null ? null : `${base}?offset=${encodeURIComponent(body.next_token)}`;
+    }
+    const timings: Record<'first' | 'last', number[]> = { first: [], last: [] };
+    for (let sample = 0; sample < SAMPLES + 20; sample++) {
+      // Interleaved, so that drift on a shared machine hits both alike; the first rounds warm up.
+      for (const [kind, url] of [
+        ['first', base],
+        ['last', lastUrl],
+      ] as const) {
+        const begun = performance.now();
+        const response = await app.inject({ method: 'GET', url, headers });
+        const elapsed = performance.now() - begun;
+        if (response.statusCode !== 200) throw new Error(`${kind}: ${response.statusCode}`);
+        if (sample >= 20) timings[kind].push(elapsed);
+      }
+    }
+    await app.close();
+    const first = median(timings.first);
+    const last = median(timings.last);
+    const dialect = storage.dialect;
+    return [
+      {
+        name: `documents list: first page (${dialect})`,
+        value: round(first),
+        unit: 'ms',
+        note: `${DOCUMENTS.toLocaleString('en')} documents of one patient, ${pages} pages of ${config.documents.pageSize}; median of ${SAMPLES} in-process requests`,
+      },
+      { name: `documents list: last page via next_token (${dialect})`, value: round(last), unit: 'ms' },
+      { name: `documents list: last/first ratio (${dialect})`, value: round(last / first), unit: 'x', note: 'goal <= 1.5' },
+    ];
+  } finally {
+    await storage.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function runDocumentsBench(): Promise<Figure[]> {
+  const figures = await uploadFigures();
+  figures.push(...(await listingFigures(null)));
+  const pgDatabase = await scratchPgDatabase();
+  if (!pgDatabase) {
+    figures.push({ name: 'documents list (postgres)', value: 0, unit: 'ms', note: 'skipped: PostgreSQL unreachable' });
+    return figures;
+  }
+  try {
+    figures.push(...(await listingFigures(pgDatabase.url)));
+  } finally {
+    await pgDatabase.drop();
+  }
+  return figures;
+}
+
+if (import.meta.main) {
+  for (const figure of await runDocumentsBench()) {
+    process.stdout.write(
+      `${figure.name}: ${figure.value} ${figure.unit}${figure.ratio ? ` ratio ${figure.ratio}` : ''}${figure.note ? `  (${figure.note})` : ''}\n`,
+    );
+  }
+}
