@@ -205,8 +205,9 @@ export class OutboundAllowList {
   constructor(entries: readonly string[]) {
     this.entries = entries;
     for (const entry of entries) {
-      if (entry.includes('/') || ipaddr.isValid(entry.replace(/^\[(.*)\]$/, '$1'))) {
-        const text = entry.replace(/^\[(.*)\]$/, '$1');
+      // An IPv6 address may come bracketed as in a URL, alone or with its prefix: [fd12::1], [fd12::]/16.
+      const text = entry.replace(/^\[([^\]]*)\](\/\d+)?$/, '$1$2');
+      if (entry.includes('/') || ipaddr.isValid(text)) {
         try {
           const [address, prefix] = text.includes('/') ? ipaddr.parseCIDR(text) : [ipaddr.parse(text), -1];
           const bits = address.kind() === 'ipv4' ? 32 : 128;

@@ -435,6 +435,13 @@ describe('outbound address rules, one table each', () => {
     assert.equal(list.covers('fd12::6', 'unique-local'), false);
   });
 
+  it('reads a bracketed IPv6 range with its prefix outside the brackets as the range', () => {
+    const list = new OutboundAllowList(['[fd12::]/16']);
+    assert.equal(list.covers('fd12:3456::1', 'unique-local'), true);
+    assert.equal(list.covers('fd13::1', 'unique-local'), false);
+    assert.throws(() => new OutboundAllowList(['[fd12::]/200']), /is not an address or CIDR range$/);
+  });
+
   it('covers an address with a range only where the range may cover its class', () => {
     const cases: Array<[string[], string, AddressClass, boolean]> = [
       [['10.0.0.0/8'], '10.1.2.3', 'private', true],
