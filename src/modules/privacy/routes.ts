@@ -38,7 +38,7 @@ const Erasure = Type.Object({
 });
 const Document = Type.Record(Type.String(), Type.Unknown(), {
   description:
-    'Everything the business holds about the patient: format, patient, merged_patients, appointments, reviews, cases, push_devices, push_notifications, events, access_log',
+    'Everything the business holds about the patient: format, patient, merged_patients, appointments, reviews, cases, documents (with their files), push_devices, push_notifications, events, access_log',
 });
 const errors = { 400: StandardError, 401: StandardError, 403: StandardError, 404: StandardError };
 
