@@ -75,33 +75,26 @@ export async function disableClient(db: Db, clientId: string, now: number, busin
 }
 
 /**
- * Stores a client's new secret hash, keeping the current one as the previous until `previousExpiresAt`
- * (epoch ms; null: the current one stops now); false when the client is unknown, disabled or (with
- * `businessId`) another business's.
+ * Replaces a client's secret hash `seenHash` with `secretHash`, keeping the one replaced as the previous
+ * until `previousExpiresAt` (epoch ms; null: it stops now); false when the client is disabled or its
+ * secret is no longer `seenHash` (another rotation came first).
  */
-export async function rotateClientSecret(
+export async function replaceClientSecret(
   db: Db,
   clientId: string,
-  businessId: string | undefined,
+  seenHash: string,
   secretHash: string,
   previousExpiresAt: number | null,
 ): Promise<boolean> {
-  const client = await db
-    .selectFrom('api_clients')
-    .select(['id', 'business_id', 'secret_hash'])
-    .where('id', '=', clientId)
-    .where('disabled_at', 'is', null)
-    .executeTakeFirst();
-  if (!client || (businessId !== undefined && client.business_id !== businessId)) return false;
   const result = await db
     .updateTable('api_clients')
     .set({
       secret_hash: secretHash,
-      previous_secret_hash: previousExpiresAt === null ? null : client.secret_hash,
+      previous_secret_hash: previousExpiresAt === null ? null : seenHash,
       previous_secret_expires_at: previousExpiresAt,
     })
     .where('id', '=', clientId)
-    .where('secret_hash', '=', client.secret_hash)
+    .where('secret_hash', '=', seenHash)
     .where('disabled_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;

@@ -162,6 +162,7 @@ export function businessRoutes(service: BusinessService) {
             400: StandardError,
             401: StandardError,
             404: StandardError,
+            409: StandardError,
           },
         },
       },

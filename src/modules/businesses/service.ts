@@ -144,12 +144,21 @@ export class BusinessService {
       const message = `must be a whole number of seconds from 0 to ${MAX_SECRET_GRACE_SECONDS}`;
       throw AppError.badRequest(`grace_seconds: ${message}`, { grace_seconds: [message] });
     }
+    // The secret as the rotation found it: the update applies only while it is still that one, so of two
+    // rotations at once the second to commit is told (409) rather than silently cut the first's short.
+    const seen = await repo.findActiveClient(this.#deps.db, clientId);
+    if (!seen || (businessId !== undefined && seen.business_id !== businessId)) throw AppError.notFound(`Active API client ${clientId} not found`);
     const clientSecret = `cs_${randomToken(32)}`;
     const secretHash = await hashSecret(clientSecret);
     const now = Date.now();
     const expiresAt = graceSeconds === 0 ? null : now + graceSeconds * 1000;
-    const rotated = await inTransaction(this.#deps.db, (trx) => repo.rotateClientSecret(trx, clientId, businessId, secretHash, expiresAt));
-    if (!rotated) throw AppError.notFound(`Active API client ${clientId} not found`);
+    const rotated = await inTransaction(this.#deps.db, (trx) => repo.replaceClientSecret(trx, clientId, seen.secret_hash, secretHash, expiresAt));
+    if (!rotated) {
+      if (!(await repo.findActiveClient(this.#deps.db, clientId))) throw AppError.notFound(`Active API client ${clientId} not found`);
+      throw AppError.conflict(
+        `API client ${clientId}: another rotation of its secret finished while this one ran, so this one was not applied and no new secret was issued; list the business's clients to see the secret's state, and rotate again if another secret is still wanted`,
+      );
+    }
     return { client_id: clientId, client_secret: clientSecret, previous_secret_expires_at: expiresAt };
   }
 

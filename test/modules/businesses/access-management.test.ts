@@ -135,6 +135,29 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
     assert.equal((await call('GET', '/admin/v1/businesses', undefined, {})).statusCode, 401);
   });
 
+  it('two rotations of one client at once: one applies, the other answers 409 and issued no secret', async () => {
+    const business = await newBusiness('Racing Clinic');
+    const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/rotate-secret`;
+    // Both read the secret before either has hashed its new one (scrypt, tens of ms), so the second to commit finds it changed.
+    const answers = await Promise.all([call('POST', path, { grace_seconds: 3600 }), call('POST', path, { grace_seconds: 3600 })]);
+    assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 409], answers.map((answer) => answer.body).join('\n'));
+    const won = answers.find((answer) => answer.statusCode === 200)!.json();
+    const lost = answers.find((answer) => answer.statusCode === 409)!.json();
+    assert.equal(lost.error.code, 'CONFLICT');
+    assert.match(lost.error.message, /another rotation of its secret finished while this one ran, so this one was not applied/);
+    assert.equal((await login(business.client_id, won.client_secret)).statusCode, 200, 'the rotation that applied');
+    assert.equal((await login(business.client_id, business.client_secret)).statusCode, 200, 'the secret it replaced, in its grace period');
+    const listed = (await call('GET', `/admin/v1/businesses/${business.business_id}/clients`)).json().clients[0];
+    assert.equal(listed.previous_secret_expires_at, won.previous_secret_expires_at);
+    assert.deepEqual(
+      (await entries(business.business_id))
+        .filter((entry) => entry.action === 'update')
+        .map((entry) => entry.status)
+        .sort(),
+      [200, 409],
+    );
+  });
+
   it('revokes a client: no more logins, listed as disabled, a second revoke is 404', async () => {
     const business = await newBusiness('East Clinic');
     const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/revoke`;
