@@ -365,9 +365,15 @@ describe('database faults in a running server (postgres)', { skip: !PG_URL && 'n
 
       // The recovery lines are written by timers that may fire after the requests above already succeeded.
       for (const message of ['catalogue refresh works again', 'polling for jobs works again']) {
-        await waitFor(() => logLines(server).slice(since).some((line) => line.msg === message), `the log line "${message}"`, 100, 30_000).catch(
-          () => undefined,
-        );
+        await waitFor(
+          () =>
+            logLines(server)
+              .slice(since)
+              .some((line) => line.msg === message),
+          `the log line "${message}"`,
+          100,
+          30_000,
+        ).catch(() => undefined);
       }
       const lines = logLines(server).slice(since);
       assert.deepEqual(
