@@ -23,6 +23,7 @@ import { erasureRecordPath, type ReappliedErasures } from './modules/privacy/ind
 import { loadKeys } from './security/keys.ts';
 import { closeSync, existsSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import type { Principal } from './auth/principal.ts';
+import { revokeClientTokens } from './modules/auth/index.ts';
 import { BusinessService } from './modules/businesses/index.ts';
 import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
@@ -89,7 +90,7 @@ async function migrate(config: Config, storage: Storage): Promise<string[]> {
 }
 
 async function businessesOf(config: Config, storage: Storage): Promise<BusinessService> {
-  return new BusinessService({ db: storage.db, chainSeal: new ChainSeal((await loadKeys(config)).masterKey) });
+  return new BusinessService({ db: storage.db, chainSeal: new ChainSeal((await loadKeys(config)).masterKey), onClientDisabled: revokeClientTokens });
 }
 
 /**

@@ -2,7 +2,7 @@
 import type { AppContext } from '../context.ts';
 import { appointmentsModule } from './appointments/index.ts';
 import { auditModule } from './audit/index.ts';
-import { authModule } from './auth/index.ts';
+import { authModule, revokeClientTokens } from './auth/index.ts';
 import { businessService, businessesModule } from './businesses/index.ts';
 import { casesModule } from './cases/index.ts';
 import { clinicService, clinicsModule } from './clinics/index.ts';
@@ -26,7 +26,7 @@ export type { Module } from './module.ts';
  * other modules use is built once here and handed to each front door that needs it.
  */
 export function createModules(ctx: AppContext) {
-  const businesses = businessService(ctx);
+  const businesses = businessService(ctx, revokeClientTokens);
   const clinics = clinicService(ctx);
   const schedules = scheduleService(ctx, clinics);
   const patients = patientService(ctx);

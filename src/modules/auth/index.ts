@@ -6,6 +6,9 @@ import { authRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
 import { LoginGuard } from './throttle.ts';
 
+/** Revokes a disabled client's refresh tokens: the businesses service runs it in the transaction that disables the client. */
+export { revokeClientTokens } from './repo.ts';
+
 export interface AuthModule extends Module {
   /** The app's login throttling (tests reach its clock). */
   readonly guard: LoginGuard;

@@ -37,3 +37,8 @@ export async function revokeFamily(db: Db, familyId: string, now: number): Promi
     if (Number(result.numUpdatedRows) === 0) return;
   }
 }
+
+/** Revokes every refresh token of a client: the client was disabled. */
+export async function revokeClientTokens(db: Db, clientId: string, now: number): Promise<void> {
+  await db.updateTable('refresh_tokens').set({ revoked_at: now }).where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
+}

@@ -57,10 +57,7 @@ export async function listClients(db: Db, businessId: string): Promise<Omit<ApiC
     .execute();
 }
 
-/**
- * Disables the client and revokes its refresh tokens; false when it is unknown, already disabled, or
- * (with `businessId`) another business's.
- */
+/** Disables the client; false when it is unknown, already disabled, or (with `businessId`) another business's. */
 export async function disableClient(db: Db, clientId: string, now: number, businessId?: string): Promise<boolean> {
   let update = db
     .updateTable('api_clients')
@@ -69,9 +66,7 @@ export async function disableClient(db: Db, clientId: string, now: number, busin
     .where('disabled_at', 'is', null);
   if (businessId !== undefined) update = update.where('business_id', '=', businessId);
   const result = await update.executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) return false;
-  await db.updateTable('refresh_tokens').set({ revoked_at: now }).where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
-  return true;
+  return Number(result.numUpdatedRows) === 1;
 }
 
 /**

@@ -47,10 +47,19 @@ export function normaliseScopes(scopes: readonly string[] | undefined): Scope[] 
   return [...new Set(scopes as Scope[])];
 }
 
+/** What another module does, in the transaction that disables a client, about the client's rows it keeps. */
+export type ClientDisabledHook = (trx: Db, clientId: string, now: number) => Promise<void>;
+
 export interface BusinessServiceDeps {
   db: Kysely<Database>;
   /** Opens each new business's access log chain, so a chain deleted later is found (audit/verify.ts). */
   chainSeal: ChainSeal;
+  /**
+   * Run in the transaction that disables a client: auth revokes its refresh tokens (auth's front door's
+   * `revokeClientTokens`, handed over by whoever composes the modules, since auth depends on businesses).
+   * A service built without it cannot revoke a client; one that only creates businesses needs none.
+   */
+  onClientDisabled?: ClientDisabledHook;
 }
 
 export class BusinessService {
@@ -125,7 +134,14 @@ export class BusinessService {
    * tokens already issued last until they expire (CPS_ACCESS_TOKEN_TTL).
    */
   async revokeClient(clientId: string, businessId?: string): Promise<{ client_id: string; revoked: true }> {
-    const revoked = await inTransaction(this.#deps.db, (trx) => repo.disableClient(trx, clientId, Date.now(), businessId));
+    const { onClientDisabled } = this.#deps;
+    if (!onClientDisabled) throw new Error('BusinessService built without onClientDisabled cannot revoke a client: its refresh tokens would stay');
+    const revoked = await inTransaction(this.#deps.db, async (trx) => {
+      const now = Date.now();
+      if (!(await repo.disableClient(trx, clientId, now, businessId))) return false;
+      await onClientDisabled(trx, clientId, now);
+      return true;
+    });
     if (!revoked) throw AppError.notFound(`Active API client ${clientId} not found`);
     return { client_id: clientId, revoked: true };
   }

@@ -26,6 +26,8 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
     assert.equal(created.statusCode, 201, created.body);
     return created.json() as { business_id: string; client_id: string; client_secret: string };
   };
+  const unrevokedRefreshTokens = (clientId: string) =>
+    t.ctx.storage.db.selectFrom('refresh_tokens').select('id').where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
   const entries = async (businessId: string) => {
     await t.ctx.audit.flush();
     return t.ctx.storage.db
@@ -158,13 +160,18 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
     );
   });
 
-  it('revokes a client: no more logins, listed as disabled, a second revoke is 404', async () => {
+  it('revokes a client: no more logins or refreshes, its refresh tokens revoked, listed as disabled, a second revoke is 404', async () => {
     const business = await newBusiness('East Clinic');
+    const session = await login(business.client_id, business.client_secret);
+    assert.equal(session.statusCode, 200, session.body);
     const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/revoke`;
     const revoked = await call('POST', path);
     assert.equal(revoked.statusCode, 200, revoked.body);
     assert.deepEqual(revoked.json(), { client_id: business.client_id, revoked: true });
     assert.equal((await login(business.client_id, business.client_secret)).statusCode, 401);
+    const refreshed = await call('POST', '/connect-auth/v1/account/refresh-token', { refresh_token: session.json().refresh_token }, {});
+    assert.equal(refreshed.statusCode, 401, refreshed.body);
+    assert.deepEqual(await unrevokedRefreshTokens(business.client_id), [], 'revoked in the transaction that disabled the client');
     assert.equal(typeof (await call('GET', `/admin/v1/businesses/${business.business_id}/clients`)).json().clients[0].disabled_at, 'number');
     assert.equal((await call('POST', path)).statusCode, 404);
     assert.equal(
@@ -193,9 +200,12 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
     assert.equal((await login(business.client_id, rotated.client_secret)).statusCode, 200);
     assert.equal((await login(business.client_id, business.client_secret)).statusCode, 200, 'in its grace period');
     assert.ok(Math.abs(rotated.previous_secret_expires_at - (Date.now() + 600_000)) < 60_000);
+    const session = await login(business.client_id, rotated.client_secret);
+    assert.equal(session.statusCode, 200, session.body);
     const revoked = await runCli(['client', 'revoke', '--client', business.client_id], env);
     assert.equal(revoked.code, 0, revoked.stderr);
     assert.equal((await login(business.client_id, business.client_secret)).statusCode, 401, 'a revoke ends the grace period too');
+    assert.deepEqual(await unrevokedRefreshTokens(business.client_id), [], 'cps client revoke revokes the refresh tokens too');
     assert.deepEqual(
       (await entries(business.business_id)).map((entry) => [entry.client_id, entry.operation, entry.action, entry.resource_id, entry.status]),
       [

@@ -22,6 +22,7 @@ describe(`cps business list, client list, client revoke (${DIALECT})`, () => {
       const second = await businesses.createClient(first.business_id, ['search']);
       const session = await login(second.client_id, second.client_secret);
       assert.equal(session.statusCode, 200, session.body);
+      await assert.rejects(businesses.revokeClient(second.client_id), /without onClientDisabled/, 'no revoke that would leave the refresh tokens');
 
       const listed = await cli(['business', 'list']);
       assert.deepEqual(
@@ -46,7 +47,14 @@ describe(`cps business list, client list, client revoke (${DIALECT})`, () => {
         url: '/connect-auth/v1/account/refresh',
         payload: { refresh_token: session.json().refresh_token, access_token: session.json().access_token },
       });
-      assert.ok(refreshed.statusCode >= 400, `no more refreshes (${refreshed.statusCode})`);
+      assert.equal(refreshed.statusCode, 401, `no more refreshes (${refreshed.body})`);
+      const unrevoked = await t.ctx.storage.db
+        .selectFrom('refresh_tokens')
+        .select('id')
+        .where('client_id', '=', second.client_id)
+        .where('revoked_at', 'is', null)
+        .execute();
+      assert.deepEqual(unrevoked, [], 'its refresh tokens are revoked');
       assert.equal((await login(first.client_id, first.client_secret)).statusCode, 200, 'the other client is untouched');
       const after = await cli(['client', 'list', '--business', first.business_id]);
       assert.ok(typeof after[1].disabled_at === 'number');
