@@ -66,6 +66,15 @@ describe('search index: slips', () => {
     assert.equal(names(index, 'angypl')[0], 'Angiplat 75 Tablet');
   });
 
+  it('finds the names a half-typed word of three letters begins with one letter dropped, and nothing for another slip there', () => {
+    assert.ok(names(index, 'tlm').includes('Telma 40 Tablet'), names(index, 'tlm').join(' | '));
+    assert.ok(names(index, 'nxt').includes('Nextop Tablet'), names(index, 'nxt').join(' | '));
+    // The last word only: a finished word of three letters is not forgiven.
+    assert.deepEqual(names(index, 'nxt 40'), []);
+    // A letter replaced (x for e) in three letters is not forgiven.
+    assert.ok(!names(index, 'txl').includes('Telma 40 Tablet'));
+  });
+
   it('finds a brand spelt with letters that sound the same', () => {
     assert.equal(names(index, 'troksip')[0], 'Troxip Tablet');
     assert.equal(names(index, 'nekstop')[0], 'Nextop Tablet');

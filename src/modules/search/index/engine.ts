@@ -65,6 +65,15 @@ const KIND_SOUND_PREFIX = 6;
 /** Words matched by a sound-alike or slipped prefix, at most (the half-typed word is short; its matches many). */
 const MAX_FUZZY_PREFIX_TERMS = 1000;
 
+/**
+ * A half-typed word of three letters may have lost one: the commonest slip (Kukich 1992), and the one that
+ * takes a four-letter brand or beginning below the one-edit threshold ("dny" for Dany, "crs" for Crestor).
+ * Only a missing letter is forgiven there: three letters with any other slip begin too much to tell.
+ */
+function droppedLetter(word: QueryWord): boolean {
+  return word.prefix && word.typing && word.text.length === 3 && /^[a-z]+$/.test(word.text);
+}
+
 function slipKind(cost: number): number {
   return Math.max(1, KIND_SLIP_BEST - Math.floor(cost / 0.25));
 }
@@ -895,10 +904,11 @@ export class SearchIndex<T extends { id: string }> {
       this.typoCacheMatches = 0;
       this.typoVocabulary = this.termCount;
     }
-    // A slip in a half-typed word: the word being typed, of 4 letters or more (fewer, with a slip, begin
-    // too much of the vocabulary to tell anything).
+    // A slip in a half-typed word: the word being typed, of 4 letters or more (fewer, with any slip, begin
+    // too much of the vocabulary to tell anything), or of 3 with a letter dropped (see droppedLetter).
     const slippedPrefix = word.prefix && word.typing && word.text.length >= 4;
-    const key = `${word.fuzzy}:${slippedPrefix ? 'p' : ''}:${word.text}`;
+    const dropped = droppedLetter(word);
+    const key = `${word.fuzzy}:${slippedPrefix ? 'p' : dropped ? 'd' : ''}:${word.text}`;
     const known = this.typoCache.get(key);
     if (known !== undefined) {
       // Most recently used last, so the oldest entry goes first when the cache is full.
@@ -944,6 +954,16 @@ export class SearchIndex<T extends { id: string }> {
           const prefix = text.slice(0, length);
           if (boundedDistance(word.text, prefix, 1) === 1) slippedPrefixes.push([prefix, Math.max(1, slipKind(slipCost(word.text, prefix)) - 1)]);
         }
+      });
+    } else if (dropped) {
+      // Only the beginnings one letter longer: the typed letters with one missing.
+      const length = word.text.length + 1;
+      const push = (prefix: string) => {
+        if (prefix.length === length) slippedPrefixes.push([prefix, Math.max(1, slipKind(slipCost(word.text, prefix)) - 1)]);
+      };
+      this.fuzzyWalk(word.text, 1, 1, () => {}, push);
+      this.extraTerms.forEach((text) => {
+        if (text.length >= length && boundedDistance(word.text, text.slice(0, length), 1) === 1) push(text.slice(0, length));
       });
     }
     // Prefixes last, longest first: the words they start are many, and kept only up to a bound.
@@ -1120,7 +1140,10 @@ export class SearchIndex<T extends { id: string }> {
     let hits = this.rank(expansions, limit, gen, driver, prefixDocs);
     // Typo tolerance, only when exact and prefix matches leave room on the page: a typo match never
     // outranks an active exact or prefix match.
-    if (hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit && query.words.some((w) => w.fuzzy > 0 || w.sounds.length > 0)) {
+    if (
+      hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit &&
+      query.words.some((w) => w.fuzzy > 0 || w.sounds.length > 0 || droppedLetter(w))
+    ) {
       for (const [slot, e] of expansions.entries()) this.expandFuzzy(e, typoMatches[slot]!);
       for (const [slot, e] of expansions.entries()) this.fillKinds(slot, e);
       hits = this.rank(expansions, limit, gen, driver, prefixDocs);
