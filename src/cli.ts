@@ -8,13 +8,14 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ChainSeal } from './access-log/seal.ts';
 import { OPERATOR_CHAIN, type AuditAction } from './access-log/entry.ts';
-import { insertWithChange, sealWhatMigrationsLeft } from './access-log/store.ts';
+import { insertEntries, insertWithChange, sealWhatMigrationsLeft } from './access-log/store.ts';
 import { verifyChains } from './access-log/verify.ts';
 import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { observeTransactions, openStorage, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { newId } from './db/ids.ts';
 import { AppError } from './errors.ts';
 import { createContext } from './app.ts';
 import { createLogger } from './logger.ts';
@@ -93,16 +94,18 @@ async function businessesOf(config: Config, storage: Storage): Promise<BusinessS
   return new BusinessService({ db: storage.db, chainSeal: new ChainSeal((await loadKeys(config)).masterKey), onClientDisabled: revokeClientTokens });
 }
 
-/**
- * Runs an operator's change from the command line with its access log entry (client `cli`, the command as
- * the operation) written in the change's own transaction, as the admin API's entry is: in the chain of
- * the business it concerns. A running service chains it with the others.
- */
-async function withAuditEntry<T>(
-  entry: { operation: string; action: AuditAction; resource: string; id: string; business: string | null; patient?: string },
-  work: () => Promise<T>,
-): Promise<T> {
-  const row = {
+interface CliEntry {
+  operation: string;
+  action: AuditAction;
+  resource: string;
+  id?: string;
+  business: string | null;
+  patient?: string;
+}
+
+/** An operator's entry from the command line: client `cli`, the command as the operation. */
+function cliEntryRow(entry: CliEntry, withChange: boolean, resultCount: number | null = null) {
+  return {
     id: `al_cli_${randomBytes(12).toString('hex')}`,
     business_id: entry.business ?? OPERATOR_CHAIN,
     at: Date.now(),
@@ -110,15 +113,24 @@ async function withAuditEntry<T>(
     operation: entry.operation,
     action: entry.action,
     resource_type: entry.resource,
-    resource_id: entry.id,
+    resource_id: entry.id ?? null,
     patient_ref: entry.patient ?? null,
     status: 200,
     request_id: `cli:${hostname()}:${process.pid}`,
     source_address: null,
     filter: null,
-    result_count: null,
-    with_change: 1,
+    result_count: resultCount,
+    with_change: withChange ? 1 : 0,
   };
+}
+
+/**
+ * Runs an operator's change from the command line with its access log entry written in the change's own
+ * transaction, as the admin API's entry is: in the chain of the business it concerns. A running service
+ * chains it with the others.
+ */
+async function withAuditEntry<T>(entry: CliEntry, work: () => Promise<T>): Promise<T> {
+  const row = cliEntryRow(entry, true);
   let written = false;
   const observer = {
     begun: (trx: Parameters<typeof insertWithChange>[0]) => (written ? Promise.resolve() : insertWithChange(trx, row)),
@@ -127,6 +139,13 @@ async function withAuditEntry<T>(
     },
   };
   return observeTransactions(observer, work);
+}
+
+/** An operator's listing from the command line, recorded once it is read (with the records it returned), as the admin API's is. */
+async function withReadEntry<T extends unknown[]>(storage: Storage, entry: CliEntry, read: () => Promise<T>): Promise<T> {
+  const listed = await read();
+  await insertEntries(storage.db, [cliEntryRow(entry, false, listed.length)]);
+  return listed;
 }
 
 /** The business of an API client, active or not; null when there is no such client. */
@@ -218,26 +237,52 @@ const commands: Record<string, Command> = {
     const { values } = parseArgs({ args, options: { name: { type: 'string' } } });
     if (!values.name) throw new UsageError('business create needs --name NAME');
     const name = values.name;
-    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).createBusiness(name)));
+    const businessId = newId('biz');
+    const entry = { operation: 'cps business create', action: 'create' as const, resource: 'business', id: businessId, business: businessId };
+    printJson(
+      await withStorage(config, async (storage) => {
+        const businesses = await businessesOf(config, storage);
+        return withAuditEntry(entry, () => businesses.createBusiness(name, businessId));
+      }),
+    );
   },
 
   async 'client create'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' }, scope: { type: 'string', multiple: true } } });
     if (!values.business) throw new UsageError('client create needs --business ID');
     const businessId = values.business;
-    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).createClient(businessId, values.scope)));
+    const clientId = newId('cl');
+    const entry = { operation: 'cps client create', action: 'create' as const, resource: 'api_client', id: clientId, business: businessId };
+    printJson(
+      await withStorage(config, async (storage) => {
+        const businesses = await businessesOf(config, storage);
+        return withAuditEntry(entry, () => businesses.createClient(businessId, values.scope, clientId));
+      }),
+    );
   },
 
   async 'business list'(args, config) {
     parseArgs({ args, options: {} });
-    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).listBusinesses()));
+    const entry = { operation: 'cps business list', action: 'list' as const, resource: 'business', business: null };
+    printJson(
+      await withStorage(config, async (storage) => {
+        const businesses = await businessesOf(config, storage);
+        return withReadEntry(storage, entry, () => businesses.listBusinesses());
+      }),
+    );
   },
 
   async 'client list'(args, config) {
     const { values } = parseArgs({ args, options: { business: { type: 'string' } } });
     if (!values.business) throw new UsageError('client list needs --business ID');
     const businessId = values.business;
-    printJson(await withStorage(config, async (storage) => (await businessesOf(config, storage)).listClients(businessId)));
+    const entry = { operation: 'cps client list', action: 'list' as const, resource: 'api_client', business: businessId };
+    printJson(
+      await withStorage(config, async (storage) => {
+        const businesses = await businessesOf(config, storage);
+        return withReadEntry(storage, entry, () => businesses.listClients(businessId));
+      }),
+    );
   },
 
   async 'client revoke'(args, config) {

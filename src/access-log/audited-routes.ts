@@ -32,8 +32,11 @@ export interface AuditedRoute {
    * `digest` as keyed digests (names, mobiles, ABHA ids: the log holds no contact detail).
    */
   filter?: { plain?: readonly string[]; digest?: readonly string[] };
-  /** Admin routes: the business whose chain records the access (the operator's own chain without one). */
-  business?: (request: RequestParts) => string;
+  /**
+   * Admin routes: the business whose chain records the access (the operator's own chain without one);
+   * `answer` is undefined unless the request succeeded.
+   */
+  business?: (request: RequestParts, answer: unknown) => string;
 }
 
 /** Changes write their entry in their own transaction; reads through the write-ahead file. */
@@ -317,7 +320,30 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     count: length(field('events')),
     filter: auditEvents,
   },
-  // The operator's management of a business's API clients, in that business's chain.
+  // The operator's management of businesses and their API clients: a business's in that business's chain
+  // (a new business's creation too, its chain opened in the same transaction), the list of every business in
+  // the operator's own.
+  'POST /admin/v1/businesses': {
+    resource: 'business',
+    action: 'create',
+    id: (_request, answer) => at(answer, 'business_id'),
+    business: (_request, answer) => {
+      const id = at(answer, 'business_id');
+      return typeof id === 'string' ? id : OPERATOR_CHAIN;
+    },
+  },
+  'GET /admin/v1/businesses': {
+    resource: 'business',
+    action: 'list',
+    count: length(field('businesses')),
+    business: () => OPERATOR_CHAIN,
+  },
+  'POST /admin/v1/businesses/:business_id/clients': {
+    resource: 'api_client',
+    action: 'create',
+    id: (_request, answer) => at(answer, 'client_id'),
+    business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
+  },
   'GET /admin/v1/businesses/:business_id/clients': {
     resource: 'api_client',
     action: 'list',
@@ -359,9 +385,6 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'POST /connect-auth/v1/account/login': 'authentication',
   'POST /connect-auth/v1/account/refresh': 'authentication',
   'POST /connect-auth/v1/account/refresh-token': 'authentication',
-  'POST /admin/v1/businesses': 'businesses and API clients',
-  'POST /admin/v1/businesses/:business_id/clients': 'businesses and API clients',
-  'GET /admin/v1/businesses': 'businesses and API clients',
   'GET /medical-db/v1/drugs-and-labs': 'the drug and lab catalogue',
   'POST /cdr/v1/clinic': 'the clinic directory',
   'GET /cdr/v1/clinic': 'the clinic directory',

@@ -89,11 +89,11 @@ function audit(route: RouteOptions, log: AuditLog, spec: AuditedRoute, operation
   addHook(route, 'onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (e: Error | null, p?: unknown) => void) => {
     const state = request.audit ?? (request.audit = { change: null, answer: undefined, recorded: false });
     // An operator's entry goes to the business it names only once the admin token was accepted.
-    const business = spec.business ? (request.operator ? spec.business(request) : undefined) : request.principal?.businessId;
-    if (state.recorded || business === undefined) return done(null, payload);
-    state.recorded = true;
     const status = reply.statusCode;
     const answer = status < 300 ? state.answer : undefined;
+    const business = spec.business ? (request.operator ? spec.business(request, answer) : undefined) : request.principal?.businessId;
+    if (state.recorded || business === undefined) return done(null, payload);
+    state.recorded = true;
     const pending = state.change;
     const after = (error: Error | null) => done(error, payload);
     if (pending?.written) {

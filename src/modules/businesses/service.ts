@@ -69,13 +69,15 @@ export class BusinessService {
     this.#deps = deps;
   }
 
-  /** A new business with one API client holding every scope. */
-  async createBusiness(name: string): Promise<Omit<CreatedClient, 'scopes'>> {
+  /**
+   * A new business with one API client holding every scope. `businessId` is chosen beforehand by a caller
+   * that records the creation under it (the cps command's access log entry, written in this transaction).
+   */
+  async createBusiness(name: string, businessId = newId('biz')): Promise<Omit<CreatedClient, 'scopes'>> {
     const trimmed = name.trim();
     if (trimmed.length === 0 || trimmed.length > 200)
       throw AppError.badRequest('name: must be 1 to 200 characters', { name: ['must be 1 to 200 characters'] });
     return inTransaction(this.#deps.db, async (trx) => {
-      const businessId = newId('biz');
       await repo.insertBusiness(trx, { id: businessId, name: trimmed, created_at: Date.now() });
       await openChain(trx, this.#deps.chainSeal, businessId);
       const { scopes: _all, ...client } = await this.#newClient(trx, businessId, [...SCOPES]);
@@ -83,11 +85,13 @@ export class BusinessService {
     });
   }
 
-  async createClient(businessId: string, scopes?: readonly string[]): Promise<CreatedClient> {
+  /** Another API client of a business; `clientId` as createBusiness's `businessId`. */
+  async createClient(businessId: string, scopes?: readonly string[], clientId = newId('cl')): Promise<CreatedClient> {
     const granted = normaliseScopes(scopes);
-    const business = await repo.findBusiness(this.#deps.db, businessId);
-    if (!business) throw AppError.notFound(`Business ${businessId} not found`);
-    return this.#newClient(this.#deps.db, businessId, granted);
+    return inTransaction(this.#deps.db, async (trx) => {
+      if (!(await repo.findBusiness(trx, businessId))) throw AppError.notFound(`Business ${businessId} not found`);
+      return this.#newClient(trx, businessId, granted, clientId);
+    });
   }
 
   /**
@@ -183,8 +187,7 @@ export class BusinessService {
     return repo.findActiveClient(db, clientId);
   }
 
-  async #newClient(db: Db, businessId: string, scopes: Scope[]): Promise<CreatedClient> {
-    const clientId = newId('cl');
+  async #newClient(db: Db, businessId: string, scopes: Scope[], clientId = newId('cl')): Promise<CreatedClient> {
     const clientSecret = `cs_${randomToken(32)}`;
     await repo.insertClient(db, {
       id: clientId,

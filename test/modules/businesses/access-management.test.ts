@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../process.ts';
-import { ADMIN_TOKEN, bearer, createTestApp, DIALECT, type TestApp } from '../../support.ts';
+import { ADMIN_TOKEN, bearer, createTestApp, DIALECT, testKeys, type TestApp } from '../../support.ts';
 
-describe(`access management: admin API and cps client rotate (${DIALECT})`, () => {
+describe(`access management: admin API and the cps command (${DIALECT})`, () => {
   let t: TestApp;
   before(async () => {
     t = await createTestApp();
@@ -28,17 +28,23 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
   };
   const unrevokedRefreshTokens = (clientId: string) =>
     t.ctx.storage.db.selectFrom('refresh_tokens').select('id').where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
-  const entries = async (businessId: string) => {
+  const entries = async (businessId: string, resource = 'api_client') => {
     await t.ctx.audit.flush();
     return t.ctx.storage.db
       .selectFrom('access_log')
       .select(['client_id', 'operation', 'action', 'resource_type', 'resource_id', 'status'])
       .where('business_id', '=', businessId)
-      .where('resource_type', '=', 'api_client')
+      .where('resource_type', '=', resource)
       .orderBy('at')
       .orderBy('id')
       .execute();
   };
+  // The cps command under the test app's master key, so the chain heads it seals and the app's agree.
+  const env = async () => ({
+    CPS_DATA_DIR: t.database.dataDir,
+    CPS_MASTER_KEY: (await testKeys()).masterKey.toString('base64'),
+    ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
+  });
 
   it('lists businesses and their clients, without secrets', async () => {
     const business = await newBusiness('Lakeside Clinic');
@@ -67,6 +73,83 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
         status: 200,
       },
     ]);
+  });
+
+  it('creating a business or a client and listing businesses are access log entries, as other admin actions are', async () => {
+    const business = await newBusiness('Creek Clinic');
+    const client = await call('POST', `/admin/v1/businesses/${business.business_id}/clients`, { scopes: ['search'] });
+    assert.equal(client.statusCode, 201, client.body);
+    assert.equal((await call('POST', '/admin/v1/businesses/biz_nope/clients', {})).statusCode, 404);
+    assert.equal((await call('POST', '/admin/v1/businesses', { name: '' })).statusCode, 400);
+    assert.equal((await call('GET', '/admin/v1/businesses')).statusCode, 200);
+    // The creation is the first entry of the new business's own chain.
+    assert.deepEqual(await entries(business.business_id, 'business'), [
+      {
+        client_id: 'admin',
+        operation: 'POST /admin/v1/businesses',
+        action: 'create',
+        resource_type: 'business',
+        resource_id: business.business_id,
+        status: 201,
+      },
+    ]);
+    assert.deepEqual(await entries(business.business_id), [
+      {
+        client_id: 'admin',
+        operation: 'POST /admin/v1/businesses/:business_id/clients',
+        action: 'create',
+        resource_type: 'api_client',
+        resource_id: client.json().client_id,
+        status: 201,
+      },
+    ]);
+    assert.deepEqual(
+      (await entries('biz_nope')).filter((entry) => entry.action === 'create').map((entry) => [entry.operation, entry.status]),
+      [['POST /admin/v1/businesses/:business_id/clients', 404]],
+    );
+    // A refused creation names no business, and the list of every business is the operator's own: both in the operator's chain.
+    const operator = (await entries('*', 'business')).map((entry) => [entry.operation, entry.action, entry.status]);
+    assert.ok(
+      operator.some(([operation, , status]) => operation === 'POST /admin/v1/businesses' && status === 400),
+      JSON.stringify(operator),
+    );
+    assert.ok(operator.some(([operation, action, status]) => operation === 'GET /admin/v1/businesses' && action === 'list' && status === 200));
+  });
+
+  it('cps business create, client create, client list and business list leave access log entries (client cli)', async () => {
+    const created = await runCli(['business', 'create', '--name', 'Ridge Clinic'], await env());
+    assert.equal(created.code, 0, created.stderr);
+    const business = JSON.parse(created.stdout);
+    const client = await runCli(['client', 'create', '--business', business.business_id, '--scope', 'search'], await env());
+    assert.equal(client.code, 0, client.stderr);
+    const clientId = JSON.parse(client.stdout).client_id;
+    const listed = await runCli(['client', 'list', '--business', business.business_id], await env());
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(JSON.parse(listed.stdout).length, 2);
+    const all = await runCli(['business', 'list'], await env());
+    assert.equal(all.code, 0, all.stderr);
+    assert.deepEqual(
+      (await entries(business.business_id, 'business')).map((entry) => [entry.client_id, entry.operation, entry.action, entry.resource_id]),
+      [['cli', 'cps business create', 'create', business.business_id]],
+    );
+    assert.deepEqual(
+      (await entries(business.business_id)).map((entry) => [entry.client_id, entry.operation, entry.action, entry.resource_id, entry.status]),
+      [
+        ['cli', 'cps client create', 'create', clientId, 200],
+        ['cli', 'cps client list', 'list', null, 200],
+      ],
+    );
+    const count = await t.ctx.storage.db
+      .selectFrom('access_log')
+      .select('result_count')
+      .where('business_id', '=', business.business_id)
+      .where('operation', '=', 'cps client list')
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(count.result_count), 2);
+    assert.ok((await entries('*', 'business')).some((entry) => entry.client_id === 'cli' && entry.operation === 'cps business list'));
+    // The service chains the command's entries into the business's chain, which verifies.
+    const verified = await runCli(['audit', 'verify', '--business', business.business_id], await env());
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
   });
 
   it('rotates a secret: the new one logs in at once, the old one until its grace period ends', async () => {
@@ -190,11 +273,10 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
 
   it('cps client rotate: a new secret, the old one working for --grace seconds, with an access log entry', async () => {
     const business = await newBusiness('West Clinic');
-    const env = { CPS_DATA_DIR: t.database.dataDir, ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}) };
-    const missing = await runCli(['client', 'rotate', '--client', business.client_id], env);
+    const missing = await runCli(['client', 'rotate', '--client', business.client_id], await env());
     assert.equal(missing.code, 2, missing.stderr);
     assert.match(missing.stderr, /--grace SECONDS/);
-    const result = await runCli(['client', 'rotate', '--client', business.client_id, '--grace', '600'], env);
+    const result = await runCli(['client', 'rotate', '--client', business.client_id, '--grace', '600'], await env());
     assert.equal(result.code, 0, result.stderr);
     const rotated = JSON.parse(result.stdout);
     assert.equal((await login(business.client_id, rotated.client_secret)).statusCode, 200);
@@ -202,7 +284,7 @@ describe(`access management: admin API and cps client rotate (${DIALECT})`, () =
     assert.ok(Math.abs(rotated.previous_secret_expires_at - (Date.now() + 600_000)) < 60_000);
     const session = await login(business.client_id, rotated.client_secret);
     assert.equal(session.statusCode, 200, session.body);
-    const revoked = await runCli(['client', 'revoke', '--client', business.client_id], env);
+    const revoked = await runCli(['client', 'revoke', '--client', business.client_id], await env());
     assert.equal(revoked.code, 0, revoked.stderr);
     assert.equal((await login(business.client_id, business.client_secret)).statusCode, 401, 'a revoke ends the grace period too');
     assert.deepEqual(await unrevokedRefreshTokens(business.client_id), [], 'cps client revoke revokes the refresh tokens too');
