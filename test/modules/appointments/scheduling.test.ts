@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { assertValid, ekaResponse } from '../clinics/eka-schemas.ts';
-import { bookAt, MONDAY, MONDAY_0900, schedulePath, setSchedule, slotPath } from '../schedules/support.ts';
+import { bookAt, MONDAY, MONDAY_0900, schedulePath, setSchedule, slotPath, WEEKLY } from '../schedules/support.ts';
 import { Value } from 'typebox/value';
 import { Slots } from '../../../src/modules/appointments/routes.ts';
 import { findView } from '../../../src/modules/appointments/repo.ts';
@@ -39,6 +39,7 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     assert.equal((await bookAt(t, p, MONDAY_0900)).statusCode, 201);
     const response = await call(p, 'GET', slotPath(p, MONDAY, '2030-01-08'));
     assert.equal(response.statusCode, 200, response.body);
+    assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
     const body = response.json();
     assert.ok(Value.Check(Slots, body as unknown), 'the answer matches its documented schema (written without it)');
     // Eka's schema's shape under the doctor's id; its example's (what Eka's clients read) under the clinic's.
@@ -81,6 +82,15 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     // A pair without a schedule offers no slots (it books at any time).
     const free = await createPractice(t);
     assert.deepEqual((await call(free, 'GET', slotPath(free))).json(), { success: 'true', status_code: 200, data: { schedule: {}, services: {} } });
+  });
+
+  it('writes a service name in any script as UTF-8 in the slots answer', async () => {
+    const p = await createPractice(t);
+    await setSchedule(t, p, { ...WEEKLY, service_name: 'परामर्श · Zoë ☕' });
+    const response = await call(p, 'GET', slotPath(p));
+    assert.equal(response.statusCode, 200, response.body);
+    assert.equal(response.json().data.schedule[p.clinicId][0].service_name, 'परामर्श · Zoë ☕');
+    assert.equal(Buffer.byteLength(response.body), response.rawPayload.length, 'the bytes are the text in UTF-8');
   });
 
   it('refuses a time outside the schedule and a full slot with 409 SLOT_UNAVAILABLE; cancelling frees a place', async () => {
