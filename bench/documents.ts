@@ -5,7 +5,9 @@
  * being streamed, never held whole); and the listing of 10,000 documents of one patient, its last page
  * against its first (goal: ratio <= 1.5), on SQLite and on PostgreSQL.
  *
- * Run alone: `node bench/documents.ts` (PostgreSQL as in bench/cases.ts; skipped if unreachable).
+ * Run alone: `node bench/documents.ts` (PostgreSQL as in bench/cases.ts; skipped if unreachable);
+ * BENCH_DOCUMENTS=upload or =listing runs one half; BENCH_CPU_PROF=dir writes the service's CPU
+ * profiles there (read them with bench/cpu-profile-summary.ts).
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -51,9 +53,11 @@ function rssBytes(pid: number): number {
 async function uploadFigures(): Promise<Figure[]> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-documents-'));
   const sink = await spawnServer('bench/upload-sink.ts', [], {}, '/ready');
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [];
   try {
     // No business limit: the throughput load stores a few hundred MB.
-    let service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0' });
+    let service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0' }, '/ready', profiling);
     const token = await demoToken(service.url, dataDir);
     const headers = (contentType: string, bearer = token) => ({ authorization: `Bearer ${bearer}`, 'x-pt-id': PATIENT, 'content-type': contentType });
 
@@ -230,7 +234,9 @@ async function listingFigures(databaseUrl: string | null): Promise<Figure[]> {
 }
 
 export async function runDocumentsBench(): Promise<Figure[]> {
-  const figures = await uploadFigures();
+  const part = process.env.BENCH_DOCUMENTS;
+  const figures = part === 'listing' ? [] : await uploadFigures();
+  if (part === 'upload') return figures;
   figures.push(...(await listingFigures(null)));
   const pgDatabase = await scratchPgDatabase();
   if (!pgDatabase) {

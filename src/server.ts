@@ -78,6 +78,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     dataDir: config.dataDir,
     poolSize: config.dbPoolSize,
     statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
+    checkpointInBackground: true,
   });
   try {
     const applied = await migrate(config, storage);

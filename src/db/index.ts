@@ -25,6 +25,7 @@ import { createPrivateFile, makePrivateDir } from '../security/data-dir.ts';
 import { isPostgres } from './dialect.ts';
 import type { Database } from './schema.ts';
 import { isStalePlan } from './unavailable.ts';
+import { startWalCheckpointer, WAL_BACKSTOP_PAGES } from './wal-checkpointer.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -50,6 +51,8 @@ export interface StorageOptions {
    * sets it; maintenance commands (migrate, import) run without.
    */
   statementTimeoutMs?: number;
+  /** SQLite: checkpoint the write-ahead log from a worker thread, not on the event loop (the server does; wal-checkpointer.ts). */
+  checkpointInBackground?: boolean;
 }
 
 const INT8_OID = 20;
@@ -58,10 +61,10 @@ const NUMERIC_OID = 1700;
 export function openStorage(options: StorageOptions): Storage {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 0)
-    : openSqlite(path.join(options.dataDir, 'cps.sqlite'));
+    : openSqlite(path.join(options.dataDir, 'cps.sqlite'), options.checkpointInBackground ?? false);
 }
 
-export function openSqlite(file: string): Storage {
+export function openSqlite(file: string, checkpointInBackground = false): Storage {
   // A 0700 directory and a 0600 file before SQLite opens it: SQLite gives the -wal, -shm and
   // -journal files it creates later the database file's mode.
   if (file !== ':memory:') {
@@ -76,8 +79,14 @@ export function openSqlite(file: string): Storage {
   // Deleted rows are overwritten with zeros, in their pages and in pages freed: an erased patient's
   // data does not stay in the file's bytes (docs/4-operations.md "Export and erasure").
   database.pragma('secure_delete = ON');
+  const checkpointer = checkpointInBackground && file !== ':memory:' ? startWalCheckpointer(file) : null;
+  if (checkpointer) database.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyConnection(database) }) });
-  return { db, dialect: 'sqlite', pgPool: null, location: file, destroy: () => db.destroy() };
+  const destroy = async () => {
+    await checkpointer?.stop();
+    await db.destroy();
+  };
+  return { db, dialect: 'sqlite', pgPool: null, location: file, destroy };
 }
 
 /**

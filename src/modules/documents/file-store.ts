@@ -10,7 +10,11 @@
  * Each chunk of CHUNK_BYTES is one row, sealed with AES-256-GCM under the file's key, a fresh nonce
  * per chunk and, as associated data, the storage key, the chunk's number and whether it is the last:
  * a chunk moved to another file or position, a chunk altered, or a file cut short fails to open.
- * Writes and reads hold one chunk at a time (streamed, never the whole file).
+ * A file ends with an empty chunk sealed as the last (format 2), so that each full chunk is written
+ * as soon as it fills; files of format 1 (their sealed key without the "2:" prefix) marked their last
+ * data chunk instead, which meant holding a full chunk back until the next arrived. A write holds one
+ * chunk's buffer, filled in place, and its sealed copy; a read one chunk batch (streamed, never the
+ * whole file).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -31,6 +35,8 @@ export interface FileStore {
 
 /** Bytes of plaintext per stored chunk. */
 export const CHUNK_BYTES = 256 * 1024;
+/** The chunk format new files are written in (see the top of this file). */
+const FORMAT = 2;
 const NONCE = 12;
 const TAG = 16;
 /** Chunks fetched by one read statement. */
@@ -50,44 +56,36 @@ export class DatabaseFileStore implements FileStore {
     const fileKey = randomBytes(32);
     let size = 0;
     let seq = 0;
-    // The chunk being filled, and the full one held back until we know whether it is the last.
-    let filling: Buffer[] = [];
+    // Filled in place and sealed into a new buffer, so one buffer serves every chunk of the file.
+    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     let filled = 0;
-    let held: Buffer | null = null;
     const put = async (plain: Buffer, last: boolean) => {
       await this.#db
         .insertInto('document_file_chunks')
-        .values({ storage_key: key, seq, data: seal(fileKey, plain, key, seq, last) })
+        .values({ storage_key: key, seq, data: seal(fileKey, plain, key, seq, last, FORMAT) })
         .execute();
       seq += 1;
     };
     try {
       await this.#db
         .insertInto('document_file_keys')
-        .values({ storage_key: key, sealed_key: encrypt(this.#masterKey, fileKey.toString('base64'), sealedUnder(key)) })
+        .values({ storage_key: key, sealed_key: encrypt(this.#masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key)) })
         .execute();
       for await (const piece of source) {
         size += piece.length;
-        let rest = piece;
-        while (rest.length > 0) {
-          const take = Math.min(rest.length, CHUNK_BYTES - filled);
-          filling.push(rest.subarray(0, take));
-          filled += take;
-          rest = rest.subarray(take);
+        let at = 0;
+        while (at < piece.length) {
+          const copied = piece.copy(chunk, filled, at);
+          filled += copied;
+          at += copied;
           if (filled === CHUNK_BYTES) {
-            if (held) await put(held, false);
-            held = Buffer.concat(filling, filled);
-            filling = [];
+            await put(chunk, false);
             filled = 0;
           }
         }
       }
-      if (filled > 0) {
-        if (held) await put(held, false);
-        await put(Buffer.concat(filling, filled), true);
-      } else {
-        await put(held ?? Buffer.alloc(0), true);
-      }
+      if (filled > 0) await put(chunk.subarray(0, filled), false);
+      await put(Buffer.alloc(0), true);
       return size;
     } catch (error) {
       await this.remove([key]);
@@ -98,7 +96,9 @@ export class DatabaseFileStore implements FileStore {
   async *read(key: string): AsyncIterable<Buffer> {
     const sealed = await this.#db.selectFrom('document_file_keys').select('sealed_key').where('storage_key', '=', key).executeTakeFirst();
     if (!sealed) throw new Error(`stored file ${key} has no key`);
-    const fileKey = Buffer.from(decrypt(this.#masterKey, sealed.sealed_key, sealedUnder(key)), 'base64');
+    const opened = decrypt(this.#masterKey, sealed.sealed_key, sealedUnder(key));
+    const format = opened.startsWith(`${FORMAT}:`) ? FORMAT : 1;
+    const fileKey = Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64');
     let seq = 0;
     for (;;) {
       const rows = await this.#db
@@ -114,7 +114,8 @@ export class DatabaseFileStore implements FileStore {
       for (const [index, row] of now.entries()) {
         if (Number(row.seq) !== seq) throw new Error(`stored file ${key} lacks chunk ${seq}`);
         const last = index === rows.length - 1;
-        yield open(fileKey, Buffer.from(row.data), key, seq, last);
+        const plain = open(fileKey, Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data), key, seq, last, format);
+        if (plain.length > 0) yield plain;
         seq += 1;
         if (last) return;
       }
@@ -139,18 +140,24 @@ function sealedUnder(key: string): string {
   return `document-file:${key}`;
 }
 
-function seal(fileKey: Buffer, plain: Buffer, key: string, seq: number, last: boolean): Buffer {
+function seal(fileKey: Buffer, plain: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
+  const sealed = Buffer.allocUnsafe(NONCE + plain.length + TAG);
   const nonce = randomBytes(NONCE);
+  nonce.copy(sealed, 0);
   const cipher = createCipheriv('aes-256-gcm', fileKey, nonce);
-  cipher.setAAD(associatedData(key, seq, last));
-  const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
-  return Buffer.concat([nonce, sealed, cipher.getAuthTag()]);
+  cipher.setAAD(associatedData(key, seq, last, format));
+  const body = cipher.update(plain);
+  body.copy(sealed, NONCE);
+  // GCM is a stream cipher: final() adds no bytes.
+  cipher.final();
+  cipher.getAuthTag().copy(sealed, NONCE + body.length);
+  return sealed;
 }
 
-function open(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boolean): Buffer {
+function open(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
   if (data.length < NONCE + TAG) throw new Error(`stored file ${key}: chunk ${seq} is malformed`);
   const decipher = createDecipheriv('aes-256-gcm', fileKey, data.subarray(0, NONCE));
-  decipher.setAAD(associatedData(key, seq, last));
+  decipher.setAAD(associatedData(key, seq, last, format));
   decipher.setAuthTag(data.subarray(data.length - TAG));
   try {
     return Buffer.concat([decipher.update(data.subarray(NONCE, data.length - TAG)), decipher.final()]);
@@ -159,6 +166,6 @@ function open(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boo
   }
 }
 
-function associatedData(key: string, seq: number, last: boolean): Buffer {
-  return Buffer.from(JSON.stringify(['document-file', 1, key, seq, last]), 'utf8');
+function associatedData(key: string, seq: number, last: boolean, format: number): Buffer {
+  return Buffer.from(JSON.stringify(['document-file', format, key, seq, last]), 'utf8');
 }

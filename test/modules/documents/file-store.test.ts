@@ -1,0 +1,110 @@
+/** The embedded file store on its own: sizes around its chunk boundary, and stored bytes that were cut short, moved or altered. */
+import assert from 'node:assert/strict';
+import { createCipheriv, randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { CHUNK_BYTES, DatabaseFileStore } from '../../../src/modules/documents/file-store.ts';
+import { encrypt } from '../../../src/security/encryption.ts';
+import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
+
+async function* pieces(bytes: Buffer, size = 65_536): AsyncIterable<Buffer> {
+  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
+}
+
+async function readAll(source: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const part of source) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+describe(`documents: the database file store (${DIALECT})`, () => {
+  let t: TestApp;
+  let store: DatabaseFileStore;
+  const masterKey = randomBytes(32);
+
+  before(async () => {
+    t = await createTestApp();
+    store = new DatabaseFileStore(t.ctx.storage.db, masterKey);
+  });
+  after(() => t.close());
+
+  it('gives back what it stored, whatever the size around a chunk', async () => {
+    for (const size of [0, 1, CHUNK_BYTES - 1, CHUNK_BYTES, CHUNK_BYTES + 1, 3 * CHUNK_BYTES + 17]) {
+      const bytes = randomBytes(size);
+      const key = `sizes/${size}`;
+      assert.equal(await store.write(key, pieces(bytes, 100_003)), size);
+      assert.ok((await readAll(store.read(key))).equals(bytes), `${size} bytes`);
+    }
+  });
+
+  it('refuses to read a file cut short, a chunk moved or altered', async () => {
+    const bytes = randomBytes(2 * CHUNK_BYTES + 5);
+    const chunks = (key: string) =>
+      t.ctx.storage.db.selectFrom('document_file_chunks').select(['seq', 'data']).where('storage_key', '=', key).orderBy('seq').execute();
+
+    await store.write('cut', pieces(bytes));
+    const last = (await chunks('cut')).at(-1)!;
+    await t.ctx.storage.db.deleteFrom('document_file_chunks').where('storage_key', '=', 'cut').where('seq', '=', last.seq).execute();
+    await assert.rejects(readAll(store.read('cut')), /does not open|cut short/);
+
+    await store.write('moved', pieces(bytes));
+    const [first, second] = await chunks('moved');
+    await t.ctx.storage.db
+      .updateTable('document_file_chunks')
+      .set({ data: second!.data })
+      .where('storage_key', '=', 'moved')
+      .where('seq', '=', 0)
+      .execute();
+    await t.ctx.storage.db
+      .updateTable('document_file_chunks')
+      .set({ data: first!.data })
+      .where('storage_key', '=', 'moved')
+      .where('seq', '=', 1)
+      .execute();
+    await assert.rejects(readAll(store.read('moved')), /does not open/);
+
+    await store.write('altered', pieces(bytes));
+    const data = Buffer.from((await chunks('altered'))[0]!.data);
+    data[40] = data[40]! ^ 1;
+    await t.ctx.storage.db.updateTable('document_file_chunks').set({ data }).where('storage_key', '=', 'altered').where('seq', '=', 0).execute();
+    await assert.rejects(readAll(store.read('altered')), /does not open/);
+  });
+
+  it('reads files of format 1, whose last data chunk is marked last', async () => {
+    const bytes = randomBytes(CHUNK_BYTES + 1000);
+    const key = 'format-1';
+    const fileKey = randomBytes(32);
+    const seal = (plain: Buffer, seq: number, last: boolean) => {
+      const nonce = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', fileKey, nonce);
+      cipher.setAAD(Buffer.from(JSON.stringify(['document-file', 1, key, seq, last])));
+      return Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+    };
+    const db = t.ctx.storage.db;
+    await db
+      .insertInto('document_file_keys')
+      .values({ storage_key: key, sealed_key: encrypt(masterKey, fileKey.toString('base64'), `document-file:${key}`) })
+      .execute();
+    await db
+      .insertInto('document_file_chunks')
+      .values({ storage_key: key, seq: 0, data: seal(bytes.subarray(0, CHUNK_BYTES), 0, false) })
+      .execute();
+    await db
+      .insertInto('document_file_chunks')
+      .values({ storage_key: key, seq: 1, data: seal(bytes.subarray(CHUNK_BYTES), 1, true) })
+      .execute();
+    assert.ok((await readAll(store.read(key))).equals(bytes));
+  });
+
+  it('removes what it stored, and a failed write leaves nothing', async () => {
+    await store.write('gone', pieces(randomBytes(CHUNK_BYTES * 2)));
+    await store.remove(['gone', 'never-stored']);
+    await assert.rejects(readAll(store.read('gone')), /no key/);
+    async function* failing(): AsyncIterable<Buffer> {
+      yield randomBytes(CHUNK_BYTES + 10);
+      throw new Error('the client went away');
+    }
+    await assert.rejects(store.write('failed', failing()), /went away/);
+    const left = await t.ctx.storage.db.selectFrom('document_file_chunks').select('seq').where('storage_key', '=', 'failed').execute();
+    assert.equal(left.length, 0);
+  });
+});
