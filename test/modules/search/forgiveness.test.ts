@@ -75,6 +75,15 @@ describe('search index: slips', () => {
     assert.ok(!names(index, 'txl').includes('Telma 40 Tablet'));
   });
 
+  it('puts the names that begin with the slipped word before those holding it further on or in their composition', () => {
+    const lubricants = indexOf([
+      ['Eye Lubricant', 'Carbomer (0.3%)'],
+      ['Tears Gel', 'Lubricant base'],
+      ['Lubricart Forte Soft Gelatin Capsule', 'Glucosamine (500mg)'],
+    ]);
+    assert.equal(names(lubricants, 'lubroc')[0], 'Lubricart Forte Soft Gelatin Capsule');
+  });
+
   it('finds a brand spelt with letters that sound the same', () => {
     assert.equal(names(index, 'troksip')[0], 'Troxip Tablet');
     assert.equal(names(index, 'nekstop')[0], 'Nextop Tablet');

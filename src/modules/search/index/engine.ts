@@ -341,6 +341,13 @@ function byRank(a: { doc: number; score: number }, b: { doc: number; score: numb
   return b.score - a.score || a.doc - b.doc;
 }
 
+/**
+ * Among documents matched with the same slips, those whose name begins with the slipped word (the brand
+ * being typed: "lubroc" for Lubricart) before those holding it further on (Lubricant Eye Drop) or in their
+ * composition; above the query-independent order (at most 2.6e7), below one quarter of a slip's cost (1e8).
+ */
+const LEAD = 5e7;
+
 /** A word's name-field postings are scored up front (see rank) when there are at most this many (and far fewer than the driver's). */
 const NAME_SEGMENT_DOCS = 2000;
 const NAME_SEGMENT_TERMS = 1000;
@@ -1082,6 +1089,14 @@ export class SearchIndex<T extends { id: string }> {
     return best;
   }
 
+  /** The match kind of a query word with the first word of document `doc`'s name (0: none, or no name). */
+  private leadKind(doc: number, table: Uint8Array, lo: number, hi: number): number {
+    const start = this.fwdStart[doc]!;
+    if (start === this.fwdStart[doc + 1]! || !(this.fwd[start]! & FIELD_NAME)) return 0;
+    const term = this.fwd[start]! >>> 4;
+    return table[term]! || (term >= lo && term < hi ? KIND_PREFIX : 0);
+  }
+
   /** Visits the name keys starting with `prefix`: built ones, then those added after the build. */
   private scanKeys(prefix: string, cap: number, visit: (doc: number, keyLength: number, bounds: number) => boolean): void {
     const keys = this.keys;
@@ -1220,7 +1235,9 @@ export class SearchIndex<T extends { id: string }> {
     for (const packed of segments) {
       const q = packed >>> 24;
       const segment = packed & 0xffffff;
-      const reach = (q >> 2 < KIND_PREFIX ? 1e13 : 2e13) + wordScore(q, true) + others;
+      // A run of slips may hold a document whose name begins with the slipped word (LEAD); in a run of
+      // exact or prefix matches, a document with a slip elsewhere is of a lower tier than the bound.
+      const reach = (q >> 2 < KIND_PREFIX ? 1e13 + LEAD : 2e13) + wordScore(q, true) + others;
       postings: for (let i = this.postSeg[segment]!, end = this.postSeg[segment + 1]!; i < end; i++) {
         const doc = flat[i]!;
         for (let f = 0; f < filters.length; f++) if (filters[f]![doc] !== visit) continue postings;
@@ -1309,6 +1326,7 @@ export class SearchIndex<T extends { id: string }> {
     let soft = 0;
     let kinds = 0;
     let fields = 0;
+    let lead = 0;
     const slots = pass.required.length;
     for (let slot = 0; slot < slots; slot++) {
       const q = slot === pass.driver && driverQuality >= 0 ? driverQuality : this.matchIn(doc, pass.tables[slot]!, pass.los[slot]!, pass.his[slot]!);
@@ -1320,7 +1338,10 @@ export class SearchIndex<T extends { id: string }> {
         }
         const kind = q >> 2;
         if (kind === KIND_EXACT) whole++;
-        else if (kind < KIND_PREFIX) fuzzy = true;
+        else if (kind < KIND_PREFIX) {
+          fuzzy = true;
+          if (lead === 0 && this.leadKind(doc, pass.tables[slot]!, pass.los[slot]!, pass.his[slot]!) === kind) lead = LEAD;
+        }
       } else if (q > 0) {
         soft++;
       }
@@ -1335,7 +1356,7 @@ export class SearchIndex<T extends { id: string }> {
     const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
     // One number, most significant criterion first (each term stays below the next one's unit);
     // wordScore and staticScore are the same sums for the early stop in rank().
-    const score = (exact ? 1e15 : 0) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10 + kinds * 1e8 + fields * 1e3 + staticScore(info);
+    const score = (exact ? 1e15 : 0) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10 + kinds * 1e8 + lead + fields * 1e3 + staticScore(info);
     const top = pass.top;
     const limit = pass.limit;
     if (top.length < limit) {
