@@ -23,9 +23,21 @@ module.exports = {
     {
       name: 'no-http-below-routes',
       severity: 'error',
-      comment: 'Services, repositories, jobs and the database know nothing of HTTP: only routes files, the front doors (index.ts, module.ts) and the app import src/http/.',
-      from: { path: '^src/(modules|jobs|db|security)/', pathNot: ['^src/modules/[^/]+/(routes|index)\\.ts$', '^src/modules/(index|module)\\.ts$'] },
+      comment:
+        "Services, repositories, jobs and the database know nothing of HTTP: only routes files, the front doors (index.ts, module.ts), the app and a module's schemas.ts (the routes' request schemas, see schemas-take-shared-pieces) import src/http/.",
+      from: {
+        path: '^src/(modules|jobs|db|security)/',
+        pathNot: ['^src/modules/[^/]+/(routes|index|schemas)\\.ts$', '^src/modules/(index|module)\\.ts$'],
+      },
       to: { path: '^src/http/' },
+    },
+    {
+      name: 'schemas-take-shared-pieces',
+      severity: 'error',
+      comment:
+        "A module's schemas.ts holds the request schemas its routes validate with and its service derives its input types from (Static): of the HTTP layer it takes only the shared pieces (src/http/schemas.ts: Id, Epoch, freeFormObject).",
+      from: { path: '^src/modules/[^/]+/schemas\\.ts$' },
+      to: { path: '^src/http/', pathNot: '^src/http/schemas\\.ts$' },
     },
     {
       name: 'no-modules-from-http',

@@ -7,6 +7,7 @@
  * for the completion's, `google_review.request_manual` for a manual one, as Eka sends them.
  */
 import type { Kysely, Transaction } from 'kysely';
+import type { Static } from 'typebox';
 import type { Principal } from '../../auth/principal.ts';
 import { inRetriedTransaction, isUniqueViolation, type DialectName } from '../../db/index.ts';
 import { newId } from '../../db/ids.ts';
@@ -19,6 +20,7 @@ import type { ClinicService, Placement } from '../clinics/service.ts';
 import { LOCKED_PATIENT_COLUMNS, PATIENT_FIELDS, type LockedPatient, type PatientDetails, type PatientService } from '../patients/service.ts';
 import { addDays, parseDate, startOfDay, today } from '../../time.ts';
 import * as repo from './repo.ts';
+import type { BookBody, CustomAttributesBody, EkaReschedule, ListQuery as ListQuerySchema, Reschedule, UpdateBody, UpdateV2Body } from './schemas.ts';
 import type { Scheduling } from './scheduling.ts';
 
 export const PAGE_SIZE = 50;
@@ -50,53 +52,17 @@ export interface VideoConnect {
 }
 export type FreeForm = Record<string, unknown>;
 
-export interface BookInput {
-  partner_appointment_id?: string;
-  clinic_id?: string;
-  partner_clinic_id?: string;
-  doctor_id?: string;
-  partner_doctor_id?: string;
-  appointment_details: {
-    start_time: number;
-    end_time: number;
-    mode?: SentMode;
-    custom_attributes?: CustomAttributes;
-    video_connect?: VideoConnect;
-  };
-  /** An existing patient by the service's id (Eka's EkaIds booking); patient_details, when sent, change it. */
-  patient_id?: string;
-  /** An existing patient by the partner's id (Eka's PartnerIds booking). */
-  partner_patient_id?: string;
-  /** Without patient_id or partner_patient_id: the patient, matched by its partner_patient_id or new. */
-  patient_details?: PatientDetails;
-  token?: number;
-  partner_meta?: FreeForm;
-  display_meta?: FreeForm;
-  notes?: string;
-}
+/** A booking, as its route's body schema says (schemas.ts). */
+export type BookInput = Static<typeof BookBody>;
 
-export interface UpdateInput {
-  custom_attributes?: CustomAttributes;
-  partner_meta?: FreeForm;
-  patient_details?: PatientDetails;
-  token?: number;
-  video_connect?: VideoConnect;
-  display_meta?: FreeForm;
-  start_time?: number;
-  end_time?: number;
-  mode?: SentMode;
-  notes?: string;
-}
+/** An update's changes: v1's body (schemas.ts); the v2 route moves its appointment_details' fields up to this shape. */
+export type UpdateInput = Static<typeof UpdateBody>;
 
 /** The ids an update of Eka's v2 names the appointment's clinic, doctor and patient by: they must be its own. */
-export interface ExpectedIds {
-  clinic_id?: string;
-  partner_clinic_id?: string;
-  doctor_id?: string;
-  partner_doctor_id?: string;
-  patient_id?: string;
-  partner_patient_id?: string;
-}
+export type ExpectedIds = Pick<
+  Static<typeof UpdateV2Body>,
+  'clinic_id' | 'partner_clinic_id' | 'doctor_id' | 'partner_doctor_id' | 'patient_id' | 'partner_patient_id'
+>;
 
 export const UPDATE_FIELDS = [
   'custom_attributes',
@@ -140,29 +106,11 @@ export interface AppointmentRecord {
   next_aid?: string;
 }
 
-export interface ListQuery {
-  clinic_id?: string;
-  doctor_id?: string;
-  patient_id?: string;
-  start_date?: string;
-  end_date?: string;
-  /** One day (YYYY-MM-DD): with doctor_id, the doctor's day. */
-  date?: string;
-  /** One status or several, comma-separated. */
-  status?: string;
-  page_no?: number;
-}
+/** A listing's filters: its route's query schema (schemas.ts). */
+export type ListQuery = Static<typeof ListQuerySchema>;
 
-export interface RescheduleInput {
-  start_time: number;
-  end_time: number;
-  clinic_id?: string;
-  partner_clinic_id?: string;
-  doctor_id?: string;
-  partner_doctor_id?: string;
-  /** A partner id for the new appointment; absent, the new one takes over the old one's. */
-  partner_appointment_id?: string;
-}
+/** A reschedule, from either route's body (schemas.ts): Eka's names the doctor doc_id, which its route hands over as doctor_id. */
+export type RescheduleInput = Static<typeof Reschedule> & Omit<Static<typeof EkaReschedule>, 'doc_id'> & { doctor_id?: string };
 
 /** The most times one appointment's lineage may be rescheduled (the `prev_aids` a record carries). */
 export const MAX_RESCHEDULES = 100;
@@ -531,7 +479,7 @@ export class AppointmentService {
     principal: Principal,
     id: string,
     byPartner: boolean,
-    sent: Record<string, string[] | string | null>,
+    sent: Static<typeof CustomAttributesBody>,
   ): Promise<AppointmentRecord> {
     if (Object.keys(sent).length === 0) throw invalid('custom_attributes', 'send at least one attribute');
     for (const key of ['label', 'tags'] as const) {
