@@ -4,16 +4,12 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { StandardError } from '../../http/schemas.ts';
-import { ATTEMPTS_SHOWN, DEFAULT_EVENT_NAMES, REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
+import { CreateBody, DeliveryQuery, ReplayBody, UpdateBody } from './schemas.ts';
+import { ATTEMPTS_SHOWN, REPLAY_PAGE_SIZE, type WebhookService } from './service.ts';
 
 const BASE = '/notification/v1/connect/webhook/subscriptions';
 const EVENTS = '/notification/v1/connect/webhook/events';
 
-const Protocol = Type.Union([Type.Literal('https'), Type.Literal('http')], { 'x-message': 'must be "https" or "http"' });
-const Status = Type.Union([Type.Literal('active'), Type.Literal('disabled')], { 'x-message': 'must be "active" or "disabled"' });
-const Endpoint = Type.String({ minLength: 1, maxLength: 2048 });
-const EventNames = Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 20 });
-const SigningKey = Type.String({ maxLength: 200 });
 const Warnings = Type.Array(Type.String(), {
   description: 'Present when the signing key given is guessable: it is accepted, and the warning says why to change it',
 });
@@ -67,8 +63,6 @@ const EventView = Type.Object({
   ),
 });
 
-const EpochSeconds = Type.Integer({ minimum: 0, maximum: 99_999_999_999, description: 'epoch seconds' });
-
 const Delivery = Type.Object({
   event_id: Type.String(),
   event: Type.String(),
@@ -90,15 +84,7 @@ export function webhookRoutes(service: WebhookService) {
         schema: {
           tags,
           summary: 'Register a webhook endpoint; the signing key is returned only here',
-          body: Type.Object({
-            endpoint: Endpoint,
-            event_names: Type.Optional({
-              ...EventNames,
-              description: `The events to receive. Without it, only ${DEFAULT_EVENT_NAMES.join(', ')}: name every event wanted.`,
-            }),
-            signing_key: Type.Optional(SigningKey),
-            protocol: Type.Optional(Protocol),
-          }),
+          body: CreateBody,
           response: {
             201: Type.Object({ id: Type.String(), status: Type.Literal('success'), signing_key: Type.String(), warnings: Type.Optional(Warnings) }),
             ...Errors,
@@ -133,16 +119,7 @@ export function webhookRoutes(service: WebhookService) {
           tags,
           summary: 'Change the endpoint, event names, signing key (the old one signs too for 24 h) or status',
           params: IdParams,
-          body: Type.Union([
-            Type.Object({
-              endpoint: Type.Optional(Endpoint),
-              event_names: Type.Optional(EventNames),
-              signing_key: Type.Optional(SigningKey),
-              status: Type.Optional(Status),
-              protocol: Type.Optional(Protocol),
-            }),
-            Type.Null(),
-          ]),
+          body: UpdateBody,
           response: { 200: Type.Object({ ...Subscription.properties, warnings: Type.Optional(Warnings) }), ...Errors },
         },
       },
@@ -178,17 +155,7 @@ export function webhookRoutes(service: WebhookService) {
           tags,
           summary: 'Deliveries of a subscription, newest first, 50 a page; filtered by state, event names and event time',
           params: IdParams,
-          querystring: Type.Object({
-            page_no: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
-            status: Type.Optional(
-              Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
-                'x-message': 'must be "pending", "succeeded" or "failed"',
-              }),
-            ),
-            event: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'event names, comma-separated' })),
-            since: Type.Optional({ ...EpochSeconds, description: 'events at or after (epoch seconds)' }),
-            until: Type.Optional({ ...EpochSeconds, description: 'events before (epoch seconds)' }),
-          }),
+          querystring: DeliveryQuery,
           response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...Errors },
         },
       },
@@ -208,12 +175,7 @@ export function webhookRoutes(service: WebhookService) {
             'Each appointment keeps its order. `next_token` (sent back as `page_token` with the same window) continues; ' +
             'a subscription may replay 10 times at once, then once every 6 s (429 with Retry-After). A disabled subscription answers 409.',
           params: IdParams,
-          body: Type.Object({
-            since: { ...EpochSeconds, description: 'events at or after (epoch seconds)' },
-            until: Type.Optional({ ...EpochSeconds, description: 'events before (epoch seconds); default now' }),
-            event_names: Type.Optional(EventNames),
-            page_token: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-          }),
+          body: ReplayBody,
           response: {
             202: Type.Object({ queued: Type.Integer(), next_token: Type.Union([Type.String(), Type.Null()]), msg: Type.Literal('success') }),
             ...Errors,

@@ -1,20 +1,20 @@
 /** Webhook subscriptions and their deliveries (contract 8): rules, no HTTP. */
-import { EVENT_NAMES, isEventName, type EventName } from '../../events.ts';
+import { EVENT_NAMES, isEventName } from '../../events.ts';
 import { inTransaction, isUniqueViolation, type Db } from '../../db/index.ts';
 import type { Kysely } from 'kysely';
+import type { Static } from 'typebox';
 import type { Database } from '../../db/schema.ts';
 import { newId } from '../../db/ids.ts';
-import type { WebhookDeliveryStatus, WebhookSubscriptionStatus } from '../../db/schema.ts';
+import type { WebhookSubscriptionStatus } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import type { OutboundPolicy } from '../../security/outbound.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 import { deliveryKey, deliveryOrdering, fanOutTo, type DeliveryQueue } from './delivery.ts';
 import type { Buckets } from '../../security/buckets.ts';
 import * as repo from './repo.ts';
+import { type CreateBody, DEFAULT_EVENT_NAMES, type DeliveryQuery as DeliveryQuerySchema, type ReplayBody, type UpdateBody } from './schemas.ts';
 import { generateSigningKey, keyProblem, keyWarning } from './signer.ts';
 
-/** What a subscription that names no events receives. */
-export const DEFAULT_EVENT_NAMES: EventName[] = ['external_review.request'];
 /** After a rotation the previous key keeps signing (beside the new one) this long. */
 export const KEY_OVERLAP_MS = 24 * 3600 * 1000;
 export const DELIVERIES_PAGE_SIZE = 50;
@@ -72,23 +72,9 @@ export interface AttemptView {
   error: string | null;
 }
 
-export interface DeliveryQuery {
-  page_no?: number;
-  status?: WebhookDeliveryStatus;
-  /** Event names, comma-separated. */
-  event?: string;
-  /** Epoch seconds: events at or after. */
-  since?: number;
-  /** Epoch seconds: events before. */
-  until?: number;
-}
+export type DeliveryQuery = Static<typeof DeliveryQuerySchema>;
 
-export interface ReplayInput {
-  since: number;
-  until?: number;
-  event_names?: string[];
-  page_token?: string;
-}
+export type ReplayInput = Static<typeof ReplayBody>;
 
 /** Events queued again per replay call. */
 export const REPLAY_PAGE_SIZE = 200;
@@ -202,20 +188,10 @@ function duplicate(error: unknown): never {
   throw error;
 }
 
-export interface CreateInput {
-  endpoint: string;
-  event_names?: string[];
-  signing_key?: string;
-  protocol?: 'https' | 'http';
-}
+export type CreateInput = Static<typeof CreateBody>;
 
-export interface UpdateInput {
-  endpoint?: string;
-  event_names?: string[];
-  signing_key?: string;
-  status?: WebhookSubscriptionStatus;
-  protocol?: 'https' | 'http';
-}
+/** The route hands over an empty object for a null body. */
+export type UpdateInput = NonNullable<Static<typeof UpdateBody>>;
 
 export interface WebhookServiceDeps {
   db: Kysely<Database>;
