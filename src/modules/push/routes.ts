@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
 import { MAX_ID_LENGTH, NotificationError } from '../../http/schemas.ts';
+import { DevicePayload, SendBody } from './schemas.ts';
 import { SA_KEY_MEMBERS, type PushService } from './service.ts';
 import type { PatientService } from '../patients/service.ts';
 
@@ -28,17 +29,6 @@ const SaKeySchema = Type.Object(
   ),
   { description: 'The Firebase service-account key (the JSON file from the Google Cloud console).' },
 );
-
-const DevicePayload = Type.Object({
-  did: Type.String({ minLength: 1, maxLength: 200 }),
-  'fcm-id': Type.String({ minLength: 1, maxLength: 4096, description: 'The FCM registration token.' }),
-  'app-version': Type.String({ minLength: 1, maxLength: 100 }),
-  'app-id': Type.Optional(Type.String({ maxLength: 200 })),
-  'app-platform': Type.Optional(Type.String({ maxLength: 50 })),
-  lang: Type.Optional(Type.String({ maxLength: 35 })),
-  'os-version': Type.Optional(Type.String({ maxLength: 100 })),
-  'user-hash': Type.Optional(Type.String({ maxLength: 200 })),
-});
 
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('sent'), Type.Literal('failed'), Type.Literal('dropped')]);
 
@@ -141,16 +131,7 @@ export function pushRoutes(push: PushService, patients: PatientService) {
         schema: {
           tags,
           summary: "Send a notification to a patient's devices or to listed devices (delivered in the background)",
-          body: Type.Object(
-            {
-              patient_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-              device_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 500 })),
-              title: Type.String({ minLength: 1, maxLength: 1000 }),
-              body: Type.String({ minLength: 1, maxLength: 4000 }),
-              data: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'String values only (FCM data payload).' })),
-            },
-            { description: 'Exactly one of patient_id or device_ids.' },
-          ),
+          body: SendBody,
           response: { 202: Type.Object({ notification_id: Type.String() }), ...errors },
         },
       },

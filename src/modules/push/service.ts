@@ -17,6 +17,8 @@ import { credentialsVersion, type FcmClient, type ServiceAccount } from './fcm.t
 import * as repo from './repo.ts';
 import { RetryableError } from '../../jobs/queue-repo.ts';
 import type { FailedAttempt } from '../../jobs/queue.ts';
+import type { Static } from 'typebox';
+import type { DevicePayload as DevicePayloadSchema, SendBody } from './schemas.ts';
 
 export interface PushDeps {
   db: Kysely<Database>;
@@ -125,26 +127,11 @@ export interface LoadedAccount {
 
 // ---- Devices ---------------------------------------------------------------------------------
 
-export interface DevicePayload {
-  did: string;
-  'fcm-id': string;
-  'app-version': string;
-  'app-id'?: string;
-  'app-platform'?: string;
-  lang?: string;
-  'os-version'?: string;
-  'user-hash'?: string;
-}
+export type DevicePayload = Static<typeof DevicePayloadSchema>;
 
 // ---- Sending ---------------------------------------------------------------------------------
 
-export interface SendInput {
-  patient_id?: string;
-  device_ids?: string[];
-  title: string;
-  body: string;
-  data?: Record<string, string>;
-}
+export type SendInput = Static<typeof SendBody>;
 
 /** FCM rejects these data keys (reserved words and prefixes). */
 const RESERVED_DATA_KEY = /^(from|notification|message_type|collapse_key)$|^(google|gcm)/i;
