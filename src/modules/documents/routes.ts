@@ -7,48 +7,11 @@ import { AppError } from '../../errors.ts';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { CasesError, MAX_ID_LENGTH, type RouteConfig } from '../../http/schemas.ts';
-import type { DocumentChangesInput, DocumentsService, IncomingFile, NewDocument, PatientScope } from './service.ts';
+import { DocumentRequest, DocumentType, UpdateBody } from './schemas.ts';
+import type { DocumentsService, IncomingFile, PatientScope } from './service.ts';
 
 const PatientHeader = Type.Object({
   'x-pt-id': Type.String({ maxLength: MAX_ID_LENGTH, description: "The patient's id within the business (the service's or the partner's)." }),
-});
-const NullableEpoch = Type.Unsafe<number | null>({
-  type: ['integer', 'null'],
-  minimum: 0,
-  maximum: 253_402_300_799,
-  description: 'epoch seconds',
-  'x-message': 'must be an integer epoch in seconds, or null',
-});
-const DocumentType = Type.String({ minLength: 1, maxLength: 20, 'x-message': 'must be a string of 1 to 20 characters (lr, ps, dc, ...)' });
-const Tag = Type.String({ minLength: 2, maxLength: 20, 'x-message': 'must be a string of 2 to 20 characters' });
-const Tags = Type.Array(Tag, { maxItems: 50, description: 'A set; the first 10 are kept' });
-const Title = Type.String({ maxLength: 256, 'x-message': 'must be a string of at most 256 characters' });
-const CaseIds = Type.Array(Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH }), { maxItems: 50 });
-const DocumentIdPattern = '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$';
-const DocumentId = Type.String({
-  pattern: DocumentIdPattern,
-  'x-message': 'must be 1 to 100 letters, digits, dots, dashes or underscores, starting with a letter or digit',
-});
-const nullable = <T extends object>(schema: T, message: string) => Type.Unsafe({ anyOf: [schema, { type: 'null' }], 'x-message': message });
-
-const FileRequest = Type.Object({
-  contentType: Type.String({
-    minLength: 1,
-    maxLength: 100,
-    description: 'application/pdf, image/jpeg, image/png, image/heic, image/heif or application/dicom',
-  }),
-  file_size: Type.Integer({ minimum: 1, maximum: 5 * 1024 ** 3, description: 'bytes; the file must have exactly this many' }),
-});
-const DocumentRequest = Type.Object({
-  document_id: Type.Optional(DocumentId),
-  dt: Type.Optional(DocumentType),
-  // null as no date: ekapython-sdk's upload_document sends `"dd_e": null` when given none.
-  dd_e: Type.Optional(NullableEpoch),
-  tg: Type.Optional(Tags),
-  title: Type.Optional(nullable(Title, 'must be a string of at most 256 characters, or null')),
-  cases: Type.Optional(nullable(CaseIds, 'must be a list of case ids, or null')),
-  metadata: Type.Optional(Type.String({ maxLength: 65_536, description: 'Accepted and not kept' })),
-  files: Type.Array(FileRequest, { minItems: 1, maxItems: 20 }),
 });
 const CreateBody = Type.Object({ batch_request: Type.Array(DocumentRequest, { minItems: 1, maxItems: 50 }) });
 const Form = Type.Object({ url: Type.String(), fields: Type.Record(Type.String(), Type.String()) });
@@ -56,13 +19,6 @@ const CreateAnswer = Type.Object({
   error: Type.Boolean(),
   message: Type.String(),
   batch_response: Type.Array(Type.Object({ document_id: Type.String(), forms: Type.Array(Form) })),
-});
-const UpdateBody = Type.Object({
-  dt: Type.Optional(nullable(DocumentType, 'must be a string of 1 to 20 characters, or null')),
-  dd_e: Type.Optional(NullableEpoch),
-  tg: Type.Optional(nullable(Tags, 'must be a list of tags of 2 to 20 characters, or null')),
-  title: Type.Optional(nullable(Title, 'must be a string of at most 256 characters, or null')),
-  cases: Type.Optional(nullable(CaseIds, 'must be a list of case ids, or null')),
 });
 const ListQuery = Type.Object({
   offset: Type.Optional(Type.String({ maxLength: 2048, description: 'next_token of the previous page' })),
@@ -188,7 +144,7 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
           response: { 200: CreateAnswer, ...errors, 409: CasesError, 413: CasesError },
         },
       },
-      async (request) => service.prepare(await scopeOf(request), request.body.batch_request as NewDocument[]),
+      async (request) => service.prepare(await scopeOf(request), request.body.batch_request),
     );
 
     app.get(
@@ -222,7 +178,7 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
         },
       },
       async (request) => {
-        await service.update(await scopeOf(request), request.params.id, request.body as DocumentChangesInput);
+        await service.update(await scopeOf(request), request.params.id, request.body);
         return { document_id: request.params.id };
       },
     );

@@ -32,6 +32,8 @@ import { ACCEPTED_LIST, ACCEPTED_TYPES, canonicalType, checkedFile, type Checked
 import type { FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
 import * as repo from './repo.ts';
+import type { Static } from 'typebox';
+import type { DocumentRequest, UpdateBody } from './schemas.ts';
 
 /** Who the request is for: the caller's business and client, and the X-Pt-Id resolved. */
 export interface PatientScope {
@@ -42,24 +44,10 @@ export interface PatientScope {
   sentRef: string;
 }
 
-export interface NewDocument {
-  document_id?: string;
-  dt?: string;
-  /** null: no date, as absent. */
-  dd_e?: number | null;
-  tg?: string[];
-  title?: string | null;
-  cases?: string[] | null;
-  files: Array<{ contentType: string; file_size: number }>;
-}
+/** One document of a batch, as its schema says (schemas.ts); metadata is accepted and not kept. */
+export type NewDocument = Static<typeof DocumentRequest>;
 
-export interface DocumentChangesInput {
-  dt?: string | null;
-  dd_e?: number | null;
-  tg?: string[] | null;
-  title?: string | null;
-  cases?: string[] | null;
-}
+export type DocumentChangesInput = Static<typeof UpdateBody>;
 
 export interface ListItem {
   record: {
