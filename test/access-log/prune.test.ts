@@ -4,13 +4,11 @@
  * row deleted after pruning still breaks it, and pruning stops at a broken link rather than erase it.
  */
 import assert from 'node:assert/strict';
-import { chainCheck, masterKeyEnv } from './support.ts';
+import { chainCheck, entry, masterKeyEnv } from './support.ts';
 import { after, before, describe, it } from 'node:test';
-import type { AuditEntry } from '../../src/access-log/entry.ts';
 import { ChainSeal } from '../../src/access-log/seal.ts';
 import { appendChained } from '../../src/access-log/store.ts';
 import { verifyChain } from '../../src/access-log/verify.ts';
-import { newId } from '../../src/db/ids.ts';
 import { runCli } from '../process.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
 
@@ -31,24 +29,6 @@ describe(`access log retention (${DIALECT})`, () => {
     LOG_LEVEL: 'silent',
     ...masterKeyEnv(t),
     ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
-  });
-
-  const entry = (businessId: string, at: number): AuditEntry => ({
-    id: newId('acc'),
-    business_id: businessId,
-    at,
-    client_id: 'cl_1',
-    operation: 'getAppointment',
-    action: 'read',
-    resource_type: 'appointment',
-    resource_id: 'apt_1',
-    patient_ref: 'pt_1',
-    status: 200,
-    request_id: newId('req'),
-    source_address: '127.0.0.1',
-    filter: null,
-    result_count: null,
-    with_change: 0,
   });
 
   /** A business whose chain holds `old` entries just older than the period, then `young` just younger. */

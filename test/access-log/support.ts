@@ -1,6 +1,8 @@
 /** Shared set-up for access log tests: a practice with a patient, an appointment and a case, and the log's rows. */
 import assert from 'node:assert/strict';
 import type { Selectable } from 'kysely';
+import type { AuditEntry } from '../../src/access-log/entry.ts';
+import { newId } from '../../src/db/ids.ts';
 import type { AccessLogTable } from '../../src/db/schema.ts';
 import { ChainSeal } from '../../src/access-log/seal.ts';
 import type { ChainCheck } from '../../src/access-log/verify.ts';
@@ -10,6 +12,25 @@ import { createTestClient, type TestApp, type TestClient } from '../support.ts';
 export function chainCheck(t: TestApp): ChainCheck {
   return { seal: new ChainSeal(t.ctx.keys.masterKey), accessLogDays: t.ctx.config.retention.accessLogDays };
 }
+
+/** A read of an appointment by `businessId` at `at`, written straight into a chain by the retention and tampering tests. */
+export const entry = (businessId: string, at: number): AuditEntry => ({
+  id: newId('acc'),
+  business_id: businessId,
+  at,
+  client_id: 'cl_1',
+  operation: 'getAppointment',
+  action: 'read',
+  resource_type: 'appointment',
+  resource_id: 'apt_1',
+  patient_ref: 'pt_1',
+  status: 200,
+  request_id: newId('req'),
+  source_address: '127.0.0.1',
+  filter: null,
+  result_count: null,
+  with_change: 0,
+});
 
 /** The test app's master key, for `cps` run as a process. */
 export function masterKeyEnv(t: TestApp): Record<string, string> {

@@ -7,14 +7,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { AuditEntry } from '../../src/access-log/entry.ts';
 import { ChainSeal } from '../../src/access-log/seal.ts';
 import { appendChained, resealChains, sealWhatMigrationsLeft } from '../../src/access-log/store.ts';
 import { verifyChain, verifyChains } from '../../src/access-log/verify.ts';
-import { newId } from '../../src/db/ids.ts';
 import { runCli } from '../process.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
-import { chainCheck, masterKeyEnv } from './support.ts';
+import { chainCheck, entry, masterKeyEnv } from './support.ts';
 
 describe(`access log tampering (${DIALECT})`, () => {
   let t: TestApp;
@@ -23,24 +21,6 @@ describe(`access log tampering (${DIALECT})`, () => {
 
   const db = () => t.ctx.storage.db;
   const seal = () => new ChainSeal(t.ctx.keys.masterKey);
-  const entry = (businessId: string, at: number): AuditEntry => ({
-    id: newId('acc'),
-    business_id: businessId,
-    at,
-    client_id: 'cl_1',
-    operation: 'getAppointment',
-    action: 'read',
-    resource_type: 'appointment',
-    resource_id: 'apt_1',
-    patient_ref: 'pt_1',
-    status: 200,
-    request_id: newId('req'),
-    source_address: '127.0.0.1',
-    filter: null,
-    result_count: null,
-    with_change: 0,
-  });
-
   /** A business whose chain holds `count` entries of the last minutes. */
   async function chain(count: number): Promise<string> {
     const { businessId } = await createTestClient(t.ctx);
