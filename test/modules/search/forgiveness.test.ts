@@ -118,6 +118,9 @@ describe('search index: slips', () => {
     assert.deepEqual(synonymsOf('nicoumalone'), ['acenocoumarol']);
     assert.ok(synonymsOf('dicycloverine').includes('dicyclomine'));
     assert.ok(synonymsOf('benzhexol').includes('trihexyphenidyl'));
+    assert.deepEqual(synonymsOf('hydroxycarbamide'), ['hydroxyurea']);
+    assert.deepEqual(synonymsOf('leuprolide'), ['leuprorelin']);
+    assert.deepEqual(synonymsOf('hypromellose'), ['hydroxypropylmethylcellulose']);
   });
 
   it('gives nothing for a word too far from every name', () => {

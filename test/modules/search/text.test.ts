@@ -177,7 +177,7 @@ describe('query parsing', () => {
     const shorthand: Array<[string, string[]]> = [
       ['pcm', ['pcm', 'paracetamol', 'acetaminophen']],
       ['apap', ['apap', 'paracetamol', 'acetaminophen']],
-      ['asa', ['asa', 'aspirin']],
+      ['asa', ['asa', 'aspirin', 'acetylsalicylic']],
       ['hcq', ['hcq', 'hydroxychloroquine']],
       ['hctz', ['hctz', 'hydrochlorothiazide']],
       ['cpm', ['cpm', 'chlorpheniramine', 'chlorphenamine']],
