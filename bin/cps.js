@@ -17,9 +17,9 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.exitCode = await underBundledNode();
 } else {
   module.enableCompileCache?.();
-  const { main } = await import('../src/cli.ts');
+  const { keepsRunning, main } = await import('../src/cli.ts');
   const code = await main(process.argv.slice(2));
-  if (!(process.argv[2] === 'serve' && code === 0)) process.exit(code);
+  if (!(keepsRunning(process.argv.slice(2)) && code === 0)) process.exit(code);
 }
 
 /** The Node binary of the installed platform package, or undefined when none fits this machine. */

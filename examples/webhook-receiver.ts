@@ -1,8 +1,10 @@
 /**
  * A webhook receiver for OpenCPS: verifies each delivery's Standard Webhooks signature with the
- * `standardwebhooks` package and prints the event. Listens on loopback only.
+ * `standardwebhooks` package and prints the event. Listens on loopback unless HOST names another address
+ * (a production service reaches it there once CPS_OUTBOUND_ALLOW lists that address).
  *
  *   WEBHOOK_SECRET=whsec_... PORT=8787 node examples/webhook-receiver.ts
+ *   WEBHOOK_SECRET=whsec_... HOST=192.168.1.20 PORT=8787 node examples/webhook-receiver.ts
  *
  * Register http://127.0.0.1:8787/hooks as a subscription's endpoint (a development server allows
  * http and loopback) with the signing key the registration answered.
@@ -16,6 +18,7 @@ if (!secret) {
   process.exit(1);
 }
 const port = Number(process.env.PORT ?? 8787);
+const host = process.env.HOST ?? '127.0.0.1';
 // A key that is not `whsec_` (a UUID, say) signs with its UTF-8 bytes: the library's raw format.
 const verifier = new Webhook(secret, secret.startsWith('whsec_') ? undefined : { format: 'raw' });
 
@@ -64,5 +67,5 @@ const server = createServer((request, response) => {
   });
 });
 
-server.listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${port}/hooks`));
+server.listen(port, host, () => console.log(`listening on http://${host.includes(':') ? `[${host}]` : host}:${port}/hooks`));
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => server.close(() => process.exit(0)));

@@ -423,6 +423,11 @@ async function masterKeyOf(config: Config): Promise<Buffer> {
   return config.masterKey ?? (await loadKeys(config)).masterKey;
 }
 
+/** Whether the command keeps the process running once main returns 0 (serve, after any --env-file FILE). */
+export function keepsRunning(argv: readonly string[]): boolean {
+  return (argv[0] === '--env-file' ? argv[2] : argv[0]) === 'serve';
+}
+
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     process.stdout.write(`${USAGE}\n`);
@@ -493,5 +498,5 @@ function runAsScript(): boolean {
 if (runAsScript()) {
   const code = await main(process.argv.slice(2));
   // serve keeps running; other commands exit with their status.
-  if (!(process.argv[2] === 'serve' && code === 0)) process.exit(code);
+  if (!(keepsRunning(process.argv.slice(2)) && code === 0)) process.exit(code);
 }
