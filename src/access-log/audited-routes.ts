@@ -362,6 +362,12 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     id: param('client_id'),
     business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
   },
+  // A business's own clients, read by one of them: in its business's chain, as the operator's listing is.
+  'GET /connect-auth/v1/account/clients': {
+    resource: 'api_client',
+    action: 'list',
+    count: length(field('clients')),
+  },
   'GET /admin/v1/audit/events': {
     resource: 'access_log',
     action: 'list',

@@ -1,9 +1,15 @@
-/** The admin API of contract 2: businesses and their API clients, behind CPS_ADMIN_TOKEN. */
+/**
+ * The admin API of contract 2: businesses and their API clients, behind CPS_ADMIN_TOKEN; and a business's own
+ * API clients, listed for a client of that business (never another's).
+ */
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
+import { principalOf } from '../../http/auth.ts';
 import { SCOPES } from '../../auth/scopes.ts';
 import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
 import { MAX_SECRET_GRACE_SECONDS, type BusinessService } from './service.ts';
+
+const AuthError = Type.Object({ code: Type.Integer(), error: Type.String() });
 
 const ClientPath = Type.Object({ business_id: Type.String({ maxLength: MAX_ID_LENGTH }), client_id: Type.String({ maxLength: MAX_ID_LENGTH }) });
 
@@ -111,6 +117,21 @@ export function businessRoutes(service: BusinessService) {
         },
       },
       async (request) => ({ clients: await service.listClients(request.params.business_id) }),
+    );
+
+    app.get(
+      '/connect-auth/v1/account/clients',
+      {
+        // The family of its path: errors as the login's, {code, error}.
+        config: { family: 'auth', auth: { anyOf: ['webhook:admin'] } },
+        schema: {
+          tags: ['auth'],
+          summary: "List the API clients of the caller's own business (never their secrets), revoked ones too",
+          description: "The business is the caller's: no other business's clients can be asked for.",
+          response: { 200: Type.Object({ clients: Type.Array(ClientListing) }), 401: AuthError, 403: AuthError },
+        },
+      },
+      async (request) => ({ clients: await service.listClients(principalOf(request).businessId) }),
     );
 
     app.post(

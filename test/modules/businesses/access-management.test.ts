@@ -296,4 +296,46 @@ describe(`access management: admin API and the cps command (${DIALECT})`, () => 
       ],
     );
   });
+
+  it("a business's own client lists that business's clients and never another's; scope webhook:admin; an entry in its chain", async () => {
+    const ours = await newBusiness('Ours');
+    const theirs = await newBusiness('Theirs');
+    const desk = await call('POST', `/admin/v1/businesses/${ours.business_id}/clients`, { scopes: ['appointment:write'] });
+    const token = async (clientId: string, secret: string) => {
+      const answer = await login(clientId, secret);
+      assert.equal(answer.statusCode, 200, answer.body);
+      return bearer(answer.json().access_token as string);
+    };
+    const ourToken = await token(ours.client_id, ours.client_secret);
+    const listed = await call('GET', '/connect-auth/v1/account/clients', undefined, ourToken);
+    assert.equal(listed.statusCode, 200, listed.body);
+    const ids = (listed.json().clients as Array<{ client_id: string; client_secret?: string }>).map((client) => client.client_id).sort();
+    assert.deepEqual(ids, [ours.client_id, desk.json().client_id].sort());
+    assert.ok(!listed.body.includes(ours.client_secret), 'no secret listed');
+    assert.ok(!ids.includes(theirs.client_id), "another business's client is never listed");
+
+    const theirList = await call('GET', '/connect-auth/v1/account/clients', undefined, await token(theirs.client_id, theirs.client_secret));
+    assert.deepEqual(
+      theirList.json().clients.map((client: { client_id: string }) => client.client_id),
+      [theirs.client_id],
+    );
+    // A query or path naming another business changes nothing: the business is the caller's.
+    const asked = await call('GET', `/connect-auth/v1/account/clients?business_id=${theirs.business_id}`, undefined, ourToken);
+    assert.ok(!asked.body.includes(theirs.client_id));
+
+    const deskToken = await token(desk.json().client_id, desk.json().client_secret);
+    assert.equal((await call('GET', '/connect-auth/v1/account/clients', undefined, deskToken)).statusCode, 403, 'a front desk lacks webhook:admin');
+    assert.equal((await call('GET', '/connect-auth/v1/account/clients', undefined, {})).statusCode, 401);
+    assert.equal((await call('GET', '/connect-auth/v1/account/clients')).statusCode, 401, 'the admin token acts for no business');
+
+    const logged = (await entries(ours.business_id)).filter((entry) => entry.operation === 'GET /connect-auth/v1/account/clients');
+    assert.deepEqual(
+      logged.map((entry) => [entry.client_id, entry.action, entry.status]),
+      [
+        [ours.client_id, 'list', 200],
+        [ours.client_id, 'list', 200],
+      ],
+    );
+    assert.equal((await entries(theirs.business_id)).filter((entry) => entry.operation === 'GET /connect-auth/v1/account/clients').length, 1);
+  });
 });

@@ -1,6 +1,7 @@
 /**
  * The operator in a real browser, over plain http by a LAN host name: a business created (its client's
  * secret shown once), a front desk's client added to it with fewer scopes, both working at the login;
+ * the businesses listed, the desk client's secret rotated with a grace period and the client revoked;
  * the access log across businesses and for one; the service's readiness. WCAG 2.1 AA by axe-core;
  * screenshots at 390 px and desktop widths.
  */
@@ -70,17 +71,47 @@ describe('operator in a browser', { skip: browserSkip }, () => {
         .where('id', '=', deskClient)
         .executeTakeFirst();
       assert.deepEqual(client, { business_id: businessId, scopes: 'appointment:write appointment:complete clinic:write patient:read patient:write' });
+
+      // The listing, then the business's clients: the desk's secret rotated with an hour's grace, then revoked.
+      await page.locator(`#ops-businesses-table tr[data-business="${businessId}"]`).waitFor();
+      assert.match(await page.locator(`#ops-businesses-table tr[data-business="${businessId}"]`).innerText(), /Lotus Clinic[\s\S]*\b2\b/);
+      await page.getByRole('button', { name: 'API clients of Lotus Clinic' }).click();
+      await page.locator(`#ops-clients-table tr[data-client="${deskClient}"]`).waitFor();
+      const deskSecret = await page.locator('#made-secret').innerText();
+      await page.getByLabel('Hours the replaced secret keeps working').fill('1');
+      await page.getByRole('button', { name: `Rotate secret of ${deskClient}` }).click();
+      await page.locator('#status', { hasText: 'The secret was replaced.' }).waitFor();
+      const rotatedSecret = await page.locator('#made-secret').innerText();
+      assert.notEqual(rotatedSecret, deskSecret);
+      await login(deskClient, deskSecret);
+      await login(deskClient, rotatedSecret);
+      await page.locator(`#ops-clients-table tr[data-client="${deskClient}"]`, { hasText: 'the old secret works until' }).waitFor();
       await checkAccessibility(page, 'businesses');
       await shot(page, 'businesses-desktop');
+      await page.getByRole('button', { name: `Revoke ${deskClient}` }).click();
+      await page.locator('#status', { hasText: `${deskClient} was revoked.` }).waitFor();
+      await page.locator(`#ops-clients-table tr[data-client="${deskClient}"]`, { hasText: 'Revoked' }).waitFor();
+      const refused = await t.app.inject({
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        payload: { client_id: deskClient, client_secret: rotatedSecret },
+      });
+      assert.equal(refused.statusCode, 401, 'a revoked client logs in no more');
+      assert.match(await page.locator(`#ops-businesses-table tr[data-business="${businessId}"]`).innerText(), /Lotus Clinic[\s\S]*\b1\b/);
 
       await page.getByRole('link', { name: 'Audit log' }).click();
       await page.getByRole('heading', { level: 1, name: 'Access log' }).waitFor();
-      // Nothing audited yet but this very read, whose entry the log writes a moment later.
-      await page.getByText('No entry.').waitFor();
+      // This very read's entry is written a moment later: it shows on the next read.
+      await page.locator('#audit-area').locator('table, p').first().waitFor();
       await t.ctx.audit.flush();
       await page.getByRole('button', { name: 'Show' }).click();
       await page.locator('#audit-table tbody tr').first().waitFor();
-      assert.match(await page.locator('#audit-table').innerText(), /GET \/admin\/v1\/audit\/events/, 'reading the log is an entry too');
+      await page.locator('#audit-table', { hasText: 'GET /admin/v1/audit/events' }).waitFor();
+      assert.match(
+        await page.locator('#audit-table').innerText(),
+        /POST \/admin\/v1\/businesses\/:business_id\/clients\/:client_id\/revoke/,
+        'the revocation',
+      );
       await checkAccessibility(page, 'access log');
       await shot(page, 'audit-desktop');
 

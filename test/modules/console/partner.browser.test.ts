@@ -2,7 +2,7 @@
  * A partner's developer in a real browser, over plain http by a LAN host name: a webhook subscription
  * added (its key shown once), a delivery that failed (503) seen with its attempts and answers, retried
  * until delivered, its event's body and attempt history inspected with how to verify the signature, a
- * replay window; the search as it answers, why each ranked, the look-alike warning. Scopes are the
+ * replay window; the business's own API clients (never another's); the search as it answers, why each ranked, the look-alike warning. Scopes are the
  * client's: a client without webhook:admin has no webhooks page, and another business's deliveries stay
  * out of sight. WCAG 2.1 AA by axe-core; screenshots at 390 px and desktop widths.
  */
@@ -120,6 +120,34 @@ describe('partner developer in a browser', { skip: browserSkip }, () => {
     }
   });
 
+  test("the business's API clients: its own only, at desktop and phone widths", async () => {
+    const second = await createTestClient(t.ctx, { businessId: partner.businessId, scopes: ['appointment:write'] });
+    const elsewhere = await createTestClient(t.ctx, { scopes: ['webhook:admin'] });
+    for (const [options, name] of [
+      [DESKTOP, 'clients-desktop'],
+      [PHONE, 'clients-phone'],
+    ] as const) {
+      const { page, problems, close } = await openConsole(browser, options);
+      try {
+        await signInThroughPage(page, base, partner);
+        await page.getByRole('link', { name: 'API clients' }).click();
+        await page.locator('#clients-table').waitFor();
+        const listed = await page.locator('#clients-table tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-client')));
+        const ours = await t.ctx.storage.db.selectFrom('api_clients').select('id').where('business_id', '=', partner.businessId).execute();
+        assert.deepEqual(listed.sort(), ours.map((client) => client.id).sort());
+        assert.ok(listed.includes(partner.clientId) && listed.includes(second.clientId));
+        assert.equal(await page.getByText(elsewhere.clientId).count(), 0, "another business's client is not shown");
+        assert.match(await page.locator(`#clients-table tr[data-client="${partner.clientId}"]`).innerText(), /signed in/);
+        if (options === PHONE) await checkFits(page, 390);
+        await checkAccessibility(page, `API clients (${name})`);
+        await shot(page, name);
+        assert.deepEqual(problems, []);
+      } finally {
+        await close();
+      }
+    }
+  });
+
   test('phone: the webhooks page fits at 390 px; a client without webhook:admin has no such page', async () => {
     const { page, problems, close } = await openConsole(browser, PHONE);
     try {
@@ -144,6 +172,7 @@ describe('partner developer in a browser', { skip: browserSkip }, () => {
       await page.getByRole('button', { name: 'Sign out' }).tap();
       await signInThroughPage(page, base, searchOnly);
       assert.equal(await page.getByRole('link', { name: 'Webhooks' }).count(), 0);
+      assert.equal(await page.getByRole('link', { name: 'API clients' }).count(), 0);
       await page.goto(`${base}/console/webhooks`);
       await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
       assert.deepEqual(problems, []);

@@ -142,6 +142,53 @@ describe('console sessions', () => {
     assert.equal((await withSession(t, session, 'GET', '/dr/v1/business/entities')).statusCode, 403);
   });
 
+  test('an operator’s session lists, rotates and revokes a business’s clients, with CSRF, leaving the admin API’s entries', async () => {
+    const session = await signInOperator(t, ADMIN_TOKEN);
+    const made = await withSession(t, session, 'POST', '/admin/v1/businesses', { name: 'Clients in the console' });
+    const { business_id: businessId, client_id: clientId, client_secret: oldSecret } = made.json();
+    const listed = await withSession(t, session, 'GET', '/admin/v1/businesses');
+    assert.ok(listed.json().businesses.some((b: { business_id: string; clients: number }) => b.business_id === businessId && b.clients === 1));
+    const clients = await withSession(t, session, 'GET', `/admin/v1/businesses/${businessId}/clients`);
+    assert.deepEqual(
+      clients.json().clients.map((c: { client_id: string }) => c.client_id),
+      [clientId],
+    );
+
+    const clientPath = `/admin/v1/businesses/${businessId}/clients/${clientId}`;
+    assert.equal((await withSession(t, session, 'POST', `${clientPath}/rotate-secret`, { grace_seconds: 3600 }, false)).statusCode, 403);
+    const rotated = await withSession(t, session, 'POST', `${clientPath}/rotate-secret`, { grace_seconds: 3600 });
+    assert.equal(rotated.statusCode, 200, rotated.body);
+    for (const secret of [oldSecret, rotated.json().client_secret]) {
+      const login = await t.app.inject({
+        method: 'POST',
+        url: '/connect-auth/v1/account/login',
+        payload: { client_id: clientId, client_secret: secret },
+      });
+      assert.equal(login.statusCode, 200, 'the old secret works through its grace period, the new one at once');
+    }
+    assert.equal((await withSession(t, session, 'POST', `${clientPath}/revoke`, {}, false)).statusCode, 403);
+    assert.equal((await withSession(t, session, 'POST', `${clientPath}/revoke`, {})).statusCode, 200);
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/connect-auth/v1/account/login',
+      payload: { client_id: clientId, client_secret: rotated.json().client_secret },
+    });
+    assert.equal(refused.statusCode, 401);
+
+    await t.ctx.audit.flush();
+    const entries = await t.ctx.storage.db
+      .selectFrom('access_log')
+      .select(['resource_type', 'action'])
+      .where('business_id', '=', businessId)
+      .where('resource_type', '=', 'api_client')
+      .execute();
+    assert.deepEqual(
+      entries.map((entry) => entry.action).sort(),
+      ['delete', 'list', 'update'],
+      'the list, the rotation and the revocation, in the business’s chain',
+    );
+  });
+
   test('an idle session ends, a revoked client’s session ends, sign-out ends it and clears the cookie', async () => {
     const idle = await signInClient(t, desk.clientId, desk.clientSecret);
     const idleHash = sha256(idle.cookie.split('=')[1]!);

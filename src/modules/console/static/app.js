@@ -1,6 +1,7 @@
 // The console's page: who is signed in, the pages they may see, and the router between them.
 // Every page lives at /console/<name>; the server answers each with this same page.
 import { api, onSignedOut, setCsrf } from './api.js';
+import { clientsPage } from './clients.js';
 import { deskPage } from './desk.js';
 import { h } from './dom.js';
 import { homePage } from './home.js';
@@ -12,7 +13,7 @@ import { webhooksPage } from './webhooks.js';
 import { t } from './strings.js';
 
 /** The pages after sign-in, in the order of the menu; `allowed` reads the session. */
-const PAGES = [homePage, deskPage, schedulePage, webhooksPage, searchPage, businessesPage, auditPage, healthPage];
+const PAGES = [homePage, deskPage, schedulePage, webhooksPage, clientsPage, searchPage, businessesPage, auditPage, healthPage];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');

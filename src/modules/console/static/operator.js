@@ -1,5 +1,5 @@
-// The operator's pages: businesses and their API clients (created through the admin API; a secret is
-// shown once), the access log across businesses, and the service's readiness. The API's own calls.
+// The operator's pages: businesses and their API clients (created, listed, revoked and their secrets
+// rotated through the admin API; a secret is shown once), the access log across businesses, and the service's readiness. The API's own calls.
 import { api, ApiError } from './api.js';
 import { field, h, replace } from './dom.js';
 import { t } from './strings.js';
@@ -52,13 +52,13 @@ function form(id, title, children, submit) {
 }
 
 /** Credentials just made: shown once, never kept by the page. */
-function credentials(area, created) {
+function credentials(area, created, zone) {
   replace(
     area,
     h(
       'div',
       { class: 'card', id: 'made' },
-      h('h2', {}, t('ops.made')),
+      h('h2', {}, t(created.previous_secret_expires_at !== undefined ? 'ops.rotated' : 'ops.made')),
       h(
         'dl',
         { class: 'facts' },
@@ -69,8 +69,107 @@ function credentials(area, created) {
         h('dt', {}, t('signin.client_secret')),
         h('dd', {}, h('code', { id: 'made-secret' }, created.client_secret)),
         created.scopes ? [h('dt', {}, t('ops.scopes')), h('dd', {}, created.scopes.join(' '))] : null,
+        created.previous_secret_expires_at
+          ? [h('dt', {}, t('ops.old_secret_until')), h('dd', {}, stampIn(zone, created.previous_secret_expires_at))]
+          : null,
       ),
       h('p', { class: 'error' }, t('ops.secret_once')),
+    ),
+  );
+}
+
+/** A business's API clients: scopes, state, and Rotate (with the grace period) and Revoke for active ones. */
+async function showClients(area, business, { zone, made, announce, refresh }) {
+  const path = `/admin/v1/businesses/${encodeURIComponent(business.business_id)}/clients`;
+  const { clients } = await api('GET', path);
+  const grace = h('input', { id: 'ops-grace', name: 'grace_hours', type: 'number', min: 0, max: 720, step: 1, value: '24', inputmode: 'numeric' });
+  const act = async (work) => {
+    try {
+      await work();
+    } catch (failure) {
+      announce(t('app.error', { message: failure.message }));
+    }
+  };
+  const rows = clients.map((client) => {
+    const active = client.disabled_at === null;
+    const state = active
+      ? client.previous_secret_expires_at !== null
+        ? h('span', { class: 'badge wait' }, t('ops.client_grace', { until: stampIn(zone, client.previous_secret_expires_at) }))
+        : h('span', { class: 'badge good' }, t('ops.client_active'))
+      : h('span', { class: 'badge bad' }, t('ops.client_revoked', { at: stampIn(zone, client.disabled_at) }));
+    const clientPath = `${path}/${encodeURIComponent(client.client_id)}`;
+    return h(
+      'tr',
+      { 'data-client': client.client_id },
+      h('th', { scope: 'row', 'data-label': t('signin.client_id') }, h('code', {}, client.client_id)),
+      h('td', { 'data-label': t('ops.scopes') }, client.scopes.join(' ')),
+      h('td', { 'data-label': t('ops.created') }, stampIn(zone, client.created_at)),
+      h('td', { 'data-label': t('ops.state') }, state),
+      h(
+        'td',
+        { 'data-label': t('ops.actions') },
+        active
+          ? h(
+              'div',
+              { class: 'actions' },
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'secondary',
+                  'aria-label': t('ops.rotate_label', { client: client.client_id }),
+                  onclick: () =>
+                    act(async () => {
+                      const hours = Number(grace.value);
+                      const rotated = await api('POST', `${clientPath}/rotate-secret`, { grace_seconds: Math.round(hours * 3600) });
+                      credentials(made, { business_id: business.business_id, ...rotated }, zone);
+                      announce(t('ops.done_rotate'));
+                      await showClients(area, business, { zone, made, announce, refresh });
+                    }),
+                },
+                t('ops.rotate'),
+              ),
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'danger',
+                  'aria-label': t('ops.revoke_label', { client: client.client_id }),
+                  onclick: () =>
+                    act(async () => {
+                      await api('POST', `${clientPath}/revoke`, {});
+                      announce(t('ops.done_revoke', { client: client.client_id }));
+                      await showClients(area, business, { zone, made, announce, refresh });
+                      await refresh();
+                    }),
+                },
+                t('ops.revoke'),
+              ),
+            )
+          : null,
+      ),
+    );
+  });
+  replace(
+    area,
+    h(
+      'section',
+      { class: 'card', id: 'ops-clients', 'aria-labelledby': 'ops-clients-title' },
+      h('h2', { id: 'ops-clients-title', tabindex: '-1' }, t('ops.clients_of', { name: business.name })),
+      h('p', {}, h('code', {}, business.business_id)),
+      h('div', { class: 'field' }, h('label', { for: 'ops-grace' }, t('ops.grace_hours')), grace),
+      clients.length === 0
+        ? h('p', {}, t('ops.no_clients'))
+        : h(
+            'div',
+            { class: 'table-wrap' },
+            h(
+              'table',
+              { class: 'stack', id: 'ops-clients-table' },
+              h('thead', {}, h('tr', {}, ['signin.client_id', 'ops.scopes', 'ops.created', 'ops.state', 'ops.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
+              h('tbody', {}, rows),
+            ),
+          ),
     ),
   );
 }
@@ -79,21 +178,80 @@ export const businessesPage = {
   name: 'businesses',
   title: 'nav.businesses',
   allowed: operator,
-  render(main, { announce }) {
+  async render(main, { announce, session }) {
+    const zone = session.timezone;
     const made = h('div', { role: 'status' });
+    const listing = h('div', { id: 'ops-businesses' });
+    const clientsArea = h('div', { id: 'ops-clients-area' });
+    const refresh = async () => {
+      const { businesses } = await api('GET', '/admin/v1/businesses');
+      replace(
+        listing,
+        businesses.length === 0
+          ? h('p', {}, t('ops.no_businesses'))
+          : h(
+              'div',
+              { class: 'table-wrap' },
+              h(
+                'table',
+                { class: 'stack', id: 'ops-businesses-table' },
+                h('caption', {}, t('ops.businesses_list')),
+                h('thead', {}, h('tr', {}, ['ops.business_name', 'ops.business_id', 'ops.created', 'ops.active_clients', 'ops.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
+                h(
+                  'tbody',
+                  {},
+                  businesses.map((business) =>
+                    h(
+                      'tr',
+                      { 'data-business': business.business_id },
+                      h('th', { scope: 'row', 'data-label': t('ops.business_name') }, business.name),
+                      h('td', { 'data-label': t('ops.business_id') }, h('code', {}, business.business_id)),
+                      h('td', { 'data-label': t('ops.created') }, stampIn(zone, business.created_at)),
+                      h('td', { class: 'num', 'data-label': t('ops.active_clients') }, business.clients),
+                      h(
+                        'td',
+                        { 'data-label': t('ops.actions') },
+                        h(
+                          'button',
+                          {
+                            type: 'button',
+                            class: 'secondary',
+                            'aria-label': t('ops.show_clients_label', { name: business.name }),
+                            onclick: async () => {
+                              try {
+                                await showClients(clientsArea, business, { zone, made, announce, refresh });
+                                clientsArea.querySelector('h2')?.focus();
+                              } catch (failure) {
+                                announce(t('app.error', { message: failure.message }));
+                              }
+                            },
+                          },
+                          t('ops.show_clients'),
+                        ),
+                      ),
+                    ),
+                  ),
+                ),
+              ),
+            ),
+      );
+    };
     main.append(
       h('h1', { tabindex: '-1' }, t('ops.businesses_title')),
       h('p', {}, t('ops.businesses_intro')),
       made,
+      listing,
+      clientsArea,
       form(
         'ops-business',
         t('ops.new_business'),
         [field(t('ops.business_name'), { name: 'name', required: true, maxlength: 200, id: 'ops-business-name' }), h('button', { type: 'submit' }, t('ops.create'))],
         async (values, element) => {
           const created = await api('POST', '/admin/v1/businesses', { name: values.get('name') });
-          credentials(made, created);
+          credentials(made, created, zone);
           element.reset();
           announce(t('ops.done_business'));
+          await refresh();
         },
       ),
       form(
@@ -123,11 +281,13 @@ export const businessesPage = {
         async (values) => {
           const businessId = String(values.get('business_id')).trim();
           const created = await api('POST', `/admin/v1/businesses/${encodeURIComponent(businessId)}/clients`, { scopes: values.getAll('scopes') });
-          credentials(made, created);
+          credentials(made, created, zone);
           announce(t('ops.done_client'));
+          await refresh();
         },
       ),
     );
+    await refresh();
   },
 };
 
