@@ -90,6 +90,16 @@ describe('docs/', () => {
     );
   });
 
+  it('the guide carries no measured figures: throughput, latencies and timings are in bench/RESULTS.md', () => {
+    const figure = /\b\d[\d,.]*\s*(?:req\/s|tps|rows\/s|deliveries\/s|uploads\/s)|\bp(?:50|99)\s+(?:of\s+)?[\d.]+\s*m?s\b|\b\d[\d.]*\s*ms\b/g;
+    const found = pages.flatMap((page) =>
+      readFileSync(path.join(DOCS, page), 'utf8')
+        .split('\n')
+        .flatMap((line, index) => (line.match(figure) ?? []).map((match) => `${page}:${index + 1}: ${match}`)),
+    );
+    assert.deepEqual(found, []);
+  });
+
   it('every other fenced block of the guide is runnable or listed with why it is not run', () => {
     const unlisted: string[] = [];
     const used = new Set<(typeof NOT_RUN)[number]>();
