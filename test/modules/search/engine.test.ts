@@ -155,7 +155,7 @@ describe('search index: snapshots', () => {
 });
 
 describe('search index: early stop', () => {
-  it('returns what walking every posting returns, for every query of the relevance set and its prefixes', async () => {
+  it('returns what walking every posting returns, for every query of the relevance set, some with slips, and their prefixes', async () => {
     const files = [
       path.join(BUILTIN_DIR, 'drugs.ndjson'),
       ...(HAS_SHARED_DATA ? [shared('medicine_details_1mg_11k.csv'), shared('onemg_drugs_2k.csv')] : []),
@@ -177,6 +177,9 @@ describe('search index: early stop', () => {
         .filter((c) => !c.lab)
         .map((c) => c.q),
     );
+    // Slips, whose runs hold the names that begin with the slipped word (ranked first among equal slips).
+    for (const q of ['lubroc', 'rabidd', 'angypl', 'paracetmol 650', 'metformn', 'azithromicin 500', 'tlema 40', 'prasuok 10', 'nekstop', 'crs'])
+      queries.add(q);
     for (const q of [...queries]) for (let i = 1; i < q.length; i++) queries.add(q.slice(0, i));
     const differences: string[] = [];
     for (const q of queries) {

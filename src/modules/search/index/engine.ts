@@ -1212,7 +1212,8 @@ export class SearchIndex<T extends { id: string }> {
       if (best === 0 && e.word.required) return this.finish(pass);
       const inNames = this.nameSegments(e, Math.min(NAME_SEGMENT_DOCS, expansions[driver]!.size / 4));
       if (inNames !== null) for (const [from, to] of inNames) for (let i = from; i < to; i++) this.consider(this.postFlat[i]!, -1, false, pass);
-      others += wordScore(best * 4 + (inNames === null ? 3 : 2), e.word.required);
+      // Its slips may give the document a LEAD of their own.
+      others += wordScore(best * 4 + (inNames === null ? 3 : 2), e.word.required) + (e.fuzzy && e.fuzzy.size > 0 ? LEAD : 0);
     }
 
     const e = expansions[driver]!;
@@ -1235,9 +1236,10 @@ export class SearchIndex<T extends { id: string }> {
     for (const packed of segments) {
       const q = packed >>> 24;
       const segment = packed & 0xffffff;
-      // A run of slips may hold a document whose name begins with the slipped word (LEAD); in a run of
-      // exact or prefix matches, a document with a slip elsewhere is of a lower tier than the bound.
-      const reach = (q >> 2 < KIND_PREFIX ? 1e13 + LEAD : 2e13) + wordScore(q, true) + others;
+      // A document whose name begins with the slipped word (LEAD) is met first in a name run of its best
+      // slip: composition and form runs, and exact or prefix runs (a slip elsewhere is a lower tier than
+      // their bound), keep the tight bound.
+      const reach = (q >> 2 < KIND_PREFIX ? 1e13 + ((q & 3) === 3 ? LEAD : 0) : 2e13) + wordScore(q, true) + others;
       postings: for (let i = this.postSeg[segment]!, end = this.postSeg[segment + 1]!; i < end; i++) {
         const doc = flat[i]!;
         for (let f = 0; f < filters.length; f++) if (filters[f]![doc] !== visit) continue postings;
