@@ -1,18 +1,21 @@
 /**
  * `npm run bench`: the hello-world baseline and the service in the same run, loaded with autocannon,
- * then every module's scenarios; writes bench/RESULTS.md with each figure and its ratio to the baseline.
+ * then every module's scenarios; writes each figure and its ratio to the baseline into bench/RESULTS.md, replacing
+ * only the tables of the sections it ran (bench/results-file.ts).
  * BENCH_SECONDS (default 10) sets the length of each HTTP load; BENCH_ONLY=a,b runs some sections.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { demoToken, load, machine, spawnServer, type Figure } from './lib.ts';
+import { mergeResults } from './results-file.ts';
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const wanted = (section: string) => !only || only.includes(section);
 
 const sections: Array<{ title: string; figures: Figure[] }> = [];
 const started = new Date();
+const loadAtStart = loadavg()[0]!;
 
 function ratio(value: number, baseline: number): number {
   return Math.round((value / baseline) * 1000) / 1000;
@@ -119,22 +122,24 @@ for (const module of modules) {
   });
 }
 
-const lines = [
+const resultsFile = path.join(import.meta.dirname, 'RESULTS.md');
+const preamble = [
   '# Benchmark results',
   '',
-  `Written by \`npm run bench\` on ${started.toISOString()} (${machine()}).`,
-  `Each HTTP load: autocannon, ${process.env.BENCH_SECONDS ?? 10} s, 50 connections unless noted, against a server in a child process on loopback.`,
-  'Ratios are to the bare Fastify hello-world measured in the same run, on the same machine: the baseline above, or where a',
+  'Written by `npm run bench`: a run replaces the tables of the sections it measures (`BENCH_ONLY=a,b` runs some) and keeps',
+  'the rest, the notes under each table included. The line above a table names its run; a table without one is from the',
+  'full run of 2026-11-26T00:00:04.668Z (2 × Intel(R) Xeon(R) Processor, 24 GiB, Node v24.21.0, linux) unless its notes say',
+  'otherwise.',
+  `Each HTTP load: autocannon, 10 s (BENCH_SECONDS), 50 connections unless noted, against a server in a child process on loopback.`,
+  'Ratios are to the bare Fastify hello-world measured in the same run, on the same machine: the baseline of that run, or where a',
   'note says "in turns", the hello-world loaded in alternating rounds with that load and the same requests (the machine\'s speed',
   'drifts within minutes; the load generator shares the 2 cores, and paths in turn or a bearer token cost it more per request).',
+  ...(existsSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md'))
+    ? ['', 'The search engine comparison is in [SEARCH-ENGINES.md](SEARCH-ENGINES.md).']
+    : []),
   '',
 ];
-for (const section of sections) {
-  lines.push(`## ${section.title}`, '', '| scenario | value | unit | ratio to hello-world | note |', '|---|---:|---|---:|---|');
-  for (const f of section.figures) lines.push(`| ${f.name} | ${f.value} | ${f.unit} | ${f.ratio ?? ''} | ${f.note ?? ''} |`);
-  lines.push('');
-}
-if (existsSync(path.join(import.meta.dirname, 'SEARCH-ENGINES.md')))
-  lines.push('The search engine comparison is in [SEARCH-ENGINES.md](SEARCH-ENGINES.md).', '');
-writeFileSync(path.join(import.meta.dirname, 'RESULTS.md'), `${lines.join('\n')}\n`);
-process.stdout.write(`${lines.join('\n')}\n`);
+const run = `${started.toISOString()} (${machine()}; hello-world ${Math.round(helloWorldRps)} req/s; load average ${loadAtStart.toFixed(1)} at the start)`;
+const results = mergeResults(existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8') : '', preamble, run, sections);
+writeFileSync(resultsFile, results);
+process.stdout.write(results);
