@@ -350,6 +350,12 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     count: length(field('clients')),
     business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
   },
+  'GET /admin/v1/businesses/:business_id/usage': {
+    resource: 'business',
+    action: 'read',
+    id: param('business_id'),
+    business: (request) => param('business_id')(request) ?? OPERATOR_CHAIN,
+  },
   'POST /admin/v1/businesses/:business_id/clients/:client_id/revoke': {
     resource: 'api_client',
     action: 'delete',

@@ -251,6 +251,12 @@ function calls(
     'GET /audit/v1/events': () => ({ method: 'GET', url: `/audit/v1/events?patient_id=${pt}`, patient: pt }),
     'GET /admin/v1/audit/events': () => ({ method: 'GET', url: `/admin/v1/audit/events?business_id=${s.client.businessId}`, admin: true }),
     'GET /connect-auth/v1/account/clients': () => ({ method: 'GET', url: '/connect-auth/v1/account/clients' }),
+    'GET /admin/v1/businesses/:business_id/usage': () => ({
+      method: 'GET',
+      url: `/admin/v1/businesses/${s.client.businessId}/usage`,
+      admin: true,
+      id: s.client.businessId,
+    }),
     'GET /admin/v1/businesses/:business_id/clients': () => ({
       method: 'GET',
       url: `/admin/v1/businesses/${s.client.businessId}/clients`,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../../db/index.ts';
 import type { ApiClientsTable, BusinessesTable } from '../../db/schema.ts';
 
@@ -93,4 +94,58 @@ export async function replaceClientSecret(
     .where('disabled_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
+}
+
+const DAY_MS = 86_400_000;
+
+export interface UsageDay {
+  /** The UTC day's number since 1970-01-01. */
+  day: number;
+  requests: number;
+  failures: number;
+  deliveries: number;
+  delivery_failures: number;
+}
+
+/**
+ * A business's recorded traffic per UTC day from `since`: its access log entries (the API calls that touch
+ * its data, an answer of 400 or more or none a failure) and its webhook delivery attempts (no answer, or one
+ * outside 2xx, a failure). The usage has no table of its own: these two already record it.
+ */
+export async function usageByDay(db: Db, businessId: string, since: number): Promise<UsageDay[]> {
+  // Whole-number division in both dialects (the times are integers), the divisor a literal so that
+  // PostgreSQL sees the grouped expression and the selected one as the same.
+  const dayOf = sql<number>`(at / ${sql.lit(DAY_MS)})`;
+  const requests = await db
+    .selectFrom('access_log')
+    .select([
+      dayOf.as('day'),
+      (eb) => eb.fn.countAll<number>().as('n'),
+      sql<number>`sum(case when status is null or status >= 400 then 1 else 0 end)`.as('failed'),
+    ])
+    .where('business_id', '=', businessId)
+    .where('at', '>=', since)
+    .groupBy(dayOf)
+    .execute();
+  const attemptDay = sql<number>`(started_at / ${sql.lit(DAY_MS)})`;
+  const attempts = await db
+    .selectFrom('webhook_delivery_attempts')
+    .select([
+      attemptDay.as('day'),
+      (eb) => eb.fn.countAll<number>().as('n'),
+      sql<number>`sum(case when status_code is null or status_code < 200 or status_code >= 300 then 1 else 0 end)`.as('failed'),
+    ])
+    .where('business_id', '=', businessId)
+    .where('started_at', '>=', since)
+    .groupBy(attemptDay)
+    .execute();
+  const days = new Map<number, UsageDay>();
+  const at = (day: number) => {
+    let found = days.get(day);
+    if (!found) days.set(day, (found = { day, requests: 0, failures: 0, deliveries: 0, delivery_failures: 0 }));
+    return found;
+  };
+  for (const row of requests) Object.assign(at(Number(row.day)), { requests: Number(row.n), failures: Number(row.failed) });
+  for (const row of attempts) Object.assign(at(Number(row.day)), { deliveries: Number(row.n), delivery_failures: Number(row.failed) });
+  return [...days.values()];
 }

@@ -7,7 +7,7 @@ import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { SCOPES } from '../../auth/scopes.ts';
 import { MAX_ID_LENGTH, StandardError } from '../../http/schemas.ts';
-import { MAX_SECRET_GRACE_SECONDS, type BusinessService } from './service.ts';
+import { MAX_SECRET_GRACE_SECONDS, MAX_USAGE_DAYS, type BusinessService } from './service.ts';
 
 const AuthError = Type.Object({ code: Type.Integer(), error: Type.String() });
 
@@ -132,6 +132,39 @@ export function businessRoutes(service: BusinessService) {
         },
       },
       async (request) => ({ clients: await service.listClients(principalOf(request).businessId) }),
+    );
+
+    app.get(
+      '/admin/v1/businesses/:business_id/usage',
+      {
+        config,
+        schema: {
+          tags: ['admin'],
+          summary: "A business's usage per UTC day: API calls that touched its data, webhook delivery attempts, and the failures of each",
+          description:
+            'requests counts its access log entries (failures: answered 400 or more, or never answered); deliveries counts its webhook ' +
+            'delivery attempts (failures: no answer, or one outside 2xx). Every day of the window is listed, oldest first.',
+          params: Type.Object({ business_id: Type.String({ maxLength: MAX_ID_LENGTH }) }),
+          querystring: Type.Object({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_USAGE_DAYS, default: 7 })) }),
+          response: {
+            200: Type.Object({
+              days: Type.Array(
+                Type.Object({
+                  day: Type.String({ description: 'YYYY-MM-DD, UTC' }),
+                  requests: Type.Integer(),
+                  failures: Type.Integer(),
+                  deliveries: Type.Integer(),
+                  delivery_failures: Type.Integer(),
+                }),
+              ),
+            }),
+            400: StandardError,
+            401: StandardError,
+            404: StandardError,
+          },
+        },
+      },
+      async (request) => ({ days: await service.usage(request.params.business_id, request.query.days ?? 7) }),
     );
 
     app.post(

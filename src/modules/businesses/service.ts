@@ -62,6 +62,18 @@ export interface BusinessServiceDeps {
   onClientDisabled?: ClientDisabledHook;
 }
 
+const DAY_MS = 86_400_000;
+/** Days of usage one call may ask for. */
+export const MAX_USAGE_DAYS = 90;
+
+export interface UsageDayView {
+  day: string;
+  requests: number;
+  failures: number;
+  deliveries: number;
+  delivery_failures: number;
+}
+
 export class BusinessService {
   readonly #deps: BusinessServiceDeps;
 
@@ -117,6 +129,22 @@ export class BusinessService {
   /** Every business, with its count of active API clients. */
   async listBusinesses(): Promise<{ id: string; name: string; created_at: number; clients: number }[]> {
     return repo.listBusinesses(this.#deps.db);
+  }
+
+  /**
+   * A business's usage over its last `days` UTC days, today included, oldest first: every day listed, a quiet one
+   * with zeros. Days as ISO dates (YYYY-MM-DD, UTC).
+   */
+  async usage(businessId: string, days: number, now = Date.now()): Promise<UsageDayView[]> {
+    if (!(await repo.findBusiness(this.#deps.db, businessId))) throw AppError.notFound(`Business ${businessId} not found`);
+    const today = Math.floor(now / DAY_MS);
+    const first = today - days + 1;
+    const recorded = new Map((await repo.usageByDay(this.#deps.db, businessId, first * DAY_MS)).map((row) => [row.day, row]));
+    return Array.from({ length: days }, (_, i) => {
+      const day = first + i;
+      const { requests = 0, failures = 0, deliveries = 0, delivery_failures = 0 } = recorded.get(day) ?? {};
+      return { day: new Date(day * DAY_MS).toISOString().slice(0, 10), requests, failures, deliveries, delivery_failures };
+    });
   }
 
   /** A business's API clients (never their secrets), disabled ones with the time they were disabled. */

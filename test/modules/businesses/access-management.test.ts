@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../process.ts';
+import { recordReviewEvent, startReceiver } from '../webhooks/support.ts';
 import { ADMIN_TOKEN, bearer, createTestApp, DIALECT, testKeys, type TestApp } from '../../support.ts';
 
 describe(`access management: admin API and the cps command (${DIALECT})`, () => {
@@ -337,5 +338,55 @@ describe(`access management: admin API and the cps command (${DIALECT})`, () => 
       ],
     );
     assert.equal((await entries(theirs.business_id)).filter((entry) => entry.operation === 'GET /connect-auth/v1/account/clients').length, 1);
+  });
+
+  it("a business's usage per day: its access log's requests and failures, its webhook attempts and failures, never another's", async () => {
+    const ours = await newBusiness('Busy');
+    const theirs = await newBusiness('Quiet');
+    const token = bearer((await login(ours.client_id, ours.client_secret)).json().access_token as string);
+    const down = await startReceiver(() => ({ status: 503 }));
+    const up = await startReceiver(() => ({ status: 200 }));
+    try {
+      for (const endpoint of [down.url, up.url]) {
+        const subscribed = await call('POST', '/notification/v1/connect/webhook/subscriptions', { endpoint }, token);
+        assert.equal(subscribed.statusCode, 201, subscribed.body);
+      }
+      assert.equal((await call('GET', '/dr/v1/patient/pt_unknown', undefined, token)).statusCode, 404);
+      await call('GET', `/admin/v1/businesses/${ours.business_id}/clients`);
+      await recordReviewEvent(t.ctx.storage, ours.business_id);
+      await t.ctx.jobs.runDue();
+    } finally {
+      await down.close();
+      await up.close();
+    }
+    await t.ctx.audit.flush();
+
+    const usage = await call('GET', `/admin/v1/businesses/${ours.business_id}/usage?days=3`);
+    assert.equal(usage.statusCode, 200, usage.body);
+    const days = usage.json().days as Array<{ day: string; requests: number; failures: number; deliveries: number; delivery_failures: number }>;
+    assert.deepEqual(
+      days.map((d) => d.day),
+      [2, 1, 0].map((back) => new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10)),
+      'every day of the window, oldest first',
+    );
+    const today = days[2]!;
+    const logged = await t.ctx.storage.db.selectFrom('access_log').select('status').where('business_id', '=', ours.business_id).execute();
+    assert.equal(today.requests, logged.length);
+    assert.equal(today.failures, logged.filter((entry) => entry.status === null || entry.status >= 400).length);
+    assert.ok(today.failures >= 1, 'the 404 is a failure');
+    assert.deepEqual([today.deliveries, today.delivery_failures], [2, 1], 'one attempt answered 503, one 200');
+
+    const quiet = (await call('GET', `/admin/v1/businesses/${theirs.business_id}/usage`)).json().days;
+    assert.equal(quiet.length, 7, 'a week unless asked');
+    assert.equal(
+      quiet.reduce((sum: number, d: { deliveries: number }) => sum + d.deliveries, 0),
+      0,
+      "another business's deliveries are not counted",
+    );
+    assert.equal((await call('GET', '/admin/v1/businesses/biz_unknown/usage')).statusCode, 404);
+    assert.equal((await call('GET', `/admin/v1/businesses/${ours.business_id}/usage?days=91`)).statusCode, 400);
+    assert.equal((await call('GET', `/admin/v1/businesses/${ours.business_id}/usage`, undefined, token)).statusCode, 401);
+    const entry = (await entries(ours.business_id, 'business')).find((e) => e.operation === 'GET /admin/v1/businesses/:business_id/usage');
+    assert.deepEqual(entry && [entry.client_id, entry.action, entry.resource_id], ['admin', 'read', ours.business_id]);
   });
 });

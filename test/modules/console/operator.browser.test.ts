@@ -1,7 +1,7 @@
 /**
  * The operator in a real browser, over plain http by a LAN host name: a business created (its client's
  * secret shown once), a front desk's client added to it with fewer scopes, both working at the login;
- * the businesses listed, the desk client's secret rotated with a grace period and the client revoked;
+ * the businesses listed with a business's week of usage, the desk client's secret rotated with a grace period and the client revoked;
  * the access log across businesses and for one; the service's readiness. WCAG 2.1 AA by axe-core;
  * screenshots at 390 px and desktop widths.
  */
@@ -77,6 +77,9 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       assert.match(await page.locator(`#ops-businesses-table tr[data-business="${businessId}"]`).innerText(), /Lotus Clinic[\s\S]*\b2\b/);
       await page.getByRole('button', { name: 'API clients of Lotus Clinic' }).click();
       await page.locator(`#ops-clients-table tr[data-client="${deskClient}"]`).waitFor();
+      const today = new Date().toISOString().slice(0, 10);
+      assert.equal(await page.locator('#ops-usage-table tbody tr').count(), 7, 'a week of usage');
+      assert.match(await page.locator(`#ops-usage-table tr[data-day="${today}"]`).innerText(), /^\d{4}-\d\d-\d\d\t\d+\t\d+\t0\t0$/);
       const deskSecret = await page.locator('#made-secret').innerText();
       await page.getByLabel('Hours the replaced secret keeps working').fill('1');
       await page.getByRole('button', { name: `Rotate secret of ${deskClient}` }).click();

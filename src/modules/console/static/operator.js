@@ -78,10 +78,13 @@ function credentials(area, created, zone) {
   );
 }
 
-/** A business's API clients: scopes, state, and Rotate (with the grace period) and Revoke for active ones. */
+/** A business's API clients (scopes, state, Rotate with the grace period and Revoke) and its last week's usage. */
 async function showClients(area, business, { zone, made, announce, refresh }) {
   const path = `/admin/v1/businesses/${encodeURIComponent(business.business_id)}/clients`;
-  const { clients } = await api('GET', path);
+  const [{ clients }, { days }] = await Promise.all([
+    api('GET', path),
+    api('GET', `/admin/v1/businesses/${encodeURIComponent(business.business_id)}/usage?days=7`),
+  ]);
   const grace = h('input', { id: 'ops-grace', name: 'grace_hours', type: 'number', min: 0, max: 720, step: 1, value: '24', inputmode: 'numeric' });
   const act = async (work) => {
     try {
@@ -170,6 +173,31 @@ async function showClients(area, business, { zone, made, announce, refresh }) {
               h('tbody', {}, rows),
             ),
           ),
+      h(
+        'div',
+        { class: 'table-wrap' },
+        h(
+          'table',
+          { class: 'stack', id: 'ops-usage-table' },
+          h('caption', {}, t('ops.usage_title')),
+          h('thead', {}, h('tr', {}, ['ops.day', 'ops.requests', 'ops.failures', 'ops.deliveries', 'ops.delivery_failures'].map((key) => h('th', { scope: 'col' }, t(key))))),
+          h(
+            'tbody',
+            {},
+            days.map((day) =>
+              h(
+                'tr',
+                { 'data-day': day.day },
+                h('th', { scope: 'row', 'data-label': t('ops.day') }, day.day),
+                h('td', { class: 'num', 'data-label': t('ops.requests') }, day.requests),
+                h('td', { class: 'num', 'data-label': t('ops.failures') }, day.failures),
+                h('td', { class: 'num', 'data-label': t('ops.deliveries') }, day.deliveries),
+                h('td', { class: 'num', 'data-label': t('ops.delivery_failures') }, day.delivery_failures),
+              ),
+            ),
+          ),
+        ),
+      ),
     ),
   );
 }
