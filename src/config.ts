@@ -148,6 +148,26 @@ export interface DocumentsConfig {
   linkTtlSeconds: number;
   /** Documents a page of the listing holds (CPS_DOCUMENTS_PAGE_SIZE, default 50). */
   pageSize: number;
+  /** Where new files go (CPS_DOCUMENTS_STORE): the database (default) or an S3-compatible object store. */
+  store: 'database' | 's3';
+  /** The object store (CPS_S3_*), when CPS_DOCUMENTS_STORE=s3 or files stored there remain; else null. */
+  s3: S3Config | null;
+}
+
+/** CPS_S3_*: an S3-compatible object store, an address the operator configures (docs/2-production.md "Document storage"). */
+export interface S3Config {
+  /** CPS_S3_ENDPOINT: the store's URL (absent: AWS S3 of the region). */
+  endpoint: string | null;
+  region: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Keys start with this (CPS_S3_PREFIX, default "opencps/"). */
+  prefix: string;
+  /** Bucket in the path rather than the host name (CPS_S3_PATH_STYLE; default: yes with an endpoint). */
+  pathStyle: boolean;
+  /** Server-side encryption asked of the store for every object (CPS_S3_SSE: AES256 default, aws:kms, or none). */
+  serverSideEncryption: 'AES256' | 'aws:kms' | null;
 }
 
 /** Days each kind of row is kept (CPS_RETENTION_*_DAYS), how often the retention job runs and its batch size. */
@@ -266,6 +286,42 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   } finally {
     collecting = outer;
   }
+}
+
+function documentStore(env: Env): Pick<DocumentsConfig, 'store' | 's3'> {
+  let store = str(env, 'CPS_DOCUMENTS_STORE') ?? 'database';
+  if (store !== 'database' && store !== 's3') {
+    report(new ConfigError('CPS_DOCUMENTS_STORE', `must be "database" or "s3", got "${store}"`));
+    store = 'database';
+  }
+  const bucket = str(env, 'CPS_S3_BUCKET');
+  if (store === 'database' && bucket === undefined) return { store, s3: null };
+  const required = (name: string) => {
+    const value = str(env, name);
+    if (value === undefined) report(new ConfigError(name, 'is required when CPS_DOCUMENTS_STORE=s3 or CPS_S3_BUCKET is set'));
+    return value ?? '';
+  };
+  const endpoint = url(env, 'CPS_S3_ENDPOINT', ['http:', 'https:']) ?? null;
+  let sse = str(env, 'CPS_S3_SSE') ?? 'AES256';
+  if (sse !== 'AES256' && sse !== 'aws:kms' && sse !== 'none') {
+    report(new ConfigError('CPS_S3_SSE', `must be "AES256", "aws:kms" or "none", got "${sse}"`));
+    sse = 'AES256';
+  }
+  const pathStyle = str(env, 'CPS_S3_PATH_STYLE');
+  if (pathStyle !== undefined && pathStyle !== 'true' && pathStyle !== 'false') report(new ConfigError('CPS_S3_PATH_STYLE', 'must be true or false'));
+  return {
+    store: store as 'database' | 's3',
+    s3: {
+      endpoint,
+      region: str(env, 'CPS_S3_REGION') ?? 'us-east-1',
+      bucket: required('CPS_S3_BUCKET'),
+      accessKeyId: required('CPS_S3_ACCESS_KEY_ID'),
+      secretAccessKey: required('CPS_S3_SECRET_ACCESS_KEY'),
+      prefix: str(env, 'CPS_S3_PREFIX') ?? 'opencps/',
+      pathStyle: pathStyle === undefined ? endpoint !== null : pathStyle === 'true',
+      serverSideEncryption: sse === 'none' ? null : (sse as 'AES256' | 'aws:kms'),
+    },
+  };
 }
 
 /** Reads every variable, reporting each problem and going on with a fallback, so all are found at once. */
@@ -388,6 +444,7 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
       formTtlSeconds: int(env, 'CPS_DOCUMENTS_FORM_TTL', 600, 10, 86_400),
       linkTtlSeconds: int(env, 'CPS_DOCUMENTS_LINK_TTL', 300, 10, 86_400),
       pageSize: int(env, 'CPS_DOCUMENTS_PAGE_SIZE', 50, 1, 1000),
+      ...documentStore(env),
     },
     privacyExportTtl: int(env, 'CPS_PRIVACY_EXPORT_TTL', 86_400, 60, 30 * 86_400),
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),

@@ -436,6 +436,7 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'GET /console/session': 'the browser console: its own session',
   'DELETE /console/session': 'the browser console: signing out',
   'POST /mr/api/v1/docs/upload': 'an upload form of POST /mr/api/v1/docs, whose entry (create) names the document and patient',
+  'GET /mr/api/v1/docs/upload/done': "an object store's upload form's redirect, the same upload as POST /mr/api/v1/docs/upload",
 };
 
 /** The key of a route in the tables above; HEAD is its GET. */

@@ -40,7 +40,7 @@ export function canonicalType(declared: string): string | null {
 export const ACCEPTED_LIST = `${Object.keys(ACCEPTED_TYPES).join(', ')}`;
 
 /** Bytes looked at to tell the type and an image's dimensions (a JPEG's frame header may follow large EXIF data). */
-const HEAD_BYTES = 128 * 1024;
+export const HEAD_BYTES = 128 * 1024;
 
 export interface FileRules {
   /** The most bytes the file may have. */
@@ -101,6 +101,17 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
   if (rules.exactBytes !== undefined && result.size !== rules.exactBytes) {
     throw refuse(400, `The file has ${result.size} bytes, not the form's declared file_size (${rules.exactBytes})`);
   }
+}
+
+/** The same checks on a file a client put in an object store itself: its first HEAD_BYTES bytes and its size. */
+export async function checkStoredFile(head: Buffer, size: number, rules: FileRules, result: CheckedFile): Promise<void> {
+  result.size = size;
+  if (size === 0) throw refuse(400, 'The file is empty');
+  if (rules.exactBytes !== undefined && size !== rules.exactBytes) {
+    throw refuse(400, `The file has ${size} bytes, not the form's declared file_size (${rules.exactBytes})`);
+  }
+  if (size > rules.maxBytes) throw refuse(413, `The file is larger than ${rules.maxBytes} bytes (${rules.maxReason})`);
+  await checkHead(head, rules, result);
 }
 
 async function checkHead(head: Buffer, rules: FileRules, result: CheckedFile): Promise<void> {

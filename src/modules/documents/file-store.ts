@@ -31,6 +31,24 @@ export interface FileStore {
   read(key: string): AsyncIterable<Buffer>;
   /** Removes what is stored under each key (a key with nothing stored is no error). */
   remove(keys: readonly string[]): Promise<void>;
+  /** A store clients upload to and download from themselves (object-store.ts); absent: through this service. */
+  readonly direct?: DirectStore;
+}
+
+/** What a store that clients reach directly offers besides a FileStore's. */
+export interface DirectStore {
+  /** A presigned form that takes exactly one file of `contentType` and `size` bytes under `key`, then redirects to `redirect`. */
+  uploadForm(
+    key: string,
+    form: { contentType: string; size: number; expiresInSeconds: number; redirect: string },
+  ): Promise<{ url: string; fields: Record<string, string> }>;
+  /** A presigned GET of a minute. */
+  downloadUrl(key: string, file: { contentType: string; fileName: string }): Promise<string>;
+  /** The size of what is stored under `key`, or null when nothing is. */
+  size(key: string): Promise<number | null>;
+  /** The first `bytes` bytes stored under `key`. */
+  head(key: string, bytes: number): Promise<Buffer>;
+  copy(from: string, to: string): Promise<void>;
 }
 
 /** Bytes of plaintext per stored chunk. */

@@ -9,9 +9,10 @@ import { enqueue } from '../../jobs/queue-repo.ts';
 import type { Module } from '../module.ts';
 import type { PatientService } from '../patients/service.ts';
 import { DatabaseFileStore, removeStored, type FileStore } from './file-store.ts';
+import { ObjectFileStore } from './object-store.ts';
 import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
-import { DocumentsService } from './service.ts';
+import { DocumentsService, uploadKey } from './service.ts';
 
 export { DocumentsService } from './service.ts';
 
@@ -20,7 +21,11 @@ const SWEEP_MINUTES = 15;
 
 export function documentsModule(ctx: AppContext, patients: PatientService): Module & { service: DocumentsService } {
   const { db, dialect } = ctx.storage;
-  const store: FileStore = new DatabaseFileStore(db, ctx.keys.masterKey);
+  const embedded = new DatabaseFileStore(db, ctx.keys.masterKey);
+  const objects = ctx.config.documents.s3 ? new ObjectFileStore(ctx.config.documents.s3) : null;
+  // Every backend stays readable: files kept where they were stored when the default changes.
+  const stores = new Map<string, FileStore>([[embedded.name, embedded], ...(objects ? [[objects.name, objects] as const] : [])]);
+  const store: FileStore = ctx.config.documents.store === 's3' && objects ? objects : embedded;
   ctx.compartment.register({
     name: 'documents',
     tables: [{ table: 'documents', column: 'patient_ref', by: 'ref' }],
@@ -62,13 +67,21 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
       }
       return { documents };
     },
-    // The bytes go in the erasure's transaction: the embedded store is the database.
+    // The embedded store's bytes go in the erasure's transaction (the store is the database); an
+    // object store's before it commits, so that an erasure the store refused fails and can be run again.
     erase: async (trx, scope) => {
       const files = await repo.filesUnder(trx, scope.businessId, scope.refs);
       await removeStored(
         trx,
-        files.filter((file) => file.store === store.name && file.storage_key !== null).map((file) => file.storage_key!),
+        files.filter((file) => file.store === embedded.name && file.storage_key !== null).map((file) => file.storage_key!),
       );
+      for (const [name, other] of stores) {
+        if (name === embedded.name) continue;
+        const keys = files
+          .filter((file) => file.store === name)
+          .flatMap((file) => [...(file.storage_key === null ? [] : [file.storage_key]), ...(other.direct ? [uploadKey(file)] : [])]);
+        if (keys.length > 0) await other.remove(keys);
+      }
       await repo.deleteUnder(trx, scope.businessId, scope.refs);
     },
   });
@@ -79,7 +92,7 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     config: ctx.config.documents,
     publicUrl: ctx.config.publicUrl.replace(/\/+$/, ''),
     store,
-    stores: new Map([[store.name, store]]),
+    stores,
     patients: patients,
   });
   const schedule = async () => {
@@ -99,6 +112,7 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     name: 'documents',
     routes: documentsRoutes(service, { maxFileBytes: ctx.config.documents.maxFileBytes }),
     start: () => schedule().catch((error: unknown) => ctx.logger.warn({ err: error }, 'documents: could not queue its sweep')),
+    stop: async () => objects?.close(),
     service,
   };
 }

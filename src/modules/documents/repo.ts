@@ -117,6 +117,18 @@ export async function claimFile(
   return Number(result.numUpdatedRows) === 1;
 }
 
+/** Marks a form given back as its object store's again (releaseFile clears the store). */
+export async function keepStore(db: Db, businessId: string, documentId: string, idx: number, store: string): Promise<void> {
+  await db
+    .updateTable('document_files')
+    .set({ store })
+    .where('business_id', '=', businessId)
+    .where('document_id', '=', documentId)
+    .where('idx', '=', idx)
+    .where('state', '=', 'waiting')
+    .execute();
+}
+
 /** Gives a form back after a refused or failed upload (its bytes already removed). */
 export async function releaseFile(db: Db, businessId: string, documentId: string, idx: number, storageKey: string): Promise<void> {
   await db

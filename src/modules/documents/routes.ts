@@ -234,12 +234,39 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
         const { file, businessId, clientId } = await service.download(request.query.link, request.params.id, request.params.index, request.query.pt);
         // The access log's entry names the client the link was issued to (src/access-log/audited-routes.ts).
         request.principal = { businessId, clientId, scopes: new Set() };
+        // An object store's file: the store serves the bytes, by a presigned GET of a minute.
+        if ('redirect' in file) return reply.redirect(file.redirect, 302);
         return reply
           .type(file.contentType)
           .header('content-length', String(file.size))
           .header('content-disposition', `attachment; filename="${file.fileName.replace(/["\\]/g, '_')}"`)
           .header('x-content-type-options', 'nosniff')
           .send(Readable.from(file.stream) as never);
+      },
+    );
+
+    app.get(
+      '/mr/api/v1/docs/upload/done',
+      {
+        config: open,
+        schema: {
+          tags: ['documents'],
+          summary: "Where an object store's upload form redirects once it took the file (no bearer token): the file is checked and kept; 204",
+          description:
+            'With CPS_DOCUMENTS_STORE=s3 a form of POST /mr/api/v1/docs posts to the store, whose answer (303) leads here. The file ' +
+            'is checked as an upload here is (type from its bytes, the declared size) and kept, or removed and the form given back (400, 415).',
+          querystring: Type.Object({
+            form: Type.String({ minLength: 1, maxLength: 4096, description: 'The sealed form, as the redirect carries it' }),
+            bucket: Type.Optional(Type.String({ maxLength: 255 })),
+            key: Type.Optional(Type.String({ maxLength: 1024 })),
+            etag: Type.Optional(Type.String({ maxLength: 255 })),
+          }),
+          response: { 204: Type.Null(), ...errors, 404: CasesError, 409: CasesError, 413: CasesError, 415: CasesError },
+        },
+      },
+      async (request, reply) => {
+        await service.confirmForm(request.query.form);
+        return reply.code(204).send(null);
       },
     );
 

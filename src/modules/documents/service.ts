@@ -28,8 +28,17 @@ import { envelope, type EventInput } from '../../events.ts';
 import { patientKey, recordEvent } from '../../jobs/outbox.ts';
 import { SealedTokens } from '../../security/sealed-tokens.ts';
 import type { PatientService } from '../patients/service.ts';
-import { ACCEPTED_LIST, ACCEPTED_TYPES, canonicalType, checkedFile, type CheckedFile, type FileRules } from './file-check.ts';
-import type { FileStore } from './file-store.ts';
+import {
+  ACCEPTED_LIST,
+  ACCEPTED_TYPES,
+  canonicalType,
+  checkedFile,
+  checkStoredFile,
+  HEAD_BYTES,
+  type CheckedFile,
+  type FileRules,
+} from './file-check.ts';
+import type { DirectStore, FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
 import * as repo from './repo.ts';
 import type { Static } from 'typebox';
@@ -68,8 +77,10 @@ export interface IncomingFile {
   fileName: string | undefined;
 }
 
-/** A file to send: its bytes and what the response says of them. */
-export interface Download {
+/** A file to send: its bytes and what the response says of them, or the store's own link to it. */
+export type Download = FileDownload | { redirect: string };
+
+export interface FileDownload {
   stream: AsyncIterable<Buffer>;
   contentType: string;
   size: number;
@@ -90,9 +101,13 @@ const BAD_TOKEN = () =>
   AppError.badRequest('offset: is not a valid page token for this patient and filter', {
     offset: ['is not a valid page token for this patient and filter'],
   });
+const USED = () => new AppError(409, 'The upload form was already used: its file is stored', { code: 'CONFLICT' });
 const FORM_REFUSED = (message: string) => new AppError(403, message, { code: 'ACCESS_DENIED' });
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
+/** Where a form of an object store puts its file until the service has checked it (object-store.ts). */
+export const uploadKey = (file: { business_id: string; document_id: string; idx: number; form_id: string }) =>
+  `uploads/${file.business_id}/${file.document_id}/${file.idx}/${file.form_id}`;
 const jsonList = (text: string | null): string[] => (text ? (JSON.parse(text) as string[]) : []);
 
 /** A file name may name a file, not a place: no directory parts, no control characters. */
@@ -187,7 +202,8 @@ export class DocumentsService {
           declared_size: file.file_size,
           size: null,
           file_name: null,
-          store: null,
+          // A form of an object store is the store's: the sweep then knows where a posted file may wait.
+          store: this.#deps.store.direct ? this.#deps.store.name : null,
           storage_key: null,
           claimed_at: null,
           stored_at: null,
@@ -212,10 +228,9 @@ export class DocumentsService {
           },
           files,
         );
-        answer.push({
-          document_id: documentId,
-          forms: files.map((file) => this.#form(scope, file, expiresAt)),
-        });
+        const forms = [];
+        for (const file of files) forms.push(await this.#form(scope, file, expiresAt));
+        answer.push({ document_id: documentId, forms });
       }
       return answer;
     });
@@ -234,6 +249,10 @@ export class DocumentsService {
       throw new AppError(400, `Content-Type field ${JSON.stringify(sentType)} is not the form's ${form.contentType}`, { code: 'INVALID_REQUEST' });
     }
     const fileName = checkFileName(file.fileName);
+    const row = await repo.findFile(this.#db, form.businessId, form.documentId, form.idx);
+    if (row?.store && this.#deps.stores.get(row.store)?.direct) {
+      throw new AppError(400, "This form's file goes to the object store: POST it to the form's url", { code: 'INVALID_REQUEST' });
+    }
     await this.#receive(form, file.stream, fileName, {
       maxBytes: form.size,
       maxReason: "the form's declared file_size",
@@ -241,6 +260,47 @@ export class DocumentsService {
       expectedType: form.contentType,
       maxImagePixels: this.#deps.config.maxImagePixels,
     });
+  }
+
+  /**
+   * The redirect an object store's form ends with (the form's `success_action_redirect`): checks the
+   * file the client put in the store as an upload through this service is checked, and keeps it, or
+   * removes it and gives the form back.
+   */
+  async confirmForm(token: string | undefined): Promise<void> {
+    const form = token ? this.#links.openForm(token) : null;
+    if (form === null) throw FORM_REFUSED('The upload form is not valid');
+    // The store took the file before the form expired; its redirect may arrive a little later.
+    if (Date.now() > form.expiresAt + PENDING_GRACE_MS) throw FORM_REFUSED('The upload form expired; ask POST /mr/api/v1/docs for a new one');
+    const file = await repo.findFile(this.#db, form.businessId, form.documentId, form.idx);
+    const store = file?.store ? this.#deps.stores.get(file.store) : undefined;
+    if (!file || file.form_id !== form.formId || !store?.direct) {
+      if (file?.form_id === form.formId && file.state === 'stored') throw USED();
+      throw NOT_FOUND();
+    }
+    await this.#confirm(form, store, store.direct, file);
+  }
+
+  async #confirm(form: UploadForm, store: FileStore, direct: DirectStore, file: DocumentFilesTable): Promise<void> {
+    const waiting = uploadKey(file);
+    const storageKey = `${form.businessId}/${form.documentId}/${form.idx}/${randomUUID()}`;
+    await this.#claim(form, store, storageKey);
+    const checked: CheckedFile = { contentType: null, size: 0 };
+    try {
+      const size = await direct.size(waiting);
+      if (size === null) throw new AppError(400, 'No file arrived at the upload form: POST it to the form first', { code: 'INVALID_REQUEST' });
+      const rules = { maxBytes: form.size, maxReason: "the form's declared file_size", exactBytes: form.size, expectedType: form.contentType };
+      await checkStoredFile(await direct.head(waiting, HEAD_BYTES), size, { ...rules, maxImagePixels: this.#deps.config.maxImagePixels }, checked);
+      await direct.copy(waiting, storageKey);
+      await store.remove([waiting]);
+      await this.#stored(form, { storageKey, size, contentType: checked.contentType!, fileName: null, at: Date.now() });
+    } catch (error) {
+      // A refused file is removed at once: nothing of it stays in the store.
+      await store.remove(error instanceof AppError ? [storageKey, waiting] : [storageKey]);
+      await repo.releaseFile(this.#db, form.businessId, form.documentId, form.idx, storageKey);
+      await repo.keepStore(this.#db, form.businessId, form.documentId, form.idx, store.name);
+      throw error;
+    }
   }
 
   /** POST /mr/api/v2/docs: a document and its one file, in one request. */
@@ -444,13 +504,11 @@ export class DocumentsService {
     const store = this.#deps.stores.get(file.store);
     if (!store) throw new Error(`documents: file ${documentId}/${idx} is in store ${file.store}, which is not configured`);
     const extension = file.content_type.split('/')[1] ?? 'bin';
+    const fileName = file.file_name ?? `${documentId}-${idx}.${extension}`;
     return {
-      file: {
-        stream: store.read(file.storage_key),
-        contentType: file.content_type,
-        size: Number(file.size ?? 0),
-        fileName: file.file_name ?? `${documentId}-${idx}.${extension}`,
-      },
+      file: store.direct
+        ? { redirect: await store.direct.downloadUrl(file.storage_key, { contentType: file.content_type, fileName }) }
+        : { stream: store.read(file.storage_key), contentType: file.content_type, size: Number(file.size ?? 0), fileName },
       businessId: link.businessId,
       clientId: link.clientId,
       patientRef: link.patientRef,
@@ -470,7 +528,11 @@ export class DocumentsService {
     }
     for (const file of await repo.filesToSweep(this.#db, now - STALE_UPLOAD_MS, SWEEP_BATCH)) {
       const store = file.store === null ? undefined : this.#deps.stores.get(file.store);
-      if (file.storage_key !== null && store) await store.remove([file.storage_key]);
+      const keys = [
+        ...(file.storage_key === null ? [] : [file.storage_key]),
+        ...(store?.direct && file.state === 'removing' ? [uploadKey(file)] : []),
+      ];
+      if (store && keys.length > 0) await store.remove(keys);
       if (file.state === 'receiving') {
         await repo.releaseFile(this.#db, file.business_id, file.document_id, file.idx, file.storage_key ?? '');
       } else {
@@ -493,13 +555,7 @@ export class DocumentsService {
   async #receive(form: UploadForm, stream: AsyncIterable<Buffer>, fileName: string | null, rules: FileRules): Promise<void> {
     const store = this.#deps.store;
     const storageKey = `${form.businessId}/${form.documentId}/${form.idx}/${randomUUID()}`;
-    const target = { businessId: form.businessId, documentId: form.documentId, idx: form.idx, formId: form.formId };
-    if (!(await repo.claimFile(this.#db, target, { store: store.name, storageKey, at: Date.now() }))) {
-      const file = await repo.findFile(this.#db, form.businessId, form.documentId, form.idx);
-      if (!file || file.form_id !== form.formId || file.state === 'removing') throw NOT_FOUND();
-      if (file.state === 'stored') throw new AppError(409, 'The upload form was already used: its file is stored', { code: 'CONFLICT' });
-      throw new AppError(409, 'The upload form is in use by another upload', { code: 'CONFLICT' });
-    }
+    await this.#claim(form, store, storageKey);
     const checked: CheckedFile = { contentType: null, size: 0 };
     try {
       const size = await store.write(storageKey, checkedFile(stream, rules, checked));
@@ -509,6 +565,16 @@ export class DocumentsService {
       await repo.releaseFile(this.#db, form.businessId, form.documentId, form.idx, storageKey);
       throw error;
     }
+  }
+
+  /** Takes the form's file for one upload (waiting -> receiving), or says why not. */
+  async #claim(form: UploadForm, store: FileStore, storageKey: string): Promise<void> {
+    const target = { businessId: form.businessId, documentId: form.documentId, idx: form.idx, formId: form.formId };
+    if (await repo.claimFile(this.#db, target, { store: store.name, storageKey, at: Date.now() })) return;
+    const file = await repo.findFile(this.#db, form.businessId, form.documentId, form.idx);
+    if (!file || file.form_id !== form.formId || file.state === 'removing') throw NOT_FOUND();
+    if (file.state === 'stored') throw USED();
+    throw new AppError(409, 'The upload form is in use by another upload', { code: 'CONFLICT' });
   }
 
   /** Marks the file stored; when it was the document's last, the document becomes active. */
@@ -556,7 +622,7 @@ export class DocumentsService {
     });
   }
 
-  #form(scope: PatientScope, file: DocumentFilesTable, expiresAt: number): { url: string; fields: Record<string, string> } {
+  async #form(scope: PatientScope, file: DocumentFilesTable, expiresAt: number): Promise<{ url: string; fields: Record<string, string> }> {
     const policy = this.#links.sealForm({
       businessId: scope.businessId,
       clientId: scope.clientId,
@@ -568,6 +634,15 @@ export class DocumentsService {
       size: Number(file.declared_size ?? 0),
       expiresAt,
     });
+    const direct = this.#deps.store.direct;
+    if (direct) {
+      return direct.uploadForm(uploadKey(file), {
+        contentType: file.content_type,
+        size: Number(file.declared_size ?? 0),
+        expiresInSeconds: Math.max(1, Math.round((expiresAt - Date.now()) / 1000)),
+        redirect: `${this.#deps.publicUrl}/mr/api/v1/docs/upload/done?${new URLSearchParams({ form: policy })}`,
+      });
+    }
     return {
       url: `${this.#deps.publicUrl}/mr/api/v1/docs/upload`,
       fields: { key: `${file.document_id}/${file.idx}`, 'Content-Type': file.content_type, policy },

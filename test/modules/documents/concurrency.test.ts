@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTestApp, createTestClient, type TestApp } from '../../support.ts';
+import { createTestClient, type TestApp } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
-import { documentsApi, postForm, sampleFile, type FormJson } from './support.ts';
+import { documentsApi, postForm, sampleFile, type FormJson, documentsTestApp, objectsOf, STORE } from './support.ts';
 
-describe('documents: concurrency', () => {
-  let t: TestApp;
+describe(`documents: concurrency (${STORE} store)`, () => {
+  let t: TestApp & { objectsDir: string | null };
   let api: ReturnType<typeof documentsApi>;
 
   before(async () => {
-    t = await createTestApp();
+    t = await documentsTestApp();
     api = documentsApi(t.app, (await createTestClient(t.ctx)).token, 'pt-race');
   });
   after(() => t.close());
@@ -23,12 +24,14 @@ describe('documents: concurrency', () => {
       postForm(t.app, doc.forms[0]!, file, 'application/pdf'),
     ]);
     assert.deepEqual(results.map((r) => r.statusCode).sort(), [204, 409]);
-    const keys = await t.ctx.storage.db
-      .selectFrom('document_file_chunks')
-      .select('storage_key')
-      .distinct()
-      .where('storage_key', 'like', `%/${doc.document_id}/%`)
-      .execute();
+    const keys = t.objectsDir
+      ? objectsOf(t.objectsDir, doc.document_id).filter((file) => !file.split(path.sep).includes('uploads'))
+      : await t.ctx.storage.db
+          .selectFrom('document_file_chunks')
+          .select('storage_key')
+          .distinct()
+          .where('storage_key', 'like', `%/${doc.document_id}/%`)
+          .execute();
     assert.equal(keys.length, 1, 'one copy of the file is stored');
   });
 

@@ -1,8 +1,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DocumentLinks } from '../../../src/modules/documents/links.ts';
-import { bearer, createTestApp, createTestClient, type TestApp } from '../../support.ts';
-import { BASE, documentsApi, multipartBody, postForm, sampleFile, type FormJson } from './support.ts';
+import { bearer, createTestClient, type TestApp } from '../../support.ts';
+import {
+  BASE,
+  documentsApi,
+  multipartBody,
+  postForm,
+  sampleFile,
+  type FormJson,
+  documentsTestApp,
+  objectsOf,
+  sealedFormOf,
+  STORE,
+  withSealedForm,
+} from './support.ts';
 
 /** The cases family's body, with a message that says `pattern`. */
 function refused(response: { statusCode: number; json(): unknown; body: string }, status: number, pattern: RegExp): void {
@@ -12,14 +24,14 @@ function refused(response: { statusCode: number; json(): unknown; body: string }
   assert.match(body.error, pattern);
 }
 
-describe('documents: bad input', () => {
-  let t: TestApp;
+describe(`documents: bad input (${STORE} store)`, () => {
+  let t: TestApp & { objectsDir: string | null };
   let api: ReturnType<typeof documentsApi>;
   let businessId: string;
   let token: string;
 
   before(async () => {
-    t = await createTestApp({ env: { CPS_DOCUMENTS_MAX_FILE_MB: '1', CPS_DOCUMENTS_MAX_BUSINESS_MB: '3' } });
+    t = await documentsTestApp({ env: { CPS_DOCUMENTS_MAX_FILE_MB: '1', CPS_DOCUMENTS_MAX_BUSINESS_MB: '3' } });
     const client = await createTestClient(t.ctx);
     businessId = client.businessId;
     token = client.token;
@@ -34,7 +46,9 @@ describe('documents: bad input', () => {
     return { id: doc.document_id, form: doc.forms[0] };
   }
 
+  /** What the store holds of a document's files: chunks in the database, objects in an object store. */
   async function chunksOf(documentId: string): Promise<number> {
+    if (t.objectsDir) return objectsOf(t.objectsDir, documentId).length;
     const rows = await t.ctx.storage.db
       .selectFrom('document_file_chunks')
       .select('seq')
@@ -85,11 +99,13 @@ describe('documents: bad input', () => {
     const file = sampleFile('pdf', 1000);
     const { id, form } = await formFor('application/pdf', file.length);
     const links = new DocumentLinks(t.ctx.keys.masterKey);
-    const opened = links.openForm(form.fields.policy!)!;
+    const sealed = sealedFormOf(form);
+    const opened = links.openForm(sealed)!;
     assert.equal(opened.documentId, id);
-    const late = { ...form, fields: { ...form.fields, policy: links.sealForm({ ...opened, expiresAt: Date.now() - 1000 }) } };
+    // Past any grace an object store's redirect is given (the store itself refuses a late POST).
+    const late = withSealedForm(form, links.sealForm({ ...opened, expiresAt: Date.now() - 2 * 3600_000 }));
     refused(await postForm(t.app, late, file, 'application/pdf'), 403, /expired/);
-    const altered = { ...form, fields: { ...form.fields, policy: `${form.fields.policy!.slice(0, -2)}AA` } };
+    const altered = withSealedForm(form, `${sealed.slice(0, -2)}AA`);
     refused(await postForm(t.app, altered, file, 'application/pdf'), 403, /not valid/);
     const body = multipartBody([{ name: 'file', value: file, fileName: 'a.pdf', contentType: 'application/pdf' }]);
     refused(await t.app.inject({ method: 'POST', url: `${BASE}/upload`, headers: body.headers, payload: body.payload }), 403, /not valid/);
@@ -108,11 +124,15 @@ describe('documents: bad input', () => {
   it('refuses a file of another size than declared, keeping nothing', async () => {
     const { id, form } = await formFor('application/pdf', 300_000);
     refused(await postForm(t.app, form, sampleFile('pdf', 299_999), 'application/pdf'), 400, /299999 bytes, not the form's declared file_size/);
-    refused(await postForm(t.app, form, sampleFile('pdf', 300_001), 'application/pdf'), 400, /more bytes than the form's declared file_size/);
+    refused(
+      await postForm(t.app, form, sampleFile('pdf', 300_001), 'application/pdf'),
+      400,
+      /more bytes than the form's declared file_size|300001 bytes, not the form's declared file_size/,
+    );
     assert.equal(await chunksOf(id), 0);
   });
 
-  it('refuses a truncated multipart body, keeping nothing', async () => {
+  it('refuses a truncated multipart body, keeping nothing', { skip: STORE === 's3' && "an object store's form body goes to the store" }, async () => {
     const file = sampleFile('pdf', 600_000);
     const { id, form } = await formFor('application/pdf', file.length);
     const body = multipartBody([
@@ -140,6 +160,8 @@ describe('documents: bad input', () => {
 
   it('refuses a path in a file name', async () => {
     refused(await api.uploadV2(sampleFile('pdf'), { fileName: '../../etc/passwd' }), 400, /without a path/);
+    // An object store's form keeps no file name: its file is named after its document.
+    if (STORE === 's3') return;
     const { form } = await formFor('application/pdf', 2048);
     refused(await postForm(t.app, form, sampleFile('pdf'), 'application/pdf', { fileName: 'a\\b.pdf' }), 400, /without a path/);
   });

@@ -1,14 +1,14 @@
 /** Documents in the patient compartment: a merge moves them, an export includes their files, an erasure removes the files. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
+import { bearer, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
 import { events } from '../appointments/support.ts';
 import { exportReady, linkPath } from '../privacy/support.ts';
-import { documentsApi, download, sampleFile } from './support.ts';
+import { documentsApi, download, sampleFile, documentsTestApp, objectsOf, STORE } from './support.ts';
 
-describe(`documents: the patient compartment (${DIALECT})`, () => {
-  let t: TestApp;
+describe(`documents: the patient compartment (${DIALECT}, ${STORE} store)`, () => {
+  let t: TestApp & { objectsDir: string | null };
   let client: TestClient;
 
   const newPatient = async (first: string) => {
@@ -23,7 +23,7 @@ describe(`documents: the patient compartment (${DIALECT})`, () => {
   };
 
   before(async () => {
-    t = await createTestApp();
+    t = await documentsTestApp();
     client = await createTestClient(t.ctx);
   });
   after(() => t.close());
@@ -79,8 +79,10 @@ describe(`documents: the patient compartment (${DIALECT})`, () => {
     const api = documentsApi(t.app, client.token, patient);
     const id = await api.create([sampleFile('pdf', 300_000)], ['application/pdf']);
     const link = (await api.get(id)).json().files[0].asset_url as string;
+    if (t.objectsDir) assert.equal(objectsOf(t.objectsDir, id).length, 1);
     const erased = await t.app.inject({ method: 'POST', url: `/privacy/v1/patients/${patient}/erase`, headers: bearer(client.token) });
     assert.equal(erased.statusCode, 200, erased.body);
+    if (t.objectsDir) assert.deepEqual(objectsOf(t.objectsDir, id), [], 'the object store keeps nothing of the file');
     const { db } = t.ctx.storage;
     assert.equal((await db.selectFrom('documents').select('id').where('id', '=', id).execute()).length, 0);
     assert.equal((await db.selectFrom('document_files').select('idx').where('document_id', '=', id).execute()).length, 0);

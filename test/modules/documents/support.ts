@@ -1,7 +1,11 @@
 /** Helpers shared by the documents tests: requests, multipart bodies and sample files of each type. */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import S3rver from 's3rver';
 import type { App } from '../../../src/http/app-type.ts';
-import { bearer } from '../../support.ts';
+import { bearer, createTestApp, type TestApp } from '../../support.ts';
 
 export const BASE = '/mr/api/v1/docs';
 
@@ -121,24 +125,116 @@ export function documentsApi(app: App, token: string, patient: string) {
   };
 }
 
-/** POSTs a form's fields and then the file, as a browser or S3 client does (no bearer token). */
-export function postForm(
+/** What a form's POST answered, as app.inject answers. */
+export interface Answer {
+  statusCode: number;
+  body: string;
+  json(): any;
+}
+
+/**
+ * POSTs a form's fields and then the file, as a browser or S3 client does (no bearer token). A form of
+ * an object store goes to the store, and its redirect back to the app is followed, as clients do.
+ */
+export async function postForm(
   app: App,
   form: FormJson,
   file: Buffer,
   contentType: string,
   options: { fileName?: string; fields?: Record<string, string> } = {},
-) {
+): Promise<Answer> {
   const fields = { ...form.fields, ...options.fields };
-  const body = multipartBody([
-    ...Object.entries(fields).map(([name, value]) => ({ name, value })),
-    { name: 'file', value: file, fileName: options.fileName ?? 'scan.bin', contentType },
-  ]);
-  return app.inject({ method: 'POST', url: new URL(form.url).pathname, headers: body.headers, payload: body.payload });
+  if (fields.success_action_redirect === undefined) {
+    const body = multipartBody([
+      ...Object.entries(fields).map(([name, value]) => ({ name, value })),
+      { name: 'file', value: file, fileName: options.fileName ?? 'scan.bin', contentType },
+    ]);
+    return app.inject({ method: 'POST', url: new URL(form.url).pathname, headers: body.headers, payload: body.payload });
+  }
+  const data = new FormData();
+  for (const [name, value] of Object.entries(fields)) data.append(name, value);
+  data.append('file', new Blob([new Uint8Array(file)], { type: contentType }), options.fileName ?? 'scan.bin');
+  const stored = await fetch(form.url, { method: 'POST', body: data, redirect: 'manual' });
+  const text = await stored.text();
+  const location = stored.headers.get('location');
+  if (stored.status !== 303 || location === null) return { statusCode: stored.status, body: text, json: () => JSON.parse(text) };
+  const back = new URL(location);
+  return app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
 }
 
-/** GETs a download link (absolute URL) on the app. */
-export function download(app: App, assetUrl: string) {
+/** GETs a download link (absolute URL) on the app; a redirect to an object store is followed, as clients do. */
+export async function download(app: App, assetUrl: string): Promise<Answer & { rawPayload: Buffer; headers: Record<string, unknown> }> {
   const url = new URL(assetUrl);
-  return app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+  const answer = await app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+  if (answer.statusCode !== 302) return answer;
+  const stored = await fetch(String(answer.headers.location));
+  const bytes = Buffer.from(await stored.arrayBuffer());
+  return {
+    statusCode: stored.status,
+    body: bytes.toString('utf8'),
+    json: () => JSON.parse(bytes.toString('utf8')),
+    rawPayload: bytes,
+    headers: Object.fromEntries(stored.headers),
+  };
+}
+
+/** The file store the documents tests run against: CPS_TEST_DOCUMENTS_STORE=s3 for the object store (an s3rver on loopback). */
+export const STORE: 'database' | 's3' = process.env.CPS_TEST_DOCUMENTS_STORE === 's3' ? 's3' : 'database';
+
+const BUCKET = 'cps-test-documents';
+
+/** A test app whose documents go to STORE; an object store is an s3rver of its own, in a scratch folder, closed with the app. */
+export async function documentsTestApp(options: Parameters<typeof createTestApp>[0] = {}): Promise<TestApp & { objectsDir: string | null }> {
+  if (STORE === 'database') return { ...(await createTestApp(options)), objectsDir: null };
+  const objectsDir = mkdtempSync(path.join(tmpdir(), 'cps-s3rver-'));
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: objectsDir,
+    configureBuckets: [{ name: BUCKET, configs: [] }],
+  });
+  const { port } = (await server.run()) as unknown as { port: number };
+  const t = await createTestApp({
+    ...options,
+    env: {
+      CPS_DOCUMENTS_STORE: 's3',
+      CPS_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+      CPS_S3_BUCKET: BUCKET,
+      CPS_S3_ACCESS_KEY_ID: 'S3RVER',
+      CPS_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      ...options.env,
+    },
+  });
+  return {
+    ...t,
+    objectsDir,
+    close: async () => {
+      await t.close();
+      await server.close();
+      rmSync(objectsDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Objects of the object store whose key names `documentId` (s3rver keeps each as a file). */
+export function objectsOf(objectsDir: string, documentId: string): string[] {
+  return (readdirSync(objectsDir, { recursive: true }) as string[]).filter(
+    (file) => file.endsWith('._S3rver_object') && file.split(path.sep).includes(documentId),
+  );
+}
+
+/** The sealed form a form carries: its policy field here, its redirect's `form` parameter for an object store. */
+export function sealedFormOf(form: FormJson): string {
+  const redirect = form.fields.success_action_redirect;
+  return redirect ? new URL(redirect).searchParams.get('form')! : form.fields.policy!;
+}
+
+/** The form with another sealed form in it, where sealedFormOf found it. */
+export function withSealedForm(form: FormJson, sealed: string): FormJson {
+  const redirect = form.fields.success_action_redirect;
+  if (!redirect) return { ...form, fields: { ...form.fields, policy: sealed } };
+  const url = new URL(redirect);
+  url.searchParams.set('form', sealed);
+  return { ...form, fields: { ...form.fields, success_action_redirect: url.toString() } };
 }
