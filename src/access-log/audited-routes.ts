@@ -374,6 +374,15 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     action: 'list',
     count: length(field('clients')),
   },
+  // Checking the chains reads every entry: an entry of the operator's chain, or of the one business's checked.
+  'GET /admin/v1/audit/verify': {
+    resource: 'access_log',
+    action: 'read',
+    business: (request) => {
+      const id = query(request).business_id;
+      return typeof id === 'string' && id !== '' ? id : OPERATOR_CHAIN;
+    },
+  },
   'GET /admin/v1/audit/events': {
     resource: 'access_log',
     action: 'list',

@@ -125,4 +125,42 @@ describe(`access log API (${DIALECT})`, () => {
     const operator = (await admin('?business_id=*')).json().events as Array<{ request_id: string }>;
     assert.ok(operator.some((e) => e.request_id === across.headers['x-request-id']));
   });
+
+  it("the operator has cps audit verify's verdict per chain over HTTP; an altered entry shows where the chain breaks", async () => {
+    const verify = (query = '') =>
+      t.app.inject({ method: 'GET', url: `/admin/v1/audit/verify${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(
+      (await t.app.inject({ method: 'GET', url: '/admin/v1/audit/verify', headers: { authorization: `Bearer ${a.client.token}` } })).statusCode,
+      401,
+    );
+    await t.ctx.audit.flush();
+    const all = await verify();
+    assert.equal(all.statusCode, 200, all.body);
+    assert.equal(all.json().ok, true);
+    const chains = all.json().chains as Array<{ business_id: string; ok: boolean; entries: number }>;
+    assert.ok(chains.some((chain) => chain.business_id === a.client.businessId && chain.ok && chain.entries > 0));
+    assert.ok(chains.some((chain) => chain.business_id === b.client.businessId));
+
+    const victim = await t.ctx.storage.db
+      .selectFrom('access_log')
+      .select(['id', 'seq', 'client_id'])
+      .where('business_id', '=', b.client.businessId)
+      .where('seq', 'is not', null)
+      .orderBy('seq')
+      .executeTakeFirstOrThrow();
+    await t.ctx.storage.db.updateTable('access_log').set({ client_id: 'someone-else' }).where('id', '=', victim.id).execute();
+    try {
+      const one = await verify(`?business_id=${b.client.businessId}`);
+      assert.equal(one.json().ok, false);
+      assert.deepEqual(
+        one
+          .json()
+          .chains.map((chain: { business_id: string; ok: boolean; broken?: { seq: number } }) => [chain.business_id, chain.ok, chain.broken?.seq]),
+        [[b.client.businessId, false, victim.seq]],
+      );
+      assert.equal((await verify()).json().chains.find((chain: { business_id: string }) => chain.business_id === a.client.businessId).ok, true);
+    } finally {
+      await t.ctx.storage.db.updateTable('access_log').set({ client_id: victim.client_id }).where('id', '=', victim.id).execute();
+    }
+  });
 });

@@ -249,6 +249,7 @@ function calls(
     }),
     'POST /privacy/v1/patients/:patient_id/erase': () => ({ method: 'POST', url: `/privacy/v1/patients/${pt}/erase`, id: pt, patient: pt }),
     'GET /audit/v1/events': () => ({ method: 'GET', url: `/audit/v1/events?patient_id=${pt}`, patient: pt }),
+    'GET /admin/v1/audit/verify': () => ({ method: 'GET', url: `/admin/v1/audit/verify?business_id=${s.client.businessId}`, admin: true }),
     'GET /admin/v1/audit/events': () => ({ method: 'GET', url: `/admin/v1/audit/events?business_id=${s.client.businessId}`, admin: true }),
     'GET /connect-auth/v1/account/clients': () => ({ method: 'GET', url: '/connect-auth/v1/account/clients' }),
     'GET /admin/v1/businesses/:business_id/usage': () => ({

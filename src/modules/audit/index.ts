@@ -23,6 +23,7 @@ export function auditModule(ctx: AppContext, patients: PatientService): Module {
     db,
     masterKey: ctx.keys.masterKey,
     patients: patients,
+    chainCheck: { seal: ctx.audit.chainSeal, accessLogDays: ctx.config.retention.accessLogDays },
   });
   return { name: 'audit', routes: auditRoutes(service) };
 }

@@ -67,6 +67,37 @@ export function auditRoutes(service: AuditService) {
     );
 
     app.get(
+      '/admin/v1/audit/verify',
+      {
+        config: { family: 'standard', auth: 'admin' },
+        schema: {
+          tags: ['admin'],
+          summary: "cps audit verify's verdict over HTTP: each business's access log chain checked from its first kept entry to its head",
+          querystring: Type.Object({ business_id: Type.Optional(Id) }),
+          response: {
+            200: Type.Object({
+              ok: Type.Boolean(),
+              chains: Type.Array(
+                Type.Object({
+                  business_id: Type.String(),
+                  entries: Type.Integer(),
+                  ok: Type.Boolean(),
+                  pruned_through: Type.Optional(Type.Integer()),
+                  broken: Type.Optional(
+                    Type.Object({ seq: Type.Integer(), entry_id: Type.Union([Type.String(), Type.Null()]), reason: Type.String() }),
+                  ),
+                }),
+              ),
+            }),
+            400: StandardError,
+            401: StandardError,
+          },
+        },
+      },
+      async (request) => service.verify(request.query.business_id),
+    );
+
+    app.get(
       '/admin/v1/audit/events',
       {
         config: { family: 'standard', auth: 'admin' },

@@ -2,6 +2,7 @@
 import type { Kysely } from 'kysely';
 import type { AccessLogTable, Database } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
+import { verifyChains, type ChainCheck, type ChainReport } from '../../access-log/verify.ts';
 import type { PatientService } from '../patients/service.ts';
 import { PositionCodec, type Position } from './cursor.ts';
 import * as repo from './repo.ts';
@@ -10,6 +11,8 @@ export interface AuditServiceDeps {
   db: Kysely<Database>;
   masterKey: Buffer;
   patients: PatientService;
+  /** What `cps audit verify` checks the chains' ends with: the same check for the admin API. */
+  chainCheck: ChainCheck;
 }
 
 export interface EventQuery {
@@ -43,6 +46,12 @@ export class AuditService {
   constructor(deps: AuditServiceDeps) {
     this.#deps = deps;
     this.#cursors = new PositionCodec(deps.masterKey);
+  }
+
+  /** `cps audit verify`'s verdict: every business's chain, or one's (404 for a business the log never knew). */
+  async verify(businessId?: string): Promise<{ ok: boolean; chains: ChainReport[] }> {
+    const chains = await verifyChains(this.#deps.db, this.#deps.chainCheck, businessId);
+    return { ok: chains.every((chain) => chain.ok), chains };
   }
 
   /** A page of entries of one business, or of every business when businessId is null (the operator). */

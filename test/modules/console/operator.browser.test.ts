@@ -2,7 +2,7 @@
  * The operator in a real browser, over plain http by a LAN host name: a business created (its client's
  * secret shown once), a front desk's client added to it with fewer scopes, both working at the login;
  * the businesses listed with a business's week of usage, the desk client's secret rotated with a grace period and the client revoked;
- * the access log across businesses and for one; the service's readiness. WCAG 2.1 AA by axe-core;
+ * the access log across businesses and for one; the service's readiness and each chain's verdict. WCAG 2.1 AA by axe-core;
  * screenshots at 390 px and desktop widths.
  */
 import assert from 'node:assert/strict';
@@ -121,6 +121,8 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       await page.getByRole('link', { name: 'Health' }).click();
       await page.getByText('The service is ready.').waitFor();
       assert.match(await page.locator('#health-table').innerText(), /database\tPassing/);
+      assert.equal(await page.locator('#chains-verdict').innerText(), 'Every chain holds.');
+      assert.match(await page.locator(`#chains-table tr[data-chain="${businessId}"]`).innerText(), /\d+\tHolds/);
       await checkAccessibility(page, 'health');
       await shot(page, 'health-desktop');
       assert.deepEqual(problems, []);

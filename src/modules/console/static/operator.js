@@ -402,6 +402,7 @@ export const healthPage = {
       if (!(failure instanceof ApiError) || failure.status !== 503) throw failure;
       ready = failure.body;
     }
+    const verdict = await api('GET', '/admin/v1/audit/verify');
     main.append(
       h('h1', { tabindex: '-1' }, t('ops.health_title')),
       h('p', { id: 'health-verdict', class: ready.status === 'ready' ? 'ok' : 'error' }, t(ready.status === 'ready' ? 'ops.ready' : 'ops.not_ready')),
@@ -417,6 +418,36 @@ export const healthPage = {
             {},
             Object.entries(ready.checks).map(([name, ok]) =>
               h('tr', {}, h('th', { scope: 'row' }, name), h('td', {}, h('span', { class: `badge ${ok ? 'good' : 'bad'}` }, t(ok ? 'ops.ok' : 'ops.failing')))),
+            ),
+          ),
+        ),
+      ),
+      h('h2', { id: 'chains-title' }, t('ops.chains_title')),
+      h('p', { id: 'chains-verdict', class: verdict.ok ? 'ok' : 'error' }, t(verdict.ok ? 'ops.chains_ok' : 'ops.chains_broken')),
+      h(
+        'div',
+        { class: 'table-wrap' },
+        h(
+          'table',
+          { class: 'stack', id: 'chains-table', 'aria-labelledby': 'chains-title' },
+          h('thead', {}, h('tr', {}, ['ops.business_id', 'ops.entries', 'ops.state'].map((key) => h('th', { scope: 'col' }, t(key))))),
+          h(
+            'tbody',
+            {},
+            verdict.chains.map((chain) =>
+              h(
+                'tr',
+                { 'data-chain': chain.business_id },
+                h('th', { scope: 'row', 'data-label': t('ops.business_id') }, h('code', {}, chain.business_id)),
+                h('td', { class: 'num', 'data-label': t('ops.entries') }, chain.entries),
+                h(
+                  'td',
+                  { 'data-label': t('ops.state') },
+                  chain.ok
+                    ? h('span', { class: 'badge good' }, t('ops.chain_ok'))
+                    : h('span', { class: 'badge bad' }, t('ops.chain_broken', { seq: chain.broken?.seq ?? '?', reason: chain.broken?.reason ?? '' })),
+                ),
+              ),
             ),
           ),
         ),
