@@ -290,6 +290,26 @@ describe('search ranking', () => {
     ]);
   });
 
+  it('among products with the same slip, puts first the one whose name begins with the slipped word', () => {
+    check([
+      {
+        rule: 'the brand being typed before a name holding it further on',
+        query: 'crocim',
+        products: [{ name: 'Cold Crocin' }, { name: 'Crocin Advance', parts: 2 }],
+        expected: ['Crocin Advance', 'Cold Crocin'],
+      },
+      {
+        rule: 'the brand being typed before a composition holding it',
+        query: 'lubricamt',
+        products: [
+          { name: 'Tears', generic: 'Lubricant' },
+          { name: 'Lubricant Eye Drop', parts: 2 },
+        ],
+        expected: ['Lubricant Eye Drop', 'Tears'],
+      },
+    ]);
+  });
+
   it('puts the shorter name first when nothing else tells two products apart', () => {
     check([
       {
