@@ -187,6 +187,20 @@ export async function listJobs<P = unknown>(db: Db, filter: JobFilter = {}): Pro
   return rows.map((row) => toJob<P>(row));
 }
 
+/** The last job of a kind that finished (succeeded or failed), or null. */
+export async function lastFinished(db: Db, kind: string): Promise<{ status: JobStatus; finished_at: number; last_error: string | null } | null> {
+  const row = await db
+    .selectFrom('jobs')
+    .select(['status', 'finished_at', 'last_error'])
+    .where('kind', '=', kind)
+    .where('status', 'in', ['succeeded', 'failed'])
+    .where('finished_at', 'is not', null)
+    .orderBy('finished_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? { status: row.status, finished_at: Number(row.finished_at), last_error: row.last_error } : null;
+}
+
 /**
  * Queues a finished job (failed or succeeded) again, due now, with its attempts counted afresh; a
  * pending job is made due now; a running job keeps running, and the retry takes effect when its
@@ -390,6 +404,7 @@ export async function dueKinds(db: Db): Promise<string[]> {
   return rows.map((row) => row.kind);
 }
 
+/** Jobs pending, running and failed, by kind: the queue's depth (cps_jobs metric, the admin API's operations). */
 export async function queueDepth(db: Db): Promise<{ kind: string; status: string; count: number }[]> {
   const rows = await db
     .selectFrom('jobs')

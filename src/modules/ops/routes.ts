@@ -3,6 +3,10 @@ import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { App } from '../../http/app-type.ts';
 import type { AppContext } from '../../context.ts';
+import { lastFinished, queueDepth } from '../../jobs/queue-repo.ts';
+import { StandardError } from '../../http/schemas.ts';
+import { Type } from 'typebox';
+import { RETENTION_JOB } from '../retention/index.ts';
 
 /** Each readiness check gets this long: /ready answers within it even when the database does not. */
 export const READY_CHECK_TIMEOUT_MS = 2000;
@@ -51,6 +55,44 @@ export function opsRoutes(ctx: AppContext, redis: Redis | null) {
         const ready = Object.values(checks).every(Boolean);
         return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
       },
+    );
+
+    app.get(
+      '/admin/v1/operations',
+      {
+        config: { family: 'standard', auth: 'admin' },
+        schema: {
+          tags: ['admin'],
+          summary: "The job queue's depth (jobs pending, running and failed, by kind, as the cps_jobs metric counts them) and retention's last run",
+          description: 'Backups (cps backup) are recorded nowhere yet, so none is reported.',
+          response: {
+            200: Type.Object({
+              queue: Type.Array(
+                Type.Object({
+                  kind: Type.String(),
+                  status: Type.String(),
+                  count: Type.Integer(),
+                }),
+              ),
+              retention: Type.Object({
+                last_run: Type.Union([
+                  Type.Object({
+                    status: Type.String(),
+                    finished_at: Type.Integer({ description: 'epoch ms' }),
+                    last_error: Type.Union([Type.String(), Type.Null()]),
+                  }),
+                  Type.Null(),
+                ]),
+              }),
+            }),
+            401: StandardError,
+          },
+        },
+      },
+      async () => ({
+        queue: await queueDepth(ctx.storage.db),
+        retention: { last_run: await lastFinished(ctx.storage.db, RETENTION_JOB) },
+      }),
     );
 
     app.get('/metrics', { config, schema: { hide: true } }, async (_request, reply) => {

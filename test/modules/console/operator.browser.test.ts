@@ -121,6 +121,8 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       await page.getByRole('link', { name: 'Health' }).click();
       await page.getByText('The service is ready.').waitFor();
       assert.match(await page.locator('#health-table').innerText(), /database\tPassing/);
+      assert.match(await page.locator('#retention-last').innerText(), /^(Retention has not run yet\.|Last run finished .*)$/);
+      assert.equal(await page.locator('#queue-table, #queue-empty').count(), 1, 'the queue depth, or that it is empty');
       assert.equal(await page.locator('#chains-verdict').innerText(), 'Every chain holds.');
       assert.match(await page.locator(`#chains-table tr[data-chain="${businessId}"]`).innerText(), /\d+\tHolds/);
       await checkAccessibility(page, 'health');

@@ -3,10 +3,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { jobRow } from '../../../src/jobs/queue-repo.ts';
 import { createLogger } from '../../../src/logger.ts';
+import { RETENTION_JOB } from '../../../src/modules/retention/index.ts';
 import { VERSION } from '../../../src/version.ts';
 import { freePort } from '../../net.ts';
-import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
+import { ADMIN_TOKEN, createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`operations (${DIALECT})`, () => {
   let t: TestApp;
@@ -53,6 +55,31 @@ describe(`operations (${DIALECT})`, () => {
     assert.match(String(metrics.headers['content-type']), /text\/plain/);
     assert.match(metrics.body, /http_request_duration_seconds_bucket\{le="0\.005",route="\/health",method="GET",status="200"\}/);
     assert.match(metrics.body, /process_resident_memory_bytes/);
+  });
+
+  it("the admin API's operations: the queue's depth by kind and status, and retention's last run", async () => {
+    const operations = () => t.app.inject({ method: 'GET', url: '/admin/v1/operations', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal((await t.app.inject({ method: 'GET', url: '/admin/v1/operations' })).statusCode, 401);
+    const db = t.ctx.storage.db;
+    const before = (await operations()).json();
+    const count = (answer: { queue: Array<{ kind: string; status: string; count: number }> }, kind: string) =>
+      answer.queue.find((row) => row.kind === kind && row.status === 'pending')?.count ?? 0;
+    await db
+      .insertInto('jobs')
+      .values([jobRow({ kind: 'test.depth', payload: {} }), jobRow({ kind: 'test.depth', payload: {} })])
+      .execute();
+    const finishedAt = Date.now() - 60_000;
+    await db
+      .insertInto('jobs')
+      .values([
+        { ...jobRow({ kind: RETENTION_JOB, payload: {} }), status: 'succeeded', finished_at: finishedAt - 3_600_000 },
+        { ...jobRow({ kind: RETENTION_JOB, payload: {} }), status: 'succeeded', finished_at: finishedAt },
+      ])
+      .execute();
+    const answer = await operations();
+    assert.equal(answer.statusCode, 200, answer.body);
+    assert.equal(count(answer.json(), 'test.depth'), count(before, 'test.depth') + 2);
+    assert.deepEqual(answer.json().retention.last_run, { status: 'succeeded', finished_at: finishedAt, last_error: null });
   });
 
   it('/openapi.json is OpenAPI 3.1 with both security schemes and the webhook', async () => {

@@ -394,7 +394,7 @@ export const healthPage = {
   name: 'health',
   title: 'nav.health',
   allowed: operator,
-  async render(main) {
+  async render(main, { session }) {
     let ready;
     try {
       ready = await api('GET', '/ready');
@@ -402,7 +402,8 @@ export const healthPage = {
       if (!(failure instanceof ApiError) || failure.status !== 503) throw failure;
       ready = failure.body;
     }
-    const verdict = await api('GET', '/admin/v1/audit/verify');
+    const [verdict, operations] = await Promise.all([api('GET', '/admin/v1/audit/verify'), api('GET', '/admin/v1/operations')]);
+    const lastRun = operations.retention.last_run;
     main.append(
       h('h1', { tabindex: '-1' }, t('ops.health_title')),
       h('p', { id: 'health-verdict', class: ready.status === 'ready' ? 'ok' : 'error' }, t(ready.status === 'ready' ? 'ops.ready' : 'ops.not_ready')),
@@ -422,6 +423,43 @@ export const healthPage = {
           ),
         ),
       ),
+      h('h2', { id: 'queue-title' }, t('ops.queue_title')),
+      operations.queue.length === 0
+        ? h('p', { id: 'queue-empty' }, t('ops.queue_empty'))
+        : h(
+            'div',
+            { class: 'table-wrap' },
+            h(
+              'table',
+              { class: 'stack', id: 'queue-table', 'aria-labelledby': 'queue-title' },
+              h('thead', {}, h('tr', {}, ['ops.job_kind', 'ops.state', 'ops.jobs'].map((key) => h('th', { scope: 'col' }, t(key))))),
+              h(
+                'tbody',
+                {},
+                operations.queue.map((row) =>
+                  h(
+                    'tr',
+                    {},
+                    h('th', { scope: 'row', 'data-label': t('ops.job_kind') }, h('code', {}, row.kind)),
+                    h('td', { 'data-label': t('ops.state') }, row.status),
+                    h('td', { class: 'num', 'data-label': t('ops.jobs') }, row.count),
+                  ),
+                ),
+              ),
+            ),
+          ),
+      h('h2', {}, t('ops.retention_title')),
+      h(
+        'p',
+        { id: 'retention-last' },
+        lastRun === null
+          ? t('ops.retention_never')
+          : t(lastRun.status === 'succeeded' ? 'ops.retention_ok' : 'ops.retention_failed', {
+              at: stampIn(session.timezone, lastRun.finished_at),
+              error: lastRun.last_error ?? '',
+            }),
+      ),
+      h('p', { class: 'muted' }, t('ops.backups_unrecorded')),
       h('h2', { id: 'chains-title' }, t('ops.chains_title')),
       h('p', { id: 'chains-verdict', class: verdict.ok ? 'ok' : 'error' }, t(verdict.ok ? 'ops.chains_ok' : 'ops.chains_broken')),
       h(
