@@ -89,6 +89,7 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       await login(deskClient, deskSecret);
       await login(deskClient, rotatedSecret);
       await page.locator(`#ops-clients-table tr[data-client="${deskClient}"]`, { hasText: 'the old secret works until' }).waitFor();
+      assert.equal(await page.getByLabel('Hours the replaced secret keeps working').inputValue(), '1', 'the hours chosen stay');
       await checkAccessibility(page, 'businesses');
       await shot(page, 'businesses-desktop');
       await page.getByRole('button', { name: `Revoke ${deskClient}` }).click();

@@ -85,7 +85,8 @@ async function showClients(area, business, { zone, made, announce, refresh }) {
     api('GET', path),
     api('GET', `/admin/v1/businesses/${encodeURIComponent(business.business_id)}/usage?days=7`),
   ]);
-  const grace = h('input', { id: 'ops-grace', name: 'grace_hours', type: 'number', min: 0, max: 720, step: 1, value: '24', inputmode: 'numeric' });
+  // The hours chosen stay chosen when the list is drawn again after a rotation or a revocation.
+  const grace = h('input', { id: 'ops-grace', name: 'grace_hours', type: 'number', min: 0, max: 720, step: 1, value: area.querySelector('#ops-grace')?.value || '24', inputmode: 'numeric' });
   const act = async (work) => {
     try {
       await work();
