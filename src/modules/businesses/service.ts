@@ -194,7 +194,7 @@ export class BusinessService {
     }
     // The secret as the rotation found it: the update applies only while it is still that one, so of two
     // rotations at once the second to commit is told (409) rather than silently cut the first's short.
-    const seen = await repo.findActiveClient(this.#deps.db, clientId);
+    const seen = await this.findActiveClient(this.#deps.db, clientId);
     if (!seen || (businessId !== undefined && seen.business_id !== businessId)) throw AppError.notFound(`Active API client ${clientId} not found`);
     const clientSecret = `cs_${randomToken(32)}`;
     const secretHash = await hashSecret(clientSecret);

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { BusinessService } from '../../../src/modules/businesses/service.ts';
 import { runCli } from '../../process.ts';
 import { recordReviewEvent, startReceiver } from '../webhooks/support.ts';
 import { ADMIN_TOKEN, bearer, createTestApp, DIALECT, testKeys, type TestApp } from '../../support.ts';
@@ -224,8 +225,25 @@ describe(`access management: admin API and the cps command (${DIALECT})`, () => 
   it('two rotations of one client at once: one applies, the other answers 409 and issued no secret', async () => {
     const business = await newBusiness('Racing Clinic');
     const path = `/admin/v1/businesses/${business.business_id}/clients/${business.client_id}/rotate-secret`;
-    // Both read the secret before either has hashed its new one (scrypt, tens of ms), so the second to commit finds it changed.
-    const answers = await Promise.all([call('POST', path, { grace_seconds: 3600 }), call('POST', path, { grace_seconds: 3600 })]);
+    // The window widened: each rotation, having read the secret, waits for the other to read it too, so
+    // the second to commit finds it changed whatever the machine's load.
+    const findActiveClient = BusinessService.prototype.findActiveClient;
+    let read = 0;
+    let bothRead!: () => void;
+    const together = new Promise<void>((resolve) => (bothRead = resolve));
+    BusinessService.prototype.findActiveClient = async function (this: BusinessService, ...args: Parameters<typeof findActiveClient>) {
+      const client = await findActiveClient.apply(this, args);
+      if (args[1] !== business.client_id || read >= 2) return client;
+      if (++read === 2) bothRead();
+      await together;
+      return client;
+    } as typeof findActiveClient;
+    let answers: Awaited<ReturnType<typeof call>>[];
+    try {
+      answers = await Promise.all([call('POST', path, { grace_seconds: 3600 }), call('POST', path, { grace_seconds: 3600 })]);
+    } finally {
+      BusinessService.prototype.findActiveClient = findActiveClient;
+    }
     assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 409], answers.map((answer) => answer.body).join('\n'));
     const won = answers.find((answer) => answer.statusCode === 200)!.json();
     const lost = answers.find((answer) => answer.statusCode === 409)!.json();
