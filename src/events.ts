@@ -104,6 +104,15 @@ export const STATUS_TRANSITIONS = ['parked', 'no_show', 'completed', 'cancelled'
 export type StatusTransition = (typeof STATUS_TRANSITIONS)[number];
 
 /** What every case event says of the case: no more than the case listing shows (contract 6). */
+/** How many of a duplicate's records a merge moved to the survivor, per kind: the merge answer's and its event's. */
+export const MergeMoved = Type.Object({
+  appointments: Type.Integer(),
+  reviews: Type.Integer(),
+  cases: Type.Integer(),
+  devices: Type.Integer(),
+  documents: Type.Integer(),
+});
+
 const caseRef = {
   case_id: Type.String(),
   patient_id: Type.String({ description: 'The patient the case belongs to, as its X-Pt-Id is resolved' }),
@@ -185,13 +194,7 @@ export const EVENTS = {
       partner_patient_id: Type.Union([Type.String(), Type.Null()]),
       merged_patient_id: Type.String({ description: 'The duplicate, now archived with merged_into = patient_id' }),
       merged_partner_patient_id: Type.Union([Type.String(), Type.Null()]),
-      moved: Type.Object({
-        appointments: Type.Integer(),
-        reviews: Type.Integer(),
-        cases: Type.Integer(),
-        devices: Type.Integer(),
-        documents: Type.Integer(),
-      }),
+      moved: MergeMoved,
     },
   ),
   'patient.erased': event(

@@ -5,6 +5,7 @@
  * A patient id in a path is the service's id or the partner's; `?partner_id=1` makes it the partner's only.
  */
 import { type Static, Type } from 'typebox';
+import { MergeMoved } from '../../events.ts';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import type { ErrorFamily } from '../../http/errors.ts';
@@ -166,13 +167,7 @@ const DrSearchPatient = Type.Object({
 const MergeAnswer = Type.Object({
   patient_id: Type.String({ description: 'The surviving patient' }),
   merged_patient_id: Type.String({ description: 'The duplicate, now archived with merged_into = patient_id' }),
-  moved: Type.Object({
-    appointments: Type.Integer(),
-    reviews: Type.Integer(),
-    cases: Type.Integer(),
-    devices: Type.Integer(),
-    documents: Type.Integer(),
-  }),
+  moved: MergeMoved,
 });
 
 function mergeView(result: MergeResult): Static<typeof MergeAnswer> {

@@ -5,7 +5,8 @@
  * a resource in two families of paths (`/dr/v1/patient`, `/profiles/v1/patient`); cases and push
  * devices name a patient by either id through `canonicalRef`.
  */
-import { envelope } from '../../events.ts';
+import type { Static } from 'typebox';
+import { envelope, type MergeMoved } from '../../events.ts';
 import type { Kysely } from 'kysely';
 import type { Principal } from '../../auth/principal.ts';
 import type { PatientCompartment } from '../../compartment.ts';
@@ -124,7 +125,7 @@ export const LOCKED_PATIENT_COLUMNS = [
 export interface MergeResult {
   patient: PatientRow;
   merged: PatientRow;
-  moved: { appointments: number; reviews: number; cases: number; devices: number; documents: number };
+  moved: Static<typeof MergeMoved>;
 }
 
 /** Which patients a look-up answers. */
