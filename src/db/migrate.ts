@@ -42,6 +42,7 @@ import * as consoleSessions from './migrations/0031_console_sessions.ts';
 import * as accessLogHeadsForEveryBusiness from './migrations/0032_access_log_heads_for_every_business.ts';
 import * as tokenIssuers from './migrations/0033_token_issuers.ts';
 import * as clientSecretRotation from './migrations/0034_client_secret_rotation.ts';
+import * as webhookAttemptsByBusiness from './migrations/0035_webhook_attempts_by_business.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -78,6 +79,7 @@ export const migrations: Record<string, Migration> = {
   '0032_access_log_heads_for_every_business': accessLogHeadsForEveryBusiness,
   '0033_token_issuers': tokenIssuers,
   '0034_client_secret_rotation': clientSecretRotation,
+  '0035_webhook_attempts_by_business': webhookAttemptsByBusiness,
 };
 
 /**
