@@ -206,7 +206,12 @@ describe('console sessions', () => {
     const revokedClient = await createTestClient(t.ctx, { scopes: ['appointment:write'] });
     const revoked = await signInClient(t, revokedClient.clientId, revokedClient.clientSecret);
     assert.equal((await withSession(t, revoked, 'GET', '/dr/v1/business/entities')).statusCode, 200);
-    await t.ctx.storage.db.updateTable('api_clients').set({ disabled_at: Date.now() }).where('id', '=', revokedClient.clientId).execute();
+    const revoke = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/businesses/${revokedClient.businessId}/clients/${revokedClient.clientId}/revoke`,
+      headers: bearer(ADMIN_TOKEN),
+    });
+    assert.equal(revoke.statusCode, 200, revoke.body);
     assert.equal((await withSession(t, revoked, 'GET', '/dr/v1/business/entities')).statusCode, 401);
 
     const session = await signInClient(t, desk.clientId, desk.clientSecret);
