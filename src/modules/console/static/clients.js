@@ -1,7 +1,7 @@
 // A partner's developer: the API clients of their own business (the API answers for the signed-in
 // business only), their scopes and state. Changes stay with the operator.
 import { api } from './api.js';
-import { h } from './dom.js';
+import { h, table } from './dom.js';
 import { t } from './strings.js';
 import { stampIn } from './time.js';
 
@@ -21,34 +21,24 @@ export const clientsPage = {
     main.append(
       h('h1', { tabindex: '-1' }, t('clients.title', { business: session.business_name ?? session.business_id })),
       h('p', {}, t('clients.intro')),
-      h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { class: 'stack', id: 'clients-table' },
-          h('thead', {}, h('tr', {}, ['signin.client_id', 'ops.scopes', 'ops.created', 'ops.state'].map((key) => h('th', { scope: 'col' }, t(key))))),
-          h(
-            'tbody',
-            {},
-            clients.map((client) =>
-              h(
-                'tr',
-                { 'data-client': client.client_id },
-                h(
-                  'th',
-                  { scope: 'row', 'data-label': t('signin.client_id') },
-                  h('code', {}, client.client_id),
-                  client.client_id === session.client_id ? [' ', h('span', { class: 'badge' }, t('clients.yours'))] : null,
-                ),
-                h('td', { 'data-label': t('ops.scopes') }, client.scopes.join(' ')),
-                h('td', { 'data-label': t('ops.created') }, stampIn(zone, client.created_at)),
-                h('td', { 'data-label': t('ops.state') }, state(client)),
-              ),
-            ),
-          ),
-        ),
-      ),
+      table({
+        id: 'clients-table',
+        columns: [
+          {
+            title: t('signin.client_id'),
+            head: true,
+            cell: (client) => [
+              h('code', {}, client.client_id),
+              client.client_id === session.client_id ? [' ', h('span', { class: 'badge' }, t('clients.yours'))] : null,
+            ],
+          },
+          { title: t('ops.scopes'), cell: (client) => client.scopes.join(' ') },
+          { title: t('ops.created'), cell: (client) => stampIn(zone, client.created_at) },
+          { title: t('ops.state'), cell: state },
+        ],
+        rows: clients,
+        rowProps: (client) => ({ 'data-client': client.client_id }),
+      }),
     );
   },
 };

@@ -35,3 +35,47 @@ export function field(label, props = {}) {
   const id = props.id ?? `f${++fieldCount}`;
   return h('div', { class: 'field' }, h('label', { for: id }, label), h(props.tag ?? 'input', { ...props, tag: null, id }));
 }
+
+/**
+ * A table of records in its scrolling wrapper. Each column has its `title`, its `cell` (the content for a record), and
+ * how it is drawn: `head` (the row's header), `num` (a figure), `bare` (no label on a phone). A `stack` table reads
+ * row by row on a phone, each cell labelled with its column's title.
+ */
+export function table({ id, caption, labelledBy, stack = true, columns, rows, rowProps }) {
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: stack ? 'stack' : null, id, 'aria-labelledby': labelledBy },
+      caption ? h('caption', {}, caption) : null,
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          columns.map((column) => h('th', { scope: 'col' }, column.title)),
+        ),
+      ),
+      h('tbody', {}, tableRows({ stack, columns, rows, rowProps })),
+    ),
+  );
+}
+
+/** The rows of a table() for these records (to add to its body). */
+export function tableRows({ stack = true, columns, rows, rowProps = () => ({}) }) {
+  return rows.map((row) =>
+    h(
+      'tr',
+      rowProps(row),
+      columns.map((column) =>
+        h(
+          column.head ? 'th' : 'td',
+          { scope: column.head ? 'row' : null, class: column.num ? 'num' : null, 'data-label': stack && !column.bare ? column.title : null },
+          column.cell(row),
+        ),
+      ),
+    ),
+  );
+}

@@ -1,7 +1,7 @@
 // The operator's pages: businesses and their API clients (created, listed, revoked and their secrets
 // rotated through the admin API; a secret is shown once), the access log across businesses, and the service's readiness. The API's own calls.
 import { api, ApiError } from './api.js';
-import { field, h, replace } from './dom.js';
+import { field, h, replace, table, tableRows } from './dom.js';
 import { t } from './strings.js';
 import { stampIn } from './time.js';
 
@@ -94,66 +94,54 @@ async function showClients(area, business, { zone, made, announce, refresh }) {
       announce(t('app.error', { message: failure.message }));
     }
   };
-  const rows = clients.map((client) => {
-    const active = client.disabled_at === null;
-    const state = active
+  const state = (client) =>
+    client.disabled_at === null
       ? client.previous_secret_expires_at !== null
         ? h('span', { class: 'badge wait' }, t('ops.client_grace', { until: stampIn(zone, client.previous_secret_expires_at) }))
         : h('span', { class: 'badge good' }, t('ops.client_active'))
       : h('span', { class: 'badge bad' }, t('ops.client_revoked', { at: stampIn(zone, client.disabled_at) }));
+  const actions = (client) => {
     const clientPath = `${path}/${encodeURIComponent(client.client_id)}`;
-    return h(
-      'tr',
-      { 'data-client': client.client_id },
-      h('th', { scope: 'row', 'data-label': t('signin.client_id') }, h('code', {}, client.client_id)),
-      h('td', { 'data-label': t('ops.scopes') }, client.scopes.join(' ')),
-      h('td', { 'data-label': t('ops.created') }, stampIn(zone, client.created_at)),
-      h('td', { 'data-label': t('ops.state') }, state),
-      h(
-        'td',
-        { 'data-label': t('ops.actions') },
-        active
-          ? h(
-              'div',
-              { class: 'actions' },
-              h(
-                'button',
-                {
-                  type: 'button',
-                  class: 'secondary',
-                  'aria-label': t('ops.rotate_label', { client: client.client_id }),
-                  onclick: () =>
-                    act(async () => {
-                      const hours = Number(grace.value);
-                      const rotated = await api('POST', `${clientPath}/rotate-secret`, { grace_seconds: Math.round(hours * 3600) });
-                      credentials(made, { business_id: business.business_id, ...rotated }, zone);
-                      announce(t('ops.done_rotate'));
-                      await showClients(area, business, { zone, made, announce, refresh });
-                    }),
-                },
-                t('ops.rotate'),
-              ),
-              h(
-                'button',
-                {
-                  type: 'button',
-                  class: 'danger',
-                  'aria-label': t('ops.revoke_label', { client: client.client_id }),
-                  onclick: () =>
-                    act(async () => {
-                      await api('POST', `${clientPath}/revoke`, {});
-                      announce(t('ops.done_revoke', { client: client.client_id }));
-                      await showClients(area, business, { zone, made, announce, refresh });
-                      await refresh();
-                    }),
-                },
-                t('ops.revoke'),
-              ),
-            )
-          : null,
-      ),
-    );
-  });
+    return client.disabled_at === null
+      ? h(
+          'div',
+          { class: 'actions' },
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'secondary',
+              'aria-label': t('ops.rotate_label', { client: client.client_id }),
+              onclick: () =>
+                act(async () => {
+                  const hours = Number(grace.value);
+                  const rotated = await api('POST', `${clientPath}/rotate-secret`, { grace_seconds: Math.round(hours * 3600) });
+                  credentials(made, { business_id: business.business_id, ...rotated }, zone);
+                  announce(t('ops.done_rotate'));
+                  await showClients(area, business, { zone, made, announce, refresh });
+                }),
+            },
+            t('ops.rotate'),
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'danger',
+              'aria-label': t('ops.revoke_label', { client: client.client_id }),
+              onclick: () =>
+                act(async () => {
+                  await api('POST', `${clientPath}/revoke`, {});
+                  announce(t('ops.done_revoke', { client: client.client_id }));
+                  await showClients(area, business, { zone, made, announce, refresh });
+                  await refresh();
+                }),
+            },
+            t('ops.revoke'),
+          ),
+        )
+      : null;
+  };
   replace(
     area,
     h(
@@ -164,41 +152,31 @@ async function showClients(area, business, { zone, made, announce, refresh }) {
       h('div', { class: 'field' }, h('label', { for: 'ops-grace' }, t('ops.grace_hours')), grace),
       clients.length === 0
         ? h('p', {}, t('ops.no_clients'))
-        : h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { class: 'stack', id: 'ops-clients-table' },
-              h('thead', {}, h('tr', {}, ['signin.client_id', 'ops.scopes', 'ops.created', 'ops.state', 'ops.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
-              h('tbody', {}, rows),
-            ),
-          ),
-      h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { class: 'stack', id: 'ops-usage-table' },
-          h('caption', {}, t('ops.usage_title')),
-          h('thead', {}, h('tr', {}, ['ops.day', 'ops.requests', 'ops.failures', 'ops.deliveries', 'ops.delivery_failures'].map((key) => h('th', { scope: 'col' }, t(key))))),
-          h(
-            'tbody',
-            {},
-            days.map((day) =>
-              h(
-                'tr',
-                { 'data-day': day.day },
-                h('th', { scope: 'row', 'data-label': t('ops.day') }, day.day),
-                h('td', { class: 'num', 'data-label': t('ops.requests') }, day.requests),
-                h('td', { class: 'num', 'data-label': t('ops.failures') }, day.failures),
-                h('td', { class: 'num', 'data-label': t('ops.deliveries') }, day.deliveries),
-                h('td', { class: 'num', 'data-label': t('ops.delivery_failures') }, day.delivery_failures),
-              ),
-            ),
-          ),
-        ),
-      ),
+        : table({
+            id: 'ops-clients-table',
+            columns: [
+              { title: t('signin.client_id'), head: true, cell: (client) => h('code', {}, client.client_id) },
+              { title: t('ops.scopes'), cell: (client) => client.scopes.join(' ') },
+              { title: t('ops.created'), cell: (client) => stampIn(zone, client.created_at) },
+              { title: t('ops.state'), cell: state },
+              { title: t('ops.actions'), cell: actions },
+            ],
+            rows: clients,
+            rowProps: (client) => ({ 'data-client': client.client_id }),
+          }),
+      table({
+        id: 'ops-usage-table',
+        caption: t('ops.usage_title'),
+        columns: [
+          { title: t('ops.day'), head: true, cell: (day) => day.day },
+          { title: t('ops.requests'), num: true, cell: (day) => day.requests },
+          { title: t('ops.failures'), num: true, cell: (day) => day.failures },
+          { title: t('ops.deliveries'), num: true, cell: (day) => day.deliveries },
+          { title: t('ops.delivery_failures'), num: true, cell: (day) => day.delivery_failures },
+        ],
+        rows: days,
+        rowProps: (day) => ({ 'data-day': day.day }),
+      }),
     ),
   );
 }
@@ -218,51 +196,39 @@ export const businessesPage = {
         listing,
         businesses.length === 0
           ? h('p', {}, t('ops.no_businesses'))
-          : h(
-              'div',
-              { class: 'table-wrap' },
-              h(
-                'table',
-                { class: 'stack', id: 'ops-businesses-table' },
-                h('caption', {}, t('ops.businesses_list')),
-                h('thead', {}, h('tr', {}, ['ops.business_name', 'ops.business_id', 'ops.created', 'ops.active_clients', 'ops.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
-                h(
-                  'tbody',
-                  {},
-                  businesses.map((business) =>
+          : table({
+              id: 'ops-businesses-table',
+              caption: t('ops.businesses_list'),
+              columns: [
+                { title: t('ops.business_name'), head: true, cell: (business) => business.name },
+                { title: t('ops.business_id'), cell: (business) => h('code', {}, business.business_id) },
+                { title: t('ops.created'), cell: (business) => stampIn(zone, business.created_at) },
+                { title: t('ops.active_clients'), num: true, cell: (business) => business.clients },
+                {
+                  title: t('ops.actions'),
+                  cell: (business) =>
                     h(
-                      'tr',
-                      { 'data-business': business.business_id },
-                      h('th', { scope: 'row', 'data-label': t('ops.business_name') }, business.name),
-                      h('td', { 'data-label': t('ops.business_id') }, h('code', {}, business.business_id)),
-                      h('td', { 'data-label': t('ops.created') }, stampIn(zone, business.created_at)),
-                      h('td', { class: 'num', 'data-label': t('ops.active_clients') }, business.clients),
-                      h(
-                        'td',
-                        { 'data-label': t('ops.actions') },
-                        h(
-                          'button',
-                          {
-                            type: 'button',
-                            class: 'secondary',
-                            'aria-label': t('ops.show_clients_label', { name: business.name }),
-                            onclick: async () => {
-                              try {
-                                await showClients(clientsArea, business, { zone, made, announce, refresh });
-                                clientsArea.querySelector('h2')?.focus();
-                              } catch (failure) {
-                                announce(t('app.error', { message: failure.message }));
-                              }
-                            },
-                          },
-                          t('ops.show_clients'),
-                        ),
-                      ),
+                      'button',
+                      {
+                        type: 'button',
+                        class: 'secondary',
+                        'aria-label': t('ops.show_clients_label', { name: business.name }),
+                        onclick: async () => {
+                          try {
+                            await showClients(clientsArea, business, { zone, made, announce, refresh });
+                            clientsArea.querySelector('h2')?.focus();
+                          } catch (failure) {
+                            announce(t('app.error', { message: failure.message }));
+                          }
+                        },
+                      },
+                      t('ops.show_clients'),
                     ),
-                  ),
-                ),
-              ),
-            ),
+                },
+              ],
+              rows: businesses,
+              rowProps: (business) => ({ 'data-business': business.business_id }),
+            }),
       );
     };
     main.append(
@@ -326,7 +292,16 @@ export const auditPage = {
   allowed: operator,
   async render(main, { session }) {
     const zone = session.timezone;
-    const table = h('div', { id: 'audit-area' });
+    const area = h('div', { id: 'audit-area' });
+    const auditColumns = [
+      { title: t('ops.at'), cell: (entry) => stampIn(zone, entry.at) },
+      { title: t('ops.business_id'), cell: (entry) => h('code', {}, entry.business_id) },
+      { title: t('ops.client'), cell: (entry) => h('code', {}, entry.client_id ?? '–') },
+      { title: t('ops.operation'), head: true, cell: (entry) => entry.operation },
+      { title: t('ops.action'), cell: (entry) => entry.action },
+      { title: t('ops.status'), num: true, cell: (entry) => entry.status ?? '–' },
+      { title: t('ops.seq'), num: true, cell: (entry) => entry.seq },
+    ];
     let next = null;
     const businessInput = h('input', { id: 'audit-business', name: 'business_id', maxlength: 200, spellcheck: 'false' });
     const load = async (more) => {
@@ -335,36 +310,12 @@ export const auditPage = {
       if (more && next) query.set('offset', next);
       const page = await api('GET', `/admin/v1/audit/events?${query}`);
       next = page.next_token;
-      const rows = page.events.map((entry) =>
-        h(
-          'tr',
-          {},
-          h('td', { 'data-label': t('ops.at') }, stampIn(zone, entry.at)),
-          h('td', { 'data-label': t('ops.business_id') }, h('code', {}, entry.business_id)),
-          h('td', { 'data-label': t('ops.client') }, h('code', {}, entry.client_id ?? '–')),
-          h('th', { scope: 'row', 'data-label': t('ops.operation') }, entry.operation),
-          h('td', { 'data-label': t('ops.action') }, entry.action),
-          h('td', { class: 'num', 'data-label': t('ops.status') }, entry.status ?? '–'),
-          h('td', { class: 'num', 'data-label': t('ops.seq') }, entry.seq),
-        ),
-      );
-      const body = more ? table.querySelector('tbody') : null;
-      if (body) body.append(...rows);
+      const body = more ? area.querySelector('tbody') : null;
+      if (body) body.append(...tableRows({ columns: auditColumns, rows: page.events }));
       else
         replace(
-          table,
-          page.events.length === 0
-            ? h('p', {}, t('ops.no_entries'))
-            : h(
-                'div',
-                { class: 'table-wrap' },
-                h(
-                  'table',
-                  { class: 'stack', id: 'audit-table' },
-                  h('thead', {}, h('tr', {}, ['ops.at', 'ops.business_id', 'ops.client', 'ops.operation', 'ops.action', 'ops.status', 'ops.seq'].map((key) => h('th', { scope: 'col' }, t(key))))),
-                  h('tbody', {}, rows),
-                ),
-              ),
+          area,
+          page.events.length === 0 ? h('p', {}, t('ops.no_entries')) : table({ id: 'audit-table', columns: auditColumns, rows: page.events }),
         );
       moreButton.hidden = !next;
     };
@@ -384,7 +335,7 @@ export const auditPage = {
         h('div', { class: 'field' }, h('label', { for: 'audit-business' }, t('ops.business_filter')), businessInput),
         h('button', { type: 'submit' }, t('desk.show')),
       ),
-      table,
+      area,
       moreButton,
     );
     await load(false);
@@ -408,47 +359,28 @@ export const healthPage = {
     main.append(
       h('h1', { tabindex: '-1' }, t('ops.health_title')),
       h('p', { id: 'health-verdict', class: ready.status === 'ready' ? 'ok' : 'error' }, t(ready.status === 'ready' ? 'ops.ready' : 'ops.not_ready')),
-      h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { id: 'health-table' },
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('ops.check')), h('th', { scope: 'col' }, t('ops.state')))),
-          h(
-            'tbody',
-            {},
-            Object.entries(ready.checks).map(([name, ok]) =>
-              h('tr', {}, h('th', { scope: 'row' }, name), h('td', {}, h('span', { class: `badge ${ok ? 'good' : 'bad'}` }, t(ok ? 'ops.ok' : 'ops.failing')))),
-            ),
-          ),
-        ),
-      ),
+      table({
+        id: 'health-table',
+        stack: false,
+        columns: [
+          { title: t('ops.check'), head: true, cell: ([name]) => name },
+          { title: t('ops.state'), cell: ([, ok]) => h('span', { class: `badge ${ok ? 'good' : 'bad'}` }, t(ok ? 'ops.ok' : 'ops.failing')) },
+        ],
+        rows: Object.entries(ready.checks),
+      }),
       h('h2', { id: 'queue-title' }, t('ops.queue_title')),
       operations.queue.length === 0
         ? h('p', { id: 'queue-empty' }, t('ops.queue_empty'))
-        : h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { class: 'stack', id: 'queue-table', 'aria-labelledby': 'queue-title' },
-              h('thead', {}, h('tr', {}, ['ops.job_kind', 'ops.state', 'ops.jobs'].map((key) => h('th', { scope: 'col' }, t(key))))),
-              h(
-                'tbody',
-                {},
-                operations.queue.map((row) =>
-                  h(
-                    'tr',
-                    {},
-                    h('th', { scope: 'row', 'data-label': t('ops.job_kind') }, h('code', {}, row.kind)),
-                    h('td', { 'data-label': t('ops.state') }, row.status),
-                    h('td', { class: 'num', 'data-label': t('ops.jobs') }, row.count),
-                  ),
-                ),
-              ),
-            ),
-          ),
+        : table({
+            id: 'queue-table',
+            labelledBy: 'queue-title',
+            columns: [
+              { title: t('ops.job_kind'), head: true, cell: (row) => h('code', {}, row.kind) },
+              { title: t('ops.state'), cell: (row) => row.status },
+              { title: t('ops.jobs'), num: true, cell: (row) => row.count },
+            ],
+            rows: operations.queue,
+          }),
       h('h2', {}, t('ops.retention_title')),
       h(
         'p',
@@ -463,34 +395,23 @@ export const healthPage = {
       h('p', { class: 'muted' }, t('ops.backups_unrecorded')),
       h('h2', { id: 'chains-title' }, t('ops.chains_title')),
       h('p', { id: 'chains-verdict', class: verdict.ok ? 'ok' : 'error' }, t(verdict.ok ? 'ops.chains_ok' : 'ops.chains_broken')),
-      h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { class: 'stack', id: 'chains-table', 'aria-labelledby': 'chains-title' },
-          h('thead', {}, h('tr', {}, ['ops.business_id', 'ops.entries', 'ops.state'].map((key) => h('th', { scope: 'col' }, t(key))))),
-          h(
-            'tbody',
-            {},
-            verdict.chains.map((chain) =>
-              h(
-                'tr',
-                { 'data-chain': chain.business_id },
-                h('th', { scope: 'row', 'data-label': t('ops.business_id') }, h('code', {}, chain.business_id)),
-                h('td', { class: 'num', 'data-label': t('ops.entries') }, chain.entries),
-                h(
-                  'td',
-                  { 'data-label': t('ops.state') },
-                  chain.ok
-                    ? h('span', { class: 'badge good' }, t('ops.chain_ok'))
-                    : h('span', { class: 'badge bad' }, t('ops.chain_broken', { seq: chain.broken?.seq ?? '?', reason: chain.broken?.reason ?? '' })),
-                ),
-              ),
-            ),
-          ),
-        ),
-      ),
+      table({
+        id: 'chains-table',
+        labelledBy: 'chains-title',
+        columns: [
+          { title: t('ops.business_id'), head: true, cell: (chain) => h('code', {}, chain.business_id) },
+          { title: t('ops.entries'), num: true, cell: (chain) => chain.entries },
+          {
+            title: t('ops.state'),
+            cell: (chain) =>
+              chain.ok
+                ? h('span', { class: 'badge good' }, t('ops.chain_ok'))
+                : h('span', { class: 'badge bad' }, t('ops.chain_broken', { seq: chain.broken?.seq ?? '?', reason: chain.broken?.reason ?? '' })),
+          },
+        ],
+        rows: verdict.chains,
+        rowProps: (chain) => ({ 'data-chain': chain.business_id }),
+      }),
     );
   },
 };

@@ -1,7 +1,7 @@
 // A partner's webhooks: subscriptions, each delivery's state, attempts, answers and timings, a retry,
 // a replay window, one event's body as sent and how to verify its signature. The API's own calls.
 import { api } from './api.js';
-import { field, h, replace } from './dom.js';
+import { field, h, replace, table } from './dom.js';
 import { t } from './strings.js';
 import { stampIn } from './time.js';
 
@@ -85,37 +85,30 @@ export const webhooksPage = {
         h('h2', { id: 'hooks-list-title' }, t('hooks.subscriptions')),
         subscriptions.length === 0
           ? h('p', {}, t('hooks.none'))
-          : h(
-              'div',
-              { class: 'table-wrap' },
-              h(
-                'table',
-                { class: 'stack', id: 'hooks-table' },
-                h('thead', {}, h('tr', {}, ['hooks.endpoint', 'hooks.events', 'hooks.state', 'desk.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
-                h(
-                  'tbody',
-                  {},
-                  subscriptions.map((subscription) =>
+          : table({
+              id: 'hooks-table',
+              columns: [
+                { title: t('hooks.endpoint'), head: true, cell: (subscription) => h('code', {}, subscription.endpoint) },
+                { title: t('hooks.events'), cell: (subscription) => subscription.event_names.join(', ') },
+                { title: t('hooks.state'), cell: (subscription) => t(`hooks.status_${subscription.status}`) },
+                {
+                  title: t('desk.actions'),
+                  bare: true,
+                  cell: (subscription) =>
                     h(
-                      'tr',
-                      {},
-                      h('th', { scope: 'row', 'data-label': t('hooks.endpoint') }, h('code', {}, subscription.endpoint)),
-                      h('td', { 'data-label': t('hooks.events') }, subscription.event_names.join(', ')),
-                      h('td', { 'data-label': t('hooks.state') }, t(`hooks.status_${subscription.status}`)),
-                      h(
-                        'td',
-                        {},
-                        h(
-                          'button',
-                          { type: 'button', class: 'secondary', 'aria-label': t('hooks.deliveries_of', { endpoint: subscription.endpoint }), onclick: () => loadDeliveries(subscription) },
-                          t('hooks.deliveries'),
-                        ),
-                      ),
+                      'button',
+                      {
+                        type: 'button',
+                        class: 'secondary',
+                        'aria-label': t('hooks.deliveries_of', { endpoint: subscription.endpoint }),
+                        onclick: () => loadDeliveries(subscription),
+                      },
+                      t('hooks.deliveries'),
                     ),
-                  ),
-                ),
-              ),
-            ),
+                },
+              ],
+              rows: subscriptions,
+            }),
       );
     }
 
@@ -129,62 +122,49 @@ export const webhooksPage = {
         h('h2', { id: 'hooks-deliveries-title', tabindex: '-1' }, t('hooks.deliveries_title', { endpoint: subscription.endpoint })),
         data.length === 0
           ? h('p', {}, t('hooks.no_deliveries'))
-          : h(
-              'div',
-              { class: 'table-wrap' },
-              h(
-                'table',
-                { class: 'stack', id: 'deliveries-table' },
-                h(
-                  'thead',
-                  {},
-                  h('tr', {}, ['hooks.event', 'hooks.state', 'hooks.attempts', 'hooks.last_code', 'hooks.next', 'desk.actions'].map((key) => h('th', { scope: 'col' }, t(key)))),
-                ),
-                h(
-                  'tbody',
-                  {},
-                  data.map((delivery) =>
+          : table({
+              id: 'deliveries-table',
+              columns: [
+                { title: t('hooks.event'), head: true, cell: (delivery) => [delivery.event, h('br', {}), h('code', {}, delivery.event_id)] },
+                {
+                  title: t('hooks.state'),
+                  cell: (delivery) => h('span', { class: `badge ${tone[delivery.status] ?? ''}` }, t(`hooks.delivery_${delivery.status}`)),
+                },
+                { title: t('hooks.attempts'), num: true, cell: (delivery) => delivery.attempts },
+                { title: t('hooks.last_code'), cell: (delivery) => delivery.last_status_code ?? delivery.last_error ?? '–' },
+                { title: t('hooks.next'), cell: (delivery) => when(delivery.next_attempt_at) },
+                {
+                  title: t('desk.actions'),
+                  bare: true,
+                  cell: (delivery) =>
                     h(
-                      'tr',
-                      {},
-                      h('th', { scope: 'row', 'data-label': t('hooks.event') }, delivery.event, h('br', {}), h('code', {}, delivery.event_id)),
-                      h('td', { 'data-label': t('hooks.state') }, h('span', { class: `badge ${tone[delivery.status] ?? ''}` }, t(`hooks.delivery_${delivery.status}`))),
-                      h('td', { class: 'num', 'data-label': t('hooks.attempts') }, delivery.attempts),
-                      h('td', { 'data-label': t('hooks.last_code') }, delivery.last_status_code ?? delivery.last_error ?? '–'),
-                      h('td', { 'data-label': t('hooks.next') }, when(delivery.next_attempt_at)),
-                      h(
-                        'td',
-                        {},
-                        h(
-                          'div',
-                          { class: 'actions' },
-                          h('button', { type: 'button', class: 'secondary', 'aria-label': t('hooks.inspect_of', { id: delivery.event_id }), onclick: () => loadEvent(delivery.event_id) }, t('hooks.inspect')),
-                          delivery.status === 'succeeded'
-                            ? null
-                            : h(
-                                'button',
-                                {
-                                  type: 'button',
-                                  'aria-label': t('hooks.retry_of', { id: delivery.event_id }),
-                                  onclick: async () => {
-                                    try {
-                                      await api('POST', `${BASE}/${enc(subscription.id)}/deliveries/${enc(delivery.event_id)}/retry`);
-                                      await loadDeliveries(subscription);
-                                      announce(t('hooks.done_retry'));
-                                    } catch (failure) {
-                                      announce(t('app.error', { message: failure.message }));
-                                    }
-                                  },
-                                },
-                                t('hooks.retry'),
-                              ),
-                        ),
-                      ),
+                      'div',
+                      { class: 'actions' },
+                      h('button', { type: 'button', class: 'secondary', 'aria-label': t('hooks.inspect_of', { id: delivery.event_id }), onclick: () => loadEvent(delivery.event_id) }, t('hooks.inspect')),
+                      delivery.status === 'succeeded'
+                        ? null
+                        : h(
+                            'button',
+                            {
+                              type: 'button',
+                              'aria-label': t('hooks.retry_of', { id: delivery.event_id }),
+                              onclick: async () => {
+                                try {
+                                  await api('POST', `${BASE}/${enc(subscription.id)}/deliveries/${enc(delivery.event_id)}/retry`);
+                                  await loadDeliveries(subscription);
+                                  announce(t('hooks.done_retry'));
+                                } catch (failure) {
+                                  announce(t('app.error', { message: failure.message }));
+                                }
+                              },
+                            },
+                            t('hooks.retry'),
+                          ),
                     ),
-                  ),
-                ),
-              ),
-            ),
+                },
+              ],
+              rows: data,
+            }),
         h(
           'form',
           {
@@ -223,29 +203,17 @@ export const webhooksPage = {
         delivery
           ? [
               h('h3', {}, t('hooks.attempt_history')),
-              h(
-                'div',
-                { class: 'table-wrap' },
-                h(
-                  'table',
-                  { id: 'attempts-table' },
-                  h('thead', {}, h('tr', {}, ['hooks.attempt', 'hooks.started', 'hooks.duration', 'hooks.last_code'].map((key) => h('th', { scope: 'col' }, t(key))))),
-                  h(
-                    'tbody',
-                    {},
-                    delivery.attempt_history.map((attempt) =>
-                      h(
-                        'tr',
-                        {},
-                        h('td', { class: 'num' }, attempt.attempt),
-                        h('td', {}, when(attempt.started_at)),
-                        h('td', { class: 'num' }, t('hooks.ms', { ms: attempt.duration_ms })),
-                        h('td', {}, attempt.status_code ?? attempt.error ?? '–'),
-                      ),
-                    ),
-                  ),
-                ),
-              ),
+              table({
+                id: 'attempts-table',
+                stack: false,
+                columns: [
+                  { title: t('hooks.attempt'), num: true, cell: (attempt) => attempt.attempt },
+                  { title: t('hooks.started'), cell: (attempt) => when(attempt.started_at) },
+                  { title: t('hooks.duration'), num: true, cell: (attempt) => t('hooks.ms', { ms: attempt.duration_ms }) },
+                  { title: t('hooks.last_code'), cell: (attempt) => attempt.status_code ?? attempt.error ?? '–' },
+                ],
+                rows: delivery.attempt_history,
+              }),
             ]
           : null,
         h('h3', {}, t('hooks.verify')),
