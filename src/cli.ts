@@ -10,7 +10,7 @@ import { ChainSeal } from './access-log/seal.ts';
 import { OPERATOR_CHAIN, type AuditAction } from './access-log/entry.ts';
 import { insertEntries, insertWithChange, sealWhatMigrationsLeft } from './access-log/store.ts';
 import { verifyChains } from './access-log/verify.ts';
-import { BackupError, backupDatabase, postgresRefusal, restoreDatabase } from './backup.ts';
+import { BackupError, backupDatabase, DATABASE_FILE, postgresRefusal, restoreDatabase } from './backup.ts';
 import { ConfigError, loadConfig, parseMasterKey, type Config } from './config.ts';
 import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { observeTransactions, openStorage, type Storage } from './db/index.ts';
@@ -22,10 +22,12 @@ import { createLogger } from './logger.ts';
 import { createModules } from './modules/index.ts';
 import { erasureRecordPath, type ReappliedErasures } from './modules/privacy/index.ts';
 import { loadKeys } from './security/keys.ts';
-import { closeSync, existsSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Principal } from './auth/principal.ts';
 import { revokeClientTokens } from './modules/auth/index.ts';
 import { BusinessService } from './modules/businesses/index.ts';
+import { recordBackupRun } from './modules/ops/index.ts';
 import { runRetention } from './modules/retention/index.ts';
 import { refreshIndexSnapshot, runImport } from './modules/search/index.ts';
 import { InitError, writeEnvironmentFile } from './init.ts';
@@ -178,6 +180,41 @@ async function reapplyErasures(config: Config): Promise<ReappliedErasures | null
     const modules = createModules(createContext(config, storage, keys, createLogger('silent', process.stderr)));
     return modules.privacy.service.reapplyErasures();
   });
+}
+
+/**
+ * Runs cps backup or cps restore and records the run, whatever its outcome, in the database it copies or
+ * restores (the admin API's operations show the last runs). A record that cannot be written (no database
+ * yet, a restored copy older than its table) is said on stderr and changes nothing else.
+ */
+async function recordedRun<T>(
+  config: Config,
+  command: 'backup' | 'restore',
+  file: string,
+  run: () => Promise<T>,
+  bytesOf: (result: T) => number,
+): Promise<T> {
+  const started = Date.now();
+  const record = async (outcome: 'succeeded' | 'failed', bytes: number | null, error: string | null) => {
+    if (!config.databaseUrl && !existsSync(path.join(config.dataDir, DATABASE_FILE))) return;
+    const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+    try {
+      await recordBackupRun(storage.db, { command, started_at: started, finished_at: Date.now(), outcome, bytes, file, error });
+    } catch (failure) {
+      process.stderr.write(`cps: this ${command} is not recorded in the database: ${(failure as Error).message}\n`);
+    } finally {
+      await storage.destroy();
+    }
+  };
+  let result: T;
+  try {
+    result = await run();
+  } catch (error) {
+    await record('failed', null, (error as Error).message);
+    throw error;
+  }
+  await record('succeeded', bytesOf(result), null);
+  return result;
 }
 
 /** The service's modules over a storage of their own, for commands that act as the API does. */
@@ -370,16 +407,24 @@ const commands: Record<string, Command> = {
   async backup(args, config) {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { force: { type: 'boolean' } } });
     if (positionals.length !== 1) throw new UsageError('backup needs one FILE');
-    if (config.databaseUrl) throw postgresRefusal('backup');
-    printJson(await backupDatabase(config, positionals[0]!, values.force ?? false));
+    const file = positionals[0]!;
+    const backup = () => {
+      if (config.databaseUrl) throw postgresRefusal('backup');
+      return backupDatabase(config, file, values.force ?? false);
+    };
+    printJson(await recordedRun(config, 'backup', file, backup, (done) => done.bytes));
   },
 
   async restore(args, config) {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { force: { type: 'boolean' } } });
     if (positionals.length !== 1) throw new UsageError('restore needs one FILE');
-    if (config.databaseUrl) throw postgresRefusal('restore');
-    const restored = await restoreDatabase(config, positionals[0]!, values.force ?? false);
-    printJson({ ...restored, erasures: await reapplyErasures(config) });
+    const file = positionals[0]!;
+    const restore = async () => {
+      if (config.databaseUrl) throw postgresRefusal('restore');
+      const restored = await restoreDatabase(config, file, values.force ?? false);
+      return { ...restored, erasures: await reapplyErasures(config) };
+    };
+    printJson(await recordedRun(config, 'restore', file, restore, (done) => statSync(done.restored).size));
   },
 
   async 'privacy reapply-erasures'(args, config) {

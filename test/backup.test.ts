@@ -37,6 +37,11 @@ function json(result: CliResult): any {
   return JSON.parse(result.stdout);
 }
 
+/** The runs recorded in a database's backup_runs (the admin API's operations), oldest first, without their times. */
+function runs(file: string): any[] {
+  return rows(file, 'select command, outcome, bytes, file, error, finished_at >= started_at as timed from backup_runs order by started_at, id');
+}
+
 function rows(file: string, query: string): any[] {
   const db = new SQLite(file, { readonly: true, fileMustExist: true });
   try {
@@ -124,6 +129,9 @@ describe('cps backup and cps restore (sqlite)', { skip: DIALECT !== 'sqlite' && 
       [],
       'no temporary or journal file left beside the copy',
     );
+    assert.deepEqual(runs(path.join(dataDir, 'cps.sqlite')), [
+      { command: 'backup', outcome: 'succeeded', bytes: result.bytes, file: 'cps-backup.sqlite', error: null, timed: 1 },
+    ]);
   });
 
   it('refuses to replace an existing file unless --force', async () => {
@@ -138,6 +146,18 @@ describe('cps backup and cps restore (sqlite)', { skip: DIALECT !== 'sqlite' && 
     assert.equal(forced.file, existing);
     assert.deepEqual(rows(existing, 'pragma integrity_check'), [{ integrity_check: 'ok' }]);
     assert.equal(statSync(existing).mode & 0o777, 0o600);
+    // Recorded with the file's name only: no directory, in the name or in the reason.
+    assert.deepEqual(runs(path.join(dataDir, 'cps.sqlite')).slice(1), [
+      {
+        command: 'backup',
+        outcome: 'failed',
+        bytes: null,
+        file: 'existing.sqlite',
+        error: 'existing.sqlite exists; pass --force to replace it',
+        timed: 1,
+      },
+      { command: 'backup', outcome: 'succeeded', bytes: forced.bytes, file: 'existing.sqlite', error: null, timed: 1 },
+    ]);
   });
 
   it('restore refuses while the server (or any process) has the database open, and leaves it as it was', async () => {
@@ -148,6 +168,12 @@ describe('cps backup and cps restore (sqlite)', { skip: DIALECT !== 'sqlite' && 
     assert.equal(readdirSync(dataDir).filter((name) => name.includes('restore') || name.includes('before-restore')).length, 0);
     // Still served, still written.
     assert.equal((await fetch(`${server.url}/ready`)).status, 200);
+    const [run] = runs(path.join(dataDir, 'cps.sqlite')).slice(3);
+    assert.deepEqual(
+      { ...run, error: null },
+      { command: 'restore', outcome: 'failed', bytes: null, file: 'cps-backup.sqlite', error: null, timed: 1 },
+    );
+    assert.match(run.error, /^the database in cps-backup-\w+ is in use: stop the server/);
   });
 
   it('restores into the stopped data directory: the previous database kept aside, the copy in place, a server starts on it', async () => {
@@ -171,6 +197,10 @@ describe('cps backup and cps restore (sqlite)', { skip: DIALECT !== 'sqlite' && 
       readdirSync(dataDir).filter((name) => name.endsWith('.tmp')),
       [],
     );
+    // The restored database has the runs the copy held (none: the backup records itself once the copy is made), and the restore.
+    assert.deepEqual(runs(result.restored), [
+      { command: 'restore', outcome: 'succeeded', bytes: statSync(backupFile).size, file: 'cps-backup.sqlite', error: null, timed: 1 },
+    ]);
 
     server = await startServerProcess(env(dataDir), SERVER_START_MS);
     assert.equal((await fetch(`${server.url}/ready`)).status, 200);

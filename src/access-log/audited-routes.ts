@@ -401,7 +401,7 @@ export const UNAUDITED_ROUTES: Readonly<Record<string, string>> = {
   'GET /health': 'operations',
   'GET /ready': 'operations',
   'GET /metrics': 'operations',
-  'GET /admin/v1/operations': "operations: counts of jobs and a run of retention, no business's data",
+  'GET /admin/v1/operations': "operations: counts of jobs, a run of retention and runs of backups, no business's data",
   'GET /openapi.json': 'the API description',
   'GET /.well-known/jwks.json': 'public keys',
   'POST /connect-auth/v1/account/login': 'authentication',

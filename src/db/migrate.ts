@@ -43,6 +43,7 @@ import * as accessLogHeadsForEveryBusiness from './migrations/0032_access_log_he
 import * as tokenIssuers from './migrations/0033_token_issuers.ts';
 import * as clientSecretRotation from './migrations/0034_client_secret_rotation.ts';
 import * as webhookAttemptsByBusiness from './migrations/0035_webhook_attempts_by_business.ts';
+import * as backupRuns from './migrations/0036_backup_runs.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -80,6 +81,7 @@ export const migrations: Record<string, Migration> = {
   '0033_token_issuers': tokenIssuers,
   '0034_client_secret_rotation': clientSecretRotation,
   '0035_webhook_attempts_by_business': webhookAttemptsByBusiness,
+  '0036_backup_runs': backupRuns,
 };
 
 /**

@@ -35,6 +35,21 @@ export interface ConsoleSessionsTable {
   last_seen_at: number;
 }
 
+/** A run of cps backup or cps restore, recorded by the command (modules/ops/backup-runs.ts). */
+export interface BackupRunsTable {
+  id: string;
+  command: 'backup' | 'restore';
+  started_at: number;
+  finished_at: number;
+  outcome: 'succeeded' | 'failed';
+  /** The size of the copy written (backup) or put in place (restore); null when it failed. */
+  bytes: number | null;
+  /** The file's name, without its directory. */
+  file: string | null;
+  /** Why it failed, with every path cut to its file name. */
+  error: string | null;
+}
+
 /** A token issuer (CPS_PUBLIC_URL) a process sharing this database announced (auth/issuers.ts). */
 export interface TokenIssuersTable {
   issuer: string;
@@ -660,6 +675,7 @@ export interface Database {
   privacy_exports: PrivacyExportsTable;
   console_sessions: ConsoleSessionsTable;
   token_issuers: TokenIssuersTable;
+  backup_runs: BackupRunsTable;
 }
 
 export type { Generated };

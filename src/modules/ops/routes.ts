@@ -7,6 +7,7 @@ import { lastFinished, queueDepth } from '../../jobs/queue-repo.ts';
 import { StandardError } from '../../http/schemas.ts';
 import { Type } from 'typebox';
 import { RETENTION_JOB } from '../retention/index.ts';
+import { BACKUP_RUNS_LISTED, lastBackupRuns } from './backup-runs.ts';
 
 /** Each readiness check gets this long: /ready answers within it even when the database does not. */
 export const READY_CHECK_TIMEOUT_MS = 2000;
@@ -28,6 +29,16 @@ async function passes(check: () => boolean | Promise<boolean>): Promise<boolean>
     clearTimeout(timer);
   }
 }
+
+const BackupRun = Type.Object({
+  command: Type.Union([Type.Literal('backup'), Type.Literal('restore')]),
+  started_at: Type.Integer({ description: 'epoch ms' }),
+  finished_at: Type.Integer({ description: 'epoch ms' }),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+  bytes: Type.Union([Type.Integer({ description: 'the size of the copy written (backup) or put in place (restore)' }), Type.Null()]),
+  file: Type.Union([Type.String({ description: "the file's name, without its directory" }), Type.Null()]),
+  error: Type.Union([Type.String({ description: 'why it failed, each path cut to its file name' }), Type.Null()]),
+});
 
 export function opsRoutes(ctx: AppContext, redis: Redis | null) {
   return async function plugin(app: App): Promise<void> {
@@ -63,8 +74,9 @@ export function opsRoutes(ctx: AppContext, redis: Redis | null) {
         config: { family: 'standard', auth: 'admin' },
         schema: {
           tags: ['admin'],
-          summary: "The job queue's depth (jobs pending, running and failed, by kind, as the cps_jobs metric counts them) and retention's last run",
-          description: 'Backups (cps backup) are recorded nowhere yet, so none is reported.',
+          summary:
+            "The job queue's depth (jobs pending, running and failed, by kind, as the cps_jobs metric counts them), retention's last run and the last runs of cps backup and cps restore",
+          description: `Each run of cps backup and cps restore is recorded by the command in the database it copies or restores (on PostgreSQL, whose backups are pg_dump's, the commands' refusals): the last ${BACKUP_RUNS_LISTED}, newest first, and the last backup that succeeded.`,
           response: {
             200: Type.Object({
               queue: Type.Array(
@@ -84,6 +96,7 @@ export function opsRoutes(ctx: AppContext, redis: Redis | null) {
                   Type.Null(),
                 ]),
               }),
+              backups: Type.Object({ runs: Type.Array(BackupRun), last_succeeded: Type.Union([BackupRun, Type.Null()]) }),
             }),
             401: StandardError,
           },
@@ -92,6 +105,7 @@ export function opsRoutes(ctx: AppContext, redis: Redis | null) {
       async () => ({
         queue: await queueDepth(ctx.storage.db),
         retention: { last_run: await lastFinished(ctx.storage.db, RETENTION_JOB) },
+        backups: await lastBackupRuns(ctx.storage.db),
       }),
     );
 

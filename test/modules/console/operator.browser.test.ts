@@ -2,13 +2,14 @@
  * The operator in a real browser, over plain http by a LAN host name: a business created (its client's
  * secret shown once), a front desk's client added to it with fewer scopes, both working at the login;
  * the businesses listed with a business's week of usage, the desk client's secret rotated with a grace period and the client revoked;
- * the access log across businesses and for one; the service's readiness and each chain's verdict. WCAG 2.1 AA by axe-core;
- * screenshots at 390 px and desktop widths.
+ * the access log across businesses and for one; the service's readiness, backups' last runs and each chain's verdict.
+ * WCAG 2.1 AA by axe-core; screenshots at 390 px and desktop widths.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { SCOPES } from '../../../src/auth/scopes.ts';
+import { recordBackupRun } from '../../../src/modules/ops/index.ts';
 import { browserSkip, LAN_NAME, launchChromium } from '../../browser.ts';
 import { ADMIN_TOKEN, createTestApp, type TestApp } from '../../support.ts';
 import { checkAccessibility, checkFits, DESKTOP, openConsole, PHONE, shot, signInThroughPage } from './support.ts';
@@ -119,6 +120,26 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       await checkAccessibility(page, 'access log');
       await shot(page, 'audit-desktop');
 
+      // Two nights of cps backup as the command records them: the second failed (its directory cut from the reason).
+      const night = Date.parse('2026-11-28T21:30:00Z');
+      await recordBackupRun(t.ctx.storage.db, {
+        command: 'backup',
+        started_at: night,
+        finished_at: night + 4_200,
+        outcome: 'succeeded',
+        bytes: 12_345_678,
+        file: '/var/backups/cps/nightly-1128.sqlite',
+        error: null,
+      });
+      await recordBackupRun(t.ctx.storage.db, {
+        command: 'backup',
+        started_at: night + 86_400_000,
+        finished_at: night + 86_400_300,
+        outcome: 'failed',
+        bytes: null,
+        file: '/mnt/offsite/nightly-1129.sqlite',
+        error: 'the directory /mnt/offsite does not exist',
+      });
       await page.getByRole('link', { name: 'Health' }).click();
       await page.getByText('The service is ready.').waitFor();
       assert.match(await page.locator('#health-table').innerText(), /database\tPassing/);
@@ -126,6 +147,14 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       assert.equal(await page.locator('#queue-table, #queue-empty').count(), 1, 'the queue depth, or that it is empty');
       assert.equal(await page.locator('#chains-verdict').innerText(), 'Every chain holds.');
       assert.match(await page.locator(`#chains-table tr[data-chain="${businessId}"]`).innerText(), /\d+\tHolds/);
+      assert.match(await page.locator('#backups-last').innerText(), /^Last backup that succeeded: .+, nightly-1128\.sqlite \(12\.3 MB\)\.$/);
+      assert.deepEqual(
+        (await page.locator('#backups-table tbody tr').allInnerTexts()).map((row) => row.split('\t').slice(1)),
+        [
+          ['cps backup', 'Failed', 'nightly-1129.sqlite', '–', '0.3 s', 'the directory offsite does not exist'],
+          ['cps backup', 'Succeeded', 'nightly-1128.sqlite', '12.3 MB', '4.2 s', '–'],
+        ],
+      );
       await checkAccessibility(page, 'health');
       await shot(page, 'health-desktop');
       assert.deepEqual(problems, []);

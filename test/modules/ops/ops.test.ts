@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -8,6 +9,7 @@ import { createLogger } from '../../../src/logger.ts';
 import { RETENTION_JOB } from '../../../src/modules/retention/index.ts';
 import { VERSION } from '../../../src/version.ts';
 import { freePort } from '../../net.ts';
+import { runCli } from '../../process.ts';
 import { ADMIN_TOKEN, createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 describe(`operations (${DIALECT})`, () => {
@@ -80,6 +82,48 @@ describe(`operations (${DIALECT})`, () => {
     assert.equal(answer.statusCode, 200, answer.body);
     assert.equal(count(answer.json(), 'test.depth'), count(before, 'test.depth') + 2);
     assert.deepEqual(answer.json().retention.last_run, { status: 'succeeded', finished_at: finishedAt, last_error: null });
+  });
+
+  it("the admin API's operations: the last runs of cps backup as the command records them (on PostgreSQL, its refusal)", async () => {
+    const backups = async () =>
+      (await t.app.inject({ method: 'GET', url: '/admin/v1/operations', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json().backups;
+    assert.deepEqual(await backups(), { runs: [], last_succeeded: null });
+    const directory = mkdtempSync(path.join(tmpdir(), 'cps-ops-backup-'));
+    try {
+      const target = path.join(directory, 'nightly.sqlite');
+      const env = { CPS_DATA_DIR: t.database.dataDir, DATABASE_URL: t.database.databaseUrl ?? '', CPS_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'silent' };
+      const backup = await runCli(['backup', target], env);
+      const { runs, last_succeeded } = await backups();
+      assert.equal(runs.length, 1);
+      const [run] = runs;
+      assert.ok(run.started_at <= run.finished_at && run.finished_at <= Date.now());
+      if (DIALECT === 'sqlite') {
+        assert.equal(backup.code, 0, backup.stderr);
+        assert.deepEqual(
+          { ...run, started_at: 0, finished_at: 0 },
+          {
+            command: 'backup',
+            started_at: 0,
+            finished_at: 0,
+            outcome: 'succeeded',
+            bytes: statSync(target).size,
+            file: 'nightly.sqlite',
+            error: null,
+          },
+        );
+        assert.deepEqual(last_succeeded, run);
+      } else {
+        assert.equal(backup.code, 1);
+        assert.deepEqual(
+          { ...run, started_at: 0, finished_at: 0, error: null },
+          { command: 'backup', started_at: 0, finished_at: 0, outcome: 'failed', bytes: null, file: 'nightly.sqlite', error: null },
+        );
+        assert.match(run.error, /^cps backup copies the embedded SQLite database; with DATABASE_URL \(PostgreSQL\) use pg_dump -Fc/);
+        assert.equal(last_succeeded, null);
+      }
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it('/openapi.json is OpenAPI 3.1 with both security schemes and the webhook', async () => {

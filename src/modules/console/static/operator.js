@@ -342,6 +342,45 @@ export const auditPage = {
   },
 };
 
+/** Bytes as a person reads them: 1 decimal place of KB, MB or GB (1000s, as file managers do). */
+function size(bytes) {
+  if (bytes === null) return '–';
+  const [value, unit] = bytes >= 1e9 ? [bytes / 1e9, 'GB'] : bytes >= 1e6 ? [bytes / 1e6, 'MB'] : bytes >= 1e3 ? [bytes / 1e3, 'kB'] : [bytes, 'B'];
+  return `${unit === 'B' ? value : value.toFixed(1)} ${unit}`;
+}
+
+/** The last runs of cps backup and cps restore (GET /admin/v1/operations), and the last backup that succeeded. */
+function backupsSection(backups, zone) {
+  const good = backups.last_succeeded;
+  return [
+    h('h2', { id: 'backups-title' }, t('ops.backups_title')),
+    h(
+      'p',
+      { id: 'backups-last', class: good ? null : 'error' },
+      good ? t('ops.backup_last_ok', { at: stampIn(zone, good.finished_at), file: good.file ?? '–', size: size(good.bytes) }) : t('ops.backup_never_ok'),
+    ),
+    backups.runs.length === 0
+      ? h('p', { id: 'backups-none' }, t('ops.backups_none'))
+      : table({
+          id: 'backups-table',
+          labelledBy: 'backups-title',
+          columns: [
+            { title: t('ops.backup_started'), head: true, cell: (run) => stampIn(zone, run.started_at) },
+            { title: t('ops.backup_command'), cell: (run) => h('code', {}, `cps ${run.command}`) },
+            {
+              title: t('ops.backup_outcome'),
+              cell: (run) => h('span', { class: `badge ${run.outcome === 'succeeded' ? 'good' : 'bad'}` }, t(`ops.backup_${run.outcome}`)),
+            },
+            { title: t('ops.backup_file'), cell: (run) => (run.file === null ? '–' : h('code', {}, run.file)) },
+            { title: t('ops.backup_size'), num: true, cell: (run) => size(run.bytes) },
+            { title: t('ops.backup_took'), num: true, cell: (run) => t('ops.seconds', { seconds: ((run.finished_at - run.started_at) / 1000).toFixed(1) }) },
+            { title: t('ops.backup_error'), cell: (run) => run.error ?? '–' },
+          ],
+          rows: backups.runs,
+        }),
+  ];
+}
+
 export const healthPage = {
   name: 'health',
   title: 'nav.health',
@@ -392,7 +431,7 @@ export const healthPage = {
               error: lastRun.last_error ?? '',
             }),
       ),
-      h('p', { class: 'muted' }, t('ops.backups_unrecorded')),
+      ...backupsSection(operations.backups, session.timezone),
       h('h2', { id: 'chains-title' }, t('ops.chains_title')),
       h('p', { id: 'chains-verdict', class: verdict.ok ? 'ok' : 'error' }, t(verdict.ok ? 'ops.chains_ok' : 'ops.chains_broken')),
       table({
