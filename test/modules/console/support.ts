@@ -101,10 +101,16 @@ export async function checkAccessibility(page: Page, what: string): Promise<void
   assert.deepEqual(violations, [], `WCAG 2.1 AA violations on ${what}`);
 }
 
-/** No sideways scrolling at this width. */
+/** No sideways scrolling at this width: not the page's, nor a table's or a code block's within it. */
 export async function checkFits(page: Page, width: number): Promise<void> {
   const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(scrollWidth <= width, `no horizontal scroll (${scrollWidth} > ${width})`);
+  const scrolling = await page.evaluate(() =>
+    [...document.querySelectorAll('.table-wrap, pre')]
+      .filter((box) => box.scrollWidth > box.clientWidth + 1)
+      .map((box) => box.querySelector('table')?.id || box.id || box.tagName),
+  );
+  assert.deepEqual(scrolling, [], 'no box scrolls sideways');
 }
 
 /** Signs in through the page's own form. */
