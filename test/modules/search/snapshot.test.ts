@@ -13,7 +13,7 @@ import { refreshStoredSnapshot } from '../../../src/modules/search/catalogue/sna
 import { snapshotFileFor } from '../../../src/modules/search/catalogue/snapshots.ts';
 import { parseQuery } from '../../../src/modules/search/index/query.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
-import { decodeSnapshot, encodeSnapshot, readSnapshotFile, writeSnapshotFile } from '../../../src/modules/search/index/snapshot.ts';
+import { encodeSnapshot, readSnapshot, writeSnapshotFile } from '../../../src/modules/search/index/snapshot.ts';
 import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, type TestApp } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
@@ -235,7 +235,39 @@ describe('search index snapshots', () => {
     );
     assert.equal(existsSync(stale), false);
     assert.equal(existsSync(fresh), true);
-    const read = decodeSnapshot((await readSnapshotFile(target))!);
+    const read = await readSnapshot(target);
     assert.deepEqual([...(read!.sections.part!.arrays.ids as Uint32Array)], [7, 8]);
+  });
+
+  it('reads a file piece by piece, and not one cut short or whose header points past its end', async () => {
+    const target = path.join(t.ctx.config.dataDir, 'pieces-index.bin');
+    const pieces = encodeSnapshot(
+      { source: 'test' },
+      {
+        part: { meta: { n: 2 }, texts: { words: 'dolo\u00e9', wide: 'd\u0101' }, arrays: { ids: new Uint32Array([7, 8]), on: new Uint8Array([1]) } },
+      },
+    );
+    await writeSnapshotFile(target, pieces);
+    const read = await readSnapshot(target);
+    assert.deepEqual(read!.fields, { source: 'test' });
+    assert.deepEqual(read!.sections.part!.meta, { n: 2 });
+    assert.deepEqual(read!.sections.part!.texts, { words: 'dolo\u00e9', wide: 'd\u0101' });
+    assert.deepEqual(read!.sections.part!.arrays, { ids: new Uint32Array([7, 8]), on: new Uint8Array([1]) });
+    const whole = Buffer.concat(pieces);
+    writeFileSync(target, whole.subarray(0, whole.length - 8));
+    assert.equal(await readSnapshot(target), null);
+    // Whole files whose header is wrong about a piece: past the end, or not a whole number of elements.
+    const base = Math.ceil((16 + whole.readUInt32LE(8)) / 8) * 8;
+    const header = JSON.parse(whole.toString('utf8', 16, 16 + whole.readUInt32LE(8)));
+    for (const bytes of [header.size + 8, 6]) {
+      const edited = structuredClone(header);
+      edited.sections.part.arrays.ids.bytes = bytes;
+      const json = Buffer.from(JSON.stringify(edited));
+      const start = Buffer.alloc(Math.ceil((16 + json.length) / 8) * 8 - json.length);
+      start.write('CPSSNAP1', 0, 'latin1');
+      start.writeUInt32LE(json.length, 8);
+      writeFileSync(target, Buffer.concat([start.subarray(0, 16), json, start.subarray(16), whole.subarray(base)]));
+      assert.equal(await readSnapshot(target), null, `ids of ${bytes} bytes`);
+    }
   });
 });

@@ -30,10 +30,15 @@ export interface RecordStore<T> {
 
 type ColumnType<A extends Column> = { new (length: number): A };
 
-/** A typed array at least `size` long, keeping its contents (capacity doubles). */
+/**
+ * A typed array at least `size` long, keeping its contents. Capacity doubles while small, then grows
+ * by an eighth: a restored index's columns are exactly full, and doubling them all for the first
+ * upsert cost 17 MB at 250,000 products.
+ */
 export function grow<A extends Column>(array: A, size: number, type: ColumnType<A>): A {
   if (array.length >= size) return array;
-  const next = new type(Math.max(size, array.length * 2, 1024));
+  const more = array.length < 65_536 ? array.length : array.length >>> 3;
+  const next = new type(Math.max(size, array.length + more, 1024));
   next.set(array as never);
   return next;
 }
