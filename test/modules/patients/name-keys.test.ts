@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { indexedTokens, keysOf, mobileKey, searchKeys, type SearchPage } from '../../../src/modules/patients/name-keys.ts';
 import type { CandidateRow, KeyRange } from '../../../src/modules/patients/name-repo.ts';
 import { tokensToText } from '../../../src/modules/patients/names.ts';
-import { NON_MATCHES, PATIENTS, QUERIES, type NameQuery } from './name-queries.ts';
+import { NON_MATCHES, PATIENTS, problemsWith, QUERIES, type NameQuery } from './name-queries.ts';
 
 interface Patient {
   id: string;
@@ -52,18 +52,7 @@ const queryPatients: Patient[] = PATIENTS.map((p) => ({
 const search = memoryIndex(queryPatients);
 const refs = async (query: string, limit = 20) => (await search(query, limit)).hits.map((hit) => hit.patientId);
 
-async function problemsOf(q: NameQuery): Promise<string[]> {
-  const found = await refs(q.query);
-  const within = q.within ?? 5;
-  const problems: string[] = [];
-  for (const ref of q.expect) {
-    const rank = found.indexOf(ref) + 1;
-    if (rank === 0 || rank > within)
-      problems.push(`${q.query}: ${ref} at rank ${rank || 'none'} (want <= ${within}; got ${found.slice(0, 6).join(', ')})`);
-  }
-  for (const ref of q.absent ?? []) if (found.includes(ref)) problems.push(`${q.query}: ${ref} found (${q.why})`);
-  return problems;
-}
+const problemsOf = async (q: NameQuery) => problemsWith(q, await refs(q.query));
 
 describe('patient name keys', () => {
   it('finds every patient of the query set among the first hits of the queries naming them', async () => {

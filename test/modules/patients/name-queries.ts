@@ -186,3 +186,19 @@ export const NON_MATCHES: NameQuery[] = [
   { query: 'K Sharma', expect: ['rajesh-sharma'], absent: ['ramesh-sharma', 'sunita-sharma'], why: 'an initial that only Rajesh Kumar has' },
   { query: 'Suresh Raina Sharma', expect: [], absent: ['suresh-raina'], why: 'a third word the name lacks' },
 ];
+
+/**
+ * What is wrong with the hits `found` (patient refs, best first) for `q`: an expected patient missing or
+ * below its rank, a patient that must not be found found.
+ */
+export function problemsWith(q: NameQuery, found: string[]): string[] {
+  const problems: string[] = [];
+  const within = q.within ?? 5;
+  for (const ref of q.expect) {
+    const rank = found.indexOf(ref) + 1;
+    if (rank === 0 || rank > within)
+      problems.push(`${q.query}: ${ref} at rank ${rank || 'none'} (want <= ${within}; got ${found.slice(0, 6).join(', ')})`);
+  }
+  for (const ref of q.absent ?? []) if (found.includes(ref)) problems.push(`${q.query}: ${ref} found (${q.why})`);
+  return problems;
+}

@@ -8,7 +8,7 @@ import { openStorage, type Storage } from '../../../src/db/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { PatientNameIndex, type IndexedPatient } from '../../../src/modules/patients/name-index.ts';
 import { createTestDatabase, type TestDatabase } from '../../support.ts';
-import { NON_MATCHES, PATIENTS, QUERIES, type NameQuery } from './name-queries.ts';
+import { NON_MATCHES, PATIENTS, problemsWith, QUERIES } from './name-queries.ts';
 
 const BUSINESS = 'bs_query_set';
 const OTHER = 'bs_other';
@@ -47,18 +47,6 @@ async function refs(query: string, limit = 20): Promise<string[]> {
   return page.hits.map((hit) => hit.patientId.slice(BUSINESS.length + 1));
 }
 
-function check(q: NameQuery, found: string[]): string[] {
-  const problems: string[] = [];
-  const within = q.within ?? 5;
-  for (const ref of q.expect) {
-    const rank = found.indexOf(ref) + 1;
-    if (rank === 0 || rank > within)
-      problems.push(`${q.query}: ${ref} at rank ${rank || 'none'} (want <= ${within}; got ${found.slice(0, 6).join(', ')})`);
-  }
-  for (const ref of q.absent ?? []) if (found.includes(ref)) problems.push(`${q.query}: ${ref} found (${q.why})`);
-  return problems;
-}
-
 test(`the query set: ${QUERIES.length} queries find their patients among the first hits`, async (t) => {
   assert.ok(QUERIES.length >= 60);
   const problems: string[] = [];
@@ -66,7 +54,7 @@ test(`the query set: ${QUERIES.length} queries find their patients among the fir
   let top5 = 0;
   for (const q of QUERIES) {
     const found = await refs(q.query);
-    problems.push(...check(q, found));
+    problems.push(...problemsWith(q, found));
     if (found[0] === q.expect[0]) first++;
     if (q.expect.every((ref) => found.slice(0, 5).includes(ref))) top5++;
   }
@@ -76,7 +64,7 @@ test(`the query set: ${QUERIES.length} queries find their patients among the fir
 
 test('queries that must not match', async () => {
   const problems: string[] = [];
-  for (const q of NON_MATCHES) problems.push(...check(q, await refs(q.query)));
+  for (const q of NON_MATCHES) problems.push(...problemsWith(q, await refs(q.query)));
   assert.deepEqual(problems, []);
 });
 
