@@ -4,7 +4,7 @@
  * of a handful of patients in memory and scan them as the database does.
  */
 import type { CandidateRow, KeyRange } from './name-repo.ts';
-import { initialClasses, nameTokens, scoreName, tokensFromText, type NameToken } from './names.ts';
+import { initialClasses, nameTokens, scoreName, tokensFromText, typedNameTokens, type NameToken } from './names.ts';
 
 export type MatchKind = 'partner_id' | 'mobile' | 'name';
 
@@ -77,15 +77,13 @@ function nameScans(query: NameToken[]): Scan[] {
   const full = words.filter((t) => t !== last);
   // The anchor is the most selective whole word; a word still being typed only when there is no other.
   const anchor = [...(full.length > 0 ? full : words)].sort((a, b) => b.skeleton.length - a.skeleton.length)[0]!;
-  const anchorTyping = anchor === last;
   const others = query.filter((t) => t !== anchor);
   const partner = [...others].sort((a, b) => Number(a.initial) - Number(b.initial) || b.skeleton.length - a.skeleton.length)[0];
   const scans: Scan[] = [];
   const add = (range: [string, string]) => scans.push({ from: range[0], to: range[1], match: 'name' });
-  if (partner && !anchorTyping) {
-    if (partner.initial) {
-      for (const c of initialClasses(partner.text)) add(prefixRange(`2${anchor.skeleton}|${c}`));
-    } else if (partner === last) {
+  if (partner && !partner.initial) {
+    // Two words (the anchor whole, the partner perhaps still being typed).
+    if (partner === last) {
       add(prefixRange(`2${anchor.skeleton}|${partner.skeleton} ${anchor.text} ${partner.text}`));
       add(prefixRange(`2${anchor.skeleton}|${partner.skeleton}`));
     } else {
@@ -93,19 +91,21 @@ function nameScans(query: NameToken[]): Scan[] {
       add(prefixRange(`2${anchor.skeleton}|${partner.skeleton} `));
     }
     // A typo in either word: pairs of each word with the other's first sound.
-    if (!partner.initial) {
-      add(prefixRange(`2${partner.skeleton}|${anchor.skeleton[0]}`));
-      add(prefixRange(`2${anchor.skeleton}|${partner.skeleton[0]}`));
-    }
+    add(prefixRange(`2${partner.skeleton}|${anchor.skeleton[0]}`));
+    add(prefixRange(`2${anchor.skeleton}|${partner.skeleton[0]}`));
     return scans;
   }
-  // One word (and initials): its spelling, its sounds, then (while typed) longer words, and endings
-  // that vary (Subramanian, Subramaniam; Krishnan, Krishna).
-  const typing = anchor === last;
-  const spelled = `1${anchor.skeleton} ${anchor.text}`;
-  add(typing ? prefixRange(spelled) : pointRange(spelled));
+  if (partner) {
+    // A word and an initial: their pairs, with the word taken whole even when it ends the query (R K
+    // Sharma), as the patients sharing a surname would fill the budget of the word alone.
+    for (const c of initialClasses(partner.text)) add(prefixRange(`2${anchor.skeleton}|${c}`));
+    if (anchor !== last) return scans;
+  }
+  // One word (and initials), the last, so perhaps still being typed: its spelling, its sounds, longer
+  // words, and endings that vary (Subramanian, Subramaniam; Krishnan, Krishna).
+  add(prefixRange(`1${anchor.skeleton} ${anchor.text}`));
   add(prefixRange(`1${anchor.skeleton} `));
-  if (typing) add([`1${anchor.skeleton}!`, `1${anchor.skeleton}\u007f`]);
+  add([`1${anchor.skeleton}!`, `1${anchor.skeleton}\u007f`]);
   if (anchor.skeleton.length >= 4) add(prefixRange(`1${anchor.skeleton.slice(0, -1)}`));
   return scans;
 }
@@ -123,10 +123,17 @@ export function searchScans(query: string): ScoredScan[] {
     const mobile = mobileKey(query.startsWith('+') || digits.length > 10 ? query : digits)!;
     scans.push({ ...toScan(prefixRange(`m${mobile}`), 'mobile'), score: (row) => (row.key === `m${mobile}` ? 500 : 400) });
   } else if (!/\d/.test(query)) {
-    const tokens = nameTokens(query);
+    // A last word of consonants is initials (Sharma RK) or a word being typed (Sunita Sh): both readings
+    // are scanned and a name scores by the better.
+    const readings = [nameTokens(query)];
+    const typed = typedNameTokens(query);
+    if (typed.length !== readings[0]!.length) readings.push(typed);
     const words = new Map<string, NameToken>();
-    const score = (row: CandidateRow) => scoreName(tokens, tokensFromText(row.tokens, words));
-    for (const scan of nameScans(tokens)) scans.push({ ...scan, score });
+    const score = (row: CandidateRow) => {
+      const name = tokensFromText(row.tokens, words);
+      return Math.max(...readings.map((tokens) => scoreName(tokens, name)));
+    };
+    for (const scan of readings.flatMap(nameScans)) scans.push({ ...scan, score });
   }
   return scans;
 }

@@ -221,14 +221,26 @@ function words(raw: string): string[] {
  * dropped, abbreviations spelled out, and groups of consonants alone ("RK") read as initials.
  */
 export function nameTokens(...parts: Array<string | null | undefined>): NameToken[] {
-  const all = words(parts.filter((p) => p).join(' '));
+  return tokensOf(words(parts.filter((p) => p).join(' ')), false);
+}
+
+/**
+ * The tokens of a search text read with its last word as the beginning of a word still being typed: a
+ * group of consonants there ("Sunita Sh", "Rajesh Kr") is then one word, where nameTokens reads initials.
+ */
+export function typedNameTokens(text: string): NameToken[] {
+  return tokensOf(words(text), true);
+}
+
+function tokensOf(all: string[], lastTyped: boolean): NameToken[] {
   while (all.length > 1 && HONORIFICS.has(all[0]!)) all.shift();
   const tokens: NameToken[] = [];
-  for (const word of all) {
+  for (const [i, word] of all.entries()) {
     const spelled = SPELLINGS[word];
+    const typed = lastTyped && i === all.length - 1;
     if (spelled) tokens.push(makeToken(spelled, false));
     else if (word.length === 1) tokens.push(makeToken(word, true));
-    else if (word.length <= 3 && !/[aeiouy]/.test(word)) for (const letter of word) tokens.push(makeToken(letter, true));
+    else if (word.length <= 3 && !/[aeiouy]/.test(word) && !typed) for (const letter of word) tokens.push(makeToken(letter, true));
     else tokens.push(makeToken(word, false));
   }
   return tokens;

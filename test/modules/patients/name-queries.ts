@@ -93,6 +93,7 @@ export const QUERIES: NameQuery[] = [
   { query: 'Rajesh Sharma', expect: ['rajesh-sharma'], why: 'exact, middle name left out' },
   { query: 'sharma', expect: ['rajesh-sharma', 'ramesh-sharma', 'sunita-sharma', 'sanjay-sharma'], within: 6, why: 'surname alone' },
   { query: 'Sunita Shar', expect: ['sunita-sharma'], why: 'surname being typed' },
+  { query: 'Sunita Sh', expect: ['sunita-sharma'], why: 'surname being typed, its first two letters no vowel' },
   { query: 'Pri', expect: ['priyanka-mishra'], why: 'first letters' },
   { query: 'Sharma Rajesh', expect: ['rajesh-sharma'], why: 'surname first' },
   { query: 'Mr. Rajesh Kumar Sharma', expect: ['rajesh-sharma'], why: 'honorific' },

@@ -112,6 +112,26 @@ test('pages are slices of one ranking', async () => {
   assert.equal(last.more, false);
 });
 
+test('a surname 162 patients share: an initial and the surname, or the surname begun, still find their patient', async () => {
+  const CROWDED = 'bs_crowded';
+  const crowd: IndexedPatient[] = [];
+  for (const a of 'bdgklmnpt')
+    for (const b of 'bdgklmnpt')
+      for (const v of 'ai')
+        crowd.push({ id: `${CROWDED}:dev-${a}${v}${b}`, business_id: CROWDED, first_name: `Dev${a}${v}${b}`, last_name: 'Sharma' });
+  await index.indexMany([...crowd, ...['rajesh-sharma', 'ramesh-sharma', 'sunita-sharma'].map((ref) => patient(ref, CROWDED))]);
+  const cases: Array<[query: string, first: string[]]> = [
+    ['R K Sharma', ['rajesh-sharma']],
+    ['R Sharma', ['rajesh-sharma', 'ramesh-sharma']],
+    ['Sunita Sh', ['sunita-sharma']],
+  ];
+  for (const [query, first] of cases) {
+    const page = await index.search(CROWDED, query, { limit: 20 });
+    const found = page.hits.map((hit) => hit.patientId.slice(CROWDED.length + 1));
+    assert.deepEqual(found.slice(0, first.length).sort(), first, `${query}: ${found.slice(0, 5).join(', ')}`);
+  }
+});
+
 test("another business's patients are never found", async () => {
   await index.index(storage.db, { ...patient('ayesha-khan', OTHER), partner_patient_id: 'OTHER1' });
   assert.deepEqual(await refs('Ayesha Khan'), ['ayesha-khan']);

@@ -10,6 +10,7 @@ import {
   initialClasses,
   matchToken,
   nameTokens,
+  typedNameTokens,
   phoneticOf,
   scoreName,
   skeletonOf,
@@ -192,6 +193,25 @@ describe('tokens of a name', () => {
       'penha',
     ]) {
       assert.equal(tokensToText(nameTokens(`Anil D ${surname}`)), `anil d${surname}`, surname);
+    }
+  });
+
+  it('reads a search text’s last word of consonants as a word being typed, where a name reads initials', () => {
+    const cases: Array<[string, string, string]> = [
+      ['Sunita Sh', 'sunita sh', 'ww'],
+      ['Rajesh Kr', 'rajesh kr', 'ww'],
+      ['RK Sharma', 'r k sharma', 'IIw'],
+      ['Sharma R K', 'sharma r k', 'wII'],
+      ['Sharma RK', 'sharma rk', 'ww'],
+      ['Shr', 'shr', 'w'],
+      ['Sh Sunita', 'sunita', 'w'],
+      ['Md', 'mohammed', 'w'],
+      ['Sunita Sharma', 'sunita sharma', 'ww'],
+    ];
+    for (const [raw, text, kinds] of cases) {
+      const tokens = typedNameTokens(raw);
+      assert.equal(tokensToText(tokens), text, raw);
+      assert.equal(tokens.map((t) => (t.initial ? 'I' : 'w')).join(''), kinds, raw);
     }
   });
 
