@@ -6,21 +6,15 @@
  * against its first (goal: ratio <= 1.5), on SQLite and on PostgreSQL.
  *
  * Run alone: `node bench/documents.ts` (PostgreSQL as in bench/cases.ts; skipped if unreachable);
- * BENCH_DOCUMENTS=upload or =listing runs one half; BENCH_CPU_PROF=dir writes the service's CPU
+ * BENCH_DOCUMENTS=upload or =listing runs one half, =memory the 5 MB uploads alone;
+ * BENCH_DOCUMENTS_DB=sqlite or =postgres one database; BENCH_CPU_PROF=dir writes the service's CPU
  * profiles there (read them with bench/cpu-profile-summary.ts).
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildApp, createContext } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { openStorage } from '../src/db/index.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createLogger } from '../src/logger.ts';
-import { BusinessService } from '../src/modules/businesses/index.ts';
-import { signingKeyFromPem } from '../src/security/keys.ts';
-import { demoToken, loadAgainstHello, round, scratchPgDatabase, spawnServer, type Figure } from './lib.ts';
+import { demoToken, inProcessService, loadAgainstHello, median, round, scratchPgDatabase, spawnServer, type Figure } from './lib.ts';
 
 const PATIENT = 'bench-patient';
 const MB = 1024 * 1024;
@@ -50,27 +44,41 @@ function rssBytes(pid: number): number {
   return Number(line?.match(/(\d+)/)?.[1] ?? 0) * 1024;
 }
 
-async function uploadFigures(): Promise<Figure[]> {
+async function uploadFigures(part: string | undefined, databaseUrl: string | null): Promise<Figure[]> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-documents-'));
+  const dialect = databaseUrl ? 'postgres' : 'sqlite';
+  // No business limit: the throughput load stores a few hundred MB.
+  const env = { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
   const sink = await spawnServer('bench/upload-sink.ts', [], {}, '/ready');
   const profileDir = process.env.BENCH_CPU_PROF;
   const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [];
   try {
-    // No business limit: the throughput load stores a few hundred MB.
-    let service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0' }, '/ready', profiling);
+    let service = await spawnServer('bin/cps.js', ['serve'], env, '/ready', profiling);
     const token = await demoToken(service.url, dataDir);
     const headers = (contentType: string, bearer = token) => ({ authorization: `Bearer ${bearer}`, 'x-pt-id': PATIENT, 'content-type': contentType });
 
-    const oneMb = multipartOf(pdfOf(MB));
-    const upload = await loadAgainstHello(sink.url, `${service.url}/mr/api/v2/docs?task=smart`, {
-      method: 'POST',
-      headers: headers(oneMb.contentType),
-      body: oneMb.body,
-      connections: 10,
-    });
+    const figures: Figure[] = [];
+    if (part !== 'memory') {
+      const oneMb = multipartOf(pdfOf(MB));
+      const upload = await loadAgainstHello(sink.url, `${service.url}/mr/api/v2/docs?task=smart`, {
+        method: 'POST',
+        headers: headers(oneMb.contentType),
+        body: oneMb.body,
+        connections: 10,
+      });
+      figures.push({
+        name: `POST /mr/api/v2/docs, 1 MB PDF (multipart, stored encrypted in the database, ${dialect})`,
+        value: Math.round(upload.rps),
+        unit: 'uploads/s',
+        ratio: round(upload.ratio),
+        note:
+          `ratio to a bare Fastify + @fastify/multipart route that discards the same body (${Math.round(upload.helloRps)} req/s), ` +
+          `in turns; goal >= 0.5; 10 connections; p99 ${upload.p99} ms, ${upload.non2xx} non-2xx, ${upload.errors} errors`,
+      });
+    }
     // A fresh process for the memory figure: what the throughput load left on the heap is not its.
     await service.stop();
-    service = await spawnServer('bin/cps.js', ['serve'], { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0' });
+    service = await spawnServer('bin/cps.js', ['serve'], env);
     // Tokens are signed with a key of the process's own: the new one needs its own token.
     const freshToken = await demoToken(service.url, dataDir);
     const pid = service.child.pid!;
@@ -107,60 +115,26 @@ async function uploadFigures(): Promise<Figure[]> {
     peakRss = Math.max(peakRss, rssBytes(pid));
     await service.stop();
     const failed = statuses.filter((s) => s !== 200).length;
-    return [
-      {
-        name: 'POST /mr/api/v2/docs, 1 MB PDF (multipart, stored encrypted in SQLite)',
-        value: Math.round(upload.rps),
-        unit: 'uploads/s',
-        ratio: round(upload.ratio),
-        note:
-          `ratio to a bare Fastify + @fastify/multipart route that discards the same body (${Math.round(upload.helloRps)} req/s), ` +
-          `in turns; goal >= 0.5; 10 connections; p99 ${upload.p99} ms, ${upload.non2xx} non-2xx, ${upload.errors} errors`,
-      },
-      {
-        name: '100 uploads of 5 MB at once: peak RSS of the server',
-        value: Math.round(peakRss / MB),
-        unit: 'MB',
-        note: `goal < 300 MB; ${Math.round(idleRss / MB)} MB before; all done in ${seconds.toFixed(1)} s; ${failed} not 200`,
-      },
-    ];
+    figures.push({
+      name: `100 uploads of 5 MB at once: peak RSS of the server (${dialect})`,
+      value: Math.round(peakRss / MB),
+      unit: 'MB',
+      note: `goal < 300 MB; ${Math.round(idleRss / MB)} MB before; all done in ${seconds.toFixed(1)} s; ${failed} not 200`,
+    });
+    return figures;
   } finally {
     await sink.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 const DOCUMENTS = 10_000;
 const SAMPLES = 200;
 
 async function listingFigures(databaseUrl: string | null): Promise<Figure[]> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-documents-list-'));
-  const config = loadConfig({
-    CPS_DATA_DIR: dataDir,
-    CPS_WORKERS: '0',
-    LOG_LEVEL: 'silent',
-    CPS_PUBLIC_URL: 'http://cps.bench',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-  });
-  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir, poolSize: 4 });
-  const keys = {
-    signing: await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
-    masterKey: randomBytes(32),
-  };
+  const service = await inProcessService('documents-list', databaseUrl);
+  const { app, storage, businessId, clientId, ctx } = service;
   try {
-    await migrateToLatest(storage.db);
-    const ctx = createContext(config, storage, keys, createLogger('silent'));
-    const app = await buildApp(ctx);
-    await app.ready();
-    const { business_id: businessId, client_id: clientId } = await new BusinessService({
-      db: storage.db,
-      chainSeal: ctx.audit.chainSeal,
-    }).createBusiness('Bench');
     // 10,000 active documents, 10 per second of updated_at, in seconds long over.
     const t0 = 1_600_000_000_000;
     for (let from = 0; from < DOCUMENTS; from += 500) {
@@ -213,7 +187,6 @@ async function listingFigures(databaseUrl: string | null): Promise<Figure[]> {
         if (sample >= 20) timings[kind].push(elapsed);
       }
     }
-    await app.close();
     const first = median(timings.first);
     const last = median(timings.last);
     const dialect = storage.dialect;
@@ -222,31 +195,40 @@ async function listingFigures(databaseUrl: string | null): Promise<Figure[]> {
         name: `documents list: first page (${dialect})`,
         value: round(first),
         unit: 'ms',
-        note: `${DOCUMENTS.toLocaleString('en')} documents of one patient, ${pages} pages of ${config.documents.pageSize}; median of ${SAMPLES} in-process requests`,
+        note: `${DOCUMENTS.toLocaleString('en')} documents of one patient, ${pages} pages of ${ctx.config.documents.pageSize}; median of ${SAMPLES} in-process requests`,
       },
       { name: `documents list: last page via next_token (${dialect})`, value: round(last), unit: 'ms' },
       { name: `documents list: last/first ratio (${dialect})`, value: round(last / first), unit: 'x', note: 'goal <= 1.5' },
     ];
   } finally {
-    await storage.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
+    await service.close();
   }
 }
 
 export async function runDocumentsBench(): Promise<Figure[]> {
   const part = process.env.BENCH_DOCUMENTS;
-  const figures = part === 'listing' ? [] : await uploadFigures();
-  if (part === 'upload') return figures;
-  figures.push(...(await listingFigures(null)));
-  const pgDatabase = await scratchPgDatabase();
-  if (!pgDatabase) {
-    figures.push({ name: 'documents list (postgres)', value: 0, unit: 'ms', note: 'skipped: PostgreSQL unreachable' });
-    return figures;
+  const uploads = part !== 'listing';
+  const listing = part === undefined || part === 'listing';
+  const figures: Figure[] = [];
+  const only = process.env.BENCH_DOCUMENTS_DB;
+  if (only !== 'postgres') {
+    if (uploads) figures.push(...(await uploadFigures(part, null)));
+    if (listing) figures.push(...(await listingFigures(null)));
   }
-  try {
-    figures.push(...(await listingFigures(pgDatabase.url)));
-  } finally {
-    await pgDatabase.drop();
+  if (only === 'sqlite') return figures;
+  for (const run of [uploads && uploadFigures, listing && listingFigures]) {
+    if (!run) continue;
+    // A database of its own for each: the listing counts on a patient with no other documents.
+    const pgDatabase = await scratchPgDatabase();
+    if (!pgDatabase) {
+      figures.push({ name: 'documents (postgres)', value: 0, unit: 'ms', note: 'skipped: PostgreSQL unreachable' });
+      return figures;
+    }
+    try {
+      figures.push(...(run === uploadFigures ? await uploadFigures(part, pgDatabase.url) : await listingFigures(pgDatabase.url)));
+    } finally {
+      await pgDatabase.drop();
+    }
   }
   return figures;
 }

@@ -17,7 +17,8 @@
  * whole file).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
@@ -65,9 +66,12 @@ export class DatabaseFileStore implements FileStore {
   readonly #db: Kysely<Database>;
   readonly #masterKey: Buffer;
 
+  readonly #postgres: boolean;
+
   constructor(db: Kysely<Database>, masterKey: Buffer) {
     this.#db = db;
     this.#masterKey = masterKey;
+    this.#postgres = isPostgres(db);
   }
 
   async write(key: string, source: AsyncIterable<Buffer>): Promise<number> {
@@ -78,17 +82,23 @@ export class DatabaseFileStore implements FileStore {
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     let filled = 0;
     const put = async (plain: Buffer, last: boolean) => {
-      await this.#db
-        .insertInto('document_file_chunks')
-        .values({ storage_key: key, seq, data: seal(fileKey, plain, key, seq, last, FORMAT) })
-        .execute();
+      const data = seal(fileKey, plain, key, seq, last, FORMAT);
+      if (this.#postgres) {
+        await sql`insert into document_file_chunks (storage_key, seq, data)
+          select ${key}, ${seq}, ${data} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
+      } else {
+        await this.#db.insertInto('document_file_chunks').values({ storage_key: key, seq, data }).execute();
+      }
       seq += 1;
     };
     try {
-      await this.#db
-        .insertInto('document_file_keys')
-        .values({ storage_key: key, sealed_key: encrypt(this.#masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key)) })
-        .execute();
+      const sealedKey = encrypt(this.#masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key));
+      if (this.#postgres) {
+        await sql`insert into document_file_keys (storage_key, sealed_key)
+          select ${key}, ${sealedKey} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
+      } else {
+        await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
+      }
       for await (const piece of source) {
         size += piece.length;
         let at = 0;
