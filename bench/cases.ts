@@ -7,21 +7,11 @@
  * CPS_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; skipped if unreachable).
  * CASES_BENCH_ROWS overrides the row count.
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
-import { buildApp, createContext } from '../src/app.ts';
 import type { App } from '../src/http/app-type.ts';
-import { loadConfig } from '../src/config.ts';
-import { openStorage, type Storage } from '../src/db/index.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createLogger } from '../src/logger.ts';
-import { BusinessService } from '../src/modules/businesses/index.ts';
+import type { Storage } from '../src/db/index.ts';
 import { CursorCodec } from '../src/modules/cases/cursor.ts';
-import { signingKeyFromPem } from '../src/security/keys.ts';
-import { round, scratchPgDatabase } from './lib.ts';
+import { inProcessService, median, round, scratchPgDatabase } from './lib.ts';
 
 export interface BenchResult {
   name: string;
@@ -59,11 +49,6 @@ async function bulkInsert(storage: Storage, businessId: string): Promise<void> {
   await sql`analyze`.execute(db);
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 async function timePages(app: App, headers: Record<string, string>, urls: Record<string, string>): Promise<Record<string, number>> {
   const timings: Record<string, number[]> = Object.fromEntries(Object.keys(urls).map((k) => [k, []]));
   for (let round = 0; round < SAMPLES + 30; round++) {
@@ -82,29 +67,9 @@ async function timePages(app: App, headers: Record<string, string>, urls: Record
 }
 
 async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-cases-'));
-  const config = loadConfig({
-    CPS_DATA_DIR: dataDir,
-    CPS_WORKERS: '0',
-    LOG_LEVEL: 'silent',
-    CPS_PUBLIC_URL: 'http://cps.bench',
-    CPS_CASES_PAGE_SIZE: '50',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-  });
-  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir, poolSize: 4 });
-  const keys = {
-    signing: await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()),
-    masterKey: randomBytes(32),
-  };
+  const service = await inProcessService('cases', databaseUrl, { CPS_CASES_PAGE_SIZE: '50' });
+  const { app, storage, businessId, clientId, ctx } = service;
   try {
-    await migrateToLatest(storage.db);
-    const ctx = createContext(config, storage, keys, createLogger('silent'));
-    const app = await buildApp(ctx);
-    await app.ready();
-    const { business_id: businessId, client_id: clientId } = await new BusinessService({
-      db: storage.db,
-      chainSeal: ctx.audit.chainSeal,
-    }).createBusiness('Bench');
     const loadStarted = performance.now();
     await bulkInsert(storage, businessId);
     const loadSeconds = (performance.now() - loadStarted) / 1000;
@@ -120,7 +85,7 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
       .where('patient_ref', '=', PATIENT)
       .where('id', '=', `c${String(depth).padStart(7, '0')}`)
       .executeTakeFirstOrThrow();
-    const offset = new CursorCodec(keys.masterKey).seal({ updatedAt: last.updated_at, id: last.id, updatedAfter: null }, businessId, PATIENT);
+    const offset = new CursorCodec(service.masterKey).seal({ updatedAt: last.updated_at, id: last.id, updatedAfter: null }, businessId, PATIENT);
     const deepSecond = T0 + Math.floor(depth / PER_SECOND) - 1;
     const base = '/mr/api/v1/cases';
     const result = await timePages(app, headers, {
@@ -128,7 +93,6 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
       deep: `${base}?offset=${encodeURIComponent(offset)}`,
       since: `${base}?u_at__gt=${deepSecond}`,
     });
-    await app.close();
     const dialect = storage.dialect;
     const note = `${ROWS.toLocaleString('en')} cases of one patient, median of ${SAMPLES} in-process HTTP requests; loaded in ${loadSeconds.toFixed(0)} s`;
     return [
@@ -138,8 +102,7 @@ async function benchDialect(databaseUrl: string | null): Promise<BenchResult[]> 
       { name: `cases list: deep/first ratio (${dialect})`, value: round(result.deep! / result.first!), unit: 'x', note: 'should stay under 1.5' },
     ];
   } finally {
-    await storage.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
+    await service.close();
   }
 }
 

@@ -1,11 +1,20 @@
 /** Shared pieces of the benchmarks: servers in child processes, autocannon runs, machine facts. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { buildApp, createContext } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import type { AppContext } from '../src/context.ts';
+import { openStorage, type Storage } from '../src/db/index.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import type { App } from '../src/http/app-type.ts';
+import { createLogger } from '../src/logger.ts';
+import { BusinessService } from '../src/modules/businesses/index.ts';
+import { signingKeyFromPem } from '../src/security/keys.ts';
 import { freePort } from '../test/net.ts';
 
 export interface Figure {
@@ -337,4 +346,68 @@ export function cpuNote(shares: CpuShares, unit: string, benchLabel = 'load gene
     ['machine in all', shares.machine, ''],
   ].flatMap(([label, ms, more]) => (ms === null ? [] : [`${label} ${(ms as number).toFixed(3)} ms${more}`]));
   return parts.length === 0 ? '' : `CPU per ${unit}: ${parts.join(', ')}`;
+}
+
+/** A service built in this process on a scratch data directory (and PostgreSQL database, when given), with one business. */
+export interface InProcessService {
+  app: App;
+  ctx: AppContext;
+  storage: Storage;
+  masterKey: Buffer;
+  businessId: string;
+  clientId: string;
+  /** Closes the app and the storage and removes the data directory. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the service in this process for a bench that calls it by `app.inject` (no sockets, no
+ * workers): a fresh data directory named after `name`, the database migrated, a business "Bench".
+ * `env` adds settings (a page size, say).
+ */
+export async function inProcessService(name: string, databaseUrl: string | null, env: Record<string, string> = {}): Promise<InProcessService> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `cps-bench-${name}-`));
+  const config = loadConfig({
+    CPS_DATA_DIR: dataDir,
+    CPS_WORKERS: '0',
+    LOG_LEVEL: 'silent',
+    CPS_PUBLIC_URL: 'http://cps.bench',
+    ...env,
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
+  const storage = openStorage({ databaseUrl: config.databaseUrl, dataDir, poolSize: 4 });
+  const removeAll = async () => {
+    await storage.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const masterKey = randomBytes(32);
+    const signing = await signingKeyFromPem(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+    await migrateToLatest(storage.db);
+    const ctx = createContext(config, storage, { signing, masterKey }, createLogger('silent'));
+    const app = await buildApp(ctx);
+    await app.ready();
+    const business = await new BusinessService({ db: storage.db, chainSeal: ctx.audit.chainSeal }).createBusiness('Bench');
+    return {
+      app,
+      ctx,
+      storage,
+      masterKey,
+      businessId: business.business_id,
+      clientId: business.client_id,
+      close: async () => {
+        await app.close();
+        await removeAll();
+      },
+    };
+  } catch (error) {
+    await removeAll();
+    throw error;
+  }
+}
+
+/** The middle value (the upper one of an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
