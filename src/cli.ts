@@ -22,7 +22,7 @@ import { createLogger } from './logger.ts';
 import { createModules } from './modules/index.ts';
 import { erasureRecordPath, type ReappliedErasures } from './modules/privacy/index.ts';
 import { loadKeys } from './security/keys.ts';
-import { closeSync, existsSync, openSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, realpathSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Principal } from './auth/principal.ts';
 import { revokeClientTokens } from './modules/auth/index.ts';
@@ -364,12 +364,15 @@ const commands: Record<string, Command> = {
     // Created, never over an existing file: the document is the patient's whole record.
     const handle = openSync(file, 'wx', 0o600);
     try {
-      const document = await withModules(config, (modules) =>
-        withAuditEntry({ operation: 'cps patient export', action: 'export', resource: 'patient', id: patient, business, patient }, () =>
-          modules.privacy.service.exportNow(operatorPrincipal(business), patient, values.partner ?? false),
-        ),
+      await withModules(config, (modules) =>
+        withAuditEntry({ operation: 'cps patient export', action: 'export', resource: 'patient', id: patient, business, patient }, async () => {
+          // Written as it is read: documents' files come from their store piece by piece.
+          for await (const piece of await modules.privacy.service.exportNow(operatorPrincipal(business), patient, values.partner ?? false)) {
+            for (let at = 0; at < piece.length; ) at += writeSync(handle, piece, at);
+          }
+          writeSync(handle, '\n');
+        }),
       );
-      writeFileSync(handle, `${JSON.stringify(document, null, 2)}\n`);
       printJson({ business_id: business, patient_id: patient, file });
     } catch (error) {
       closeSync(handle);

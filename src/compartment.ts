@@ -49,6 +49,21 @@ export interface HeldTable {
   by: 'id' | 'ref';
 }
 
+/**
+ * A value of an export section that is bytes the holder keeps (a document's file): the export does not
+ * hold them; they are read from the holder (its `openExportStream`, with `ref`) when the export is
+ * downloaded, and written in the value's place as a base64 string, or null when the holder no longer
+ * has them. Only a holder makes one: nothing read from the database can be an instance of this class.
+ */
+export class ExportStream {
+  readonly holder: string;
+  readonly ref: unknown;
+  constructor(holder: string, ref: unknown) {
+    this.holder = holder;
+    this.ref = ref;
+  }
+}
+
 /** How an erasure treats a holder's rows: a function that deletes or anonymises them, or the reason they are kept. */
 export type Erasure = ((trx: Db, scope: PatientScope, now: number) => Promise<void>) | { kept: string };
 
@@ -72,6 +87,8 @@ export interface PatientDataHolder {
   references?: (db: Db, scope: PatientScope) => Promise<Partial<HeldReferences>>;
   /** Its sections of the patient's export document, by name. */
   export?: (db: Db, scope: PatientScope) => Promise<Record<string, unknown>>;
+  /** The bytes of an ExportStream it put in its sections, by the stream's ref; null when it no longer has them. */
+  openExportStream?: (db: Db, businessId: string, ref: unknown) => Promise<AsyncIterable<Buffer> | null>;
   erase: Erasure;
 }
 
@@ -126,6 +143,13 @@ export class PatientCompartment {
     const sections: Record<string, unknown> = {};
     for (const holder of this.#holders) if (holder.export) Object.assign(sections, await holder.export(db, scope));
     return sections;
+  }
+
+  /** The bytes of an ExportStream of the business's export, from the holder that made it. */
+  async openExportStream(db: Db, businessId: string, stream: { holder: string; ref: unknown }): Promise<AsyncIterable<Buffer> | null> {
+    const holder = this.#holders.find((known) => known.name === stream.holder);
+    if (!holder?.openExportStream) throw new Error(`Patient data holder ${stream.holder} opens no export stream`);
+    return holder.openExportStream(db, businessId, stream.ref);
   }
 
   /** Every holder's erasure, under the locks the caller took. */

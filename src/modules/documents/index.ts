@@ -2,7 +2,7 @@
  * The documents module's front door: the file stores, the service, its routes and the sweep job that
  * deletes the bytes of removed files (every SWEEP_MINUTES, one run per interval for all processes).
  */
-import { parsedJson } from '../../compartment.ts';
+import { ExportStream, parsedJson } from '../../compartment.ts';
 import type { AppContext } from '../../context.ts';
 import { patientKey } from '../../jobs/outbox.ts';
 import { enqueue } from '../../jobs/queue-repo.ts';
@@ -39,18 +39,16 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
       const files = await repo.filesUnder(db, scope.businessId, scope.refs);
       const documents = [];
       for (const row of await repo.documentsUnder(db, scope.businessId, scope.refs)) {
-        const own = [];
-        for (const file of files.filter((f) => f.document_id === row.id && f.state === 'stored' && f.storage_key !== null)) {
-          const parts: Buffer[] = [];
-          for await (const part of store.read(file.storage_key!)) parts.push(part);
-          own.push({
+        const own = files
+          .filter((f) => f.document_id === row.id && f.state === 'stored' && f.storage_key !== null)
+          .map((file) => ({
             index: file.idx,
             content_type: file.content_type,
             size: Number(file.size),
             file_name: file.file_name,
-            content_base64: Buffer.concat(parts).toString('base64'),
-          });
-        }
+            // Read from its store when the export is downloaded, never held whole.
+            content_base64: new ExportStream('documents', { document_id: file.document_id, idx: file.idx, key: file.storage_key }),
+          }));
         documents.push({
           document_id: row.id,
           patient_ref: row.patient_ref,
@@ -66,6 +64,13 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
         });
       }
       return { documents };
+    },
+    // The file as the export saw it, while it is still stored: a document deleted since has none.
+    openExportStream: async (db, businessId, ref) => {
+      const { document_id, idx, key } = ref as { document_id: string; idx: number; key: string };
+      const file = await repo.findFile(db, businessId, document_id, idx);
+      const holder = file?.store ? stores.get(file.store) : undefined;
+      return holder && file?.state === 'stored' && file.storage_key === key ? holder.read(key) : null;
     },
     // The embedded store's bytes go in the erasure's transaction (the store is the database); an
     // object store's before it commits, so that an erasure the store refused fails and can be run again.

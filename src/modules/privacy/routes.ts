@@ -6,6 +6,7 @@
  * until it expires; `POST /privacy/v1/patients/{patient_id}/erase` (scope privacy:erase) erases the
  * patient. A patient id is the service's or the partner's; `?partner_id=1` makes it the partner's only.
  */
+import { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import type { App } from '../../http/app-type.ts';
 import { principalOf, type RouteAuth } from '../../http/auth.ts';
@@ -92,8 +93,11 @@ export function privacyRoutes(service: PrivacyService) {
         },
       },
       async (request, reply) => {
-        const document = await service.download(principalOf(request).businessId, request.params.export_id, request.query.token);
-        return reply.header('content-disposition', `attachment; filename="patient-export-${request.params.export_id}.json"`).send(document);
+        const text = await service.download(principalOf(request).businessId, request.params.export_id, request.query.token);
+        return reply
+          .type('application/json; charset=utf-8')
+          .header('content-disposition', `attachment; filename="patient-export-${request.params.export_id}.json"`)
+          .send(Readable.from(text) as never);
       },
     );
 

@@ -19,6 +19,7 @@ import { decrypt, encrypt } from '../../security/encryption.ts';
 import type { IdempotencyService } from '../idempotency/service.ts';
 import { addressOf, extrasOf, type PatientRow, type PatientService } from '../patients/service.ts';
 import { appendErasureRecord, readErasureRecord } from './erasure-record.ts';
+import { exportText, parseStoredExport, storedExport } from './export-text.ts';
 import * as repo from './repo.ts';
 
 export const EXPORT_JOB = 'privacy.export';
@@ -172,7 +173,7 @@ export class PrivacyService {
    * The operator's export from the command line (cps patient export): asked, built and read at once, with
    * the rows and document the API's export has.
    */
-  async exportNow(principal: Principal, patientId: string, byPartner: boolean): Promise<Record<string, unknown>> {
+  async exportNow(principal: Principal, patientId: string, byPartner: boolean): Promise<AsyncIterable<Buffer>> {
     const asked = await this.requestExport(principal, patientId, byPartner);
     await this.buildExport(asked.export_id);
     return this.download(principal.businessId, asked.export_id, this.#token(principal.businessId, asked.export_id));
@@ -189,7 +190,7 @@ export class PrivacyService {
       return;
     }
     const now = Date.now();
-    const sealed = encrypt(this.#deps.masterKey, JSON.stringify(document), sealedUnder(row.business_id, exportId));
+    const sealed = encrypt(this.#deps.masterKey, JSON.stringify(storedExport(document)), sealedUnder(row.business_id, exportId));
     await repo.completeExport(db, exportId, sealed, now, now + this.#deps.exportTtlSeconds * 1000);
   }
 
@@ -208,7 +209,7 @@ export class PrivacyService {
    * The document of a ready export, for the business that asked, with the link's token: an unknown
    * export, another business's or a wrong token answers 404; a pending one 409; an expired one 410.
    */
-  async download(businessId: string, exportId: string, token: string): Promise<Record<string, unknown>> {
+  async download(businessId: string, exportId: string, token: string): Promise<AsyncIterable<Buffer>> {
     const row = await repo.findExport(this.#deps.db, businessId, exportId);
     if (!row || !this.#tokenMatches(businessId, row.id, token)) throw exportNotFound();
     const now = Date.now();
@@ -216,9 +217,10 @@ export class PrivacyService {
     if (row.status !== 'ready' || row.document === null) {
       throw new AppError(409, `The export is ${row.status}, not ready`, { code: 'EXPORT_NOT_READY' });
     }
-    const document = JSON.parse(decrypt(this.#deps.masterKey, row.document, sealedUnder(businessId, exportId))) as Record<string, unknown>;
+    const stored = parseStoredExport(decrypt(this.#deps.masterKey, row.document, sealedUnder(businessId, exportId)));
     await repo.markDownloaded(this.#deps.db, exportId, now);
-    return document;
+    // Documents' files are read from their store as the text is sent (export-text.ts).
+    return exportText(stored, (stream) => this.#deps.compartment.openExportStream(this.#deps.db, businessId, stream));
   }
 
   #view(row: repo.ExportRow, now: number): ExportView {

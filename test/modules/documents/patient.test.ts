@@ -61,17 +61,34 @@ describe(`documents: the patient compartment (${DIALECT}, ${STORE} store)`, () =
     assert.equal((await api.get(kept)).statusCode, 200);
   });
 
-  it("an export includes the patient's documents with their files", async () => {
+  it("an export includes the patient's documents with their files, read from the store as it is downloaded", async () => {
     const patient = await newPatient('Meera');
+    const api = documentsApi(t.app, client.token, patient);
     const png = sampleFile('png', 5000);
-    const id = await documentsApi(t.app, client.token, patient).create([png], ['image/png'], { title: 'X-ray' });
+    // Over two chunks of the database store, and not a whole number of base64's 3-byte groups.
+    const pdf = sampleFile('pdf', 600_001);
+    const id = await api.create([png], ['image/png'], { title: 'X-ray' });
+    const report = await api.create([pdf], ['application/pdf'], { title: 'Report' });
+    const gone = await api.create([sampleFile('png', 3000)], ['image/png'], { title: 'Deleted later' });
     const ready = await exportReady(t, client.token, patient);
-    const document = (await t.app.inject({ method: 'GET', url: linkPath(ready.download_url), headers: bearer(client.token) })).json();
-    const exported = document.documents.find((doc: { document_id: string }) => doc.document_id === id);
-    assert.ok(exported, JSON.stringify(Object.keys(document)));
-    assert.equal(exported.title, 'X-ray');
-    assert.equal(exported.files[0].content_type, 'image/png');
-    assert.ok(Buffer.from(exported.files[0].content_base64, 'base64').equals(png));
+    const stored = await t.ctx.storage.db.selectFrom('privacy_exports').select('document').where('id', '=', ready.export_id).executeTakeFirstOrThrow();
+    assert.ok(stored.document !== null && stored.document.length < 100_000, `the stored export holds no file (${stored.document?.length} chars)`);
+    assert.equal((await api.remove(gone)).statusCode, 200);
+    const answer = await t.app.inject({ method: 'GET', url: linkPath(ready.download_url), headers: bearer(client.token) });
+    assert.equal(answer.statusCode, 200, answer.body);
+    assert.match(String(answer.headers['content-type']), /^application\/json/);
+    const document = answer.json();
+    assert.equal(document.format, 'opencps.patient-export.v1');
+    const exported = (documentId: string) => document.documents.find((doc: { document_id: string }) => doc.document_id === documentId);
+    assert.ok(exported(id), JSON.stringify(Object.keys(document)));
+    assert.equal(exported(id).title, 'X-ray');
+    assert.equal(exported(id).files[0].content_type, 'image/png');
+    assert.ok(Buffer.from(exported(id).files[0].content_base64, 'base64').equals(png));
+    assert.equal(exported(report).files[0].size, pdf.length);
+    assert.ok(Buffer.from(exported(report).files[0].content_base64, 'base64').equals(pdf));
+    // Deleted after the export was built: the document as it was then, its file's bytes no longer there.
+    assert.equal(exported(gone).title, 'Deleted later');
+    assert.equal(exported(gone).files[0].content_base64, null);
   });
 
   it("an erasure removes the patient's documents and their bytes", async () => {
