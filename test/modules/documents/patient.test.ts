@@ -71,7 +71,11 @@ describe(`documents: the patient compartment (${DIALECT}, ${STORE} store)`, () =
     const report = await api.create([pdf], ['application/pdf'], { title: 'Report' });
     const gone = await api.create([sampleFile('png', 3000)], ['image/png'], { title: 'Deleted later' });
     const ready = await exportReady(t, client.token, patient);
-    const stored = await t.ctx.storage.db.selectFrom('privacy_exports').select('document').where('id', '=', ready.export_id).executeTakeFirstOrThrow();
+    const stored = await t.ctx.storage.db
+      .selectFrom('privacy_exports')
+      .select('document')
+      .where('id', '=', ready.export_id)
+      .executeTakeFirstOrThrow();
     assert.ok(stored.document !== null && stored.document.length < 100_000, `the stored export holds no file (${stored.document?.length} chars)`);
     assert.equal((await api.remove(gone)).statusCode, 200);
     const answer = await t.app.inject({ method: 'GET', url: linkPath(ready.download_url), headers: bearer(client.token) });
