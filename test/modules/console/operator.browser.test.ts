@@ -145,6 +145,9 @@ describe('operator in a browser', { skip: browserSkip }, () => {
       assert.match(await page.locator('#health-table').innerText(), /database\tPassing/);
       assert.match(await page.locator('#retention-last').innerText(), /^(Retention has not run yet\.|Last run finished .*)$/);
       assert.equal(await page.locator('#queue-table, #queue-empty').count(), 1, 'the queue depth, or that it is empty');
+      assert.equal(await page.locator('#chains-verdict').count(), 0, 'the chains are verified when asked');
+      await page.getByRole('button', { name: 'Verify every chain' }).click();
+      await page.locator('#status', { hasText: 'Every chain holds.' }).waitFor();
       assert.equal(await page.locator('#chains-verdict').innerText(), 'Every chain holds.');
       assert.match(await page.locator(`#chains-table tr[data-chain="${businessId}"]`).innerText(), /\d+\tHolds/);
       assert.match(await page.locator('#backups-last').innerText(), /^Last backup that succeeded: .+, nightly-1128\.sqlite \(12\.3 MB\)\.$/);
@@ -178,6 +181,11 @@ describe('operator in a browser', { skip: browserSkip }, () => {
         await checkAccessibility(page, `${link} (phone)`);
         await shot(page, name);
       }
+      // The health page, last shown, with every chain's verdict too.
+      await page.getByRole('button', { name: 'Verify every chain' }).tap();
+      await page.locator('#chains-table').waitFor();
+      await checkFits(page, 390);
+      await shot(page, 'health-phone');
       assert.deepEqual(problems, []);
     } finally {
       await close();
