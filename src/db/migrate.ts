@@ -44,6 +44,7 @@ import * as tokenIssuers from './migrations/0033_token_issuers.ts';
 import * as clientSecretRotation from './migrations/0034_client_secret_rotation.ts';
 import * as webhookAttemptsByBusiness from './migrations/0035_webhook_attempts_by_business.ts';
 import * as backupRuns from './migrations/0036_backup_runs.ts';
+import * as accessLogByBusinessAndTime from './migrations/0037_access_log_by_business_and_time.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -82,6 +83,7 @@ export const migrations: Record<string, Migration> = {
   '0034_client_secret_rotation': clientSecretRotation,
   '0035_webhook_attempts_by_business': webhookAttemptsByBusiness,
   '0036_backup_runs': backupRuns,
+  '0037_access_log_by_business_and_time': accessLogByBusinessAndTime,
 };
 
 /**
