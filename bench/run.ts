@@ -111,6 +111,7 @@ const modules: Array<{ section: string; file: string; fn: string; title: string 
   { section: 'login', file: './login.ts', fn: 'runLoginBench', title: 'Login under a flood of wrong secrets' },
   { section: 'audit', file: './audit.ts', fn: 'runAuditBench', title: 'Access log (issue 21)' },
   { section: 'documents', file: './documents.ts', fn: 'runDocumentsBench', title: 'Documents: upload, memory, listing depth (issue 34)' },
+  { section: 'console', file: './console.ts', fn: 'runConsoleBench', title: 'Console (issue 35)' },
 ];
 for (const module of modules) {
   if (!wanted(module.section) || !existsSync(path.join(import.meta.dirname, module.file))) continue;
