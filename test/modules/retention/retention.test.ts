@@ -6,8 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Writable } from 'node:stream';
+import { ChainSeal } from '../../../src/access-log/seal.ts';
+import { appendChained } from '../../../src/access-log/store.ts';
 import { EVENT_DISPATCH } from '../../../src/jobs/outbox.ts';
+import { createLogger } from '../../../src/logger.ts';
 import { RETENTION_JOB } from '../../../src/modules/retention/index.ts';
+import { entry } from '../../access-log/support.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { count, DAY, db, insertDelivery, insertEvent, insertJob, insertNotification, insertSubscription, MARGIN } from './support.ts';
 
@@ -16,8 +21,15 @@ const BATCH = 10;
 describe(`retention (${DIALECT})`, () => {
   let t: TestApp;
   let client: TestClient;
+  const logged: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logged.push(String(chunk));
+      done();
+    },
+  });
   before(async () => {
-    t = await createTestApp({ env: { CPS_RETENTION_BATCH: String(BATCH) } });
+    t = await createTestApp({ env: { CPS_RETENTION_BATCH: String(BATCH) }, logger: createLogger('error', sink) });
     client = await createTestClient(t.ctx);
   });
   after(async () => t.close());
@@ -74,6 +86,8 @@ describe(`retention (${DIALECT})`, () => {
     const waitingPending = await insertDelivery(t, at(waiting, sub2), 'pending', old);
     const undispatched = await insertEvent(t, b, old);
     await insertJob(t, { kind: EVENT_DISPATCH, dedupe_key: undispatched, status: 'pending', due_at: old, created_at: old });
+    const dispatching = await insertEvent(t, b, old);
+    await insertJob(t, { kind: EVENT_DISPATCH, dedupe_key: dispatching, status: 'running', started_at: now, due_at: old, created_at: old });
     const dispatched = await insertEvent(t, b, old);
     await insertJob(t, { kind: EVENT_DISPATCH, dedupe_key: dispatched, status: 'succeeded', finished_at: now, created_at: old });
     const recent = await insertEvent(t, b, young);
@@ -86,8 +100,8 @@ describe(`retention (${DIALECT})`, () => {
     assert.equal(report.pruned.webhook_deliveries, 3);
     assert.equal(report.pruned.events, 2);
     assert.deepEqual(
-      await ids('events', [settled, waiting, undispatched, dispatched, recent, retried]),
-      [waiting, undispatched, recent, retried].sort(),
+      await ids('events', [settled, waiting, undispatched, dispatching, dispatched, recent, retried]),
+      [waiting, undispatched, dispatching, recent, retried].sort(),
     );
     assert.deepEqual(
       await ids('webhook_deliveries', [...settledDeliveries, waitingDone, waitingPending, recentDelivery, retriedDelivery]),
@@ -275,6 +289,95 @@ describe(`retention (${DIALECT})`, () => {
     );
   });
 
+  it("a webhook delivery's attempts: each once it finished longer ago than CPS_RETENTION_EVENTS_DAYS", async () => {
+    const now = Date.now();
+    const days = t.ctx.config.retention.eventsDays;
+    const old = now - days * DAY - MARGIN;
+    const young = now - days * DAY + MARGIN;
+    const b = client.businessId;
+    const delivery = await insertDelivery(
+      t,
+      { businessId: b, subscriptionId: await insertSubscription(t, b), eventId: await insertEvent(t, b, young) },
+      'failed',
+      young,
+    );
+    const attempt = (n: number, finishedAt: number) => ({
+      delivery_id: delivery,
+      attempt: n,
+      business_id: b,
+      started_at: finishedAt - 1000,
+      finished_at: finishedAt,
+      duration_ms: 1000,
+      status_code: 503,
+      error: 'HTTP 503',
+    });
+    await db(t)
+      .insertInto('webhook_delivery_attempts')
+      .values([attempt(1, old - 1), attempt(2, old), attempt(3, young)])
+      .execute();
+    const report = await retention().run(undefined, now);
+    assert.equal(report.pruned.webhook_delivery_attempts, 2);
+    const left = await db(t).selectFrom('webhook_delivery_attempts').select('attempt').where('delivery_id', '=', delivery).execute();
+    assert.deepEqual(
+      left.map((row) => row.attempt),
+      [3],
+    );
+  });
+
+  it("a patient's export once its link expired, whatever its period; one still downloadable stays", async () => {
+    const now = Date.now();
+    const b = client.businessId;
+    const exported = (id: string, expiresAt: number) => ({
+      id,
+      business_id: b,
+      patient_id: 'pt_1',
+      client_id: client.clientId,
+      status: 'ready' as const,
+      document: 'sealed',
+      created_at: expiresAt - DAY,
+      ready_at: expiresAt - DAY,
+      expires_at: expiresAt,
+      downloaded_at: null,
+    });
+    await db(t)
+      .insertInto('privacy_exports')
+      .values([exported('pex_expired', now - MARGIN), exported('pex_live', now + MARGIN)])
+      .execute();
+    const report = await retention().run(undefined, now);
+    assert.equal(report.pruned.privacy_exports, 1);
+    const left = await db(t).selectFrom('privacy_exports').select('id').where('business_id', '=', b).execute();
+    assert.deepEqual(
+      left.map((row) => row.id),
+      ['pex_live'],
+    );
+  });
+
+  it('access log entries older than CPS_RETENTION_ACCESS_LOG_DAYS go up to a broken link, which stays and is logged', async () => {
+    const now = Date.now();
+    const cutoff = now - t.ctx.config.retention.accessLogDays * DAY;
+    const seal = new ChainSeal(t.ctx.keys.masterKey);
+    const { businessId } = await createTestClient(t.ctx);
+    await appendChained(db(t), seal, businessId, [
+      ...Array.from({ length: 5 }, (_, i) => entry(businessId, cutoff - MARGIN - 5 + i)),
+      entry(businessId, cutoff + MARGIN),
+    ]);
+    const whole = (await createTestClient(t.ctx)).businessId;
+    await appendChained(db(t), seal, whole, [entry(whole, cutoff - MARGIN), entry(whole, cutoff + MARGIN), entry(whole, cutoff + MARGIN + 1)]);
+    await db(t).updateTable('access_log').set({ client_id: 'someone-else' }).where('business_id', '=', businessId).where('seq', '=', 4).execute();
+    logged.length = 0;
+    const report = await retention().run(undefined, now);
+    assert.equal(report.pruned.access_log, 4);
+    const seqs = async (business: string) =>
+      (await db(t).selectFrom('access_log').select('seq').where('business_id', '=', business).orderBy('seq').execute()).map((row) => Number(row.seq));
+    assert.deepEqual(await seqs(businessId), [4, 5, 6]);
+    assert.deepEqual(await seqs(whole), [2, 3]);
+    const errors = logged.map((line) => JSON.parse(line)).filter((line) => line.business_id === businessId);
+    assert.deepEqual(
+      errors.map((line) => [line.seq, line.msg]),
+      [[4, 'retention: the access log chain is broken here; not pruned past it']],
+    );
+  });
+
   it('a run with nothing old deletes nothing, counts rows per table in cps_retention_pruned_rows_total and stops when aborted', async () => {
     const report = await retention().run();
     assert.equal(report.total, 0);
@@ -286,6 +389,7 @@ describe(`retention (${DIALECT})`, () => {
     assert.equal(byRule.events, 5);
     assert.equal(byRule.push_deliveries, 4);
     assert.equal(metric.values.find((v) => v.labels.rule === 'events')?.labels.table, 'events');
+    assert.equal(metric.values.find((v) => v.labels.rule === 'access_log')?.labels.table, 'access_log');
 
     const aborted = new AbortController();
     aborted.abort(new Error('stop'));
