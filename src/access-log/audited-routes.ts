@@ -255,6 +255,12 @@ export const AUDITED_ROUTES: Readonly<Record<string, AuditedRoute>> = {
     id: (request) => `${params(request).id}/${params(request).index}`,
     patient: (request) => query(request).pt,
   },
+  'GET /mr/api/v1/docs/:id/files/:index/thumbnail': {
+    resource: 'document_file',
+    action: 'read',
+    id: (request) => `${params(request).id}/${params(request).index}/thumbnail`,
+    patient: (request) => query(request).pt,
+  },
 
   // Push: devices tied to patients, and notifications sent to them.
   'POST /notification/add-device': {

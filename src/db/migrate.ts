@@ -45,6 +45,7 @@ import * as clientSecretRotation from './migrations/0034_client_secret_rotation.
 import * as webhookAttemptsByBusiness from './migrations/0035_webhook_attempts_by_business.ts';
 import * as backupRuns from './migrations/0036_backup_runs.ts';
 import * as accessLogByBusinessAndTime from './migrations/0037_access_log_by_business_and_time.ts';
+import * as documentThumbnails from './migrations/0038_document_thumbnails.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -84,6 +85,7 @@ export const migrations: Record<string, Migration> = {
   '0035_webhook_attempts_by_business': webhookAttemptsByBusiness,
   '0036_backup_runs': backupRuns,
   '0037_access_log_by_business_and_time': accessLogByBusinessAndTime,
+  '0038_document_thumbnails': documentThumbnails,
 };
 
 /**

@@ -307,6 +307,10 @@ export interface DocumentFilesTable {
   storage_key: string | null;
   claimed_at: number | null;
   stored_at: number | null;
+  /** The thumbnail's store and key (documents/thumbnails.ts), and its size; null until one is made. */
+  thumbnail_store?: string | null;
+  thumbnail_key?: string | null;
+  thumbnail_size?: number | null;
 }
 
 /** The embedded store's bytes: AES-256-GCM chunks of a file, under its key (document_file_keys). */

@@ -27,7 +27,15 @@ interface Call {
 /** The request exercising each audited route, against a seeded business. */
 function calls(
   s: Seeded,
-  extra: { duplicateId: string; caseId: string; movedIds: [string, string]; eventId: string; documentId: string; documentLink: string },
+  extra: {
+    duplicateId: string;
+    caseId: string;
+    movedIds: [string, string];
+    eventId: string;
+    documentId: string;
+    documentLink: string;
+    thumbnailLink: string;
+  },
 ): Record<string, () => Call> {
   const apt = s.appointmentId;
   const pt = s.patientId;
@@ -223,6 +231,12 @@ function calls(
       patient: pt,
     }),
     'GET /mr/api/v1/docs/:id/files/:index': () => ({ method: 'GET', url: extra.documentLink, id: `${extra.documentId}/0`, patient: pt }),
+    'GET /mr/api/v1/docs/:id/files/:index/thumbnail': () => ({
+      method: 'GET',
+      url: extra.thumbnailLink,
+      id: `${extra.documentId}/0/thumbnail`,
+      patient: pt,
+    }),
     'POST /notification/add-device': () => ({
       method: 'POST',
       url: '/notification/add-device',
@@ -347,13 +361,15 @@ describe(`access log entries (${DIALECT})`, () => {
       .where('business_id', '=', s.client.businessId)
       .where('ordering_key', '=', `appointment:${s.appointmentId}`)
       .executeTakeFirstOrThrow();
-    const upload = multipartBody([{ name: 'file', value: sampleFile('pdf'), fileName: 'a.pdf', contentType: 'application/pdf' }]);
+    const upload = multipartBody([{ name: 'file', value: sampleFile('png'), fileName: 'a.png', contentType: 'image/png' }]);
     const document = await call(t, s.client.token, 'POST', '/mr/api/v2/docs?task=smart', upload.payload, {
       'x-pt-id': s.patientId,
       ...upload.headers,
     });
     assert.equal(document.statusCode, 200, document.body);
     const documentId = document.json().document_id as string;
+    // The thumbnail job; the file's link opens its thumbnail too.
+    await t.ctx.jobs.runDue();
     const read = await call(t, s.client.token, 'GET', `/mr/api/v1/docs/${documentId}`, undefined, { 'x-pt-id': s.patientId });
     const link = new URL(read.json().files[0].asset_url as string);
     const table = calls(s, {
@@ -363,6 +379,7 @@ describe(`access log entries (${DIALECT})`, () => {
       eventId: booked.id,
       documentId,
       documentLink: `${link.pathname}${link.search}`,
+      thumbnailLink: `${link.pathname}/thumbnail${link.search}`,
     });
     assert.deepEqual(Object.keys(table).sort(), Object.keys(AUDITED_ROUTES).sort(), 'a call for every audited route');
     // In an order that keeps the records the later calls need: merge and delete last.

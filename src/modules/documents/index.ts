@@ -12,7 +12,7 @@ import { DatabaseFileStore, removeStored, type FileStore } from './file-store.ts
 import { ObjectFileStore } from './object-store.ts';
 import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
-import { DocumentsService, uploadKey } from './service.ts';
+import { DocumentsService, THUMBNAIL_JOB, uploadKey } from './service.ts';
 
 export { DocumentsService } from './service.ts';
 
@@ -76,15 +76,18 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     // object store's before it commits, so that an erasure the store refused fails and can be run again.
     erase: async (trx, scope) => {
       const files = await repo.filesUnder(trx, scope.businessId, scope.refs);
-      await removeStored(
-        trx,
-        files.filter((file) => file.store === embedded.name && file.storage_key !== null).map((file) => file.storage_key!),
-      );
+      const thumbnailsIn = (name: string) =>
+        files.filter((file) => file.thumbnail_store === name && file.thumbnail_key).map((file) => file.thumbnail_key!);
+      await removeStored(trx, [
+        ...files.filter((file) => file.store === embedded.name && file.storage_key !== null).map((file) => file.storage_key!),
+        ...thumbnailsIn(embedded.name),
+      ]);
       for (const [name, other] of stores) {
         if (name === embedded.name) continue;
         const keys = files
           .filter((file) => file.store === name)
           .flatMap((file) => [...(file.storage_key === null ? [] : [file.storage_key]), ...(other.direct ? [uploadKey(file)] : [])]);
+        keys.push(...thumbnailsIn(name));
         if (keys.length > 0) await other.remove(keys);
       }
       await repo.deleteUnder(trx, scope.businessId, scope.refs);
@@ -100,6 +103,15 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     stores,
     patients: patients,
   });
+  ctx.jobs.register<{ businessId: string; documentId: string }>(
+    THUMBNAIL_JOB,
+    async ({ job }) => void (await service.makeThumbnails(job.payload.businessId, job.payload.documentId)),
+    {
+      concurrency: 1,
+      retrySchedule: [60, 600],
+      leaseMs: 120_000,
+    },
+  );
   const schedule = async () => {
     const every = SWEEP_MINUTES * 60_000;
     const slot = Math.floor(Date.now() / every);

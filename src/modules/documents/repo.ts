@@ -281,3 +281,40 @@ export async function deleteUnder(db: Db, businessId: string, refs: string[]): P
   await db.deleteFrom('document_files').where('business_id', '=', businessId).where('document_id', 'in', ids).execute();
   await db.deleteFrom('documents').where('business_id', '=', businessId).where('patient_ref', 'in', refs).execute();
 }
+
+/** Records a file's thumbnail while the file is the one it was made from and has none; false otherwise. */
+export async function setThumbnail(
+  db: Db,
+  file: { businessId: string; documentId: string; idx: number; storageKey: string },
+  thumbnail: { store: string; key: string; size: number },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('document_files')
+    .set({ thumbnail_store: thumbnail.store, thumbnail_key: thumbnail.key, thumbnail_size: thumbnail.size })
+    .where('business_id', '=', file.businessId)
+    .where('document_id', '=', file.documentId)
+    .where('idx', '=', file.idx)
+    .where('storage_key', '=', file.storageKey)
+    .where('state', '=', 'stored')
+    .where('thumbnail_key', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The first file with a thumbnail of each document named, by document id. */
+export async function thumbnailsOf(db: Db, businessId: string, documentIds: string[]): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  if (documentIds.length === 0) return found;
+  const rows = await db
+    .selectFrom('document_files')
+    .select(['document_id', 'idx'])
+    .where('business_id', '=', businessId)
+    .where('document_id', 'in', documentIds)
+    .where('state', '=', 'stored')
+    .where('thumbnail_key', 'is not', null)
+    .orderBy('document_id')
+    .orderBy('idx')
+    .execute();
+  for (const row of rows) if (!found.has(row.document_id)) found.set(row.document_id, row.idx);
+  return found;
+}

@@ -246,6 +246,36 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
     );
 
     app.get(
+      '/mr/api/v1/docs/:id/files/:index/thumbnail',
+      {
+        config: open,
+        schema: {
+          tags: ['documents'],
+          summary: "A JPEG or PNG file's thumbnail (JPEG, at most 256 px a side), by the link a listing's metadata.thumbnail answered",
+          params: FileParams,
+          querystring: FileQuery,
+          response: { ...errors, 404: CasesError },
+        },
+      },
+      async (request, reply) => {
+        const { file, businessId, clientId } = await service.download(
+          request.query.link,
+          request.params.id,
+          request.params.index,
+          request.query.pt,
+          true,
+        );
+        request.principal = { businessId, clientId, scopes: new Set() };
+        if ('redirect' in file) return reply.redirect(file.redirect, 302);
+        return reply
+          .type(file.contentType)
+          .header('content-length', String(file.size))
+          .header('x-content-type-options', 'nosniff')
+          .send(Readable.from(file.stream) as never);
+      },
+    );
+
+    app.get(
       '/mr/api/v1/docs/upload/done',
       {
         config: open,

@@ -26,6 +26,7 @@ import type { DocumentsConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { envelope, type EventInput } from '../../events.ts';
 import { patientKey, recordEvent } from '../../jobs/outbox.ts';
+import { enqueue } from '../../jobs/queue-repo.ts';
 import { SealedTokens } from '../../security/sealed-tokens.ts';
 import type { PatientService } from '../patients/service.ts';
 import {
@@ -40,6 +41,7 @@ import {
 } from './file-check.ts';
 import type { DirectStore, FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
+import { THUMBNAIL_TYPES, thumbnailOf } from './thumbnails.ts';
 import * as repo from './repo.ts';
 import type { Static } from 'typebox';
 import type { DocumentRequest, UpdateBody } from './schemas.ts';
@@ -86,6 +88,9 @@ export interface FileDownload {
   size: number;
   fileName: string;
 }
+
+/** The job that makes a document's thumbnails (index.ts registers it). */
+export const THUMBNAIL_JOB = 'documents.thumbnail';
 
 /** Eka takes the first 10 tags. */
 const MAX_TAGS = 10;
@@ -409,8 +414,17 @@ export class DocumentsService {
     const page = rows.slice(0, pageSize);
     const last = page.at(-1);
     const nextToken = rows.length > pageSize && last ? this.#cursors.seal([last.updated_at, last.id, updatedAfter], walk) : null;
+    const active = page.filter((row) => row.status === 'A').map((row) => row.id);
+    const thumbnails = await repo.thumbnailsOf(this.#db, businessId, active);
+    const expiresAt = Date.now() + this.#deps.config.linkTtlSeconds * 1000;
+    const thumbnailUrl = (id: string) => {
+      const idx = thumbnails.get(id);
+      return idx === undefined ? null : this.#downloadUrl(scope, id, idx, expiresAt, '/thumbnail');
+    };
     return {
-      items: page.map((row) => ({ record: { item: listItem(row), status: row.status as 'A' | 'D', updated_at: seconds(row.updated_at) } })),
+      items: page.map((row) => ({
+        record: { item: listItem(row, thumbnailUrl(row.id)), status: row.status as 'A' | 'D', updated_at: seconds(row.updated_at) },
+      })),
       next_token: nextToken,
     };
   }
@@ -495,6 +509,7 @@ export class DocumentsService {
     documentId: string,
     idx: number,
     patient: string | undefined,
+    thumbnail = false,
   ): Promise<{ file: Download; businessId: string; clientId: string; patientRef: string }> {
     const link = this.#links.openDownload(token);
     if (link === null || link.documentId !== documentId || link.idx !== idx || link.patientRef !== patient) {
@@ -505,18 +520,57 @@ export class DocumentsService {
     if (row?.status !== 'A') throw NOT_FOUND();
     const file = await repo.findFile(this.#db, link.businessId, documentId, idx);
     if (file?.state !== 'stored' || file.storage_key === null || file.store === null) throw NOT_FOUND();
-    const store = this.#deps.stores.get(file.store);
-    if (!store) throw new Error(`documents: file ${documentId}/${idx} is in store ${file.store}, which is not configured`);
-    const extension = file.content_type.split('/')[1] ?? 'bin';
-    const fileName = file.file_name ?? `${documentId}-${idx}.${extension}`;
+    // A thumbnail is the file's, opened by the same link; its own store and key.
+    const held = thumbnail
+      ? { store: file.thumbnail_store, key: file.thumbnail_key, size: file.thumbnail_size, contentType: 'image/jpeg' }
+      : { store: file.store, key: file.storage_key, size: file.size, contentType: file.content_type };
+    if (!held.store || !held.key) throw NOT_FOUND();
+    const store = this.#deps.stores.get(held.store);
+    if (!store) throw new Error(`documents: file ${documentId}/${idx} is in store ${held.store}, which is not configured`);
+    const extension = held.contentType.split('/')[1] ?? 'bin';
+    const fileName = thumbnail ? `${documentId}-${idx}-thumbnail.jpeg` : (file.file_name ?? `${documentId}-${idx}.${extension}`);
     return {
       file: store.direct
-        ? { redirect: await store.direct.downloadUrl(file.storage_key, { contentType: file.content_type, fileName }) }
-        : { stream: store.read(file.storage_key), contentType: file.content_type, size: Number(file.size ?? 0), fileName },
+        ? { redirect: await store.direct.downloadUrl(held.key, { contentType: held.contentType, fileName }) }
+        : { stream: store.read(held.key), contentType: held.contentType, size: Number(held.size ?? 0), fileName },
       businessId: link.businessId,
       clientId: link.clientId,
       patientRef: link.patientRef,
     };
+  }
+
+  /**
+   * The documents.thumbnail job: a thumbnail for each of the document's JPEG and PNG files that has
+   * none (thumbnails.ts), stored by the default store. A file deleted or replaced meanwhile keeps
+   * none: what was written for it is removed.
+   */
+  async makeThumbnails(businessId: string, documentId: string): Promise<number> {
+    let made = 0;
+    for (const file of await repo.filesOf(this.#db, businessId, [documentId])) {
+      if (file.state !== 'stored' || !THUMBNAIL_TYPES.has(file.content_type) || file.thumbnail_key || !file.storage_key || !file.store) continue;
+      const source = this.#deps.stores.get(file.store);
+      if (!source) continue;
+      const parts: Buffer[] = [];
+      for await (const part of source.read(file.storage_key)) parts.push(part);
+      const thumbnail = await thumbnailOf(Buffer.concat(parts));
+      if (thumbnail === null) continue;
+      const store = this.#deps.store;
+      const key = `${storageKeyOf(businessId, documentId, file.idx)}-thumbnail`;
+      await store.write(
+        key,
+        (async function* () {
+          yield thumbnail;
+        })(),
+      );
+      const kept = await repo.setThumbnail(
+        this.#db,
+        { businessId, documentId, idx: file.idx, storageKey: file.storage_key },
+        { store: store.name, key, size: thumbnail.length },
+      );
+      if (kept) made += 1;
+      else await store.remove([key]);
+    }
+    return made;
   }
 
   /**
@@ -537,6 +591,8 @@ export class DocumentsService {
         ...(store?.direct && file.state === 'removing' ? [uploadKey(file)] : []),
       ];
       if (store && keys.length > 0) await store.remove(keys);
+      const thumbnailStore = file.thumbnail_store ? this.#deps.stores.get(file.thumbnail_store) : undefined;
+      if (thumbnailStore && file.thumbnail_key) await thumbnailStore.remove([file.thumbnail_key]);
       if (file.state === 'receiving') {
         await repo.releaseFile(this.#db, file.business_id, file.document_id, file.idx, file.storage_key ?? '');
       } else {
@@ -593,6 +649,14 @@ export class DocumentsService {
       if (files.every((file) => file.state === 'stored')) {
         await repo.updateDocument(trx, form.businessId, form.documentId, { status: 'A', updated_at: updatedAt, upload_until: null });
         await this.#event(trx, scope, 'document.created', form.documentId);
+        if (files.some((file) => THUMBNAIL_TYPES.has(file.content_type))) {
+          await enqueue(trx, {
+            kind: THUMBNAIL_JOB,
+            businessId: form.businessId,
+            payload: { businessId: form.businessId, documentId: form.documentId },
+            dedupeKey: `${form.businessId}/${form.documentId}`,
+          });
+        }
       }
     });
   }
@@ -654,7 +718,7 @@ export class DocumentsService {
     };
   }
 
-  #downloadUrl(scope: PatientScope, documentId: string, idx: number, expiresAt: number): string {
+  #downloadUrl(scope: PatientScope, documentId: string, idx: number, expiresAt: number, what: '' | '/thumbnail' = ''): string {
     const link = this.#links.sealDownload({
       businessId: scope.businessId,
       clientId: scope.clientId,
@@ -664,7 +728,7 @@ export class DocumentsService {
       expiresAt,
     });
     const query = new URLSearchParams({ pt: scope.sentRef, link }).toString();
-    return `${this.#deps.publicUrl}/mr/api/v1/docs/${encodeURIComponent(documentId)}/files/${idx}?${query}`;
+    return `${this.#deps.publicUrl}/mr/api/v1/docs/${encodeURIComponent(documentId)}/files/${idx}${what}?${query}`;
   }
 
   async #event(
@@ -710,7 +774,7 @@ export class DocumentsService {
 }
 
 /** A document as Eka's listing shows it (`items[].record.item`); a tombstone names only itself. */
-function listItem(row: DocumentsTable): Record<string, unknown> {
+function listItem(row: DocumentsTable, thumbnail: string | null): Record<string, unknown> {
   if (row.status === 'D') return { document_id: row.id, patient_id: row.patient_ref };
   return {
     document_id: row.id,
@@ -719,6 +783,7 @@ function listItem(row: DocumentsTable): Record<string, unknown> {
     document_type: row.dt ?? '',
     cases: jsonList(row.cases),
     metadata: {
+      thumbnail,
       document_date: row.document_date === null ? null : seconds(row.document_date),
       tags: jsonList(row.tags),
       auto_tags: [],

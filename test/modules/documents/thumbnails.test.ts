@@ -1,0 +1,106 @@
+/** Thumbnails: made by a job for JPEG and PNG files, listed as metadata.thumbnail, served by a short-lived link, removed with their file. */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createCanvas } from '@napi-rs/canvas';
+import { imageSize } from 'image-size';
+import { createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
+import { untilSecondIsOver } from '../cases/support.ts';
+import { documentsApi, documentsTestApp, download, objectsOf, sampleFile, STORE } from './support.ts';
+
+/** A real image of `width` × `height` pixels, drawn and encoded here. */
+function image(type: 'png' | 'jpeg', width: number, height: number): Buffer {
+  const canvas = createCanvas(width, height);
+  const context = canvas.getContext('2d');
+  context.fillStyle = '#3a7';
+  context.fillRect(0, 0, width, height);
+  context.fillStyle = '#c33';
+  context.fillRect(width / 4, height / 4, width / 2, height / 2);
+  return type === 'png' ? canvas.toBuffer('image/png') : canvas.toBuffer('image/jpeg');
+}
+
+/** A PNG whose header declares 6000 × 5000 pixels (30 megapixels) over a few bytes of data: accepted, never decoded. */
+function declaredHuge(): Buffer {
+  const png = image('png', 4, 4);
+  // IHDR's width and height follow the 8-byte signature, the chunk's length and its type.
+  png.writeUInt32BE(6000, 16);
+  png.writeUInt32BE(5000, 20);
+  return png;
+}
+
+describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
+  let t: TestApp & { objectsDir: string | null };
+  let client: TestClient;
+
+  before(async () => {
+    t = await documentsTestApp();
+    client = await createTestClient(t.ctx);
+  });
+  after(() => t.close());
+
+  const thumbnails = async (patient: string) => {
+    await untilSecondIsOver();
+    const listed = await documentsApi(t.app, client.token, patient).all();
+    return new Map(
+      listed.items.map((entry) => [entry.record.item.document_id as string, (entry.record.item.metadata as { thumbnail: string | null }).thumbnail]),
+    );
+  };
+
+  it('a JPEG and a PNG get a thumbnail of at most 256 px a side, made by a job and served by their link', async () => {
+    const api = documentsApi(t.app, client.token, 'pt-thumbs');
+    const png = image('png', 800, 600);
+    const fromV2 = await api.uploadV2(png, { fileName: 'photo.png', contentType: 'image/png' });
+    assert.equal(fromV2.statusCode, 200, fromV2.body);
+    const wide = fromV2.json().document_id as string;
+    const tall = await api.create([image('jpeg', 300, 1000)], ['image/jpeg']);
+    const report = await api.create([sampleFile('pdf', 4000)], ['application/pdf']);
+    assert.equal((await thumbnails('pt-thumbs')).get(wide), null, 'none before the job ran: nothing is made on the request');
+    await t.ctx.jobs.runDue();
+    const listed = await thumbnails('pt-thumbs');
+    assert.equal(listed.get(report), null, 'a PDF has none');
+    for (const [id, width, height] of [
+      [wide, 256, 192],
+      [tall, 77, 256],
+    ] as const) {
+      const link = listed.get(id);
+      assert.match(String(link), /^http:\/\/cps\.test\/mr\/api\/v1\/docs\/[^/]+\/files\/0\/thumbnail\?/);
+      const answer = await download(t.app, link!);
+      assert.equal(answer.statusCode, 200, answer.body);
+      assert.match(String(answer.headers['content-type']), /^image\/jpeg/);
+      assert.deepEqual({ ...imageSize(answer.rawPayload) }, { height, width, type: 'jpg' });
+    }
+    // A document's download link does not open another document's thumbnail.
+    const forged = listed.get(wide)!.replace(`/docs/${wide}/`, `/docs/${tall}/`);
+    assert.equal((await download(t.app, forged)).statusCode, 403);
+  });
+
+  it('an image declaring more pixels than a thumbnail decodes, or one that does not decode, gets none, and the job does not fail', async () => {
+    const api = documentsApi(t.app, client.token, 'pt-bombs');
+    const huge = await api.create([declaredHuge()], ['image/png']);
+    const broken = await api.create([sampleFile('jpeg', 3000)], ['image/jpeg']);
+    await t.ctx.jobs.runDue();
+    const listed = await thumbnails('pt-bombs');
+    assert.equal(listed.get(huge), null);
+    assert.equal(listed.get(broken), null);
+    const unsettled = await t.ctx.storage.db
+      .selectFrom('jobs')
+      .select(['status', 'last_error'])
+      .where('kind', '=', 'documents.thumbnail')
+      .where('status', '<>', 'succeeded')
+      .execute();
+    assert.deepEqual(unsettled, []);
+  });
+
+  it("a deleted document's thumbnail goes with its file", async () => {
+    const api = documentsApi(t.app, client.token, 'pt-gone');
+    const id = await api.create([image('png', 400, 400)], ['image/png']);
+    await t.ctx.jobs.runDue();
+    const link = (await thumbnails('pt-gone')).get(id);
+    assert.ok(link);
+    assert.equal((await download(t.app, link)).statusCode, 200);
+    assert.equal((await api.remove(id)).statusCode, 200);
+    assert.equal((await download(t.app, link)).statusCode, 404);
+    const { db } = t.ctx.storage;
+    assert.equal((await db.selectFrom('document_file_chunks').select('seq').where('storage_key', 'like', `%/${id}/%`).execute()).length, 0);
+    if (t.objectsDir) assert.deepEqual(objectsOf(t.objectsDir, id), [], 'the object store keeps neither the file nor its thumbnail');
+  });
+});
