@@ -10,7 +10,7 @@
 import { SearchIndex } from '../src/modules/search/index/engine.ts';
 import { describeDrug } from '../src/modules/search/index/fields.ts';
 import { drugRecordFromRow, Interner, type DrugRecord } from '../src/modules/search/index/model.ts';
-import { SYNONYM_GROUPS, synonymsOf } from '../src/modules/search/index/synonyms.ts';
+import { joinedNamesIn, SYNONYM_GROUPS, synonymsOf } from '../src/modules/search/index/synonyms.ts';
 import { compact, formOfWord, words } from '../src/modules/search/index/normalize.ts';
 import { parseQuery } from '../src/modules/search/index/query.ts';
 import { boundedDistance } from '../src/modules/search/index/slips.ts';
@@ -210,7 +210,8 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
     // Found: a product of the same salts (in any order, under any of their official names).
     const official = (word: string) => [word, ...synonymsOf(word)];
     const found = (r: DrugRecord) => {
-      const held = new Set(words(r.common_name));
+      const list = words(r.common_name);
+      const held = new Set([...list, ...joinedNamesIn(list)]);
       return r.common_name.split(' + ').length === salts.length && saltWords.every((w) => official(w).some((name) => held.has(name)));
     };
     const strength = /^\d+(\.\d+)?/.exec(record.generic_name.split('(')[1] ?? '')?.[0];
@@ -225,8 +226,9 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
     return { q: typed.join(' '), meant: record.common_name, found };
   };
 
+  const singleWordGroups = SYNONYM_GROUPS.filter((group) => group.names.every((name) => words(name).length === 1));
   const synonyms = () => {
-    const group = pick(SYNONYM_GROUPS, next);
+    const group = pick(singleWordGroups, next);
     const stored = group.names.filter((n) => vocabulary.has(n));
     const others = group.names.filter((n) => !vocabulary.has(n));
     if (stored.length === 0 || others.length === 0) return null;
@@ -235,6 +237,39 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
       q: typed,
       meant: stored.join('/'),
       found: (record: DrugRecord) => words(record.common_name).some((w) => stored.includes(w)) || words(record.name).some((w) => stored.includes(w)),
+    };
+  };
+
+  // Names of several words, as the index holds them: their words run together.
+  const key = (name: string) => words(name).join('');
+  const heldBy = new Map<string, DrugRecord[]>();
+  for (const record of records) {
+    const list = [...words(record.name), ...words(record.common_name)];
+    for (const held of new Set([...list, ...joinedNamesIn(list)])) heldBy.set(held, [...(heldBy.get(held) ?? []), record]);
+  }
+  const severalWordGroups = SYNONYM_GROUPS.filter((group) => group.names.some((name) => words(name).length > 1));
+  /**
+   * A name of a group that has a name of several words, typed (+ a product's strength) where the
+   * catalogue holds the molecule under another of its names: found when a result holds any of them.
+   */
+  const severalWords = () => {
+    const group = pick(severalWordGroups, next);
+    const typed = pick(group.names, next);
+    const keys = [...new Set(group.names.map(key))];
+    const stored = keys.filter((other) => other !== key(typed) && heldBy.has(other));
+    if (stored.length === 0) return null;
+    const holds = (record: DrugRecord) => {
+      const list = [...words(record.name), ...words(record.common_name)];
+      return [...list, ...joinedNamesIn(list)].some((w) => keys.includes(w));
+    };
+    if (next() < 0.5) return { q: typed, meant: keys.join('/'), found: holds };
+    const product = pick(heldBy.get(pick(stored, next))!, next);
+    const strength = /^\d+(\.\d+)?/.exec(product.generic_name.split('(')[1] ?? '')?.[0];
+    if (!strength) return null;
+    return {
+      q: `${typed} ${strength}`,
+      meant: `${keys.join('/')} ${strength}`,
+      found: (record: DrugRecord) => holds(record) && [...words(record.name), ...words(record.generic_name)].includes(strength),
     };
   };
 
@@ -281,6 +316,12 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
     { name: 'first 4-6 letters of a brand, one slip', example: 'rabidd (Rabidoc)', goal: GOAL_PREFIX_SLIP, cases: generate(prefixes(true)) },
     { name: 'generic name, with or without a slip', example: 'paracetmol 650', goal: GOAL, cases: generate(generics) },
     { name: 'another official name of the molecule', example: 'nicoumalone (acenocoumarol)', goal: GOAL, cases: generate(synonyms) },
+    {
+      name: 'another official name of the molecule, of several words or for one',
+      example: 'acetylsalicylic acid 75 (Aspirin 75)',
+      goal: GOAL,
+      cases: generate(severalWords),
+    },
     { name: 'dosage-form shorthand and spelling variants', example: 'dolo 650 tab', goal: GOAL, cases: generate(shorthand) },
   ];
 }

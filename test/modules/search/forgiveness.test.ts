@@ -123,6 +123,31 @@ describe('search index: slips', () => {
     assert.deepEqual(synonymsOf('hypromellose'), ['hydroxypropylmethylcellulose']);
   });
 
+  it('finds a molecule by an official name of several words, and by its other names where it is stored under one, also after an upsert', () => {
+    const molecules = indexOf([
+      ['Ecosprin 75 Tablet', 'Aspirin (75mg)'],
+      ['Angised 0.5 Tablet', 'Glyceryl Trinitrate (0.5mg)'],
+      ['Ovral L Tablet', 'Levonorgestrel (0.15mg) + Ethinyl Estradiol (0.03mg)'],
+      ['Progynova 2 Tablet', 'Estradiol Valerate (2mg)'],
+      ['Folvite 5 Tablet', 'Folic Acid (5mg)'],
+    ]);
+    assert.deepEqual(names(molecules, 'acetylsalicylic acid'), ['Ecosprin 75 Tablet']);
+    assert.deepEqual(names(molecules, 'acetyl salicylic acid 75'), ['Ecosprin 75 Tablet']);
+    assert.deepEqual(names(molecules, 'nitroglycerin'), ['Angised 0.5 Tablet']);
+    assert.deepEqual(names(molecules, 'glyceryl trinitrate'), ['Angised 0.5 Tablet']);
+    // The rINN in one word and the old BAN find the USAN's two words, and not estradiol alone (another substance).
+    assert.deepEqual(names(molecules, 'ethinylestradiol'), ['Ovral L Tablet']);
+    assert.deepEqual(names(molecules, 'ethinyloestradiol levonorgestrel'), ['Ovral L Tablet']);
+    // An acid with no other official name is two words as ever.
+    assert.deepEqual(names(molecules, 'folic acid'), ['Folvite 5 Tablet']);
+    molecules.upsert([
+      { id: 'late', name: 'Nitrocontin 2.6 Tablet', generic: 'Nitroglycerin (2.6mg)' },
+      { id: 'later', name: 'Loprin 75 Tablet', generic: 'Acetylsalicylic Acid (75mg)' },
+    ]);
+    assert.deepEqual(names(molecules, 'glyceryl trinitrate'), ['Angised 0.5 Tablet', 'Nitrocontin 2.6 Tablet']);
+    assert.deepEqual(names(molecules, 'aspirin').sort(), ['Ecosprin 75 Tablet', 'Loprin 75 Tablet']);
+  });
+
   it('gives nothing for a word too far from every name', () => {
     assert.deepEqual(names(index, 'qqqqzzzz'), []);
   });
@@ -141,11 +166,21 @@ describe('search endpoint: other names and look-alike warnings', () => {
       ['nicoumalone', /^Acenocoumarol /],
       ['dicycloverine', /Dicyclomine/],
       ['acetaminophen 500', /^Paracetamol 500 mg Tablet$/],
+      ['acetylsalicylic acid 75', /^Aspirin 75 mg Gastro-resistant Tablet$/],
+      ['acetyl salicylic acid', /^Aspirin /],
+      ['nitroglycerin', /^Glyceryl Trinitrate 2.6 mg CR Tablet$/],
+      ['ethinyloestradiol', /Ethinyl Estradiol|^Ovral L/],
     ] as const) {
       const { status, body } = await t.search({ q });
       assert.equal(status, 200, q);
       assert.match(body.drugs[0].name, stored, q);
     }
+  });
+
+  it('highlights the words of an official name of several words found under another name', async () => {
+    const { status, body } = await t.search({ q: 'nitroglycerin' });
+    assert.equal(status, 200);
+    assert.equal(body.drugs[0].highlighted_fields.name, '<em>Glyceryl Trinitrate</em> 2.6 mg CR Tablet');
   });
 
   it('warns, in highlighted_fields.look_alike, about a drug whose name ISMP lists as confused with another in the catalogue', async () => {

@@ -4,12 +4,13 @@
  * code is not trusted.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { contentHash, snapshotKey } from '../../../src/modules/search/catalogue/snapshot-key.ts';
+import { CATALOGUE_DIR, CATALOGUE_SHAPERS, contentHash, SHAPERS, snapshotKey } from '../../../src/modules/search/catalogue/snapshot-key.ts';
 
 const MODULE_DIR = fileURLToPath(new URL('../../../src/modules/search/', import.meta.url));
 
@@ -36,9 +37,14 @@ describe('search index snapshot key', () => {
     assert.notEqual(contentHash(root, ['index']), original);
   });
 
-  it('covers the index folder: the key differs from a hash of the rest alone', () => {
+  it('covers the index folder and the official names the index joins: the key differs from a hash of the rest alone', () => {
     assert.match(snapshotKey(), /^[0-9a-f]{64}$/);
-    assert.notEqual(snapshotKey(), contentHash(MODULE_DIR, ['catalogue', 'repo.ts']));
-    assert.equal(snapshotKey(), contentHash(MODULE_DIR, ['index', 'catalogue', 'repo.ts']));
+    assert.deepEqual(SHAPERS, ['index', 'catalogue', 'repo.ts']);
+    assert.deepEqual(CATALOGUE_SHAPERS, ['synonyms.json']);
+    const key = (module: string, catalogue: string) => createHash('sha256').update(module).update(catalogue).digest('hex');
+    const names = contentHash(CATALOGUE_DIR, ['synonyms.json']);
+    assert.equal(snapshotKey(), key(contentHash(MODULE_DIR, ['index', 'catalogue', 'repo.ts']), names));
+    assert.notEqual(snapshotKey(), key(contentHash(MODULE_DIR, ['catalogue', 'repo.ts']), names));
+    assert.notEqual(snapshotKey(), key(contentHash(MODULE_DIR, ['index', 'catalogue', 'repo.ts']), contentHash(CATALOGUE_DIR, ['confusables.json'])));
   });
 });

@@ -10,6 +10,7 @@ import { drugHighlights, escapeHtml, highlight, highlightRanges, lookAlikeWarnin
 import type { DrugRecord } from '../../../src/modules/search/index/model.ts';
 import { clean, compact, fold, formOfWord, normalizedName, spans, unitOfForm, words } from '../../../src/modules/search/index/normalize.ts';
 import { parseQuery, soundAlikes, type QueryWord } from '../../../src/modules/search/index/query.ts';
+import { joinedNamesIn, synonymsOf } from '../../../src/modules/search/index/synonyms.ts';
 
 describe('words of a text', () => {
   it('folds a word to lower case without diacritics', () => {
@@ -177,7 +178,7 @@ describe('query parsing', () => {
     const shorthand: Array<[string, string[]]> = [
       ['pcm', ['pcm', 'paracetamol', 'acetaminophen']],
       ['apap', ['apap', 'paracetamol', 'acetaminophen']],
-      ['asa', ['asa', 'aspirin', 'acetylsalicylic']],
+      ['asa', ['asa', 'aspirin', 'acetylsalicylicacid', 'acetylsalicylic']],
       ['hcq', ['hcq', 'hydroxychloroquine']],
       ['hctz', ['hctz', 'hydrochlorothiazide']],
       ['cpm', ['cpm', 'chlorpheniramine', 'chlorphenamine']],
@@ -188,6 +189,40 @@ describe('query parsing', () => {
       ['dolo', ['dolo']],
     ];
     for (const [text, exact] of shorthand) assert.deepEqual(parseQuery(text).words[0]!.exact, exact, text);
+  });
+
+  it('reads an official name of several words as one word, run together as the index holds it, whatever words it is written in', () => {
+    const slots = (q: string) => parseQuery(q).words.map((w) => [w.text, w.exact, w.required, w.fuzzy]);
+    assert.deepEqual(slots('acetylsalicylic acid 75'), [
+      ['acetylsalicylicacid', ['acetylsalicylicacid', 'aspirin'], true, 0],
+      ['75', ['75'], true, 0],
+    ]);
+    assert.deepEqual(slots('acetyl salicylic acid'), slots('acetylsalicylic acid'));
+    assert.deepEqual(slots('glyceryl trinitrate'), [['glyceryltrinitrate', ['glyceryltrinitrate', 'nitroglycerin'], true, 0]]);
+    assert.deepEqual(
+      parseQuery('ethinyl estradiol levonorgestrel').words.map((w) => w.exact[0]),
+      ['ethinylestradiol', 'levonorgestrel'],
+    );
+    // An acid goes by its first word too, and its other names by the acid's.
+    assert.deepEqual(parseQuery('clavulanate').words[0]!.exact, ['clavulanate', 'clavulanicacid', 'clavulanic']);
+    assert.deepEqual(parseQuery('clavulanic').words[0]!.exact, ['clavulanic', 'clavulanate']);
+    // Half typed, the words stay words; words that spell no official name too.
+    assert.deepEqual(
+      parseQuery('glyceryl trinit').words.map((w) => w.text),
+      ['glyceryl', 'trinit'],
+    );
+    assert.deepEqual(
+      parseQuery('folic acid').words.map((w) => w.text),
+      ['folic', 'acid'],
+    );
+    assert.deepEqual(synonymsOf('aspirin'), ['acetylsalicylicacid', 'acetylsalicylic']);
+    assert.deepEqual(joinedNamesIn(['aspirin', 'or', 'acetyl', 'salicylic', 'acid', 'and', 'glyceryl', 'trinitrate']), [
+      'acetylsalicylic',
+      'acetylsalicylicacid',
+      'glyceryltrinitrate',
+    ]);
+    assert.deepEqual(joinedNamesIn(['ethinyl', 'estradiol']), ['ethinylestradiol']);
+    assert.deepEqual(joinedNamesIn(['estradiol', 'valerate']), []);
   });
 
   it('allows slips by length: none up to 3 letters, one from 4, two from 5; none in numbers', () => {
@@ -410,6 +445,20 @@ describe('highlighting', () => {
     });
     assert.deepEqual(drugHighlights(hit(record('Dolo 650', 'x', 'y'), true), parseQuery('dolo6')), { name: '<em>Dolo</em> <em>6</em>50' });
     assert.equal(drugHighlights(hit(dolo), parseQuery('ibuprofen')), null);
+  });
+
+  it('highlights the words of an official name of several words that the query named otherwise, or wrote in other words', () => {
+    const gtn = record('Angised 0.5', 'Glyceryl Trinitrate', 'glyceryl trinitrate 0.5mg');
+    assert.deepEqual(drugHighlights(hit(gtn), parseQuery('nitroglycerin')), {
+      generic_name: '<em>Glyceryl Trinitrate</em>',
+      common_name: '<em>glyceryl trinitrate</em> 0.5mg',
+    });
+    const aspirin = record('Acetyl Salicylic Acid 75', 'Aspirin', 'aspirin 75mg');
+    assert.deepEqual(drugHighlights(hit(aspirin), parseQuery('acetylsalicylic acid')), {
+      name: '<em>Acetyl Salicylic Acid</em> 75',
+      generic_name: '<em>Aspirin</em>',
+      common_name: '<em>aspirin</em> 75mg',
+    });
   });
 
   it('warns of a look-alike name when the catalogue holds its twin under any official name', () => {

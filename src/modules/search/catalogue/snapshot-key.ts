@@ -14,7 +14,10 @@ const MODULE_DIR = fileURLToPath(new URL('../', import.meta.url));
  * index's and the store's layout, the file format), the catalogue (records from rows, the snapshot's
  * fields and sections) and the rows read (repo.ts). Folders are taken whole, whatever files they hold.
  */
-const SHAPERS = ['index', 'catalogue', 'repo.ts'];
+export const SHAPERS = ['index', 'catalogue', 'repo.ts'];
+/** And, in the built-in catalogue's folder, the official names the index joins into words (synonyms.ts). */
+export const CATALOGUE_DIR = fileURLToPath(new URL('../../../../catalogue/', import.meta.url));
+export const CATALOGUE_SHAPERS = ['synonyms.json'];
 
 /** The files of `entries` (files or folders, under `root`), as sorted paths relative to `root` with forward slashes. */
 function filesOf(root: string, entries: string[]): string[] {
@@ -48,6 +51,6 @@ let key: string | null = null;
 
 /** This code's snapshot key (computed once per process). */
 export function snapshotKey(): string {
-  key ??= contentHash(MODULE_DIR, SHAPERS);
+  key ??= createHash('sha256').update(contentHash(MODULE_DIR, SHAPERS)).update(contentHash(CATALOGUE_DIR, CATALOGUE_SHAPERS)).digest('hex');
   return key;
 }

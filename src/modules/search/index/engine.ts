@@ -24,6 +24,7 @@
  */
 import { words } from './normalize.ts';
 import { boundedDistance, slipCost } from './slips.ts';
+import { joinedNamesIn } from './synonyms.ts';
 import type { ParsedQuery, QueryWord } from './query.ts';
 import { ArrayStore, grow, type RecordStore, type SnapshotParts } from './store.ts';
 
@@ -500,6 +501,14 @@ export class SearchIndex<T extends { id: string }> {
     const keyBounds: number[] = [];
     const docTerms: number[] = [];
     const docMasks: number[] = [];
+    const termFor = (word: string): number => {
+      let term = termIds.get(word);
+      if (term === undefined) {
+        term = termTexts.push(word) - 1;
+        termIds.set(word, term);
+      }
+      return term;
+    };
     for (let row = 0; row < n; row++) {
       const fields = this.describe(store.get(row));
       const info = docInfo(fields);
@@ -513,15 +522,17 @@ export class SearchIndex<T extends { id: string }> {
       let nameTerms: number[] | null = null;
       for (const [field, text] of fields.fields) {
         let list = field === FIELD_NAME ? undefined : textWords.get(text);
+        let joined: number[] | null = null;
         if (list === undefined) {
           list = [];
-          for (const word of words(text)) {
-            let term = termIds.get(word);
-            if (term === undefined) {
-              term = termTexts.push(word) - 1;
-              termIds.set(word, term);
-            }
-            list.push(term);
+          const found = words(text);
+          for (const word of found) list.push(termFor(word));
+          // Official names of several words, run together, are words of their own (the name's
+          // words alone make its key).
+          const names = joinedNamesIn(found);
+          if (names.length > 0) {
+            if (field === FIELD_NAME) joined = names.map(termFor);
+            else for (const name of names) list.push(termFor(name));
           }
           if (field !== FIELD_NAME && textWords.size < 200_000) textWords.set(text, list);
         }
@@ -530,6 +541,7 @@ export class SearchIndex<T extends { id: string }> {
           nameTerms = list;
         }
         collectTerms(list, field, docTerms, docMasks);
+        if (joined) collectTerms(joined, field, docTerms, docMasks);
       }
       const count = Math.min(docTerms.length, 65535);
       rowFwd = grow(rowFwd, rowFwdSize + count, Uint32Array);
@@ -791,7 +803,8 @@ export class SearchIndex<T extends { id: string }> {
     for (const [field, text] of fields.fields) {
       let list = field === FIELD_NAME ? undefined : this.wordCache.get(text);
       if (list === undefined) {
-        list = words(text).map((word) => this.termOf(word));
+        const found = words(text);
+        list = [...found, ...joinedNamesIn(found)].map((word) => this.termOf(word));
         if (field !== FIELD_NAME && this.wordCache.size < 10_000) this.wordCache.set(text, list);
       }
       collectTerms(list, field, terms, masks);

@@ -6,7 +6,7 @@ import type { Hit } from './engine.ts';
 import type { DrugRecord } from './model.ts';
 import { spans, words } from './normalize.ts';
 import type { ParsedQuery } from './query.ts';
-import { confusableOf, synonymsOf } from './synonyms.ts';
+import { confusableOf, isJoinedName, joinedNamesIn, synonymsOf } from './synonyms.ts';
 
 /**
  * Highlight ranges in `text` for a parsed query: whole words that matched exactly or by typo
@@ -30,6 +30,18 @@ export function highlightRanges(
       const take = Math.min(span.word.length, remaining);
       ranges.push([span.start, span.start + Math.min(take, span.end - span.start)]);
       remaining -= span.word.length;
+    }
+  }
+  // Official names of several words matched as one (synonyms.ts): the run of words that spells one.
+  const joined = query.words.flatMap((word) => word.exact).filter(isJoinedName);
+  if (joined.length > 0) {
+    const names = joinedNamesIn(list.map((span) => span.word));
+    for (let i = 0; names.length > 0 && i < list.length; i++) {
+      let text = list[i]!.word;
+      for (let j = i + 1; j < list.length && j < i + 4; j++) {
+        text += list[j]!.word;
+        if (joined.includes(text)) ranges.push([list[i]!.start, list[j]!.end]);
+      }
     }
   }
   for (const span of list) {

@@ -4,7 +4,7 @@
  * unit and filler words ("tablet", "mg", "with") rank but are not required.
  */
 import { FILLER_WORDS, formOfWord, SHORTHAND, UNIT_WORDS, words } from './normalize.ts';
-import { synonymsOf } from './synonyms.ts';
+import { nameAt, synonymsOf } from './synonyms.ts';
 
 /** Query words beyond this many are folded into the last slot's neighbours: prescriptions are short. */
 const MAX_SLOTS = 8;
@@ -84,29 +84,46 @@ export function soundAlikes(word: string): string[] {
 
 export function parseQuery(raw: string): ParsedQuery {
   const list = words(raw).slice(0, MAX_SLOTS);
-  const parsed: QueryWord[] = list.map((text, at) => {
-    const form = formOfWord(text);
-    if (form) return { text, required: false, exact: [...new Set([text, form])], prefix: false, fuzzy: 0, sounds: [], typing: false };
-    if (UNIT_WORDS.has(text) || FILLER_WORDS.has(text)) {
-      return { text, required: false, exact: [text], prefix: false, fuzzy: 0, sounds: [], typing: false };
+  const parsed: QueryWord[] = [];
+  for (let at = 0; at < list.length; ) {
+    // An official name of several words ("acetylsalicylic acid", "glyceryl trinitrate") is one word, run
+    // together as the index holds it (synonyms.ts), so that its other names ("aspirin") can stand for it.
+    const name = nameAt(list, at);
+    if (name) {
+      const exact = [name.joined, ...synonymsOf(name.joined)];
+      parsed.push({ text: name.joined, required: true, exact, prefix: true, fuzzy: 0, sounds: [], typing: false });
+      at += name.length;
+      continue;
     }
-    const numeric = /^\d/.test(text);
-    const alias = SHORTHAND.get(text);
-    const exact = [...new Set([text, ...(alias ? [alias] : []), ...synonymsOf(text), ...(alias ? synonymsOf(alias) : [])])];
-    return {
-      text,
-      required: true,
-      exact,
-      prefix: numeric || text.length >= 2 || list.length === 1,
-      // One edit from 4 letters (contract 3; three letters with a slip begin too much to tell), two from
-      // 5 (a word of 6 with a letter dropped), as search engines' automatic fuzziness; never for numbers.
-      fuzzy: numeric ? 0 : text.length >= 5 ? 2 : text.length >= 4 ? 1 : 0,
-      sounds: numeric || text.length < 3 ? [] : soundAlikes(text).filter((sound) => !exact.includes(sound)),
-      typing: !numeric && at === list.length - 1,
-    };
-  });
+    parsed.push(wordOf(list, at));
+    at++;
+  }
   // A query of only form/unit words ("tablet") still has to match them.
   if (parsed.length > 0 && parsed.every((w) => !w.required)) for (const w of parsed) w.required = true;
   const core = list.filter((w) => !UNIT_WORDS.has(w) && !FILLER_WORDS.has(w)).join('');
   return { raw, compact: list.join(''), compactCore: core, words: parsed };
+}
+
+/** Query word `at` of `list` (as typed: no name of several words begins there). */
+function wordOf(list: string[], at: number): QueryWord {
+  const text = list[at]!;
+  const form = formOfWord(text);
+  if (form) return { text, required: false, exact: [...new Set([text, form])], prefix: false, fuzzy: 0, sounds: [], typing: false };
+  if (UNIT_WORDS.has(text) || FILLER_WORDS.has(text)) {
+    return { text, required: false, exact: [text], prefix: false, fuzzy: 0, sounds: [], typing: false };
+  }
+  const numeric = /^\d/.test(text);
+  const alias = SHORTHAND.get(text);
+  const exact = [...new Set([text, ...(alias ? [alias] : []), ...synonymsOf(text), ...(alias ? synonymsOf(alias) : [])])];
+  return {
+    text,
+    required: true,
+    exact,
+    prefix: numeric || text.length >= 2 || list.length === 1,
+    // One edit from 4 letters (contract 3; three letters with a slip begin too much to tell), two from
+    // 5 (a word of 6 with a letter dropped), as search engines' automatic fuzziness; never for numbers.
+    fuzzy: numeric ? 0 : text.length >= 5 ? 2 : text.length >= 4 ? 1 : 0,
+    sounds: numeric || text.length < 3 ? [] : soundAlikes(text).filter((sound) => !exact.includes(sound)),
+    typing: !numeric && at === list.length - 1,
+  };
 }

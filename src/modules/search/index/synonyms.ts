@@ -4,6 +4,7 @@
  * which cite their published sources.
  */
 import { readFileSync } from 'node:fs';
+import { words } from './normalize.ts';
 
 const CATALOGUE_DIR = new URL('../../../../catalogue/', import.meta.url);
 
@@ -12,24 +13,95 @@ function read<T>(file: string): T {
 }
 
 export interface SynonymGroup {
-  /** Lower-case single words, the rINN first. */
+  /** Lower-case names of one or more words ("acetylsalicylic acid"), the rINN first. */
   names: string[];
   sources: string[];
 }
 
 export const SYNONYM_GROUPS: readonly SynonymGroup[] = read<{ groups: SynonymGroup[] }>('synonyms.json').groups;
 
-const SYNONYMS = new Map<string, string[]>();
-for (const group of SYNONYM_GROUPS)
-  for (const name of group.names)
-    SYNONYMS.set(
-      name,
-      group.names.filter((other) => other !== name),
-    );
+/**
+ * The words a name is looked up by, run together: a name of several words is one word of the index
+ * ("acetylsalicylicacid"; index and query both join the words of such a name where they appear, see
+ * joinedNamesIn), and an acid also goes by its first word alone, as prescribers write it
+ * ("clavulanic" for clavulanic acid).
+ */
+function keysOf(name: string): string[] {
+  const list = words(name);
+  const keys = [list.join('')];
+  if (list.length === 2 && list[1] === 'acid') keys.push(list[0]!);
+  return keys;
+}
 
-/** The other official names of the substance a word names; empty when it names none. */
+const SYNONYMS = new Map<string, string[]>();
+for (const group of SYNONYM_GROUPS) {
+  const keys = group.names.map(keysOf);
+  keys.forEach((own, at) => {
+    const others = keys.filter((_, i) => i !== at).flat();
+    for (const key of own)
+      SYNONYMS.set(
+        key,
+        [...new Set([...(SYNONYMS.get(key) ?? []), ...others])].filter((other) => other !== key),
+      );
+  });
+}
+
+/** The keys of names of several words. */
+const JOINED = new Set(SYNONYM_GROUPS.flatMap((group) => group.names.filter((name) => words(name).length > 1).map((name) => words(name).join(''))));
+
+/** Every prefix of every key: a run of words that is not one cannot become a key. */
+const KEY_PREFIXES = new Set<string>();
+for (const key of SYNONYMS.keys()) for (let i = 1; i <= key.length; i++) KEY_PREFIXES.add(key.slice(0, i));
+
+/** Names of several words are at most this many (a name may be written in more words than its own: "acetyl salicylic acid"). */
+const MAX_NAME_WORDS = 4;
+
+/**
+ * The other official names of the substance a word names (a several-word name as one word, see
+ * keysOf); empty when it names none.
+ */
 export function synonymsOf(word: string): readonly string[] {
   return SYNONYMS.get(word) ?? [];
+}
+
+/**
+ * The official names that runs of two or more of `list`'s words spell, run together: "glyceryl
+ * trinitrate" and "ethinyl estradiol" as "glyceryltrinitrate" and "ethinylestradiol" (the rINN, one
+ * word), also when written in more words than their own ("acetyl salicylic acid"). The index holds
+ * them as words of their own, so that a query naming the substance otherwise finds them.
+ */
+export function joinedNamesIn(list: readonly string[]): string[] {
+  let out: string[] | undefined;
+  for (let i = 0; i + 1 < list.length; i++) {
+    let joined = list[i]!;
+    if (!KEY_PREFIXES.has(joined)) continue;
+    for (let j = i + 1; j < list.length && j < i + MAX_NAME_WORDS; j++) {
+      joined += list[j]!;
+      if (!KEY_PREFIXES.has(joined)) break;
+      if (SYNONYMS.has(joined)) (out ??= []).push(joined);
+    }
+  }
+  return out ?? NONE;
+}
+
+const NONE: string[] = [];
+
+/** Whether `word` is an official name of several words, run together ("glyceryltrinitrate"). */
+export function isJoinedName(word: string): boolean {
+  return JOINED.has(word);
+}
+
+/** The longest run of 2 or more words from `list[at]` that spells an official name: its length and the name run together; null when none. */
+export function nameAt(list: readonly string[], at: number): { length: number; joined: string } | null {
+  let found: { length: number; joined: string } | null = null;
+  let joined = list[at] ?? '';
+  if (!KEY_PREFIXES.has(joined)) return null;
+  for (let j = at + 1; j < list.length && j < at + MAX_NAME_WORDS; j++) {
+    joined += list[j]!;
+    if (!KEY_PREFIXES.has(joined)) break;
+    if (SYNONYMS.has(joined)) found = { length: j - at + 1, joined };
+  }
+  return found;
 }
 
 export interface ConfusableGroup {
