@@ -41,7 +41,7 @@ import {
 } from './file-check.ts';
 import type { DirectStore, FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
-import { THUMBNAIL_TYPES, thumbnailOf } from './thumbnails.ts';
+import { THUMBNAIL_TYPES, thumbnailOfFile } from './thumbnails.ts';
 import * as repo from './repo.ts';
 import type { Static } from 'typebox';
 import type { DocumentRequest, UpdateBody } from './schemas.ts';
@@ -540,8 +540,8 @@ export class DocumentsService {
   }
 
   /**
-   * The documents.thumbnail job: a thumbnail for each of the document's JPEG and PNG files that has
-   * none (thumbnails.ts), stored by the default store. A file deleted or replaced meanwhile keeps
+   * The documents.thumbnail job: a thumbnail for each of the document's JPEG, PNG and PDF files that
+   * has none (thumbnails.ts), stored by the default store. A file deleted or replaced meanwhile keeps
    * none: what was written for it is removed.
    */
   async makeThumbnails(businessId: string, documentId: string): Promise<number> {
@@ -552,7 +552,7 @@ export class DocumentsService {
       if (!source) continue;
       const parts: Buffer[] = [];
       for await (const part of source.read(file.storage_key)) parts.push(part);
-      const thumbnail = await thumbnailOf(Buffer.concat(parts));
+      const thumbnail = await thumbnailOfFile(file.content_type, Buffer.concat(parts));
       if (thumbnail === null) continue;
       const store = this.#deps.store;
       const key = `${storageKeyOf(businessId, documentId, file.idx)}-thumbnail`;

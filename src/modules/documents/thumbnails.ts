@@ -1,19 +1,52 @@
 /**
- * Thumbnails of documents' JPEG and PNG files: a JPEG of at most THUMBNAIL_EDGE pixels a side, made
- * by the documents.thumbnail job once a document's files are stored (never on a request's path),
- * kept by the file store as files are and served by a short-lived link as files are. Decoding costs
- * 4 bytes a pixel, so an image is decoded only when the dimensions its header declares are within
- * THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely huge scan, gets no thumbnail; the upload's
- * own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what is stored). PDFs get none: rendering a page
- * takes pdf.js, a large dependency of its own beside the canvas (see docs/2-production.md).
+ * Thumbnails of documents' JPEG and PNG files and of a PDF's first page: a JPEG of at most
+ * THUMBNAIL_EDGE pixels a side, made by the documents.thumbnail job once a document's files are
+ * stored (never on a request's path), kept by the file store as files are and served by a
+ * short-lived link as files are. Decoding costs 4 bytes a pixel, so an image is decoded only when the
+ * dimensions its header declares are within THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely
+ * huge scan, gets no thumbnail; the upload's own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what
+ * is stored), and a PDF's embedded images over it are left out. A PDF is rendered by pdf.js in a
+ * worker thread of its own (pdf-page.ts), ended after PDF_RENDER_MS or when its heap passes
+ * PDF_HEAP_MB: no PDF can stall the event loop or hold the job.
  */
+import { Worker } from 'node:worker_threads';
 import { createCanvas, loadImage } from '@napi-rs/canvas';
 import { imageSize } from 'image-size';
 
 export const THUMBNAIL_EDGE = 256;
 /** 25 megapixels: 100 MB of pixels while the job decodes one. */
 export const THUMBNAIL_MAX_PIXELS = 25_000_000;
-export const THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png']);
+export const THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'application/pdf']);
+const PDF_RENDER_MS = 20_000;
+const PDF_HEAP_MB = 192;
+
+/** A JPEG thumbnail of the file (a PDF's first page), or null when it gets none. */
+export function thumbnailOfFile(contentType: string, bytes: Buffer): Promise<Buffer | null> {
+  return contentType === 'application/pdf' ? pdfThumbnailOf(bytes) : thumbnailOf(bytes);
+}
+
+/** The first page of a PDF as a JPEG thumbnail, rendered in a worker thread; null when it does not render in time. */
+export function pdfThumbnailOf(pdf: Buffer): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const data = new Uint8Array(pdf);
+    const worker = new Worker(new URL('./pdf-page.ts', import.meta.url), {
+      workerData: { pdf: data, edge: THUMBNAIL_EDGE, maxImagePixels: THUMBNAIL_MAX_PIXELS },
+      transferList: [data.buffer],
+      resourceLimits: { maxOldGenerationSizeMb: PDF_HEAP_MB },
+    });
+    let answer: Buffer | null = null;
+    const timer = setTimeout(() => void worker.terminate(), PDF_RENDER_MS);
+    worker.once('message', (message: Uint8Array | null) => {
+      answer = message === null ? null : Buffer.from(message);
+      void worker.terminate();
+    });
+    worker.once('error', () => void worker.terminate());
+    worker.once('exit', () => {
+      clearTimeout(timer);
+      resolve(answer);
+    });
+  });
+}
 
 /** A JPEG thumbnail of the image, or null when it gets none (too many pixels declared, or it does not decode). */
 export async function thumbnailOf(image: Buffer): Promise<Buffer | null> {

@@ -1,4 +1,4 @@
-/** Thumbnails: made by a job for JPEG and PNG files, listed as metadata.thumbnail, served by a short-lived link, removed with their file. */
+/** Thumbnails: made by a job for JPEG, PNG and PDF files, listed as metadata.thumbnail, served by a short-lived link, removed with their file. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createCanvas } from '@napi-rs/canvas';
@@ -16,6 +16,28 @@ function image(type: 'png' | 'jpeg', width: number, height: number): Buffer {
   context.fillStyle = '#c33';
   context.fillRect(width / 4, height / 4, width / 2, height / 2);
   return type === 'png' ? canvas.toBuffer('image/png') : canvas.toBuffer('image/jpeg');
+}
+
+/** A one-page PDF (A4 portrait: 595 × 842 points) with a line of text and a filled rectangle. */
+function onePagePdf(): Buffer {
+  const content = 'BT /F1 48 Tf 72 700 Td (Lab report) Tj ET 0.8 0.2 0.2 rg 72 100 450 500 re f';
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  let text = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  for (const [i, object] of objects.entries()) {
+    offsets.push(text.length);
+    text += `${i + 1} 0 obj\n${object}\nendobj\n`;
+  }
+  const xref = text.length;
+  text += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((at) => `${String(at).padStart(10, '0')} 00000 n \n`).join('')}`;
+  text += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(text, 'latin1');
 }
 
 /** A PNG whose header declares 6000 × 5000 pixels (30 megapixels) over a few bytes of data: accepted, never decoded. */
@@ -45,21 +67,21 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     );
   };
 
-  it('a JPEG and a PNG get a thumbnail of at most 256 px a side, made by a job and served by their link', async () => {
+  it("a JPEG, a PNG and a PDF's first page get a thumbnail of at most 256 px a side, made by a job and served by their link", async () => {
     const api = documentsApi(t.app, client.token, 'pt-thumbs');
     const png = image('png', 800, 600);
     const fromV2 = await api.uploadV2(png, { fileName: 'photo.png', contentType: 'image/png' });
     assert.equal(fromV2.statusCode, 200, fromV2.body);
     const wide = fromV2.json().document_id as string;
     const tall = await api.create([image('jpeg', 300, 1000)], ['image/jpeg']);
-    const report = await api.create([sampleFile('pdf', 4000)], ['application/pdf']);
+    const report = await api.create([onePagePdf()], ['application/pdf']);
     assert.equal((await thumbnails('pt-thumbs')).get(wide), null, 'none before the job ran: nothing is made on the request');
     await t.ctx.jobs.runDue();
     const listed = await thumbnails('pt-thumbs');
-    assert.equal(listed.get(report), null, 'a PDF has none');
     for (const [id, width, height] of [
       [wide, 256, 192],
       [tall, 77, 256],
+      [report, 181, 256],
     ] as const) {
       const link = listed.get(id);
       assert.match(String(link), /^http:\/\/cps\.test\/mr\/api\/v1\/docs\/[^/]+\/files\/0\/thumbnail\?/);
@@ -73,14 +95,16 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     assert.equal((await download(t.app, forged)).statusCode, 403);
   });
 
-  it('an image declaring more pixels than a thumbnail decodes, or one that does not decode, gets none, and the job does not fail', async () => {
+  it('an image declaring more pixels than a thumbnail decodes, or a file that does not decode, gets none, and the job does not fail', async () => {
     const api = documentsApi(t.app, client.token, 'pt-bombs');
     const huge = await api.create([declaredHuge()], ['image/png']);
     const broken = await api.create([sampleFile('jpeg', 3000)], ['image/jpeg']);
+    const brokenPdf = await api.create([sampleFile('pdf', 3000)], ['application/pdf']);
     await t.ctx.jobs.runDue();
     const listed = await thumbnails('pt-bombs');
     assert.equal(listed.get(huge), null);
     assert.equal(listed.get(broken), null);
+    assert.equal(listed.get(brokenPdf), null);
     const unsettled = await t.ctx.storage.db
       .selectFrom('jobs')
       .select(['status', 'last_error'])
