@@ -6,11 +6,12 @@
  * dimensions its header declares are within THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely
  * huge scan, gets no thumbnail; the upload's own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what
  * is stored), and a PDF's embedded images over it are left out. A PDF is rendered by pdf.js in a
- * worker thread of its own (pdf-page.ts), ended after PDF_RENDER_MS or when its heap passes
+ * worker thread of its own (PDF_THREAD), ended after PDF_RENDER_MS or when its heap passes
  * PDF_HEAP_MB: no PDF can stall the event loop or hold the job.
  */
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { createCanvas, loadImage } from '@napi-rs/canvas';
 import { imageSize } from 'image-size';
 
 export const THUMBNAIL_EDGE = 256;
@@ -25,12 +26,56 @@ export function thumbnailOfFile(contentType: string, bytes: Buffer): Promise<Buf
   return contentType === 'application/pdf' ? pdfThumbnailOf(bytes) : thumbnailOf(bytes);
 }
 
+/** Bytes at a PDF's end that must hold its trailer's `startxref`: a file without one gets no thumbnail, and no thread. */
+const PDF_TAIL_BYTES = 1024;
+
+/**
+ * The thread's code: plain JavaScript, so that the thread loads no TypeScript support (it costs
+ * memory in each isolate). pdf.js parses and draws on the thread that calls it, so a hostile PDF
+ * stalls only this thread, which is ended when its time is up.
+ */
+const PDF_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { pathToFileURL } = require('node:url');
+(async () => {
+  const { pdf, edge, maxImagePixels, pdfjs, canvasModule, fonts } = workerData;
+  const { getDocument } = await import(pathToFileURL(pdfjs).href);
+  const { createCanvas } = require(canvasModule);
+  const document = await getDocument({ data: pdf, disableFontFace: true, standardFontDataUrl: fonts, maxImageSize: maxImagePixels, verbosity: 0 }).promise;
+  const page = await document.getPage(1);
+  const whole = page.getViewport({ scale: 1 });
+  if (!(whole.width > 0 && whole.height > 0)) return null;
+  const viewport = page.getViewport({ scale: edge / Math.max(whole.width, whole.height) });
+  const canvas = createCanvas(Math.max(1, Math.round(viewport.width)), Math.max(1, Math.round(viewport.height)));
+  const context = canvas.getContext('2d');
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  await page.render({ canvas, canvasContext: context, viewport }).promise;
+  return canvas.encode('jpeg', 80);
+})().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
+`;
+
+/** Where the thread finds pdf.js, the canvas and pdf.js's standard fonts. */
+function pdfModules(): { pdfjs: string; canvasModule: string; fonts: string } {
+  const require = createRequire(import.meta.url);
+  const pdfjs = require.resolve('pdfjs-dist/legacy/build/pdf.mjs');
+  return {
+    pdfjs,
+    canvasModule: require.resolve('@napi-rs/canvas'),
+    fonts: `${path.join(path.dirname(require.resolve('pdfjs-dist/package.json')), 'standard_fonts')}/`,
+  };
+}
+
 /** The first page of a PDF as a JPEG thumbnail, rendered in a worker thread; null when it does not render in time. */
 export function pdfThumbnailOf(pdf: Buffer): Promise<Buffer | null> {
+  if (!pdf.subarray(Math.max(0, pdf.length - PDF_TAIL_BYTES)).includes('startxref')) return Promise.resolve(null);
   return new Promise((resolve) => {
-    const data = new Uint8Array(pdf);
-    const worker = new Worker(new URL('./pdf-page.ts', import.meta.url), {
-      workerData: { pdf: data, edge: THUMBNAIL_EDGE, maxImagePixels: THUMBNAIL_MAX_PIXELS },
+    // The file's own memory moves to the thread when it is a whole ArrayBuffer (as a concatenation is), else a copy does.
+    const whole = pdf.byteOffset === 0 && pdf.byteLength === pdf.buffer.byteLength && pdf.buffer instanceof ArrayBuffer;
+    const data = whole ? new Uint8Array(pdf.buffer as ArrayBuffer) : new Uint8Array(pdf);
+    const worker = new Worker(PDF_THREAD, {
+      eval: true,
+      workerData: { pdf: data, edge: THUMBNAIL_EDGE, maxImagePixels: THUMBNAIL_MAX_PIXELS, ...pdfModules() },
       transferList: [data.buffer],
       resourceLimits: { maxOldGenerationSizeMb: PDF_HEAP_MB },
     });
@@ -58,6 +103,8 @@ export async function thumbnailOf(image: Buffer): Promise<Buffer | null> {
     return null;
   }
   if (width <= 0 || height <= 0 || width * height > THUMBNAIL_MAX_PIXELS) return null;
+  // Loaded on the first thumbnail, not with the module: Skia's library costs every process memory.
+  const { createCanvas, loadImage } = await import('@napi-rs/canvas');
   let decoded: Awaited<ReturnType<typeof loadImage>>;
   try {
     decoded = await loadImage(image);

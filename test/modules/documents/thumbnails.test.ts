@@ -100,11 +100,14 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     const huge = await api.create([declaredHuge()], ['image/png']);
     const broken = await api.create([sampleFile('jpeg', 3000)], ['image/jpeg']);
     const brokenPdf = await api.create([sampleFile('pdf', 3000)], ['application/pdf']);
+    // With a trailer, so that the rendering thread gets it, and fails.
+    const garbledPdf = await api.create([Buffer.concat([sampleFile('pdf', 3000), Buffer.from('\nstartxref\n9\n%%EOF\n')])], ['application/pdf']);
     await t.ctx.jobs.runDue();
     const listed = await thumbnails('pt-bombs');
     assert.equal(listed.get(huge), null);
     assert.equal(listed.get(broken), null);
     assert.equal(listed.get(brokenPdf), null);
+    assert.equal(listed.get(garbledPdf), null);
     const unsettled = await t.ctx.storage.db
       .selectFrom('jobs')
       .select(['status', 'last_error'])
