@@ -143,7 +143,8 @@ export function businessRoutes(service: BusinessService) {
           summary: "A business's usage per UTC day: API calls that touched its data, webhook delivery attempts, and the failures of each",
           description:
             'requests counts its access log entries (failures: answered 400 or more, or never answered); deliveries counts its webhook ' +
-            'delivery attempts (failures: no answer, or one outside 2xx). Every day of the window is listed, oldest first.',
+            'delivery attempts (failures: no answer, or one outside 2xx). Every day of the window is listed, oldest first. ' +
+            "A process counts a business's window at most once every 10 seconds, so the figures may lag by up to 10 seconds.",
           params: Type.Object({ business_id: Type.String({ maxLength: MAX_ID_LENGTH }) }),
           querystring: Type.Object({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_USAGE_DAYS, default: 7 })) }),
           response: {

@@ -65,6 +65,14 @@ export interface BusinessServiceDeps {
 const DAY_MS = 86_400_000;
 /** Days of usage one call may ask for. */
 export const MAX_USAGE_DAYS = 90;
+/**
+ * How long a business's counted usage is answered again before it is counted anew: the count reads every
+ * entry of the window, so operators watching one busy business at once share one count instead of queueing
+ * behind each other's (a figure lags by this much at most).
+ */
+export const USAGE_FRESH_MS = 10_000;
+/** The most counts kept at once (a business and a number of days each); the oldest goes first. */
+const USAGE_COUNTS_KEPT = 1_000;
 
 export interface UsageDayView {
   day: string;
@@ -76,6 +84,7 @@ export interface UsageDayView {
 
 export class BusinessService {
   readonly #deps: BusinessServiceDeps;
+  readonly #usageCounts = new Map<string, { at: number; days: Promise<UsageDayView[]> }>();
 
   constructor(deps: BusinessServiceDeps) {
     this.#deps = deps;
@@ -133,9 +142,23 @@ export class BusinessService {
 
   /**
    * A business's usage over its last `days` UTC days, today included, oldest first: every day listed, a quiet one
-   * with zeros. Days as ISO dates (YYYY-MM-DD, UTC).
+   * with zeros. Days as ISO dates (YYYY-MM-DD, UTC). A count made less than USAGE_FRESH_MS before is answered again.
    */
-  async usage(businessId: string, days: number, now = Date.now()): Promise<UsageDayView[]> {
+  usage(businessId: string, days: number, now = Date.now()): Promise<UsageDayView[]> {
+    const key = `${businessId} ${days}`;
+    const kept = this.#usageCounts.get(key);
+    if (kept && now - kept.at < USAGE_FRESH_MS) return kept.days;
+    const counting = this.#countUsage(businessId, days, now);
+    this.#usageCounts.delete(key);
+    this.#usageCounts.set(key, { at: now, days: counting });
+    if (this.#usageCounts.size > USAGE_COUNTS_KEPT) this.#usageCounts.delete(this.#usageCounts.keys().next().value!);
+    counting.catch(() => {
+      if (this.#usageCounts.get(key)?.days === counting) this.#usageCounts.delete(key);
+    });
+    return counting;
+  }
+
+  async #countUsage(businessId: string, days: number, now: number): Promise<UsageDayView[]> {
     if (!(await repo.findBusiness(this.#deps.db, businessId))) throw AppError.notFound(`Business ${businessId} not found`);
     const today = Math.floor(now / DAY_MS);
     const first = today - days + 1;

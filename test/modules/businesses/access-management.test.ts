@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BusinessService } from '../../../src/modules/businesses/service.ts';
+import { businessService } from '../../../src/modules/businesses/index.ts';
+import { BusinessService, USAGE_FRESH_MS } from '../../../src/modules/businesses/service.ts';
 import { runCli } from '../../process.ts';
 import { recordReviewEvent, startReceiver } from '../webhooks/support.ts';
 import { ADMIN_TOKEN, bearer, createTestApp, DIALECT, testKeys, type TestApp } from '../../support.ts';
@@ -356,6 +357,23 @@ describe(`access management: admin API and the cps command (${DIALECT})`, () => 
       ],
     );
     assert.equal((await entries(theirs.business_id)).filter((entry) => entry.operation === 'GET /connect-auth/v1/account/clients').length, 1);
+  });
+
+  it("a business's usage is counted again once the last count is USAGE_FRESH_MS old, and a refused count is not kept", async () => {
+    const business = await newBusiness('Watched');
+    const service = businessService(t.ctx, async () => {});
+    const requestsToday = async (now: number) => (await service.usage(business.business_id, 1, now))[0]!.requests;
+    await t.ctx.audit.flush();
+    const now = Date.now();
+    const counted = await requestsToday(now);
+    await call('GET', `/admin/v1/businesses/${business.business_id}/clients`);
+    await t.ctx.audit.flush();
+    assert.equal(await requestsToday(now + USAGE_FRESH_MS - 1), counted, 'the count answered again while fresh');
+    assert.equal(await requestsToday(now + USAGE_FRESH_MS), counted + 1, 'counted anew once as old as USAGE_FRESH_MS');
+    const late = `biz_late${now}`;
+    await assert.rejects(service.usage(late, 1, now), /not found/);
+    await service.createBusiness('Late', late);
+    assert.equal((await service.usage(late, 1, now + 1))[0]!.requests, 0, 'a refused count is not answered again');
   });
 
   it("a business's usage per day: its access log's requests and failures, its webhook attempts and failures, never another's", async () => {
