@@ -201,6 +201,21 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
     return { q: typed, meant: `${brand} (${prefix}…)`, found: (record: DrugRecord) => compact(record.name).startsWith(prefix) };
   };
 
+  /**
+   * A half-typed word of 3 letters with one slip: a letter replaced or two swapped in a brand's first 3
+   * letters, or one dropped from its first 4 (the slips in the proportions of slip()).
+   */
+  const threeLetters = () => {
+    const brand = pick(brandList, next);
+    const length = next() < 0.5 ? 3 : 4;
+    if (brand.length <= length) return null;
+    const prefix = brand.slice(0, length);
+    if (brandList.filter((b) => b.startsWith(prefix)).length > 3) return null;
+    const typed = slipped(prefix, 1);
+    if (typed === null || typed.length !== 3 || brandList.some((b) => b.startsWith(typed))) return null;
+    return { q: typed, meant: `${brand} (${prefix}…)`, found: (record: DrugRecord) => compact(record.name).startsWith(prefix) };
+  };
+
   const generics = () => {
     const record = pick(records, next);
     const salts = record.common_name.split(' + ');
@@ -323,6 +338,8 @@ export function forgivenessKinds(records: DrugRecord[], perKind = CASES, seed = 
       cases: generate(severalWords),
     },
     { name: 'dosage-form shorthand and spelling variants', example: 'dolo 650 tab', goal: GOAL, cases: generate(shorthand) },
+    // Last, so that the sets drawn before it stay as they were.
+    { name: 'a half-typed word of 3 letters, one slip', example: 'tle (Tel…)', goal: GOAL_PREFIX_SLIP, cases: generate(threeLetters) },
   ];
 }
 

@@ -66,13 +66,19 @@ describe('search index: slips', () => {
     assert.equal(names(index, 'angypl')[0], 'Angiplat 75 Tablet');
   });
 
-  it('finds the names a half-typed word of three letters begins with one letter dropped, and nothing for another slip there', () => {
+  it('finds the names a half-typed word of three letters begins with one letter dropped or one common slip after the first, and nothing for a rarer slip there', () => {
     assert.ok(names(index, 'tlm').includes('Telma 40 Tablet'), names(index, 'tlm').join(' | '));
     assert.ok(names(index, 'nxt').includes('Nextop Tablet'), names(index, 'nxt').join(' | '));
+    // Two letters swapped, a neighbouring key (w for e).
+    assert.ok(names(index, 'tle').includes('Telma 40 Tablet'), names(index, 'tle').join(' | '));
+    assert.ok(names(index, 'twl').includes('Telma 40 Tablet'), names(index, 'twl').join(' | '));
     // The last word only: a finished word of three letters is not forgiven.
     assert.deepEqual(names(index, 'nxt 40'), []);
-    // A letter replaced (x for e) in three letters is not forgiven.
+    assert.deepEqual(names(index, 'tle 40'), []);
+    // A rare letter (x for e), a vowel for a vowel, or a slip in the first letter is not forgiven in three letters.
     assert.ok(!names(index, 'txl').includes('Telma 40 Tablet'));
+    assert.ok(!names(index, 'tul').includes('Telma 40 Tablet'));
+    assert.ok(!names(index, 'rel').includes('Telma 40 Tablet'));
   });
 
   it('puts the names that begin with the slipped word before those holding it further on or in their composition', () => {

@@ -68,11 +68,30 @@ const MAX_FUZZY_PREFIX_TERMS = 1000;
 
 /**
  * A half-typed word of three letters may have lost one: the commonest slip (Kukich 1992), and the one that
- * takes a four-letter brand or beginning below the one-edit threshold ("dny" for Dany, "crs" for Crestor).
- * Only a missing letter is forgiven there: three letters with any other slip begin too much to tell.
+ * takes a four-letter brand or beginning below the one-edit threshold ("dny" for Dany, "crs" for Crestor);
+ * or hold one common slip after its first letter ("tle", "twl" for Tel...; see threeLetterSlip).
  */
 function droppedLetter(word: QueryWord): boolean {
   return word.prefix && word.typing && word.text.length === 3 && /^[a-z]+$/.test(word.text);
+}
+
+/**
+ * The most a slip in three typed letters may cost, other than a dropped letter: a neighbouring key, a
+ * letter for one that sounds the same, two letters swapped (slips.ts). Rarer slips there (a vowel for a
+ * vowel, any other letter) found no more of the meant brands and answered most texts that begin no word
+ * at all (bench/SEARCH-FORGIVENESS.md).
+ */
+const THREE_LETTER_SLIP = 0.5;
+
+/**
+ * The kind of match of a beginning `prefix` for three typed letters, or 0: the typed letters with one
+ * missing, or with one common slip after the first letter (the one most rarely wrong).
+ */
+function threeLetterSlip(typed: string, prefix: string): number {
+  if (prefix.length === typed.length + 1) return Math.max(1, slipKind(slipCost(typed, prefix)) - 1);
+  if (prefix.length !== typed.length || prefix[0] !== typed[0]) return 0;
+  const cost = slipCost(typed, prefix);
+  return cost <= THREE_LETTER_SLIP ? Math.max(1, slipKind(cost) - 1) : 0;
 }
 
 function slipKind(cost: number): number {
@@ -924,8 +943,8 @@ export class SearchIndex<T extends { id: string }> {
       this.typoCacheMatches = 0;
       this.typoVocabulary = this.termCount;
     }
-    // A slip in a half-typed word: the word being typed, of 4 letters or more (fewer, with any slip, begin
-    // too much of the vocabulary to tell anything), or of 3 with a letter dropped (see droppedLetter).
+    // A slip in a half-typed word: the word being typed, of 4 letters or more, or of 3 with a letter
+    // dropped or one common slip (see droppedLetter; fewer letters begin too much of the vocabulary).
     const slippedPrefix = word.prefix && word.typing && word.text.length >= 4;
     const dropped = droppedLetter(word);
     const key = `${word.fuzzy}:${slippedPrefix ? 'p' : dropped ? 'd' : ''}:${word.text}`;
@@ -976,14 +995,15 @@ export class SearchIndex<T extends { id: string }> {
         }
       });
     } else if (dropped) {
-      // Only the beginnings one letter longer: the typed letters with one missing.
       const length = word.text.length + 1;
       const push = (prefix: string) => {
-        if (prefix.length === length) slippedPrefixes.push([prefix, Math.max(1, slipKind(slipCost(word.text, prefix)) - 1)]);
+        const kind = threeLetterSlip(word.text, prefix);
+        if (kind > 0) slippedPrefixes.push([prefix, kind]);
       };
       this.fuzzyWalk(word.text, 1, 1, () => {}, push);
       this.extraTerms.forEach((text) => {
-        if (text.length >= length && boundedDistance(word.text, text.slice(0, length), 1) === 1) push(text.slice(0, length));
+        for (const prefix of [text.slice(0, length), text.slice(0, length - 1)])
+          if (prefix.length >= length - 1 && boundedDistance(word.text, prefix, 1) === 1) push(prefix);
       });
     }
     // Prefixes last, longest first: the words they start are many, and kept only up to a bound.
