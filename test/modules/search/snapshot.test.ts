@@ -14,6 +14,7 @@ import { snapshotFileFor } from '../../../src/modules/search/catalogue/snapshots
 import { parseQuery } from '../../../src/modules/search/index/query.ts';
 import { catalogueVersion } from '../../../src/modules/search/repo.ts';
 import { encodeSnapshot, readSnapshot, writeSnapshotFile } from '../../../src/modules/search/index/snapshot.ts';
+import { grow } from '../../../src/modules/search/index/store.ts';
 import { CatalogueImporter } from '../../../src/modules/search/ingest/importer.ts';
 import { createTestApp, type TestApp } from '../../support.ts';
 import { createSearchApp, type SearchApp } from './support.ts';
@@ -253,6 +254,17 @@ describe('search index snapshots', () => {
     assert.deepEqual(read!.sections.part!.meta, { n: 2 });
     assert.deepEqual(read!.sections.part!.texts, { words: 'dolo\u00e9', wide: 'd\u0101' });
     assert.deepEqual(read!.sections.part!.arrays, { ids: new Uint32Array([7, 8]), on: new Uint8Array([1]) });
+    // Room asked for after an array: the same contents, grown in place up to the room, copied beyond it.
+    const roomy = await readSnapshot(target, (section, key, length) => (section === 'part' && key === 'ids' ? length * 2 : 0));
+    const ids = roomy!.sections.part!.arrays.ids as Uint32Array;
+    assert.deepEqual([...ids], [7, 8]);
+    assert.equal(ids.buffer.byteLength, 6 * 4);
+    const longer = grow(ids, 5, Uint32Array);
+    assert.equal(longer.buffer, ids.buffer);
+    assert.deepEqual([...longer.subarray(0, 2)], [7, 8]);
+    const copied = grow(longer, 7, Uint32Array);
+    assert.notEqual(copied.buffer, ids.buffer);
+    assert.deepEqual([...copied.subarray(0, 2)], [7, 8]);
     const whole = Buffer.concat(pieces);
     writeFileSync(target, whole.subarray(0, whole.length - 8));
     assert.equal(await readSnapshot(target), null);

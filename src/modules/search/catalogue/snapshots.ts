@@ -34,6 +34,26 @@ async function* releasedOnceWritten(parts: AsyncIterable<Buffer>): AsyncGenerato
   }
 }
 
+/** The drug index's and store's columns that upserts append to. */
+const GROWING = new Set([
+  'drugs.rowOf',
+  'drugs.info',
+  'drugs.fwd',
+  'drugs.fwdStart',
+  ...['manufacturer_name', 'product_type', 'product_sku', 'generic_name', 'generic_id', 'common_name', 'actionClass', 'otc', 'flags', 'parts'].map(
+    (column) => `drugRecords.${column}`,
+  ),
+]);
+
+/**
+ * Room for an eighth more after each column that upserts append to: the changes applied after a
+ * restore (the built-in catalogue's, an import's) then grow them in place, instead of copying 18 MB of
+ * them at 250,000 products and leaving the old copies to the garbage collector.
+ */
+function roomToGrow(section: string, key: string, length: number): number {
+  return GROWING.has(`${section}.${key}`) ? length >>> 3 : 0;
+}
+
 /** The indexes a snapshot holds. */
 export interface CatalogueIndexes {
   readonly drugs: SearchIndex<DrugRecord>;
@@ -104,7 +124,7 @@ export class IndexSnapshots {
   private async restoreFrom(indexes: CatalogueIndexes, from: string): Promise<number | null> {
     const started = performance.now();
     try {
-      const snapshot = await readSnapshot(this.file);
+      const snapshot = await readSnapshot(this.file, roomToGrow);
       if (!snapshot) {
         this.logger.warn({ from }, 'search index snapshot damaged; ignored');
         return null;
