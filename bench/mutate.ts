@@ -1,6 +1,7 @@
 /**
  * `npm run mutate`: mutation testing (Stryker) of the pure modules, each module against its own pure test files
- * (no database, no HTTP, so one mutant costs one short node process). Writes bench/MUTATION.md: per module its
+ * (no database, no HTTP, so one mutant costs one short node process), and of the retention rules against their
+ * test on SQLite (a fresh database per mutant, some seconds each). Writes bench/MUTATION.md: per module its
  * mutants, killed, survived, score and goal, and every surviving mutant, with why when it is equivalent.
  *
  *   npm run mutate                      every module, one after the other
@@ -131,7 +132,8 @@ function writeReport(results: Map<string, ModuleResult>): void {
     '',
     'Written by `npm run mutate` (`bench/mutate.ts`; modules, their tests and goals in `bench/mutation-modules.ts`).',
     'Stryker changes one thing at a time in a module (an operator, a condition, a literal, a regular expression, a',
-    'statement removed) and runs the module’s own pure test files against each change: a change no test notices',
+    'statement removed) and runs the module’s own test files against each change (pure ones, no database and no server,',
+    'but for the retention rules, which only a database evaluates: their test runs on SQLite): a change no test notices',
     '*survives*. Score: killed and timed out over all mutants (survivors and mutants no test reaches count against it);',
     'a mutant times out when its tests take longer than their own time × 1.5 + 5 s (Stryker counts it as detected).',
     'Goal: 90 % for the security-relevant modules, 80 % for the rest, of the mutants that are not equivalent: survivors',
