@@ -46,15 +46,5 @@ export async function lastBackupRuns(db: Db): Promise<{ runs: BackupRun[]; last_
       .limit(1)
       .executeTakeFirst(),
   ]);
-  return { runs: runs.map(numbers), last_succeeded: succeeded ? numbers(succeeded) : null };
-}
-
-/** PostgreSQL answers BIGINT as text. */
-function numbers(row: BackupRun): BackupRun {
-  return {
-    ...row,
-    started_at: Number(row.started_at),
-    finished_at: Number(row.finished_at),
-    bytes: row.bytes === null ? null : Number(row.bytes),
-  };
+  return { runs, last_succeeded: succeeded ?? null };
 }
