@@ -105,7 +105,7 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
   });
   ctx.jobs.register<{ businessId: string; documentId: string }>(
     THUMBNAIL_JOB,
-    async ({ job }) => void (await service.makeThumbnails(job.payload.businessId, job.payload.documentId)),
+    async ({ job, signal }) => void (await service.makeThumbnails(job.payload.businessId, job.payload.documentId, signal)),
     {
       concurrency: 1,
       retrySchedule: [60, 600],

@@ -1,7 +1,8 @@
 /** SQL of the documents module; every query is scoped by business (and patient where it lists). */
-import { sql } from 'kysely';
-import type { Db, DialectName } from '../../db/index.ts';
-import type { DocumentFilesTable, DocumentsTable } from '../../db/schema.ts';
+import { sql, type Kysely } from 'kysely';
+import { inTransaction, writeWithNext, type Db, type DialectName } from '../../db/index.ts';
+import { isPostgres } from '../../db/dialect.ts';
+import type { Database, DocumentFilesTable, DocumentsTable } from '../../db/schema.ts';
 
 /** The start of the current second in ms: PostgreSQL's clock, shared by every server process. */
 const PG_SECOND_START = sql<number>`(floor(extract(epoch from clock_timestamp())) * 1000)::bigint`;
@@ -71,10 +72,29 @@ export async function insertDocument(db: Db, row: DocumentsTable, files: Documen
   if (files.length > 0) await db.insertInto('document_files').values(files).execute();
 }
 
+/**
+ * A pending document and its one file, taken for an upload already, in one transaction (PostgreSQL:
+ * one round trip). Its commit does not wait for the write-ahead log's flush: the commit that marks
+ * the file stored comes later in the same log and waits for it, so a crash loses this row only
+ * together with the file's bytes written after it.
+ */
+export async function insertUploading(db: Kysely<Database>, row: DocumentsTable, file: DocumentFilesTable): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    if (isPostgres(trx)) await writeWithNext(trx, sql`select set_config('synchronous_commit', 'off', true)`);
+    await writeWithNext(trx, trx.insertInto('documents').values(row));
+    await writeWithNext(trx, trx.insertInto('document_files').values(file));
+  });
+}
+
 export type DocumentChanges = Partial<Omit<DocumentsTable, 'business_id' | 'id' | 'created_at'>>;
 
 export async function updateDocument(db: Db, businessId: string, id: string, changes: DocumentChanges): Promise<void> {
-  await db.updateTable('documents').set(changes).where('business_id', '=', businessId).where('id', '=', id).execute();
+  await updateDocumentQuery(db, businessId, id, changes).execute();
+}
+
+/** updateDocument's statement, for writeWithNext. */
+export function updateDocumentQuery(db: Db, businessId: string, id: string, changes: DocumentChanges) {
+  return db.updateTable('documents').set(changes).where('business_id', '=', businessId).where('id', '=', id);
 }
 
 export async function filesOf(db: Db, businessId: string, documentIds: string[]): Promise<DocumentFilesTable[]> {

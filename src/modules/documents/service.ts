@@ -20,7 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { inTransaction, type Db, type DialectName } from '../../db/index.ts';
+import { inTransaction, writeWithNext, type Db, type DialectName } from '../../db/index.ts';
 import type { Database, DocumentFilesTable, DocumentsTable } from '../../db/schema.ts';
 import type { DocumentsConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
@@ -92,6 +92,8 @@ export interface FileDownload {
 /** The job that makes a document's thumbnails (index.ts registers it). */
 export const THUMBNAIL_JOB = 'documents.thumbnail';
 
+/** The longest a thumbnail job waits for this process's uploads to be over before it runs anyway. */
+const THUMBNAIL_WAIT_MS = 30_000;
 /** Eka takes the first 10 tags. */
 const MAX_TAGS = 10;
 /** An upload whose process died is given back after this long. */
@@ -148,6 +150,9 @@ export class DocumentsService {
   readonly #deps: DocumentsServiceDeps;
   readonly #links: DocumentLinks;
   readonly #cursors: SealedTokens;
+  /** Uploads in flight in this process, and what waits for them to be over (#afterUploads). */
+  #uploading = 0;
+  readonly #uploadsOver: Array<() => void> = [];
 
   constructor(deps: DocumentsServiceDeps) {
     this.#deps = deps;
@@ -331,47 +336,42 @@ export class DocumentsService {
       size: 0,
       expiresAt: now + STALE_UPLOAD_MS,
     };
-    await inTransaction(this.#db, async (trx) => {
-      await this.#deps.patients.lockRecords(trx, scope.businessId, scope.patientRef, 'write');
-      const updatedAt = await repo.stampWrite(trx, this.#deps.dialect, scope.businessId, scope.patientRef);
-      await repo.insertDocument(
-        trx,
-        {
-          business_id: scope.businessId,
-          id: documentId,
-          patient_ref: scope.patientRef,
-          status: 'P',
-          source: 'multipart',
-          dt: options.dt ?? null,
-          document_date: null,
-          tags: '[]',
-          title: null,
-          cases: '[]',
-          task: options.task,
-          created_at: updatedAt,
-          updated_at: updatedAt,
-          upload_until: form.expiresAt,
-        },
-        [
-          {
-            business_id: scope.businessId,
-            document_id: documentId,
-            idx: 0,
-            form_id: form.formId,
-            // Taken for this upload already (as #claim takes a form's file): one statement fewer per upload.
-            state: 'receiving',
-            content_type: 'application/octet-stream',
-            declared_size: null,
-            size: null,
-            file_name: null,
-            store: this.#deps.store.name,
-            storage_key: storageKey,
-            claimed_at: now,
-            stored_at: null,
-          },
-        ],
-      );
-    });
+    // Pending (never listed) and its file taken for this upload already: no lock, no stamp and, on
+    // PostgreSQL, one round trip. The document gets its stamp when it becomes active (#stored).
+    await repo.insertUploading(
+      this.#db,
+      {
+        business_id: scope.businessId,
+        id: documentId,
+        patient_ref: scope.patientRef,
+        status: 'P',
+        source: 'multipart',
+        dt: options.dt ?? null,
+        document_date: null,
+        tags: '[]',
+        title: null,
+        cases: '[]',
+        task: options.task,
+        created_at: now,
+        updated_at: now,
+        upload_until: form.expiresAt,
+      },
+      {
+        business_id: scope.businessId,
+        document_id: documentId,
+        idx: 0,
+        form_id: form.formId,
+        state: 'receiving',
+        content_type: 'application/octet-stream',
+        declared_size: null,
+        size: null,
+        file_name: null,
+        store: this.#deps.store.name,
+        storage_key: storageKey,
+        claimed_at: now,
+        stored_at: null,
+      },
+    );
     try {
       const byFile = room >= config.maxFileBytes;
       await this.#receive(form, file.stream, fileName, storageKey, {
@@ -541,10 +541,12 @@ export class DocumentsService {
 
   /**
    * The documents.thumbnail job: a thumbnail for each of the document's JPEG, PNG and PDF files that
-   * has none (thumbnails.ts), stored by the default store. A file deleted or replaced meanwhile keeps
+   * has none (thumbnails.ts), stored by the default store, once this process's uploads are over
+   * (#afterUploads; the job runs one at a time, so the jobs a burst queued wait in the queue). A file deleted or replaced meanwhile keeps
    * none: what was written for it is removed.
    */
-  async makeThumbnails(businessId: string, documentId: string): Promise<number> {
+  async makeThumbnails(businessId: string, documentId: string, signal?: AbortSignal): Promise<number> {
+    await this.#afterUploads(THUMBNAIL_WAIT_MS, signal);
     let made = 0;
     for (const file of await repo.filesOf(this.#db, businessId, [documentId])) {
       if (file.state !== 'stored' || !THUMBNAIL_TYPES.has(file.content_type) || file.thumbnail_key || !file.storage_key || !file.store) continue;
@@ -618,6 +620,7 @@ export class DocumentsService {
     const storageKey = claimed ?? storageKeyOf(form.businessId, form.documentId, form.idx);
     if (claimed === null) await this.#claim(form, store, storageKey);
     const checked: CheckedFile = { contentType: null, size: 0 };
+    this.#uploading += 1;
     try {
       const size = await store.write(storageKey, checkedFile(stream, rules, checked));
       await this.#stored(form, { storageKey, size, contentType: checked.contentType!, fileName, at: Date.now() });
@@ -625,7 +628,29 @@ export class DocumentsService {
       await store.remove([storageKey]);
       await repo.releaseFile(this.#db, form.businessId, form.documentId, form.idx, storageKey);
       throw error;
+    } finally {
+      this.#uploading -= 1;
+      if (this.#uploading === 0) for (const resolve of this.#uploadsOver.splice(0)) resolve();
     }
+  }
+
+  /**
+   * Resolves once no upload is in flight in this process, or after `maxMs`, or on `signal`: the
+   * thumbnail job reads whole files and decodes images, which a burst of uploads should not pay for
+   * in memory and time while it lasts.
+   */
+  #afterUploads(maxMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.#uploading === 0 || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      signal?.addEventListener('abort', done, { once: true });
+      this.#uploadsOver.push(done);
+    });
   }
 
   /** Takes the form's file for one upload (waiting -> receiving), or says why not. */
@@ -647,8 +672,10 @@ export class DocumentsService {
       if (!(await repo.markStored(trx, form.businessId, form.documentId, form.idx, stored))) throw NOT_FOUND();
       const files = await repo.filesOf(trx, form.businessId, [form.documentId]);
       if (files.every((file) => file.state === 'stored')) {
-        await repo.updateDocument(trx, form.businessId, form.documentId, { status: 'A', updated_at: updatedAt, upload_until: null });
-        await this.#event(trx, scope, 'document.created', form.documentId);
+        const active = { status: 'A', updated_at: updatedAt, upload_until: null } as const;
+        await writeWithNext(trx, repo.updateDocumentQuery(trx, form.businessId, form.documentId, active));
+        // The rows as this transaction left them: the event needs no second read.
+        await this.#event(trx, scope, 'document.created', form.documentId, undefined, { row: { ...row, ...active }, files });
         if (files.some((file) => THUMBNAIL_TYPES.has(file.content_type))) {
           await enqueue(trx, {
             kind: THUMBNAIL_JOB,
@@ -737,10 +764,11 @@ export class DocumentsService {
     type: 'document.created' | 'document.updated' | 'document.deleted',
     id: string,
     changed?: string[],
+    current?: { row: DocumentsTable; files: DocumentFilesTable[] },
   ): Promise<void> {
-    const row = await repo.findDocument(trx, scope.businessId, id);
+    const row = current?.row ?? (await repo.findDocument(trx, scope.businessId, id));
     if (!row) return;
-    const files = await repo.filesOf(trx, scope.businessId, [id]);
+    const files = current?.files ?? (await repo.filesOf(trx, scope.businessId, [id]));
     const ref = { document_id: id, patient_id: scope.patientRef, status: row.status as 'A' | 'D', updated_at: seconds(row.updated_at) };
     const item = {
       document_type: row.dt ?? '',
