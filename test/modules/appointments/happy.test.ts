@@ -365,4 +365,36 @@ describe(`appointments: happy paths (${DIALECT})`, () => {
     assert.equal(page0[0].start_time, START + 60);
     assert.equal(page1[0].start_time, START + 51 * 60);
   });
+
+  it('pages a filtered listing by start time then id, each filter by either id, other practices left out', async () => {
+    const desk = await createPractice(t);
+    const next = await createPractice(t, { client: desk.client });
+    const ids: Array<{ id: string; start: number }> = [];
+    // Two times shared by many: the page boundary falls among appointments of one start time.
+    for (let i = 0; i < 52; i++) {
+      const start = START + (i % 2) * 900;
+      const patient = i < 2 ? { first_name: 'Mira', partner_patient_id: 'pp-pages' } : { first_name: `P${i}` };
+      ids.push({ id: await book(t, desk, { appointment_details: { start_time: start, end_time: start + 900 }, patient_details: patient }), start });
+      if (i < 3) await book(t, next, { appointment_details: { start_time: start, end_time: start + 900 } });
+    }
+    const expected = [...ids].sort((a, b) => a.start - b.start || (a.id < b.id ? -1 : 1)).map((a) => a.id);
+    const list = async (query: string) => {
+      const response = await request(t, desk.client.token, 'GET', `/dr/v1/appointment?${query}`);
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json().appointments.map((a: { appointment_id: string }) => a.appointment_id);
+    };
+    for (const [clinic, doctor] of [
+      [desk.clinicId, desk.doctorId],
+      [desk.partnerClinicId, desk.partnerDoctorId],
+    ]) {
+      const filter = `clinic_id=${clinic}&doctor_id=${doctor}&start_date=2030-03-17&end_date=2030-03-18`;
+      assert.deepEqual([...(await list(`${filter}&page_no=0`)), ...(await list(`${filter}&page_no=1`))], expected);
+      assert.deepEqual(await list(`${filter}&page_no=2`), []);
+    }
+    const mira = expected.filter((id) => id === ids[0]!.id || id === ids[1]!.id);
+    const patientId = (await (await request(t, desk.client.token, 'GET', `/dr/v1/appointment/${mira[0]}`)).json()).patient_id;
+    assert.deepEqual(await list('patient_id=pp-pages'), mira);
+    assert.deepEqual(await list(`patient_id=${patientId}&doctor_id=${desk.partnerDoctorId}`), mira);
+    assert.deepEqual(await list(`patient_id=${patientId}&doctor_id=${next.doctorId}`), []);
+  });
 });
