@@ -7,7 +7,8 @@
  *
  * Run alone: `node bench/documents.ts` (PostgreSQL as in bench/cases.ts; skipped if unreachable);
  * BENCH_DOCUMENTS=upload or =listing runs one half, =memory the 5 MB uploads alone;
- * BENCH_DOCUMENTS_DB=sqlite or =postgres one database; BENCH_CPU_PROF=dir writes the service's CPU
+ * BENCH_DOCUMENTS_DB=sqlite or =postgres one database; CPS_DOCUMENTS_STORE=files or =database another store than
+ * the service's default for the database (back to back, to compare them); BENCH_CPU_PROF=dir writes the service's CPU
  * profiles there (read them with bench/cpu-profile-summary.ts).
  */
 import { randomBytes } from 'node:crypto';
@@ -48,6 +49,8 @@ function rssBytes(pid: number): number {
 async function uploadFigures(part: string | undefined, databaseUrl: string | null): Promise<Figure[]> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'cps-bench-documents-'));
   const dialect = databaseUrl ? 'postgres' : 'sqlite';
+  // The service's default unless CPS_DOCUMENTS_STORE (passed on to the server) names another.
+  const store = process.env.CPS_DOCUMENTS_STORE || (databaseUrl ? 'database' : 'files');
   // No business limit: the throughput load stores a few hundred MB.
   const env = { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
   const sink = await spawnServer('bench/upload-sink.ts', [], {}, '/ready');
@@ -68,7 +71,7 @@ async function uploadFigures(part: string | undefined, databaseUrl: string | nul
         connections: 10,
       });
       figures.push({
-        name: `POST /mr/api/v2/docs, 1 MB PDF (multipart, stored encrypted in the database, ${dialect})`,
+        name: `POST /mr/api/v2/docs, 1 MB PDF (multipart, stored encrypted, ${dialect}, ${store} store)`,
         value: Math.round(upload.rps),
         unit: 'uploads/s',
         ratio: round(upload.ratio),

@@ -3,11 +3,13 @@
  * docs/4-operations.md). A backup is `VACUUM INTO` the copy, which is one read transaction: in WAL mode it sees
  * the database as of its start and blocks no writer. It writes the rows afresh, not the pages, so the
  * copy holds no free page and no deleted bytes (an erased patient's). The copy is a single
- * self-contained file (rollback journal mode), 0600, checked before it takes its name.
+ * self-contained file (rollback journal mode), 0600, checked before it takes its name: the files of the
+ * documents' files store (the data directory's documents folder) are put into it as rows of the
+ * database store (embedDocumentFiles).
  * A restore checks the file (integrity, our schema, no migration this release does not know, the
  * master key opens its stored secrets), takes SQLite's exclusive lock on the database in place (which
- * any open connection, a server's or another command's, prevents), keeps that database aside and
- * renames the checked copy into place.
+ * any open connection, a server's or another command's, prevents), keeps that database (and the files
+ * store's folder) aside and renames the checked copy into place.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -28,6 +30,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { parseMasterKey, type Config } from './config.ts';
 import { migrations } from './db/migrate.ts';
+import { FILES_FOLDER, sealedChunksIn, storedFilePath } from './modules/documents/index.ts';
 import { keyAssociatedData } from './modules/webhooks/index.ts';
 import { createPrivateFile, makePrivateDir, PRIVATE_FILE_MODE } from './security/data-dir.ts';
 import { decrypt } from './security/encryption.ts';
@@ -49,6 +52,8 @@ export interface BackupResult {
   migrations: number;
   latest_migration: string | null;
   took_ms: number;
+  /** Files of the files store the copy took in as rows; those already gone when it read them (their removal committed after the copy began). */
+  document_files: { copied: number; gone: number };
   /** Where the master key the copy's encrypted columns need comes from: it is not in the copy. */
   master_key: string;
   signing_key: string;
@@ -59,6 +64,8 @@ export interface RestoreResult {
   from: string;
   /** The database that was in place, kept under this name (null: there was none). */
   previous: string | null;
+  /** The files store's folder that was in place, kept aside beside it (null: there was none). */
+  previous_documents: string | null;
   migrations: number;
   /** Migrations of this release the copy lacks: the next start applies them. */
   pending_migrations: string[];
@@ -97,6 +104,7 @@ export async function backupDatabase(
     } finally {
       database.close();
     }
+    const documents = await embedDocumentFiles(temporary, config.dataDir);
     const applied = checkCopy(temporary, 'the copy');
     syncFile(temporary);
     if (force) {
@@ -117,6 +125,7 @@ export async function backupDatabase(
       migrations: applied.length,
       latest_migration: applied.toSorted().at(-1) ?? null,
       took_ms: Date.now() - started,
+      document_files: documents,
       master_key: config.masterKey
         ? 'CPS_MASTER_KEY (environment): not in the backup, keep it'
         : `${path.join(config.dataDir, MASTER_KEY_FILE)}: not in the backup, keep a copy`,
@@ -124,6 +133,59 @@ export async function backupDatabase(
     };
   } finally {
     rmSync(temporary, { force: true });
+  }
+}
+
+/**
+ * Puts every file the copy references in the files store (documents and thumbnails: the data
+ * directory's documents folder) into the copy's document_file_chunks, its sealed chunks as they are,
+ * and relabels those files as the database store's: the copy needs nothing else to be restored. A
+ * file is renamed into place before the row that names it commits, so every file the copy knows as
+ * stored is there, unless its removal (an erasure, or a deleted document's sweep) committed after the
+ * copy began: such a file is left without bytes in the copy, which is what that removal leaves, and
+ * an erasure is applied again after a restore anyway (erasures.log).
+ */
+async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copied: number; gone: number }> {
+  const copy = new SQLite(file, { fileMustExist: true });
+  try {
+    // The copy is flushed to the disk once, whole, after it is checked.
+    copy.pragma('synchronous = OFF');
+    // A database a release before 0038 (thumbnails) migrated has stored no file in the files store.
+    const columns = new Set(
+      (copy.prepare('select name from pragma_table_info(?)').all('document_files') as Array<{ name: string }>).map((row) => row.name),
+    );
+    if (!columns.has('thumbnail_store')) return { copied: 0, gone: 0 };
+    const keys = (
+      copy
+        .prepare(
+          `select storage_key as key from document_files where store = 'files' and storage_key is not null
+           union select thumbnail_key from document_files where thumbnail_store = 'files' and thumbnail_key is not null`,
+        )
+        .all() as Array<{ key: string }>
+    ).map((row) => row.key);
+    const insert = copy.prepare('insert into document_file_chunks (storage_key, seq, data) values (?, ?, ?)');
+    let copied = 0;
+    let gone = 0;
+    for (const key of keys) {
+      copy.exec('BEGIN');
+      try {
+        let seq = 0;
+        for await (const data of sealedChunksIn(storedFilePath(dataDir, key), key)) insert.run(key, seq++, data);
+        copy.exec('COMMIT');
+        copied += 1;
+      } catch (error) {
+        copy.exec('ROLLBACK');
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+          throw new BackupError(`the document file ${storedFilePath(dataDir, key)} (storage key ${key}) cannot be read: ${(error as Error).message}`);
+        }
+        gone += 1;
+      }
+    }
+    copy.exec("update document_files set store = 'database' where store = 'files'");
+    copy.exec("update document_files set thumbnail_store = 'database' where thumbnail_store = 'files'");
+    return { copied, gone };
+  } finally {
+    copy.close();
   }
 }
 
@@ -145,10 +207,18 @@ export async function restoreDatabase(config: Pick<Config, 'dataDir' | 'masterKe
     syncFile(temporary);
 
     let previous: string | null = null;
+    let previousDocuments: string | null = null;
     if (existsSync(live)) {
       lock = lockDatabase(live, config.dataDir);
-      previous = path.join(config.dataDir, `${DATABASE_FILE}.before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      previous = path.join(config.dataDir, `${DATABASE_FILE}.before-restore-${stamp}`);
       renameSync(live, previous);
+      // The files store's files belong with the database kept aside: the copy holds its own files as rows.
+      const documents = path.join(config.dataDir, FILES_FOLDER);
+      if (existsSync(documents)) {
+        previousDocuments = `${documents}.before-restore-${stamp}`;
+        renameSync(documents, previousDocuments);
+      }
     }
     // A -wal or -shm file left beside the name would be read as part of the restored database.
     for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${live}${suffix}`, { force: true });
@@ -156,6 +226,7 @@ export async function restoreDatabase(config: Pick<Config, 'dataDir' | 'masterKe
       renameSync(temporary, live);
     } catch (error) {
       if (previous !== null) renameSync(previous, live);
+      if (previousDocuments !== null) renameSync(previousDocuments, path.join(config.dataDir, FILES_FOLDER));
       throw error;
     }
     syncDirectory(config.dataDir);
@@ -164,6 +235,7 @@ export async function restoreDatabase(config: Pick<Config, 'dataDir' | 'masterKe
       restored: live,
       from: source,
       previous,
+      previous_documents: previousDocuments,
       migrations: applied.length,
       pending_migrations: known.filter((name) => !applied.includes(name)).sort(),
       audit_segments_left: auditSegments(config.dataDir),

@@ -148,8 +148,11 @@ export interface DocumentsConfig {
   linkTtlSeconds: number;
   /** Documents a page of the listing holds (CPS_DOCUMENTS_PAGE_SIZE, default 50). */
   pageSize: number;
-  /** Where new files go (CPS_DOCUMENTS_STORE): the database (default) or an S3-compatible object store. */
-  store: 'database' | 's3';
+  /**
+   * Where new files go (CPS_DOCUMENTS_STORE): files in the data directory (`files`, the default with
+   * SQLite), the database (`database`, the default with PostgreSQL) or an S3-compatible object store.
+   */
+  store: 'files' | 'database' | 's3';
   /** The object store (CPS_S3_*), when CPS_DOCUMENTS_STORE=s3 or files stored there remain; else null. */
   s3: S3Config | null;
 }
@@ -288,14 +291,16 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   }
 }
 
-function documentStore(env: Env): Pick<DocumentsConfig, 'store' | 's3'> {
-  let store = str(env, 'CPS_DOCUMENTS_STORE') ?? 'database';
-  if (store !== 'database' && store !== 's3') {
-    report(new ConfigError('CPS_DOCUMENTS_STORE', `must be "database" or "s3", got "${store}"`));
-    store = 'database';
+function documentStore(env: Env, databaseUrl: string | null): Pick<DocumentsConfig, 'store' | 's3'> {
+  // Several processes on one PostgreSQL may share no disk: there, the files go in the database.
+  const embedded = databaseUrl === null ? 'files' : 'database';
+  let store = str(env, 'CPS_DOCUMENTS_STORE') ?? embedded;
+  if (store !== 'files' && store !== 'database' && store !== 's3') {
+    report(new ConfigError('CPS_DOCUMENTS_STORE', `must be "files", "database" or "s3", got "${store}"`));
+    store = embedded;
   }
   const bucket = str(env, 'CPS_S3_BUCKET');
-  if (store === 'database' && bucket === undefined) return { store, s3: null };
+  if (store !== 's3' && bucket === undefined) return { store: store as 'files' | 'database', s3: null };
   const required = (name: string) => {
     const value = str(env, name);
     if (value === undefined) report(new ConfigError(name, 'is required when CPS_DOCUMENTS_STORE=s3 or CPS_S3_BUCKET is set'));
@@ -310,7 +315,7 @@ function documentStore(env: Env): Pick<DocumentsConfig, 'store' | 's3'> {
   const pathStyle = str(env, 'CPS_S3_PATH_STYLE');
   if (pathStyle !== undefined && pathStyle !== 'true' && pathStyle !== 'false') report(new ConfigError('CPS_S3_PATH_STYLE', 'must be true or false'));
   return {
-    store: store as 'database' | 's3',
+    store: store as 'files' | 'database' | 's3',
     s3: {
       endpoint,
       region: str(env, 'CPS_S3_REGION') ?? 'us-east-1',
@@ -444,7 +449,7 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
       formTtlSeconds: int(env, 'CPS_DOCUMENTS_FORM_TTL', 600, 10, 86_400),
       linkTtlSeconds: int(env, 'CPS_DOCUMENTS_LINK_TTL', 300, 10, 86_400),
       pageSize: int(env, 'CPS_DOCUMENTS_PAGE_SIZE', 50, 1, 1000),
-      ...documentStore(env),
+      ...documentStore(env, databaseUrl),
     },
     privacyExportTtl: int(env, 'CPS_PRIVACY_EXPORT_TTL', 86_400, 60, 30 * 86_400),
     idempotencyWaitMs: int(env, 'CPS_IDEMPOTENCY_WAIT_MS', 5000, 0, 60_000),

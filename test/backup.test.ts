@@ -5,11 +5,15 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createCanvas } from '@napi-rs/canvas';
 import SQLite from 'better-sqlite3';
 import { openStorage } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import { storedFilePath } from '../src/modules/documents/index.ts';
 import { encrypt } from '../src/security/encryption.ts';
 import { runCli, startServerProcess, type CliResult } from './process.ts';
+import { documentsApi, download, filesOnDisk, sampleFile } from './modules/documents/support.ts';
+import { untilSecondIsOver } from './modules/cases/support.ts';
 import { createDr } from './modules/patients/support.ts';
 import { bearer, createTestApp, createTestClient, createTestDatabase, DIALECT, PG_URL, testKeys } from './support.ts';
 
@@ -365,6 +369,82 @@ describe('cps restore re-applies the erasures made after the backup (sqlite)', {
       assert.equal(byId.get(kept).first_name, 'Keptalive');
       const restoredBytes = readFileSync(result.restored, 'latin1');
       assert.ok(!restoredBytes.includes('Erasedlater') && !restoredBytes.includes('9811122233'), 'no byte of the erased patient is left in the file');
+    } finally {
+      if (!closed) await t.close();
+      await database.drop();
+    }
+  });
+});
+
+describe(`cps backup of documents in the files store (${DIALECT})`, { skip: DIALECT !== 'sqlite' && 'the SQLite database only' }, () => {
+  const PNG_64 = (() => {
+    const canvas = createCanvas(64, 48);
+    const context = canvas.getContext('2d');
+    context.fillStyle = '#3a7';
+    context.fillRect(0, 0, 64, 48);
+    return canvas.toBuffer('image/png');
+  })();
+
+  it('puts every stored file and thumbnail into the copy, which a restore serves with nothing else; a file gone meanwhile breaks nothing', async () => {
+    const database = await createTestDatabase();
+    const t = await createTestApp({ database });
+    const masterKey = (await testKeys()).masterKey.toString('base64');
+    const cliEnv = { ...env(database.dataDir), CPS_MASTER_KEY: masterKey };
+    const restoreDir = tempDir();
+    let closed = false;
+    try {
+      assert.equal(t.ctx.config.documents.store, 'files');
+      const client = await createTestClient(t.ctx);
+      const api = documentsApi(t.app, client.token, 'pt-backup');
+      const pdf = sampleFile('pdf', 700_000);
+      const kept = await api.create([pdf, PNG_64], ['application/pdf', 'image/png']);
+      await t.ctx.jobs.runDue();
+      const gone = await api.create([sampleFile('pdf', 3000)], ['application/pdf']);
+      await untilSecondIsOver();
+      const listed = await api.all();
+      const thumbnail = (listed.items.find((entry) => entry.record.item.document_id === kept)!.record.item.metadata as { thumbnail: string | null })
+        .thumbnail!;
+      assert.ok(thumbnail, 'the PNG has its thumbnail');
+      const thumbnailBytes = (await download(t.app, thumbnail)).rawPayload;
+      // As if its erasure had removed it after the copy began: the copy keeps its row without bytes.
+      const goneFile = await t.ctx.storage.db
+        .selectFrom('document_files')
+        .select('storage_key')
+        .where('document_id', '=', gone)
+        .executeTakeFirstOrThrow();
+      rmSync(storedFilePath(database.dataDir, goneFile.storage_key!));
+      const backupFile = path.join(tempDir(), 'copy.sqlite');
+      const result = json(await runCli(['backup', backupFile], cliEnv));
+      assert.deepEqual(result.document_files, { copied: 3, gone: 1 });
+      assert.deepEqual(rows(backupFile, "select count(*) as n from document_files where store = 'files' or thumbnail_store = 'files'"), [{ n: 0 }]);
+      await t.close();
+      closed = true;
+
+      // Restored where no file of the files store is: the copy alone serves them.
+      const restored = json(await runCli(['restore', backupFile], { ...env(restoreDir), CPS_MASTER_KEY: masterKey }));
+      assert.equal(restored.previous_documents, null);
+      const again = await createTestApp({ database: { databaseUrl: null, dataDir: restoreDir, drop: async () => undefined } });
+      try {
+        const back = documentsApi(again.app, client.token, 'pt-backup');
+        const files = (await back.get(kept)).json().files;
+        assert.ok((await download(again.app, files[0].asset_url)).rawPayload.equals(pdf));
+        assert.ok((await download(again.app, files[1].asset_url)).rawPayload.equals(PNG_64));
+        const relisted = await back.all();
+        const link = (relisted.items.find((entry) => entry.record.item.document_id === kept)!.record.item.metadata as { thumbnail: string })
+          .thumbnail;
+        assert.ok((await download(again.app, link)).rawPayload.equals(thumbnailBytes));
+        assert.deepEqual(filesOnDisk(restoreDir), []);
+      } finally {
+        await again.close();
+      }
+
+      // Restored over the data directory it was made from: its files store's folder is kept aside with its database.
+      const over = json(await runCli(['restore', backupFile], cliEnv));
+      assert.equal(
+        over.previous_documents,
+        path.join(database.dataDir, 'documents.before-restore-') + path.basename(over.previous).slice('cps.sqlite.before-restore-'.length),
+      );
+      assert.deepEqual(filesOnDisk(database.dataDir), []);
     } finally {
       if (!closed) await t.close();
       await database.drop();

@@ -1,13 +1,15 @@
 /**
  * The patient compartment (src/compartment.ts) cannot be fooled: every column of the live schema that
  * refers to a patient belongs to a registered holder, and erasing a patient after filling every
- * registered table leaves nothing of the person in any table of the database.
+ * registered table leaves nothing of the person in any table of the database, nor in the documents'
+ * files store (the data directory's documents folder).
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { isPostgres } from '../src/db/dialect.ts';
-import { documentsApi, sampleFile } from './modules/documents/support.ts';
+import { documentsApi, filesOnDisk, sampleFile, storedOf } from './modules/documents/support.ts';
 import { call, findPerson, person, seedPerson } from './modules/privacy/support.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from './support.ts';
 
@@ -114,8 +116,11 @@ describe(`the patient compartment (${DIALECT})`, () => {
         })
         .execute();
     }
-    const uploaded = await documentsApi(t.app, client.token, who.partnerId).uploadV2(sampleFile('png'), { fileName: `${who.last}-report.png` });
+    const png = sampleFile('png');
+    const uploaded = await documentsApi(t.app, client.token, who.partnerId).uploadV2(png, { fileName: `${who.last}-report.png` });
     assert.equal(uploaded.statusCode < 300, true, uploaded.body);
+    const stored = await storedOf(t, uploaded.json().document_id);
+    assert.equal(stored.length, 1, 'the file is stored');
     const exported = await call(t, client.token, 'POST', `/privacy/v1/patients/${patientId}/export`);
     assert.equal(exported.statusCode, 202, exported.body);
 
@@ -135,6 +140,15 @@ describe(`the patient compartment (${DIALECT})`, () => {
     await t.ctx.jobs.runDue();
     await t.ctx.audit.flush();
     assert.deepEqual(await findPerson(t, who), [], 'what the erasure left of the person');
+    // The files store's folder too: no file of the patient's, and no name or byte of theirs in any file's name or content.
+    assert.deepEqual(await storedOf(t, uploaded.json().document_id), [], 'what the erasure left of the file');
+    const needles = [who.first, who.last, who.local, who.partnerId, patientId].map((needle) => needle.toLowerCase());
+    for (const file of filesOnDisk(t.ctx.config.dataDir)) {
+      const bytes = readFileSync(file);
+      const text = `${file}\n${bytes.toString('latin1')}`.toLowerCase();
+      for (const needle of needles) assert.equal(text.includes(needle), false, `${file} holds ${needle}`);
+      assert.equal(bytes.includes(png.subarray(-64)), false, `${file} holds the file's bytes`);
+    }
     const shared = await db.selectFrom('push_deliveries').select('did').where('notification_id', '=', `ntf-all-${who.partnerId}`).execute();
     assert.deepEqual(shared, [{ did: `other-${did}` }], "a notification sent to others too keeps their delivery rows, not the patient's");
   });

@@ -256,6 +256,14 @@ describe('config', () => {
     assert.match(readFileSync(path.join(dataDir, 'jwt-signing-key.pem'), 'utf8'), /BEGIN PRIVATE KEY/);
   });
 
+  it('stores documents as files in the data directory with SQLite, in the database with PostgreSQL, unless CPS_DOCUMENTS_STORE says', () => {
+    assert.equal(loadConfig({}).documents.store, 'files');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://cps@127.0.0.1/cps' }).documents.store, 'database');
+    assert.equal(loadConfig({ CPS_DOCUMENTS_STORE: 'database' }).documents.store, 'database');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://cps@127.0.0.1/cps', CPS_DOCUMENTS_STORE: 'files' }).documents.store, 'files');
+    failsNaming({ CPS_DOCUMENTS_STORE: 'disk' }, 'CPS_DOCUMENTS_STORE');
+  });
+
   it('accepts a P-256 key as ES256', async () => {
     const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
     const keys = await loadKeys(loadConfig({ ...production, CPS_JWT_PRIVATE_KEY: pem }));

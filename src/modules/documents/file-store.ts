@@ -3,9 +3,10 @@
  * it; the documents service keeps which backend and key hold each file (document_files), so files
  * stored by one backend stay readable after another becomes the default.
  *
- * The embedded backend, `DatabaseFileStore`, keeps the bytes in the database itself
- * (document_file_chunks): `npm start` needs no other service, and several server processes on one
- * PostgreSQL share the files with no shared disk. Each file has a random key of its own, kept sealed
+ * The database backend, `DatabaseFileStore` (PostgreSQL's default), keeps the bytes in the database
+ * itself (document_file_chunks): `npm start` needs no other service, and several server processes on
+ * one PostgreSQL share the files with no shared disk. With SQLite the default is its sibling,
+ * file-system-store.ts, which seals the same chunks (the functions below) into a file. Each file has a random key of its own, kept sealed
  * under the master key (document_file_keys: a master key rotation re-seals these, not the bytes).
  * Each chunk of CHUNK_BYTES is one row, sealed with AES-256-GCM under the file's key, a fresh nonce
  * per chunk and, as associated data, the storage key, the chunk's number and whether it is the last:
@@ -58,6 +59,8 @@ export const CHUNK_BYTES = 256 * 1024;
 const FORMAT = 2;
 const NONCE = 12;
 const TAG = 16;
+/** The largest sealed chunk. */
+export const SEALED_CHUNK_BYTES = NONCE + CHUNK_BYTES + TAG;
 /** Chunks fetched by one read statement. */
 const READ_BATCH = 4;
 
@@ -75,46 +78,26 @@ export class DatabaseFileStore implements FileStore {
   }
 
   async write(key: string, source: AsyncIterable<Buffer>): Promise<number> {
-    const fileKey = randomBytes(32);
-    let size = 0;
-    let seq = 0;
-    // Filled in place and sealed into a new buffer, so one buffer serves every chunk of the file.
-    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-    let filled = 0;
-    const put = async (plain: Buffer, last: boolean) => {
-      const data = seal(fileKey, plain, key, seq, last, FORMAT);
-      if (this.#postgres) {
-        await sql`insert into document_file_chunks (storage_key, seq, data)
-          select ${key}, ${seq}, ${data} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
-      } else {
-        await this.#db.insertInto('document_file_chunks').values({ storage_key: key, seq, data }).execute();
-      }
-      seq += 1;
-    };
+    const { fileKey, sealedKey } = newFileKey(this.#masterKey, key);
+    const counted = { size: 0 };
     try {
-      const sealedKey = encrypt(this.#masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key));
       if (this.#postgres) {
         await sql`insert into document_file_keys (storage_key, sealed_key)
           select ${key}, ${sealedKey} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
       } else {
         await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
       }
-      for await (const piece of source) {
-        size += piece.length;
-        let at = 0;
-        while (at < piece.length) {
-          const copied = piece.copy(chunk, filled, at);
-          filled += copied;
-          at += copied;
-          if (filled === CHUNK_BYTES) {
-            await put(chunk, false);
-            filled = 0;
-          }
+      let seq = 0;
+      for await (const data of sealedChunks(fileKey, key, source, counted)) {
+        if (this.#postgres) {
+          await sql`insert into document_file_chunks (storage_key, seq, data)
+            select ${key}, ${seq}, ${data} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
+        } else {
+          await this.#db.insertInto('document_file_chunks').values({ storage_key: key, seq, data }).execute();
         }
+        seq += 1;
       }
-      if (filled > 0) await put(chunk.subarray(0, filled), false);
-      await put(Buffer.alloc(0), true);
-      return size;
+      return counted.size;
     } catch (error) {
       await this.remove([key]);
       throw error;
@@ -122,11 +105,7 @@ export class DatabaseFileStore implements FileStore {
   }
 
   async *read(key: string): AsyncIterable<Buffer> {
-    const sealed = await this.#db.selectFrom('document_file_keys').select('sealed_key').where('storage_key', '=', key).executeTakeFirst();
-    if (!sealed) throw new Error(`stored file ${key} has no key`);
-    const opened = decrypt(this.#masterKey, sealed.sealed_key, sealedUnder(key));
-    const format = opened.startsWith(`${FORMAT}:`) ? FORMAT : 1;
-    const fileKey = Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64');
+    const { fileKey, format } = await openFileKey(this.#db, this.#masterKey, key);
     let seq = 0;
     for (;;) {
       const rows = await this.#db
@@ -142,7 +121,7 @@ export class DatabaseFileStore implements FileStore {
       for (const [index, row] of now.entries()) {
         if (Number(row.seq) !== seq) throw new Error(`stored file ${key} lacks chunk ${seq}`);
         const last = index === rows.length - 1;
-        const plain = open(fileKey, Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data), key, seq, last, format);
+        const plain = openChunk(fileKey, Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data), key, seq, last, format);
         if (plain.length > 0) yield plain;
         seq += 1;
         if (last) return;
@@ -168,6 +147,47 @@ function sealedUnder(key: string): string {
   return `document-file:${key}`;
 }
 
+/** A new file's own key, and that key sealed under the master key for document_file_keys. */
+export function newFileKey(masterKey: Buffer, key: string): { fileKey: Buffer; sealedKey: string } {
+  const fileKey = randomBytes(32);
+  return { fileKey, sealedKey: encrypt(masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key)) };
+}
+
+/** The key of the file stored under `key`, opened from document_file_keys, and the format its chunks were sealed in. */
+export async function openFileKey(db: Db, masterKey: Buffer, key: string): Promise<{ fileKey: Buffer; format: number }> {
+  const sealed = await db.selectFrom('document_file_keys').select('sealed_key').where('storage_key', '=', key).executeTakeFirst();
+  if (!sealed) throw new Error(`stored file ${key} has no key`);
+  const opened = decrypt(masterKey, sealed.sealed_key, sealedUnder(key));
+  const format = opened.startsWith(`${FORMAT}:`) ? FORMAT : 1;
+  return { fileKey: Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64'), format };
+}
+
+/**
+ * `source` sealed chunk by chunk, in the current format: each full chunk as soon as it fills, then
+ * the rest, then the empty last chunk. `counted.size` ends as the plaintext's size.
+ */
+export async function* sealedChunks(fileKey: Buffer, key: string, source: AsyncIterable<Buffer>, counted: { size: number }): AsyncIterable<Buffer> {
+  let seq = 0;
+  // Filled in place and sealed into a new buffer, so one buffer serves every chunk of the file.
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let filled = 0;
+  for await (const piece of source) {
+    counted.size += piece.length;
+    let at = 0;
+    while (at < piece.length) {
+      const copied = piece.copy(chunk, filled, at);
+      filled += copied;
+      at += copied;
+      if (filled === CHUNK_BYTES) {
+        yield seal(fileKey, chunk, key, seq++, false, FORMAT);
+        filled = 0;
+      }
+    }
+  }
+  if (filled > 0) yield seal(fileKey, chunk.subarray(0, filled), key, seq++, false, FORMAT);
+  yield seal(fileKey, Buffer.alloc(0), key, seq, true, FORMAT);
+}
+
 function seal(fileKey: Buffer, plain: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
   const sealed = Buffer.allocUnsafe(NONCE + plain.length + TAG);
   const nonce = randomBytes(NONCE);
@@ -182,7 +202,8 @@ function seal(fileKey: Buffer, plain: Buffer, key: string, seq: number, last: bo
   return sealed;
 }
 
-function open(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
+/** The plaintext of chunk `seq` of the file under `key`; throws if it was altered, moved or is not the last it claims. */
+export function openChunk(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
   if (data.length < NONCE + TAG) throw new Error(`stored file ${key}: chunk ${seq} is malformed`);
   const decipher = createDecipheriv('aes-256-gcm', fileKey, data.subarray(0, NONCE));
   decipher.setAAD(associatedData(key, seq, last, format));

@@ -9,23 +9,33 @@ import { enqueue } from '../../jobs/queue-repo.ts';
 import type { Module } from '../module.ts';
 import type { PatientService } from '../patients/service.ts';
 import { DatabaseFileStore, removeStored, type FileStore } from './file-store.ts';
+import { FileSystemStore } from './file-system-store.ts';
 import { ObjectFileStore } from './object-store.ts';
 import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
 import { DocumentsService, THUMBNAIL_JOB, uploadKey } from './service.ts';
 
 export { DocumentsService } from './service.ts';
+export { FILES_FOLDER, sealedChunksIn, storedFilePath } from './file-system-store.ts';
 
 export const DOCUMENTS_SWEEP_JOB = 'documents.sweep';
 const SWEEP_MINUTES = 15;
+/** A temporary file of the files store this old is a write no process will finish (as the sweep judges uploads, service.ts). */
+const ABANDONED_AFTER_MS = 60 * 60_000;
 
 export function documentsModule(ctx: AppContext, patients: PatientService): Module & { service: DocumentsService } {
   const { db, dialect } = ctx.storage;
   const embedded = new DatabaseFileStore(db, ctx.keys.masterKey);
+  const onDisk = new FileSystemStore(db, ctx.keys.masterKey, ctx.config.dataDir);
   const objects = ctx.config.documents.s3 ? new ObjectFileStore(ctx.config.documents.s3) : null;
   // Every backend stays readable: files kept where they were stored when the default changes.
-  const stores = new Map<string, FileStore>([[embedded.name, embedded], ...(objects ? [[objects.name, objects] as const] : [])]);
-  const store: FileStore = ctx.config.documents.store === 's3' && objects ? objects : embedded;
+  const stores = new Map<string, FileStore>([
+    [embedded.name, embedded],
+    [onDisk.name, onDisk],
+    ...(objects ? [[objects.name, objects] as const] : []),
+  ]);
+  const chosen = ctx.config.documents.store;
+  const store: FileStore = chosen === 's3' && objects ? objects : chosen === 'files' ? onDisk : embedded;
   ctx.compartment.register({
     name: 'documents',
     tables: [{ table: 'documents', column: 'patient_ref', by: 'ref' }],
@@ -72,18 +82,21 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
       const holder = file?.store ? stores.get(file.store) : undefined;
       return holder && file?.state === 'stored' && file.storage_key === key ? holder.read(key) : null;
     },
-    // The embedded store's bytes go in the erasure's transaction (the store is the database); an
-    // object store's before it commits, so that an erasure the store refused fails and can be run again.
+    // The embedded stores' keys and chunks go in the erasure's transaction (they are the database's);
+    // the files of the data directory and an object store's objects before it commits, so that an
+    // erasure a store refused fails and can be run again.
     erase: async (trx, scope) => {
       const files = await repo.filesUnder(trx, scope.businessId, scope.refs);
       const thumbnailsIn = (name: string) =>
         files.filter((file) => file.thumbnail_store === name && file.thumbnail_key).map((file) => file.thumbnail_key!);
-      await removeStored(trx, [
-        ...files.filter((file) => file.store === embedded.name && file.storage_key !== null).map((file) => file.storage_key!),
-        ...thumbnailsIn(embedded.name),
-      ]);
+      const keysIn = (name: string) => [
+        ...files.filter((file) => file.store === name && file.storage_key !== null).map((file) => file.storage_key!),
+        ...thumbnailsIn(name),
+      ];
+      await removeStored(trx, [...keysIn(embedded.name), ...keysIn(onDisk.name)]);
+      await onDisk.unlink(keysIn(onDisk.name));
       for (const [name, other] of stores) {
-        if (name === embedded.name) continue;
+        if (name === embedded.name || name === onDisk.name) continue;
         const keys = files
           .filter((file) => file.store === name)
           .flatMap((file) => [...(file.storage_key === null ? [] : [file.storage_key]), ...(other.direct ? [uploadKey(file)] : [])]);
@@ -122,6 +135,7 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     async () => {
       await schedule();
       await service.sweep();
+      await onDisk.removeAbandoned(ABANDONED_AFTER_MS);
     },
     { concurrency: 1, retrySchedule: [60, 300, 900], leaseMs: 60_000 },
   );

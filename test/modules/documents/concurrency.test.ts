@@ -3,7 +3,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestClient, type TestApp } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
-import { documentsApi, postForm, sampleFile, type FormJson, documentsTestApp, objectsOf, STORE } from './support.ts';
+import { documentsApi, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
 
 describe(`documents: concurrency (${STORE} store)`, () => {
   let t: TestApp & { objectsDir: string | null };
@@ -24,14 +24,7 @@ describe(`documents: concurrency (${STORE} store)`, () => {
       postForm(t.app, doc.forms[0]!, file, 'application/pdf'),
     ]);
     assert.deepEqual(results.map((r) => r.statusCode).sort(), [204, 409]);
-    const keys = t.objectsDir
-      ? objectsOf(t.objectsDir, doc.document_id).filter((file) => !file.split(path.sep).includes('uploads'))
-      : await t.ctx.storage.db
-          .selectFrom('document_file_chunks')
-          .select('storage_key')
-          .distinct()
-          .where('storage_key', 'like', `%/${doc.document_id}/%`)
-          .execute();
+    const keys = (await storedOf(t, doc.document_id)).filter((file) => !file.key.split(path.sep).includes('uploads'));
     assert.equal(keys.length, 1, 'one copy of the file is stored');
   });
 

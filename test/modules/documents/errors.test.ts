@@ -10,7 +10,7 @@ import {
   sampleFile,
   type FormJson,
   documentsTestApp,
-  objectsOf,
+  storedOf,
   sealedFormOf,
   STORE,
   withSealedForm,
@@ -48,13 +48,7 @@ describe(`documents: bad input (${STORE} store)`, () => {
 
   /** What the store holds of a document's files: chunks in the database, objects in an object store. */
   async function chunksOf(documentId: string): Promise<number> {
-    if (t.objectsDir) return objectsOf(t.objectsDir, documentId).length;
-    const rows = await t.ctx.storage.db
-      .selectFrom('document_file_chunks')
-      .select('seq')
-      .where('storage_key', 'like', `${businessId}/${documentId}/%`)
-      .execute();
-    return rows.length;
+    return (await storedOf(t, documentId)).length;
   }
 
   it('needs X-Pt-Id', async () => {

@@ -1,10 +1,14 @@
-/** The embedded file store on its own: sizes around its chunk boundary, and stored bytes that were cut short, moved or altered. */
+/** The embedded file stores on their own: sizes around the chunk boundary, and stored bytes that were cut short, moved or altered. */
 import assert from 'node:assert/strict';
 import { createCipheriv, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CHUNK_BYTES, DatabaseFileStore } from '../../../src/modules/documents/file-store.ts';
+import { CHUNK_BYTES, DatabaseFileStore, type FileStore } from '../../../src/modules/documents/file-store.ts';
+import { FileSystemStore, sealedChunksIn } from '../../../src/modules/documents/file-system-store.ts';
 import { encrypt } from '../../../src/security/encryption.ts';
 import { createTestApp, DIALECT, type TestApp } from '../../support.ts';
+import { filesOnDisk } from './support.ts';
 
 async function* pieces(bytes: Buffer, size = 65_536): AsyncIterable<Buffer> {
   for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
@@ -14,6 +18,18 @@ async function readAll(source: AsyncIterable<Buffer>): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const part of source) parts.push(part);
   return Buffer.concat(parts);
+}
+
+/** Stores a file and removes it, then sees a write whose source fails refused; the caller checks that it left nothing. */
+async function removesAndFails(store: FileStore): Promise<void> {
+  await store.write('gone', pieces(randomBytes(CHUNK_BYTES * 2)));
+  await store.remove(['gone', 'never-stored']);
+  await assert.rejects(readAll(store.read('gone')), /no key/);
+  async function* failing(): AsyncIterable<Buffer> {
+    yield randomBytes(CHUNK_BYTES + 10);
+    throw new Error('the client went away');
+  }
+  await assert.rejects(store.write('failed', failing()), /went away/);
 }
 
 describe(`documents: the database file store (${DIALECT})`, () => {
@@ -96,15 +112,92 @@ describe(`documents: the database file store (${DIALECT})`, () => {
   });
 
   it('removes what it stored, and a failed write leaves nothing', async () => {
-    await store.write('gone', pieces(randomBytes(CHUNK_BYTES * 2)));
-    await store.remove(['gone', 'never-stored']);
-    await assert.rejects(readAll(store.read('gone')), /no key/);
-    async function* failing(): AsyncIterable<Buffer> {
-      yield randomBytes(CHUNK_BYTES + 10);
-      throw new Error('the client went away');
-    }
-    await assert.rejects(store.write('failed', failing()), /went away/);
+    await removesAndFails(store);
     const left = await t.ctx.storage.db.selectFrom('document_file_chunks').select('seq').where('storage_key', '=', 'failed').execute();
     assert.equal(left.length, 0);
+  });
+});
+
+describe(`documents: the files store (${DIALECT})`, () => {
+  let t: TestApp;
+  let store: FileSystemStore;
+  const masterKey = randomBytes(32);
+
+  before(async () => {
+    t = await createTestApp();
+    store = new FileSystemStore(t.ctx.storage.db, masterKey, t.ctx.config.dataDir);
+  });
+  after(() => t.close());
+
+  it('gives back what it stored, whatever the size around a chunk, in a file named after no part of the key', async () => {
+    for (const size of [0, 1, CHUNK_BYTES - 1, CHUNK_BYTES, CHUNK_BYTES + 1, 3 * CHUNK_BYTES + 17]) {
+      const bytes = randomBytes(size);
+      const key = `business/document/../${size}`;
+      assert.equal(await store.write(key, pieces(bytes, 100_003)), size);
+      assert.ok((await readAll(store.read(key))).equals(bytes), `${size} bytes`);
+      assert.match(path.relative(t.ctx.config.dataDir, store.pathOf(key)), /^documents\/[0-9a-f]{2}\/[0-9a-f]{64}$/);
+    }
+    assert.equal(filesOnDisk(t.ctx.config.dataDir).length, 6);
+  });
+
+  it('keeps chunks a database store reads as they are', async () => {
+    const bytes = randomBytes(2 * CHUNK_BYTES + 5);
+    await store.write('as-rows', pieces(bytes));
+    let seq = 0;
+    for await (const data of sealedChunksIn(store.pathOf('as-rows'), 'as-rows')) {
+      await t.ctx.storage.db.insertInto('document_file_chunks').values({ storage_key: 'as-rows', seq: seq++, data }).execute();
+    }
+    assert.equal(seq, 4, 'three chunks of bytes and the last, empty one');
+    assert.ok((await readAll(new DatabaseFileStore(t.ctx.storage.db, masterKey).read('as-rows'))).equals(bytes));
+  });
+
+  it('refuses to read a file cut short, chunks swapped or a byte altered', async () => {
+    const bytes = randomBytes(2 * CHUNK_BYTES + 5);
+    const sealedLength = 12 + CHUNK_BYTES + 16;
+    for (const [key, spoil] of [
+      ['cut at a chunk', (file: Buffer) => file.subarray(0, 2 * (4 + sealedLength))],
+      ['cut in a chunk', (file: Buffer) => file.subarray(0, file.length - 3)],
+      ['cut in a length', (file: Buffer) => file.subarray(0, 4 + sealedLength + 2)],
+      [
+        'swapped',
+        (file: Buffer) =>
+          Buffer.concat([
+            file.subarray(4 + sealedLength, 2 * (4 + sealedLength)),
+            file.subarray(0, 4 + sealedLength),
+            file.subarray(2 * (4 + sealedLength)),
+          ]),
+      ],
+      ['altered', (file: Buffer) => Buffer.from(file).fill(0x41, 40, 41)],
+      ['grown', (file: Buffer) => Buffer.concat([file, Buffer.alloc(1)])],
+    ] as const) {
+      await store.write(key, pieces(bytes));
+      writeFileSync(store.pathOf(key), spoil(readFileSync(store.pathOf(key))));
+      await assert.rejects(readAll(store.read(key)), /does not open|cut short|malformed/, key);
+    }
+    rmSync(store.pathOf('cut at a chunk'));
+    await assert.rejects(readAll(store.read('cut at a chunk')), /missing/);
+  });
+
+  it('removes what it stored, and a failed write leaves nothing, not even its temporary file', async () => {
+    const before = filesOnDisk(t.ctx.config.dataDir).length;
+    await removesAndFails(store);
+    assert.equal(
+      (await t.ctx.storage.db.selectFrom('document_file_keys').select('storage_key').where('storage_key', '=', 'failed').execute()).length,
+      0,
+    );
+    assert.equal(filesOnDisk(t.ctx.config.dataDir).length, before);
+  });
+
+  it('removes temporary files a process that died left behind, once they are old', async () => {
+    const target = store.pathOf('abandoned');
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(`${target}.tmp-0123456789ab`, 'half a file');
+    writeFileSync(`${target}.tmp-ba9876543210`, 'a write under way');
+    const old = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(`${target}.tmp-0123456789ab`, old, old);
+    assert.equal(await store.removeAbandoned(3600_000), 1);
+    assert.equal(existsSync(`${target}.tmp-0123456789ab`), false);
+    assert.equal(existsSync(`${target}.tmp-ba9876543210`), true);
+    rmSync(`${target}.tmp-ba9876543210`);
   });
 });

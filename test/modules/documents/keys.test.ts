@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { assertMasterKeyOpensStoredValues, MasterKeyMismatchError, reencryptStoredValues } from '../../../src/stored-secrets.ts';
 import { createTestApp, createTestClient, createTestDatabase, DIALECT, testKeys } from '../../support.ts';
-import { documentsApi, download, sampleFile } from './support.ts';
+import { documentsApi, download, sampleFile, storedOf } from './support.ts';
 
 describe(`documents: the master key (${DIALECT})`, () => {
   it('a start with another key names the document file keys; cps keys rotate keeps every file readable', async () => {
@@ -22,19 +22,12 @@ describe(`documents: the master key (${DIALECT})`, () => {
         assertMasterKeyOpensStoredValues(first.ctx.storage.db, randomBytes(32)),
         (error) => error instanceof MasterKeyMismatchError && error.what === 'document file keys',
       );
-      const chunksBefore = await first.ctx.storage.db
-        .selectFrom('document_file_chunks')
-        .select(['storage_key', 'seq', 'data'])
-        .orderBy('seq')
-        .execute();
+      const chunksBefore = await storedOf(first, id);
+      assert.equal(chunksBefore.length, 1);
       const rotated = { ...keys, masterKey: randomBytes(32) };
       const moved = await reencryptStoredValues(first.ctx.storage.db, keys.masterKey, rotated.masterKey);
       assert.equal(moved['document file keys'], 1);
-      const chunksAfter = await first.ctx.storage.db
-        .selectFrom('document_file_chunks')
-        .select(['storage_key', 'seq', 'data'])
-        .orderBy('seq')
-        .execute();
+      const chunksAfter = await storedOf(first, id);
       assert.deepEqual(chunksAfter, chunksBefore, 'the bytes are not rewritten');
       await first.close();
 

@@ -1,11 +1,12 @@
 /** Helpers shared by the documents tests: requests, multipart bodies and sample files of each type. */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
 import type { App } from '../../../src/http/app-type.ts';
-import { bearer, createTestApp, type TestApp } from '../../support.ts';
+import { FILES_FOLDER, storedFilePath } from '../../../src/modules/documents/file-system-store.ts';
+import { bearer, createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 export const BASE = '/mr/api/v1/docs';
 
@@ -178,14 +179,59 @@ export async function download(app: App, assetUrl: string): Promise<Answer & { r
   };
 }
 
-/** The file store the documents tests run against: CPS_TEST_DOCUMENTS_STORE=s3 for the object store (an s3rver on loopback). */
-export const STORE: 'database' | 's3' = process.env.CPS_TEST_DOCUMENTS_STORE === 's3' ? 's3' : 'database';
+/**
+ * The file store the documents tests run against: CPS_TEST_DOCUMENTS_STORE=files, =database or =s3
+ * (an s3rver on loopback); unset, the service's default (files with SQLite, the database with PostgreSQL).
+ */
+export const STORE: 'files' | 'database' | 's3' = storeNamed(process.env.CPS_TEST_DOCUMENTS_STORE) ?? (DIALECT === 'sqlite' ? 'files' : 'database');
+
+function storeNamed(name: string | undefined): 'files' | 'database' | 's3' | undefined {
+  if (name === undefined || name === '') return undefined;
+  if (name === 'files' || name === 'database' || name === 's3') return name;
+  throw new Error(`CPS_TEST_DOCUMENTS_STORE must be files, database or s3, got ${name}`);
+}
+
+/**
+ * The storage keys that hold bytes of `documentId`'s files (thumbnails included) in the test's store,
+ * with what each holds, sealed: rows of document_file_chunks, a file of the data directory or an object
+ * of the object store (its name then). With the files store it also fails on any file of the folder
+ * that no stored key accounts for (a leftover of a removed or failed file, or a temporary one).
+ */
+export async function storedOf(t: TestApp & { objectsDir?: string | null }, documentId: string): Promise<Array<{ key: string; data: Buffer[] }>> {
+  if (t.objectsDir) return objectsOf(t.objectsDir, documentId).map((key) => ({ key, data: [] }));
+  const db = t.ctx.storage.db;
+  const chunks = await db
+    .selectFrom('document_file_chunks')
+    .select(['storage_key', 'data'])
+    .where('storage_key', 'like', `%/${documentId}/%`)
+    .orderBy('seq')
+    .execute();
+  const stored = new Map<string, Buffer[]>();
+  for (const chunk of chunks) stored.set(chunk.storage_key, [...(stored.get(chunk.storage_key) ?? []), Buffer.from(chunk.data)]);
+  const known = new Map<string, string>();
+  for (const { storage_key } of await db.selectFrom('document_file_keys').select('storage_key').execute()) {
+    known.set(storedFilePath(t.ctx.config.dataDir, storage_key), storage_key);
+  }
+  for (const file of filesOnDisk(t.ctx.config.dataDir)) {
+    const key = known.get(file);
+    if (key === undefined) throw new Error(`the files store keeps ${file}, which no stored key accounts for`);
+    if (key.includes(`/${documentId}/`)) stored.set(key, [readFileSync(file)]);
+  }
+  return [...stored].map(([key, data]) => ({ key, data }));
+}
+
+/** Every file under the files store's folder of `dataDir`. */
+export function filesOnDisk(dataDir: string): string[] {
+  const root = path.join(dataDir, FILES_FOLDER);
+  if (!existsSync(root)) return [];
+  return (readdirSync(root, { recursive: true }) as string[]).map((name) => path.join(root, name)).filter((file) => statSync(file).isFile());
+}
 
 const BUCKET = 'cps-test-documents';
 
 /** A test app whose documents go to STORE; an object store is an s3rver of its own, in a scratch folder, closed with the app. */
 export async function documentsTestApp(options: Parameters<typeof createTestApp>[0] = {}): Promise<TestApp & { objectsDir: string | null }> {
-  if (STORE === 'database') return { ...(await createTestApp(options)), objectsDir: null };
+  if (STORE !== 's3') return { ...(await createTestApp({ ...options, env: { CPS_DOCUMENTS_STORE: STORE, ...options.env } })), objectsDir: null };
   const objectsDir = mkdtempSync(path.join(tmpdir(), 'cps-s3rver-'));
   const server = new S3rver({
     address: '127.0.0.1',
