@@ -161,9 +161,55 @@ async function run<R>(db: Db, query: CompiledQuery<R>, businessId: string, id: s
  * A page of appointments by start time. The page is chosen among the appointments alone, and only its rows
  * are joined to their clinic, doctor and patient: joined first, PostgreSQL joined and sorted every
  * appointment of the range (a whole day's) for each page of 50. So the clinic, doctor and patient filters,
- * which match the service's id or the partner's, read the ids they name first.
+ * which match the service's id or the partner's, read the ids they name first. Compiled once per dialect
+ * and set of filters given (and count of statuses), as the reads of one appointment are.
  */
-export async function listViews(db: Db, businessId: string, filter: ListFilter): Promise<AppointmentView[]> {
+export async function listViews(db: Db, dialect: DialectName, businessId: string, filter: ListFilter): Promise<AppointmentView[]> {
+  const given = (value: unknown) => (value === undefined ? '-' : '+');
+  const { clinicId, doctorId, patientId, statuses, from, to } = filter;
+  const shape = `list ${dialect} ${[clinicId, doctorId, patientId, from, to].map(given).join('')} ${statuses?.length ?? '-'}`;
+  const query = compiledOnce(shape, () =>
+    listQuery(db, BUSINESS, {
+      clinicId: clinicId === undefined ? undefined : LISTED.clinicId,
+      doctorId: doctorId === undefined ? undefined : LISTED.doctorId,
+      patientId: patientId === undefined ? undefined : LISTED.patientId,
+      statuses: statuses?.map((_, i) => `${LISTED.status}${i}`),
+      // Placeholders too, strings where numbers go: the values replace them before the query runs.
+      from: from === undefined ? undefined : (LISTED.from as unknown as number),
+      to: to === undefined ? undefined : (LISTED.to as unknown as number),
+      limit: LISTED.limit as unknown as number,
+      offset: LISTED.offset as unknown as number,
+    }),
+  );
+  const values = new Map<unknown, unknown>([
+    [BUSINESS, businessId],
+    [LISTED.clinicId, clinicId],
+    [LISTED.doctorId, doctorId],
+    [LISTED.patientId, patientId],
+    [LISTED.from, from],
+    [LISTED.to, to],
+    [LISTED.limit, filter.limit],
+    [LISTED.offset, filter.offset],
+    ...(statuses ?? []).map((status, i) => [`${LISTED.status}${i}`, status] as const),
+  ]);
+  const parameters = query.parameters.map((value) => (values.has(value) ? values.get(value) : value));
+  const { rows } = await db.executeQuery(CompiledQuery.raw(query.sql, parameters) as typeof query);
+  return rows;
+}
+
+/** The listing's placeholders, one per value of its filter (`status` numbered, one per status). */
+const LISTED = {
+  clinicId: '\u0000clinic',
+  doctorId: '\u0000doctor',
+  patientId: '\u0000patient',
+  status: '\u0000status',
+  from: '\u0000from',
+  to: '\u0000to',
+  limit: '\u0000limit',
+  offset: '\u0000offset',
+} as const;
+
+function listQuery(db: Db, businessId: string, filter: ListFilter) {
   const named = (table: 'clinics' | 'doctors', id: string) =>
     db
       .selectFrom(table)
@@ -188,7 +234,7 @@ export async function listViews(db: Db, businessId: string, filter: ListFilter):
   page = page.orderBy('start_time').orderBy('id').limit(filter.limit).offset(filter.offset);
   // The page holds the business's appointments only. Filtered on a.business_id once more, PostgreSQL
   // without statistics (a new database) planned a scan of the business's appointments for each row of the page.
-  return joined(db).innerJoin(page.as('page'), 'page.id', 'a.id').orderBy('a.start_time').orderBy('a.id').execute();
+  return joined(db).innerJoin(page.as('page'), 'page.id', 'a.id').orderBy('a.start_time').orderBy('a.id');
 }
 
 /** A patient's appointments, newest first, after the keyset position `before` (start_time, id). */

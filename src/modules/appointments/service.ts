@@ -322,7 +322,7 @@ export class AppointmentService {
     }
     if (query.start_date && query.end_date && query.end_date < query.start_date) throw invalid('end_date', 'must not be before start_date');
     const pageNo = query.page_no ?? 0;
-    const rows = await repo.listViews(this.#db, businessId, {
+    const rows = await repo.listViews(this.#db, this.#dialect, businessId, {
       clinicId: query.clinic_id,
       doctorId: query.doctor_id,
       patientId: query.patient_id,
