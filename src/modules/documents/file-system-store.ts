@@ -8,9 +8,10 @@
  * document_file_keys, each chunk under it with the same associated data), and each sealed chunk is
  * written after its length (4 bytes, big-endian): a file's chunks, in order, are the rows
  * document_file_chunks would hold, which is how `cps backup` puts them into its copy (backup.ts).
- * A write goes to a temporary name beside the file, is flushed to the disk (fsync, on libuv's pool)
- * and renamed, and the directory flushed, before the caller commits the file; a failed write removes
- * its temporary file, and `removeAbandoned` removes those a process that died left behind.
+ * A write goes to a temporary file in `documents/incoming/` (same disk, so the rename is atomic), is
+ * flushed to the disk (fsync, on libuv's pool) and renamed into place, and the folder flushed, before
+ * the caller commits the file; a failed write removes its temporary file, and `removeAbandoned`
+ * removes those a process that died left behind (reading that one folder, not every file's).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
@@ -22,7 +23,8 @@ import { type FileStore, newFileKey, openChunk, openFileKey, removeStored, SEALE
 
 /** The folder of the data directory the store keeps its files in. */
 export const FILES_FOLDER = 'documents';
-const TEMPORARY = /\.tmp-[0-9a-f]+$/;
+/** Where writes under way keep their temporary files (no hash's 2-hex folder has this name). */
+const INCOMING = 'incoming';
 const LENGTH = 4;
 
 export class FileSystemStore implements FileStore {
@@ -44,12 +46,13 @@ export class FileSystemStore implements FileStore {
   async write(key: string, source: AsyncIterable<Buffer>): Promise<number> {
     const { fileKey, sealedKey } = newFileKey(this.#masterKey, key);
     const target = this.pathOf(key);
-    const temporary = `${target}.tmp-${randomBytes(6).toString('hex')}`;
+    const temporary = path.join(this.#root, INCOMING, `${path.basename(target)}.${randomBytes(6).toString('hex')}`);
     const counted = { size: 0 };
     let handle: FileHandle | null = null;
     try {
       await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
       await this.#folder(path.dirname(target));
+      await this.#folder(path.dirname(temporary));
       handle = await open(temporary, 'wx', PRIVATE_FILE_MODE);
       for await (const data of sealedChunks(fileKey, key, source, counted)) {
         const length = Buffer.allocUnsafe(LENGTH);
@@ -108,17 +111,14 @@ export class FileSystemStore implements FileStore {
 
   /** Removes the temporary files of writes older than `olderThanMs` that never finished (a process died meanwhile). */
   async removeAbandoned(olderThanMs: number, now = Date.now()): Promise<number> {
+    const incoming = path.join(this.#root, INCOMING);
     let removed = 0;
-    for (const folder of await readdir(this.#root).catch(() => [] as string[])) {
-      const dir = path.join(this.#root, folder);
-      for (const name of await readdir(dir).catch(() => [] as string[])) {
-        if (!TEMPORARY.test(name)) continue;
-        const file = path.join(dir, name);
-        const info = await stat(file).catch(() => null);
-        if (info && info.mtimeMs < now - olderThanMs) {
-          await unlink(file).catch(() => undefined);
-          removed += 1;
-        }
+    for (const name of await readdir(incoming).catch(() => [] as string[])) {
+      const file = path.join(incoming, name);
+      const info = await stat(file).catch(() => null);
+      if (info && info.mtimeMs < now - olderThanMs) {
+        await unlink(file).catch(() => undefined);
+        removed += 1;
       }
     }
     return removed;

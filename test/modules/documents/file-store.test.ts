@@ -1,7 +1,7 @@
 /** The embedded file stores on their own: sizes around the chunk boundary, and stored bytes that were cut short, moved or altered. */
 import assert from 'node:assert/strict';
 import { createCipheriv, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CHUNK_BYTES, DatabaseFileStore, type FileStore } from '../../../src/modules/documents/file-store.ts';
@@ -189,15 +189,14 @@ describe(`documents: the files store (${DIALECT})`, () => {
   });
 
   it('removes temporary files a process that died left behind, once they are old', async () => {
-    const target = store.pathOf('abandoned');
-    mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(`${target}.tmp-0123456789ab`, 'half a file');
-    writeFileSync(`${target}.tmp-ba9876543210`, 'a write under way');
+    const incoming = path.join(t.ctx.config.dataDir, 'documents', 'incoming');
+    mkdirSync(incoming, { recursive: true });
+    writeFileSync(path.join(incoming, 'abandoned.0123456789ab'), 'half a file');
+    writeFileSync(path.join(incoming, 'under-way.ba9876543210'), 'a write under way');
     const old = new Date(Date.now() - 2 * 3600_000);
-    utimesSync(`${target}.tmp-0123456789ab`, old, old);
+    utimesSync(path.join(incoming, 'abandoned.0123456789ab'), old, old);
     assert.equal(await store.removeAbandoned(3600_000), 1);
-    assert.equal(existsSync(`${target}.tmp-0123456789ab`), false);
-    assert.equal(existsSync(`${target}.tmp-ba9876543210`), true);
-    rmSync(`${target}.tmp-ba9876543210`);
+    assert.deepEqual(readdirSync(incoming), ['under-way.ba9876543210']);
+    rmSync(path.join(incoming, 'under-way.ba9876543210'));
   });
 });
