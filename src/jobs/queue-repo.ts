@@ -376,6 +376,56 @@ export async function settleSucceeded(db: Db, jobs: Job[]): Promise<Set<string>>
 }
 
 /**
+ * Settles as succeeded, in `trx`, the due pending jobs of `kind` and `orderingKey` that follow
+ * `afterSeq` without a gap (`afterSeq` + 1, + 2, ...; at most `limit`), and returns them: the caller
+ * holds the job numbered `afterSeq` running, so no other claim can take them, and does their work in
+ * the same transaction (an event dispatch takes the later events of its key so).
+ */
+export async function takeFollowing(trx: Db, kind: string, orderingKey: string, afterSeq: number, limit: number, workerId: string): Promise<Job[]> {
+  const now = Date.now();
+  const rows = await trx
+    .with('following', (qb) =>
+      qb
+        .selectFrom('jobs')
+        .select((eb) => [
+          'id',
+          'ordering_seq',
+          eb.fn
+            .agg<number>('row_number')
+            .over((ob) => ob.orderBy('ordering_seq'))
+            .as('n'),
+        ])
+        .where('kind', '=', kind)
+        .where('ordering_key', '=', orderingKey)
+        .where('ordering_seq', '>', afterSeq)
+        // Literal, as in jobs_ordering_idx's predicate, so both databases use that index.
+        .where(sql<boolean>`status in ('pending', 'running')`)
+        .where('status', '=', 'pending')
+        .where('due_at', '<=', now)
+        .orderBy('ordering_seq')
+        .limit(limit),
+    )
+    .updateTable('jobs')
+    .set((eb) => ({
+      status: 'succeeded',
+      attempts: eb('attempts', '+', 1),
+      locked_by: workerId,
+      started_at: now,
+      finished_at: now,
+      updated_at: now,
+      lease_until: null,
+    }))
+    .where('status', '=', 'pending')
+    // A gap (a number missing, or not yet due) ends the run: what follows it waits for its turn.
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('following').select('following.id').where(sql<boolean>`following.ordering_seq = ${afterSeq} + following.n`),
+    )
+    .returningAll()
+    .execute();
+  return rows.map((row) => toJob(row));
+}
+
+/**
  * Returns to `pending` (due now) the running jobs whose lease ran out: their process died or hung.
  * The attempt stays counted; the claim fails a job that has used all its attempts.
  */

@@ -27,7 +27,8 @@
  *   adds nothing.
  * - Ordering: a job may name an ordering key and number (NewJob.ordering); the claim skips it while
  *   an earlier job of its kind and key is pending or running, and a settled ordered job lets the
- *   refill look again. Events of one appointment use it for their dispatch and their deliveries.
+ *   refill look again. Events of one appointment use it for their dispatch and their deliveries. A
+ *   dispatch's first attempt takes along the dispatches queued behind it on its key (dispatchEvents).
  */
 import { AsyncResource } from 'node:async_hooks';
 import { hostname } from 'node:os';
@@ -51,6 +52,7 @@ import {
   renewLease,
   settleJob,
   settleSucceeded,
+  takeFollowing,
   type Job,
   type Settlement,
 } from './queue-repo.ts';
@@ -115,6 +117,8 @@ interface Kind {
 }
 
 const DEFAULT_SCHEDULE = [5, 30, 120, 600, 1800];
+/** At most this many of a key's later dispatches go with one (dispatchEvents). */
+const DISPATCH_FOLLOWING = 200;
 const LOCK_NAME = 'workers';
 /** While the database fails, polls back off (doubling from pollMs) up to this interval. */
 const MAX_POLL_BACKOFF_MS = 5000;
@@ -168,7 +172,7 @@ export class JobQueue {
   private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
   private flushing = false;
   /** Event dispatches waiting to be run together (see dispatchEvent). */
-  private dispatches: Array<{ eventId: string; done: () => void; fail: (error: unknown) => void }> = [];
+  private dispatches: Array<{ eventId: string; first: boolean; done: () => void; fail: (error: unknown) => void }> = [];
   private dispatching = false;
 
   constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
@@ -372,6 +376,9 @@ export class JobQueue {
     for (const kind of kinds) {
       kind.drained = false;
       kind.wakes++;
+      // A dispatch under way takes its key's events queued meanwhile (dispatchEvents), and the refill
+      // after it claims the rest: a claim per event committed meanwhile would mostly find them held back.
+      if (kind.name === EVENT_DISPATCH && kind.running > 0) continue;
       void this.fill(kind);
     }
   }
@@ -640,7 +647,7 @@ export class JobQueue {
    */
   private dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
     return new Promise((done, fail) => {
-      this.dispatches.push({ eventId: job.payload.eventId, done, fail });
+      this.dispatches.push({ eventId: job.payload.eventId, first: job.attempts <= 1, done, fail });
       if (!this.dispatching) {
         this.dispatching = true;
         setImmediate(() => void this.flushDispatches());
@@ -652,7 +659,11 @@ export class JobQueue {
     while (this.dispatches.length > 0) {
       const batch = this.dispatches.splice(0, 200);
       try {
-        await this.dispatchEvents(batch.map((entry) => entry.eventId));
+        // A retry takes no later events along: one that cannot be dispatched holds back only its own.
+        await this.dispatchEvents(
+          batch.map((entry) => entry.eventId),
+          batch.every((entry) => entry.first),
+        );
         for (const entry of batch) entry.done();
       } catch (error) {
         if (batch.length === 1) {
@@ -660,20 +671,43 @@ export class JobQueue {
           continue;
         }
         // One at a time, so that an event that cannot be dispatched holds back no other.
-        for (const entry of batch) await this.dispatchEvents([entry.eventId]).then(entry.done, entry.fail);
+        for (const entry of batch) await this.dispatchEvents([entry.eventId], false).then(entry.done, entry.fail);
       }
     }
     this.dispatching = false;
   }
 
-  private async dispatchEvents(eventIds: string[]): Promise<void> {
+  private async dispatchEvents(eventIds: string[], follow: boolean): Promise<void> {
     // An event whose business was deleted since is gone: nothing to deliver.
-    const byType = Map.groupBy(await loadEvents(this.storage.db, eventIds), (event) => event.type);
-    const work = [...byType].flatMap(([type, events]) => (this.hooks.get(type) ?? []).map((hook) => ({ hook, events })));
-    if (work.length === 0) return;
+    const events = await loadEvents(this.storage.db, eventIds);
+    const lastOfKey = new Map<string, number>();
+    for (const event of events) {
+      if (!follow || event.orderingKey === null || event.sequence === null) continue;
+      const key = `${event.businessId}|${event.orderingKey}`;
+      lastOfKey.set(key, Math.max(event.sequence, lastOfKey.get(key) ?? 0));
+    }
+    if (lastOfKey.size === 0 && !events.some((event) => this.hooks.has(event.type))) return;
+    let followed = 0;
     await inTransaction(this.storage.db, async (trx) => {
-      for (const { hook, events } of work) await hook(trx, events);
+      // The dispatches queued behind this one's (their key's later events) go with it: one claim, one
+      // transaction and one settlement for a run of a patient's events, rather than one each.
+      const all = [...events];
+      for (const [key, last] of lastOfKey) {
+        const following = await takeFollowing(trx, EVENT_DISPATCH, key, last, DISPATCH_FOLLOWING, this.workerId);
+        if (following.length === 0) continue;
+        followed += following.length;
+        all.push(
+          ...(await loadEvents(
+            trx,
+            following.map((job) => (job.payload as { eventId: string }).eventId),
+          )),
+        );
+      }
+      for (const [type, typed] of Map.groupBy(all, (event) => event.type)) {
+        for (const hook of this.hooks.get(type) ?? []) await hook(trx, typed);
+      }
     });
+    if (followed > 0) this.metrics.outcomes.inc({ kind: EVENT_DISPATCH, outcome: 'succeeded' }, followed);
   }
 
   // ---- PostgreSQL: LISTEN ----------------------------------------------------------------------

@@ -22,6 +22,7 @@ export const DOCUMENTS_SWEEP_JOB = 'documents.sweep';
 const SWEEP_MINUTES = 15;
 /** A temporary file of the files store this old is a write no process will finish (as the sweep judges uploads, service.ts). */
 const ABANDONED_AFTER_MS = 60 * 60_000;
+const THUMBNAIL_CLAIM = 16;
 
 export function documentsModule(ctx: AppContext, patients: PatientService): Module & { service: DocumentsService } {
   const { db, dialect } = ctx.storage;
@@ -120,7 +121,9 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     THUMBNAIL_JOB,
     async ({ job, signal }) => void (await service.makeThumbnails(job.payload.businessId, job.payload.documentId, signal)),
     {
-      concurrency: 1,
+      // Claimed several at once (each claim is a write and a commit of its own); the service makes
+      // them one at a time.
+      concurrency: THUMBNAIL_CLAIM,
       retrySchedule: [60, 600],
       leaseMs: 120_000,
     },

@@ -153,6 +153,8 @@ export class DocumentsService {
   /** Uploads in flight in this process, and what waits for them to be over (#afterUploads). */
   #uploading = 0;
   readonly #uploadsOver: Array<() => void> = [];
+  /** The thumbnail job under way in this process: the next waits for it. */
+  #thumbnailing: Promise<void> = Promise.resolve();
 
   constructor(deps: DocumentsServiceDeps) {
     this.#deps = deps;
@@ -542,11 +544,24 @@ export class DocumentsService {
   /**
    * The documents.thumbnail job: a thumbnail for each of the document's JPEG, PNG and PDF files that
    * has none (thumbnails.ts), stored by the default store, once this process's uploads are over
-   * (#afterUploads; the job runs one at a time, so the jobs a burst queued wait in the queue). A file deleted or replaced meanwhile keeps
+   * (#afterUploads), one document at a time in this process. A file deleted or replaced meanwhile keeps
    * none: what was written for it is removed.
    */
   async makeThumbnails(businessId: string, documentId: string, signal?: AbortSignal): Promise<number> {
     await this.#afterUploads(THUMBNAIL_WAIT_MS, signal);
+    // One at a time in this process (each reads a whole file), however many jobs one claim took.
+    const turn = this.#thumbnailing.then(() => {
+      signal?.throwIfAborted();
+      return this.#makeThumbnails(businessId, documentId);
+    });
+    this.#thumbnailing = turn.then(
+      () => {},
+      () => {},
+    );
+    return turn;
+  }
+
+  async #makeThumbnails(businessId: string, documentId: string): Promise<number> {
     let made = 0;
     for (const file of await repo.filesOf(this.#db, businessId, [documentId])) {
       if (file.state !== 'stored' || !THUMBNAIL_TYPES.has(file.content_type) || file.thumbnail_key || !file.storage_key || !file.store) continue;
