@@ -1,8 +1,9 @@
 /**
  * CPS_DATA_DIR holds the SQLite database (patients' names and mobile numbers), the development keys,
- * the demo credentials and search index snapshots: the directory is created 0700 and each file 0600,
- * whatever the process umask. Existing modes are left as the operator set them; a start that finds
- * one of them wider says so in a warning.
+ * the demo credentials, search index snapshots and the documents' files store (`documents/`, its
+ * folders in it): the directory and its folders are created 0700 and each file 0600, whatever the
+ * process umask. Existing modes are left as the operator set them; a start that finds one of them
+ * wider says so in a warning.
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,13 @@ export const PRIVATE_FILE_MODE = 0o600;
 /** The files the service writes in the data directory. */
 const SERVICE_FILES =
   /^(cps\.sqlite(-wal|-shm|-journal|\.before-restore-[0-9TZ-]+)?|jwt-signing-key\.pem|master\.key|demo-credentials\.json|search-index-[0-9a-f]+\.bin)$/;
+
+/**
+ * The service's folders: the documents' files store and one a restore kept aside. Their folders (one
+ * level down: `incoming` and the hash prefixes) are checked too; the files in them are reachable only
+ * through those folders.
+ */
+const SERVICE_DIRS = /^documents(\.before-restore-[0-9TZ-]+)?$/;
 
 /** Creates `dir` (and its parents) if missing; the directory itself is then 0700, whatever the umask. */
 export function makePrivateDir(dir: string): void {
@@ -56,6 +64,12 @@ export function findWideModes(dataDir: string): WideMode[] {
   const wide: WideMode[] = [];
   if (dirStat.mode & 0o077) wide.push({ path: dataDir, mode: octal(dirStat.mode), expected: octal(PRIVATE_DIR_MODE) });
   for (const name of readdirSync(dataDir)) {
+    if (SERVICE_DIRS.test(name)) {
+      const dir = path.join(dataDir, name);
+      if (!checkDir(dir, wide)) continue;
+      for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) checkDir(path.join(dir, entry.name), wide);
+      continue;
+    }
     if (!SERVICE_FILES.test(name)) continue;
     const file = path.join(dataDir, name);
     try {
@@ -66,6 +80,14 @@ export function findWideModes(dataDir: string): WideMode[] {
     }
   }
   return wide;
+}
+
+/** Adds `dir` to `wide` if it is wider than 0700; answers whether it is a directory. */
+function checkDir(dir: string, wide: WideMode[]): boolean {
+  const info = statSync(dir, { throwIfNoEntry: false });
+  if (!info?.isDirectory()) return false;
+  if (info.mode & 0o077) wide.push({ path: dir, mode: octal(info.mode), expected: octal(PRIVATE_DIR_MODE) });
+  return true;
 }
 
 /** One warning for each path wider than it should be, naming the path, its mode and the mode expected. */

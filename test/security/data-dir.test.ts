@@ -1,5 +1,6 @@
 /** Files in CPS_DATA_DIR: created 0600 in a 0700 directory whatever the umask; wider ones are warned about. */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { openSqlite } from '../../src/db/index.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
 import { writeSnapshotFile } from '../../src/modules/search/index/snapshot.ts';
+import { FileSystemStore } from '../../src/modules/documents/file-system-store.ts';
 import { warnAboutWideModes } from '../../src/security/data-dir.ts';
 import { loadKeys } from '../../src/security/keys.ts';
 import { createTestDatabase, DIALECT } from '../support.ts';
@@ -65,6 +67,28 @@ describe(`data directory modes (${DIALECT})`, () => {
     assert.equal(modeOf(file), 0o600);
   });
 
+  it("the documents' files store makes its folders 0700 and its files 0600", async () => {
+    const storage = openSqlite(path.join(root, 'files', 'cps.sqlite'));
+    try {
+      await migrateToLatest(storage.db);
+      const dataDir = path.join(root, 'files');
+      const store = new FileSystemStore(storage.db, randomBytes(32), dataDir);
+      const key = 'biz/doc/0/modes';
+      await store.write(
+        key,
+        (async function* () {
+          yield Buffer.from('a file');
+        })(),
+      );
+      const file = store.pathOf(key);
+      assert.equal(modeOf(file), 0o600);
+      for (const dir of [path.dirname(file), path.join(dataDir, 'documents'), path.join(dataDir, 'documents', 'incoming')])
+        assert.equal(modeOf(dir), 0o700, dir);
+    } finally {
+      await storage.destroy();
+    }
+  });
+
   it('warns, naming the path and its mode, about a wide directory and wide service files, changing nothing', () => {
     const dataDir = path.join(root, 'wide');
     mkdirSync(dataDir);
@@ -77,6 +101,16 @@ describe(`data directory modes (${DIALECT})`, () => {
       ['notes.txt', 0o644],
     ] as const) {
       writeFileSync(path.join(dataDir, name), '');
+      chmodSync(path.join(dataDir, name), mode);
+    }
+    // The documents' files store: its folder and each folder in it.
+    for (const [name, mode] of [
+      ['documents', 0o755],
+      ['documents/incoming', 0o700],
+      ['documents/ab', 0o750],
+      ['documents.before-restore-2026-11-29T12-00-00-000Z', 0o711],
+    ] as const) {
+      mkdirSync(path.join(dataDir, name));
       chmodSync(path.join(dataDir, name), mode);
     }
     const lines: Array<Record<string, unknown>> = [];
@@ -101,6 +135,9 @@ describe(`data directory modes (${DIALECT})`, () => {
         [path.join(dataDir, 'cps.sqlite'), '0644', '0600'],
         [path.join(dataDir, 'cps.sqlite-wal'), '0640', '0600'],
         [path.join(dataDir, 'search-index-00ff.bin'), '0604', '0600'],
+        [path.join(dataDir, 'documents'), '0755', '0700'],
+        [path.join(dataDir, 'documents', 'ab'), '0750', '0700'],
+        [path.join(dataDir, 'documents.before-restore-2026-11-29T12-00-00-000Z'), '0711', '0700'],
       ].sort(),
     );
     assert.match(String(lines[0]!.msg), /has mode 0\d{3}: other users on this machine can reach it; expected 0\d{3}/);
