@@ -142,8 +142,8 @@ export async function backupDatabase(
  * and relabels those files as the database store's: the copy needs nothing else to be restored. A
  * file is renamed into place before the row that names it commits, so every file the copy knows as
  * stored is there, unless its removal (an erasure, or a deleted document's sweep) committed after the
- * copy began: such a file is left without bytes in the copy, which is what that removal leaves, and
- * an erasure is applied again after a restore anyway (erasures.log).
+ * copy began: such a file is marked removed in the copy (forgetGoneFiles), and an erasure is applied
+ * again after a restore anyway (erasures.log).
  */
 async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copied: number; gone: number }> {
   const copy = new SQLite(file, { fileMustExist: true });
@@ -165,7 +165,7 @@ async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copi
     ).map((row) => row.key);
     const insert = copy.prepare('insert into document_file_chunks (storage_key, seq, data) values (?, ?, ?)');
     let copied = 0;
-    let gone = 0;
+    const gone: string[] = [];
     for (const key of keys) {
       copy.exec('BEGIN');
       try {
@@ -178,15 +178,37 @@ async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copi
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
           throw new BackupError(`the document file ${storedFilePath(dataDir, key)} (storage key ${key}) cannot be read: ${(error as Error).message}`);
         }
-        gone += 1;
+        gone.push(key);
       }
     }
+    forgetGoneFiles(copy, gone);
     copy.exec("update document_files set store = 'database' where store = 'files'");
     copy.exec("update document_files set thumbnail_store = 'database' where thumbnail_store = 'files'");
-    return { copied, gone };
+    return { copied, gone: gone.length };
   } finally {
     copy.close();
   }
+}
+
+/**
+ * Leaves no row in the copy that promises bytes it lacks: a stored file gone goes to 'removing', as a
+ * delete leaves it (a download answers 404 and the restored service's sweep deletes the row), a
+ * thumbnail gone is forgotten (the file is served without one), and their keys go. A file still being
+ * received when the copy began keeps its row: the sweep gives its form back, as after a crash.
+ */
+function forgetGoneFiles(copy: SQLite.Database, gone: readonly string[]): void {
+  const stored = copy.prepare("update document_files set state = 'removing' where store = 'files' and storage_key = ? and state = 'stored'");
+  const thumbnail = copy.prepare(
+    "update document_files set thumbnail_store = null, thumbnail_key = null, thumbnail_size = null where thumbnail_store = 'files' and thumbnail_key = ?",
+  );
+  const key = copy.prepare('delete from document_file_keys where storage_key = ?');
+  copy.transaction(() => {
+    for (const storageKey of gone) {
+      stored.run(storageKey);
+      thumbnail.run(storageKey);
+      key.run(storageKey);
+    }
+  })();
 }
 
 export async function restoreDatabase(config: Pick<Config, 'dataDir' | 'masterKey'>, from: string, force: boolean): Promise<RestoreResult> {

@@ -417,6 +417,9 @@ describe(`cps backup of documents in the files store (${DIALECT})`, { skip: DIAL
       const result = json(await runCli(['backup', backupFile], cliEnv));
       assert.deepEqual(result.document_files, { copied: 3, gone: 1 });
       assert.deepEqual(rows(backupFile, "select count(*) as n from document_files where store = 'files' or thumbnail_store = 'files'"), [{ n: 0 }]);
+      // The gone file's row promises no bytes: removed as a delete leaves it, its key gone.
+      assert.deepEqual(rows(backupFile, `select state from document_files where document_id = '${gone}'`), [{ state: 'removing' }]);
+      assert.deepEqual(rows(backupFile, `select count(*) as n from document_file_keys where storage_key = '${goneFile.storage_key}'`), [{ n: 0 }]);
       await t.close();
       closed = true;
 
@@ -434,6 +437,9 @@ describe(`cps backup of documents in the files store (${DIALECT})`, { skip: DIAL
           .thumbnail;
         assert.ok((await download(again.app, link)).rawPayload.equals(thumbnailBytes));
         assert.deepEqual(filesOnDisk(restoreDir), []);
+        // The file gone before the copy read it: not found, rather than a failed read.
+        const goneLink = (await back.get(gone)).json().files[0].asset_url;
+        assert.equal((await download(again.app, goneLink)).statusCode, 404);
       } finally {
         await again.close();
       }
