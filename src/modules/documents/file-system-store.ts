@@ -33,8 +33,10 @@ export class FileSystemStore implements FileStore {
   readonly #masterKey: Buffer;
   readonly #root: string;
   readonly #dataDir: string;
-  /** Folders known to exist, so that a write creates its folder once. */
+  /** Folders known to exist and flushed into their parents, so that a write makes its folder once. */
   readonly #made = new Set<string>();
+  /** Temporary files of this process's writes under way, which `removeAbandoned` leaves whatever their age. */
+  readonly #writing = new Set<string>();
 
   constructor(db: Kysely<Database>, masterKey: Buffer, dataDir: string) {
     this.#db = db;
@@ -49,6 +51,7 @@ export class FileSystemStore implements FileStore {
     const temporary = path.join(this.#root, INCOMING, `${path.basename(target)}.${randomBytes(6).toString('hex')}`);
     const counted = { size: 0 };
     let handle: FileHandle | null = null;
+    this.#writing.add(path.basename(temporary));
     try {
       await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
       await this.#folder(path.dirname(target));
@@ -70,6 +73,8 @@ export class FileSystemStore implements FileStore {
       await rm(temporary, { force: true });
       await this.remove([key]);
       throw error;
+    } finally {
+      this.#writing.delete(path.basename(temporary));
     }
   }
 
@@ -109,11 +114,16 @@ export class FileSystemStore implements FileStore {
     for (const key of keys) await rm(this.pathOf(key), { force: true });
   }
 
-  /** Removes the temporary files of writes older than `olderThanMs` that never finished (a process died meanwhile). */
+  /**
+   * Removes the temporary files of writes older than `olderThanMs` that never finished (a process died
+   * meanwhile). This process's writes under way are known and kept; another process's write is judged
+   * by its file's last change, which a live upload renews within the request timeout (at most an hour).
+   */
   async removeAbandoned(olderThanMs: number, now = Date.now()): Promise<number> {
     const incoming = path.join(this.#root, INCOMING);
     let removed = 0;
     for (const name of await readdir(incoming).catch(() => [] as string[])) {
+      if (this.#writing.has(name)) continue;
       const file = path.join(incoming, name);
       const info = await stat(file).catch(() => null);
       if (info && info.mtimeMs < now - olderThanMs) {
@@ -132,6 +142,11 @@ export class FileSystemStore implements FileStore {
   async #folder(dir: string): Promise<void> {
     if (this.#made.has(dir)) return;
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    // A file renamed into a folder whose own entry a crash loses is lost with it: each folder's entry
+    // in its parent is flushed up to the data directory, once per process (another process, or a
+    // write beside this one, may have made it and not flushed it yet).
+    const dataDir = path.dirname(this.#root);
+    for (let at = dir; at !== dataDir && at !== path.dirname(at); at = path.dirname(at)) await syncFolder(path.dirname(at));
     this.#made.add(dir);
   }
 }

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import fsPromises from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
+import { after, before, describe, it, mock } from 'node:test';
 import { CHUNK_BYTES, DatabaseFileStore, type FileStore } from '../../../src/modules/documents/file-store.ts';
 import { FileSystemStore, sealedChunksIn } from '../../../src/modules/documents/file-system-store.ts';
 import { encrypt } from '../../../src/security/encryption.ts';
@@ -198,5 +200,59 @@ describe(`documents: the files store (${DIALECT})`, () => {
     assert.equal(await store.removeAbandoned(3600_000), 1);
     assert.deepEqual(readdirSync(incoming), ['under-way.ba9876543210']);
     rmSync(path.join(incoming, 'under-way.ba9876543210'));
+  });
+
+  it("keeps the temporary file of this process's write under way, however long since it last grew", async () => {
+    const bytes = randomBytes(CHUNK_BYTES + 5);
+    let resume!: () => void;
+    const paused = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    let wrote!: () => void;
+    const firstChunkWritten = new Promise<void>((resolve) => {
+      wrote = resolve;
+    });
+    async function* slow(): AsyncIterable<Buffer> {
+      yield bytes.subarray(0, CHUNK_BYTES);
+      // The first chunk is sealed and written once the next piece is asked for.
+      setTimeout(wrote, 50);
+      await paused;
+      yield bytes.subarray(CHUNK_BYTES);
+    }
+    const writing = store.write('slow', slow());
+    await firstChunkWritten;
+    const incoming = path.join(t.ctx.config.dataDir, 'documents', 'incoming');
+    const [temporary] = readdirSync(incoming);
+    assert.ok(temporary, 'the write has its temporary file');
+    const old = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(path.join(incoming, temporary), old, old);
+    assert.equal(await store.removeAbandoned(3600_000), 0);
+    resume();
+    await writing;
+    assert.ok((await readAll(store.read('slow'))).equals(bytes));
+    await store.remove(['slow']);
+  });
+
+  it('flushes each folder it makes into its parent, up to the data directory, before a file in it counts as written', async () => {
+    const dataDir = path.join(t.ctx.config.dataDir, 'fresh');
+    mkdirSync(dataDir);
+    const fresh = new FileSystemStore(t.ctx.storage.db, masterKey, dataDir);
+    const opened: string[] = [];
+    const original = fsPromises.open;
+    const open = mock.method(fsPromises, 'open', (file: string, ...rest: unknown[]) => {
+      if (rest[0] === 'r') opened.push(String(file));
+      return (original as (...args: unknown[]) => unknown)(file, ...rest);
+    });
+    syncBuiltinESMExports();
+    try {
+      await fresh.write('fresh', pieces(randomBytes(10)));
+    } finally {
+      open.mock.restore();
+      syncBuiltinESMExports();
+    }
+    const documents = path.join(dataDir, 'documents');
+    const folder = path.dirname(fresh.pathOf('fresh'));
+    for (const dir of [dataDir, documents, folder]) assert.ok(opened.includes(dir), `${dir} flushed (flushed: ${opened.join(', ')})`);
+    await fresh.remove(['fresh']);
   });
 });
