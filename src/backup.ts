@@ -191,6 +191,24 @@ async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copi
 }
 
 /**
+ * Refuses a copy whose rows name files of the files store: `cps backup` puts those into its copy, so
+ * this one was made otherwise (a copy of the database file), and the restore keeps the files store's
+ * folder aside: its documents would be rows without bytes.
+ */
+function checkHoldsItsFiles(copy: SQLite.Database, source: string): void {
+  const columns = new Set(
+    (copy.prepare('select name from pragma_table_info(?)').all('document_files') as Array<{ name: string }>).map((row) => row.name),
+  );
+  if (!columns.has('thumbnail_store')) return;
+  const { n } = copy.prepare("select count(*) as n from document_files where store = 'files' or thumbnail_store = 'files'").get() as { n: number };
+  if (n > 0) {
+    throw new BackupError(
+      `${source} names ${n} document files kept in the files store (the data directory's documents folder), which it does not hold: it was not made by cps backup; restore a copy cps backup made`,
+    );
+  }
+}
+
+/**
  * Leaves no row in the copy that promises bytes it lacks: a stored file gone goes to 'removing', as a
  * delete leaves it (a download answers 404 and the restored service's sweep deletes the row), a
  * thumbnail gone is forgotten (the file is served without one), and their keys go. A file still being
@@ -225,7 +243,10 @@ export async function restoreDatabase(config: Pick<Config, 'dataDir' | 'masterKe
   try {
     copyFileSync(source, temporary);
     chmodSync(temporary, PRIVATE_FILE_MODE);
-    const applied = checkCopy(temporary, source, (copy) => checkMasterKey(copy, masterKeyOf(config), force));
+    const applied = checkCopy(temporary, source, (copy) => {
+      checkHoldsItsFiles(copy, source);
+      checkMasterKey(copy, masterKeyOf(config), force);
+    });
     syncFile(temporary);
 
     let previous: string | null = null;

@@ -456,4 +456,28 @@ describe(`cps backup of documents in the files store (${DIALECT})`, { skip: DIAL
       await database.drop();
     }
   });
+
+  it('restore refuses a copy of the database file whose documents are in the files store, leaving the data directory as it was', async () => {
+    const database = await createTestDatabase();
+    const t = await createTestApp({ database });
+    const cliEnv = { ...env(database.dataDir), CPS_MASTER_KEY: (await testKeys()).masterKey.toString('base64') };
+    try {
+      const client = await createTestClient(t.ctx);
+      await documentsApi(t.app, client.token, 'pt-raw-copy').create([sampleFile('pdf', 3000)], ['application/pdf']);
+      // A copy made without cps backup: its rows name files it does not hold.
+      const raw = path.join(tempDir(), 'raw.sqlite');
+      const live = new SQLite(path.join(database.dataDir, 'cps.sqlite'), { readonly: true });
+      await live.backup(raw);
+      live.close();
+      await t.close();
+      const before = [readdirSync(database.dataDir).sort(), filesOnDisk(database.dataDir)];
+      const refused = await runCli(['restore', raw], cliEnv);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /names 1 document files kept in the files store .* it was not made by cps backup/);
+      assert.deepEqual([readdirSync(database.dataDir).sort(), filesOnDisk(database.dataDir)], before);
+      assert.ok(existsSync(path.join(database.dataDir, 'documents')), "the files store's folder stays in place");
+    } finally {
+      await database.drop();
+    }
+  });
 });
