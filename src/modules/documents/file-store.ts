@@ -22,6 +22,7 @@ import { sql, type Kysely } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
 import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../errors.ts';
 import { decrypt, encrypt } from '../../security/encryption.ts';
 
 export interface FileStore {
@@ -116,7 +117,10 @@ export class DatabaseFileStore implements FileStore {
         .orderBy('seq')
         .limit(READ_BATCH + 1)
         .execute();
-      if (rows.length === 0) throw new Error(`stored file ${key} is missing or cut short`);
+      if (rows.length === 0) {
+        await throwIfRemoved(this.#db, key);
+        throw new Error(`stored file ${key} is missing or cut short`);
+      }
       const now = rows.slice(0, READ_BATCH);
       for (const [index, row] of now.entries()) {
         if (Number(row.seq) !== seq) throw new Error(`stored file ${key} lacks chunk ${seq}`);
@@ -143,6 +147,18 @@ export async function removeStored(db: Db, keys: readonly string[]): Promise<voi
   }
 }
 
+/**
+ * A read of a file removed meanwhile (a delete's sweep or an erasure committed between the caller's
+ * look at the file's row and the read): the file is not found, which is no failure of the store.
+ */
+const REMOVED = () => new AppError(404, 'No document found with the given ID.', { code: 'NOT_FOUND' });
+
+/** Throws REMOVED if the file under `key` has no key any more: its removal deletes the key first. */
+export async function throwIfRemoved(db: Db, key: string): Promise<void> {
+  const row = await db.selectFrom('document_file_keys').select('storage_key').where('storage_key', '=', key).executeTakeFirst();
+  if (!row) throw REMOVED();
+}
+
 function sealedUnder(key: string): string {
   return `document-file:${key}`;
 }
@@ -156,7 +172,7 @@ export function newFileKey(masterKey: Buffer, key: string): { fileKey: Buffer; s
 /** The key of the file stored under `key`, opened from document_file_keys, and the format its chunks were sealed in. */
 export async function openFileKey(db: Db, masterKey: Buffer, key: string): Promise<{ fileKey: Buffer; format: number }> {
   const sealed = await db.selectFrom('document_file_keys').select('sealed_key').where('storage_key', '=', key).executeTakeFirst();
-  if (!sealed) throw new Error(`stored file ${key} has no key`);
+  if (!sealed) throw REMOVED();
   const opened = decrypt(masterKey, sealed.sealed_key, sealedUnder(key));
   const format = opened.startsWith(`${FORMAT}:`) ? FORMAT : 1;
   return { fileKey: Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64'), format };

@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../security/data-dir.ts';
-import { type FileStore, newFileKey, openChunk, openFileKey, removeStored, SEALED_CHUNK_BYTES, sealedChunks } from './file-store.ts';
+import { type FileStore, newFileKey, openChunk, openFileKey, removeStored, SEALED_CHUNK_BYTES, sealedChunks, throwIfRemoved } from './file-store.ts';
 
 /** The folder of the data directory the store keeps its files in. */
 export const FILES_FOLDER = 'documents';
@@ -84,7 +84,10 @@ export class FileSystemStore implements FileStore {
     try {
       handle = await open(this.pathOf(key), 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`stored file ${key} is missing`);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        await throwIfRemoved(this.#db, key);
+        throw new Error(`stored file ${key} is missing`);
+      }
       throw error;
     }
     try {
