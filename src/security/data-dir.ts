@@ -14,14 +14,14 @@ export const PRIVATE_FILE_MODE = 0o600;
 
 /** The files the service writes in the data directory. */
 const SERVICE_FILES =
-  /^(cps\.sqlite(-wal|-shm|-journal|\.before-restore-[0-9TZ-]+)?|jwt-signing-key\.pem|master\.key|demo-credentials\.json|search-index-[0-9a-f]+\.bin)$/;
+  /^(cps\.sqlite(-wal|-shm|-journal|\.before-restore-[0-9TZ-]+)?|jwt-signing-key\.pem|master\.key|demo-credentials\.json|search-index-[0-9a-f]+\.bin|erasures\.log)$/;
 
 /**
- * The service's folders: the documents' files store and one a restore kept aside. Their folders (one
- * level down: `incoming` and the hash prefixes) are checked too; the files in them are reachable only
- * through those folders.
+ * The service's folders: the documents' files store (and one a restore kept aside) and the access
+ * log's write-ahead files. Their folders (one level down: `incoming` and the hash prefixes) are
+ * checked too; the files in them are reachable only through those folders.
  */
-const SERVICE_DIRS = /^documents(\.before-restore-[0-9TZ-]+)?$/;
+const SERVICE_DIRS = /^(documents(\.before-restore-[0-9TZ-]+)?|audit)$/;
 
 /** Creates `dir` (and its parents) if missing; the directory itself is then 0700, whatever the umask. */
 export function makePrivateDir(dir: string): void {

@@ -99,6 +99,7 @@ describe(`data directory modes (${DIALECT})`, () => {
       ['master.key', 0o600],
       ['search-index-00ff.bin', 0o604],
       ['notes.txt', 0o644],
+      ['erasures.log', 0o644],
     ] as const) {
       writeFileSync(path.join(dataDir, name), '');
       chmodSync(path.join(dataDir, name), mode);
@@ -109,6 +110,7 @@ describe(`data directory modes (${DIALECT})`, () => {
       ['documents/incoming', 0o700],
       ['documents/ab', 0o750],
       ['documents.before-restore-2026-11-29T12-00-00-000Z', 0o711],
+      ['audit', 0o755],
     ] as const) {
       mkdirSync(path.join(dataDir, name));
       chmodSync(path.join(dataDir, name), mode);
@@ -138,6 +140,8 @@ describe(`data directory modes (${DIALECT})`, () => {
         [path.join(dataDir, 'documents'), '0755', '0700'],
         [path.join(dataDir, 'documents', 'ab'), '0750', '0700'],
         [path.join(dataDir, 'documents.before-restore-2026-11-29T12-00-00-000Z'), '0711', '0700'],
+        [path.join(dataDir, 'erasures.log'), '0644', '0600'],
+        [path.join(dataDir, 'audit'), '0755', '0700'],
       ].sort(),
     );
     assert.match(String(lines[0]!.msg), /has mode 0\d{3}: other users on this machine can reach it; expected 0\d{3}/);
