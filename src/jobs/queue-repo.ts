@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Db } from '../db/index.ts';
+import { writeWithNext, type Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/dialect.ts';
 import type { JobStatus, JobsTable } from '../db/schema.ts';
@@ -98,6 +98,25 @@ export function toJob<P = unknown>(row: Selectable<JobsTable>): Job<P> {
 /** Adds a job in `db` (pass the transaction of the change that causes it) and returns its id. */
 export async function enqueue(db: Db, job: NewJob): Promise<string> {
   return (await enqueueMany(db, [job]))[0]!;
+}
+
+/**
+ * Adds a job whose id the caller does not need, in a transaction: on PostgreSQL it travels with the
+ * transaction's next statement or its COMMIT (writeWithNext: no round trip of its own; a job of the
+ * same dedupeKey leaves it out); on SQLite it is `enqueue`.
+ */
+export async function enqueueWithNext(db: Db, job: NewJob): Promise<void> {
+  if (!isPostgres(db)) {
+    await enqueue(db, job);
+    return;
+  }
+  await writeWithNext(
+    db,
+    db
+      .insertInto('jobs')
+      .values(jobRow(job))
+      .onConflict((oc) => oc.columns(['kind', 'dedupe_key']).doNothing()),
+  );
 }
 
 /** Adds jobs in one statement (a fan-out to many recipients); returns their ids in order. */

@@ -26,7 +26,7 @@ import type { DocumentsConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { envelope, type EventInput } from '../../events.ts';
 import { patientKey, recordEvent } from '../../jobs/outbox.ts';
-import { enqueue } from '../../jobs/queue-repo.ts';
+import { enqueueWithNext } from '../../jobs/queue-repo.ts';
 import { SealedTokens } from '../../security/sealed-tokens.ts';
 import type { PatientService } from '../patients/service.ts';
 import {
@@ -692,7 +692,7 @@ export class DocumentsService {
         // The rows as this transaction left them: the event needs no second read.
         await this.#event(trx, scope, 'document.created', form.documentId, undefined, { row: { ...row, ...active }, files });
         if (files.some((file) => THUMBNAIL_TYPES.has(file.content_type))) {
-          await enqueue(trx, {
+          await enqueueWithNext(trx, {
             kind: THUMBNAIL_JOB,
             businessId: form.businessId,
             payload: { businessId: form.businessId, documentId: form.documentId },
