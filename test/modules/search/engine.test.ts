@@ -177,8 +177,23 @@ describe('search index: early stop', () => {
         .filter((c) => !c.lab)
         .map((c) => c.q),
     );
-    // Slips, whose runs hold the names that begin with the slipped word (ranked first among equal slips).
-    for (const q of ['lubroc', 'rabidd', 'angypl', 'paracetmol 650', 'metformn', 'azithromicin 500', 'tlema 40', 'prasuok 10', 'nekstop', 'crs'])
+    // Slips, whose runs hold the names that begin with the slipped word (ranked first among equal slips),
+    // and three typed letters with a slip, whose beginnings' leaders are scored before the walk.
+    for (const q of [
+      'lubroc',
+      'rabidd',
+      'angypl',
+      'paracetmol 650',
+      'metformn',
+      'azithromicin 500',
+      'tlema 40',
+      'prasuok 10',
+      'nekstop',
+      'crs',
+      'tle',
+      'mxi',
+      'azp',
+    ])
       queries.add(q);
     for (const q of [...queries]) for (let i = 1; i < q.length; i++) queries.add(q.slice(0, i));
     const differences: string[] = [];

@@ -12,9 +12,11 @@
  * ranked in the contract's tiers:
  *
  *   exact name > (active before discontinued) > name starts with the query > every word matched by
- *   word or word-prefix > typo-tolerant; then more whole words, then matched form/unit words, then
- *   fewer salts (the query covers the product better), then better fields (name over composition,
- *   closer spelling), then the shorter name.
+ *   word or word-prefix > typo-tolerant; then more whole words, then matched form/unit words, then (for
+ *   a half-typed word that only its slips match) the first product of each word or beginning it may
+ *   stand for, then fewer and commoner slips (a name that begins with the slipped word first), then
+ *   fewer salts (the query covers the product better), then better fields (name over composition),
+ *   then the shorter name.
  *
  * Typo lookups run only when the exact and prefix matches cannot fill the page, which keeps the common
  * case cheap. Updates are incremental (a replaced document is tombstoned, new words are kept beside the
@@ -23,7 +25,7 @@
  * back without per-record work (snapshot.ts), and records live in a columnar store (store.ts).
  */
 import { words } from './normalize.ts';
-import { boundedDistance, slipCost } from './slips.ts';
+import { boundedDistance, halfTypedSlipCost, slipCost } from './slips.ts';
 import { joinedNamesIn } from './synonyms.ts';
 import type { ParsedQuery, QueryWord } from './query.ts';
 import { ArrayStore, grow, type RecordStore, type SnapshotParts } from './store.ts';
@@ -67,30 +69,23 @@ const KIND_SOUND_PREFIX = 6;
 const MAX_FUZZY_PREFIX_TERMS = 1000;
 
 /**
- * A half-typed word of three letters may have lost one: the commonest slip (Kukich 1992), and the one that
- * takes a four-letter brand or beginning below the one-edit threshold ("dny" for Dany, "crs" for Crestor);
- * or hold one common slip after its first letter ("tle", "twl" for Tel...; see threeLetterSlip).
+ * A half-typed word of three letters may hold one slip after its first letter: a letter dropped ("dny" for
+ * Dany, "crs" for Crestor: a four-letter beginning), two swapped, a wrong key ("tle", "twl" for Tel...); see
+ * threeLetterSlip. Fewer letters begin too much of the vocabulary.
  */
-function droppedLetter(word: QueryWord): boolean {
+function threeTypedLetters(word: QueryWord): boolean {
   return word.prefix && word.typing && word.text.length === 3 && /^[a-z]+$/.test(word.text);
 }
 
-/**
- * The most a slip in three typed letters may cost, other than a dropped letter: a neighbouring key, a
- * letter for one that sounds the same, two letters swapped (slips.ts). Rarer slips there (a vowel for a
- * vowel, any other letter) found no more of the meant brands and answered most texts that begin no word
- * at all (bench/SEARCH-FORGIVENESS.md).
- */
-const THREE_LETTER_SLIP = 0.5;
+/** The most a slip in three typed letters may cost (halfTypedSlipCost; see bench/SEARCH-FORGIVENESS.md). */
+const THREE_LETTER_SLIP = 1;
 
 /**
  * The kind of match of a beginning `prefix` for three typed letters, or 0: the typed letters with one
- * missing, or with one common slip after the first letter (the one most rarely wrong).
+ * slip after the first letter (the one most rarely wrong), priced by halfTypedSlipCost.
  */
 function threeLetterSlip(typed: string, prefix: string): number {
-  if (prefix.length === typed.length + 1) return Math.max(1, slipKind(slipCost(typed, prefix)) - 1);
-  if (prefix.length !== typed.length || prefix[0] !== typed[0]) return 0;
-  const cost = slipCost(typed, prefix);
+  const cost = halfTypedSlipCost(typed, prefix);
   return cost <= THREE_LETTER_SLIP ? Math.max(1, slipKind(cost) - 1) : 0;
 }
 
@@ -134,6 +129,22 @@ interface RankPass {
   his: number[];
 }
 
+/** The best documents found so far for a leader (see leadersOf); -1: none yet. */
+interface Leader {
+  led: number;
+  any: number;
+}
+
+/** A query word's typo lookup: the vocabulary words it matches, and the beginnings its slips stand for. */
+interface TypoLookup {
+  /** Vocabulary words with their match kind (words matched by a beginning have an empty text). */
+  matches: Array<[text: string, term: number, kind: number]>;
+  prefixes: Array<[prefix: string, kind: number]>;
+  /** The leaders of what its slips stand for (see leadersOf), for the documents of version `leadersAt`. */
+  leaders: number[] | null;
+  leadersAt: number;
+}
+
 interface Expansion {
   word: QueryWord;
   exact: number[];
@@ -144,6 +155,10 @@ interface Expansion {
   prefix: number[];
   /** Vocabulary word -> match kind, once typo lookups ran. */
   fuzzy: Map<number, number> | null;
+  /** The typo lookup, once it ran. */
+  lookup: TypoLookup | null;
+  /** Vocabulary words the word matches whole by a slip or a sound (after typo lookups). */
+  slippedWords: number[];
   /** Postings the exact and prefix words hold: the cost of walking this word. */
   size: number;
 }
@@ -368,6 +383,17 @@ function byRank(a: { doc: number; score: number }, b: { doc: number; score: numb
  */
 const LEAD = 5e7;
 
+/**
+ * A half-typed word with a slip points at several beginnings, and a page of five products of the likeliest
+ * one is worth no more than its first: the best product of each beginning (its leader) comes before the
+ * other products of the beginnings, so a page shows as many beginnings as it can, likeliest first, as a
+ * completion suggester shows distinct completions. Above every difference of slips within a tier (at most
+ * 12 kinds a word, 1e8 each), below a matched form or unit word (1e10).
+ */
+const LEADER = 5e9;
+/** Postings of a word looked at, by field, for the product a slip ranks first (see leadersOf). */
+const LEADER_POSTINGS = 16;
+
 /** A word's name-field postings are scored up front (see rank) when there are at most this many (and far fewer than the driver's). */
 const NAME_SEGMENT_DOCS = 2000;
 const NAME_SEGMENT_TERMS = 1000;
@@ -398,6 +424,8 @@ export class SearchIndex<T extends { id: string }> {
   /** Documents of the last build (laid out by static score); later ones were appended by upserts. */
   private builtDocs = 0;
   private buildCount = 0;
+  /** Changes with every build, restore and upsert: what was worked out of the documents is due again. */
+  private docsVersion = 0;
   private ids = new IdTable((doc) => this.store.id(this.rowOf[doc]!));
   private info: Uint32Array = new Uint32Array(0);
   private deadCount = 0;
@@ -425,7 +453,7 @@ export class SearchIndex<T extends { id: string }> {
   /** Vocabulary words of repeated field texts (compositions, forms) during upserts. */
   private wordCache = new Map<string, number[]>();
   /** Typo lookups by query word (see typoMatches), valid for a vocabulary of typoVocabulary words. */
-  private typoCache = new Map<string, Array<[text: string, term: number, kind: number]>>();
+  private typoCache = new Map<string, TypoLookup>();
   private typoCacheMatches = 0;
   private typoVocabulary = -1;
   /** Per query word slot: match kind by vocabulary word, for exact, typo and post-build prefix words. */
@@ -448,6 +476,8 @@ export class SearchIndex<T extends { id: string }> {
   private prefixMark: Uint32Array = new Uint32Array(0);
   private exactMark: Uint32Array = new Uint32Array(0);
   private boundaryMark: Uint32Array = new Uint32Array(0);
+  /** The leaders of the beginnings a half-typed word's slips stand for (see LEADER). */
+  private leaderMark: Uint32Array = new Uint32Array(0);
 
   /** Walks every posting instead of stopping runs early: for tests that check the early stop changes nothing. */
   private readonly exhaustive: boolean;
@@ -600,6 +630,7 @@ export class SearchIndex<T extends { id: string }> {
 
     this.store = store;
     this.buildCount++;
+    this.docsVersion++;
     this.rowOf = order;
     this.docCount = n;
     this.builtDocs = n;
@@ -708,6 +739,7 @@ export class SearchIndex<T extends { id: string }> {
   restore(parts: SnapshotParts, store: RecordStore<T>): void {
     const a = parts.arrays;
     const n = parts.meta.docCount as number;
+    this.docsVersion++;
     this.store = store;
     this.docCount = n;
     this.builtDocs = n;
@@ -745,6 +777,7 @@ export class SearchIndex<T extends { id: string }> {
 
   /** Adds or replaces records by id. */
   upsert(records: T[]): void {
+    this.docsVersion++;
     const added: Array<{ key: string; doc: number; bounds: number }> = [];
     for (const record of records) {
       const old = this.ids.get(record.id);
@@ -873,6 +906,7 @@ export class SearchIndex<T extends { id: string }> {
     this.prefixMark = new Uint32Array(size);
     this.exactMark = new Uint32Array(size);
     this.boundaryMark = new Uint32Array(size);
+    this.leaderMark = new Uint32Array(size);
     this.gen = 0;
     this.visitGen = 0;
   }
@@ -883,6 +917,7 @@ export class SearchIndex<T extends { id: string }> {
       this.prefixMark.fill(0);
       this.exactMark.fill(0);
       this.boundaryMark.fill(0);
+      this.leaderMark.fill(0);
       this.gen = 1;
     }
     return this.gen;
@@ -913,7 +948,7 @@ export class SearchIndex<T extends { id: string }> {
         }
       });
     }
-    return { word, exact, lo, hi, prefix, fuzzy: null, size };
+    return { word, exact, lo, hi, prefix, fuzzy: null, lookup: null, slippedWords: [], size };
   }
 
   /**
@@ -923,12 +958,18 @@ export class SearchIndex<T extends { id: string }> {
   private expandFuzzy(expansion: Expansion, matched: Set<string>): void {
     const word = expansion.word;
     const fuzzy = new Map<number, number>();
-    for (const [text, term, kind] of this.typoMatches(word)) {
+    const lookup = this.typoMatches(word);
+    const whole: number[] = [];
+    for (const [text, term, kind] of lookup.matches) {
       if (word.exact.includes(text)) continue;
       if ((fuzzy.get(term) ?? 0) < kind) fuzzy.set(term, kind);
-      if (text !== '') matched.add(text);
+      if (text === '') continue;
+      matched.add(text);
+      whole.push(term);
     }
     expansion.fuzzy = fuzzy;
+    expansion.lookup = lookup;
+    expansion.slippedWords = whole;
   }
 
   /**
@@ -937,17 +978,16 @@ export class SearchIndex<T extends { id: string }> {
    * of a search), and prescribers type the same names over and over, so results are kept per word
    * until the vocabulary changes.
    */
-  private typoMatches(word: QueryWord): Array<[text: string, term: number, kind: number]> {
+  private typoMatches(word: QueryWord): TypoLookup {
     if (this.typoVocabulary !== this.termCount) {
       this.typoCache.clear();
       this.typoCacheMatches = 0;
       this.typoVocabulary = this.termCount;
     }
-    // A slip in a half-typed word: the word being typed, of 4 letters or more, or of 3 with a letter
-    // dropped or one common slip (see droppedLetter; fewer letters begin too much of the vocabulary).
+    // A slip in a half-typed word: the word being typed, of 4 letters or more, or of 3 (see threeTypedLetters).
     const slippedPrefix = word.prefix && word.typing && word.text.length >= 4;
-    const dropped = droppedLetter(word);
-    const key = `${word.fuzzy}:${slippedPrefix ? 'p' : dropped ? 'd' : ''}:${word.text}`;
+    const three = threeTypedLetters(word);
+    const key = `${word.fuzzy}:${slippedPrefix ? 'p' : three ? '3' : ''}:${word.text}`;
     const known = this.typoCache.get(key);
     if (known !== undefined) {
       // Most recently used last, so the oldest entry goes first when the cache is full.
@@ -994,7 +1034,7 @@ export class SearchIndex<T extends { id: string }> {
           if (boundedDistance(word.text, prefix, 1) === 1) slippedPrefixes.push([prefix, Math.max(1, slipKind(slipCost(word.text, prefix)) - 1)]);
         }
       });
-    } else if (dropped) {
+    } else if (three) {
       const length = word.text.length + 1;
       const push = (prefix: string) => {
         const kind = threeLetterSlip(word.text, prefix);
@@ -1006,19 +1046,27 @@ export class SearchIndex<T extends { id: string }> {
           if (prefix.length >= length - 1 && boundedDistance(word.text, prefix, 1) === 1) push(prefix);
       });
     }
-    // Prefixes last, longest first: the words they start are many, and kept only up to a bound.
-    if (word.prefix && word.typing) for (const sound of word.sounds) addPrefix(sound, KIND_SOUND_PREFIX);
+    // Prefixes last, best first, then longest: the words they start are many, and kept only up to a bound.
+    if (word.prefix && word.typing) for (const sound of word.sounds) slippedPrefixes.push([sound, KIND_SOUND_PREFIX]);
     slippedPrefixes.sort((a, b) => b[1] - a[1] || b[0].length - a[0].length);
-    for (const [prefix, kind] of slippedPrefixes) addPrefix(prefix, kind);
-    const list = [...found.values()];
-    while (this.typoCache.size > 0 && (this.typoCache.size >= TYPO_CACHE_WORDS || this.typoCacheMatches + list.length > TYPO_CACHE_MATCHES)) {
-      const [oldest, matches] = this.typoCache.entries().next().value!;
-      this.typoCache.delete(oldest);
-      this.typoCacheMatches -= matches.length;
+    const prefixes: Array<[prefix: string, kind: number]> = [];
+    const listed = new Set<string>();
+    for (const [prefix, kind] of slippedPrefixes) {
+      if (listed.has(prefix)) continue;
+      listed.add(prefix);
+      prefixes.push([prefix, kind]);
+      addPrefix(prefix, kind);
     }
-    this.typoCache.set(key, list);
-    this.typoCacheMatches += list.length;
-    return list;
+    const lookup: TypoLookup = { matches: [...found.values()], prefixes, leaders: null, leadersAt: -1 };
+    const size = lookup.matches.length + lookup.prefixes.length;
+    while (this.typoCache.size > 0 && (this.typoCache.size >= TYPO_CACHE_WORDS || this.typoCacheMatches + size > TYPO_CACHE_MATCHES)) {
+      const [oldest, held] = this.typoCache.entries().next().value!;
+      this.typoCache.delete(oldest);
+      this.typoCacheMatches -= held.matches.length + held.prefixes.length;
+    }
+    this.typoCache.set(key, lookup);
+    this.typoCacheMatches += size;
+    return lookup;
   }
 
   /**
@@ -1190,11 +1238,21 @@ export class SearchIndex<T extends { id: string }> {
     // outranks an active exact or prefix match.
     if (
       hits.filter((h) => !(this.info[h.doc]! & INFO_DEMOTED)).length < limit &&
-      query.words.some((w) => w.fuzzy > 0 || w.sounds.length > 0 || droppedLetter(w))
+      query.words.some((w) => w.fuzzy > 0 || w.sounds.length > 0 || threeTypedLetters(w))
     ) {
       for (const [slot, e] of expansions.entries()) this.expandFuzzy(e, typoMatches[slot]!);
       for (const [slot, e] of expansions.entries()) this.fillKinds(slot, e);
-      hits = this.rank(expansions, limit, gen, driver, prefixDocs);
+      const leaders: number[] = [];
+      for (const e of expansions) {
+        // Only a word that its slips alone match: typed as it is, it begins no word.
+        if (!e.lookup || e.lookup.prefixes.length === 0 || e.exact.length > 0 || e.hi > e.lo || e.prefix.length > 0) continue;
+        for (const doc of this.leadersOf(e, e.lookup)) {
+          if (this.leaderMark[doc] === gen) continue;
+          this.leaderMark[doc] = gen;
+          leaders.push(doc);
+        }
+      }
+      hits = this.rank(expansions, limit, gen, driver, prefixDocs, leaders);
     }
     for (const [slot, e] of expansions.entries()) this.clearKinds(slot, e);
     return hits.map((h) => ({
@@ -1212,7 +1270,14 @@ export class SearchIndex<T extends { id: string }> {
    * as even a document matching every other word at its best could not enter the page. So a broad word
    * ("paracetamol", 20,000 products) costs about as much as a rare one.
    */
-  private rank(expansions: Expansion[], limit: number, gen: number, driver: number, prefixDocs: number[]): Array<{ doc: number; score: number }> {
+  private rank(
+    expansions: Expansion[],
+    limit: number,
+    gen: number,
+    driver: number,
+    prefixDocs: number[],
+    leaders: number[] = [],
+  ): Array<{ doc: number; score: number }> {
     if (this.visitGen >= 0xfffffffe) {
       this.seen.fill(0);
       for (const marks of this.filterMarks) marks.fill(0);
@@ -1231,6 +1296,8 @@ export class SearchIndex<T extends { id: string }> {
     };
     for (let i = 0; i < prefixDocs.length; i++) this.consider(prefixDocs[i]!, -1, true, pass);
     if (driver < 0) return this.finish(pass);
+    // Leaders score LEADER above the bound of the walk below: they are scored here and now.
+    for (let i = 0; i < leaders.length; i++) this.consider(leaders[i]!, -1, false, pass);
 
     // The most every other word can add to a document's score. A word found in few names (a salt,
     // rarely a brand's name) has those documents scored here and now; every other document can only
@@ -1258,7 +1325,10 @@ export class SearchIndex<T extends { id: string }> {
     // Best matches first, so the page fills early and later runs stop at their first document.
     const segments: number[] = [];
     for (const { term, kind } of runs) {
-      if (term < this.builtTerms) for (let s = 0; s < SEGMENTS; s++) segments.push(((kind * 4 + 3 - s) << 24) | (term * SEGMENTS + s));
+      if (term >= this.builtTerms) continue;
+      // Empty segments left out: a half-typed word's beginnings run to a thousand words, most in one field.
+      for (let s = 0, at = term * SEGMENTS; s < SEGMENTS; s++, at++)
+        if (this.postSeg[at]! < this.postSeg[at + 1]!) segments.push(((kind * 4 + 3 - s) << 24) | at);
     }
     segments.sort((a, b) => b - a);
     const top = pass.top;
@@ -1288,6 +1358,84 @@ export class SearchIndex<T extends { id: string }> {
       if (list) for (const posting of list) this.consider(posting >>> 4, kind * 4 + fieldRank(posting & 15), false, pass);
     }
     return this.finish(pass);
+  }
+
+  /**
+   * The leaders of what a half-typed word's slips stand for: for each vocabulary word it matches whole,
+   * the product that ranks first of those holding it; for each beginning, the first of those whose name
+   * begins with it. Beginnings best first, their words up to MAX_FUZZY_PREFIX_TERMS in all, as the typo
+   * lookup expands them. Kept with the lookup until the documents change.
+   */
+  private leadersOf(e: Expansion, lookup: TypoLookup): number[] {
+    if (lookup.leaders !== null && lookup.leadersAt === this.docsVersion) return lookup.leaders;
+    const out: number[] = [];
+    const mark = (best: Leader, unled: boolean) => {
+      const doc = best.led >= 0 ? best.led : unled ? best.any : -1;
+      if (doc >= 0 && !out.includes(doc)) out.push(doc);
+    };
+    for (const term of e.slippedWords) {
+      const best = { led: -1, any: -1 };
+      this.leaderAmong(term, best);
+      mark(best, true);
+    }
+    // Words first seen after the build that the lookup matched: outside the sorted vocabulary's ranges.
+    const appended: number[] = [];
+    if (e.fuzzy) for (const term of e.fuzzy.keys()) if (term >= this.builtTerms) appended.push(term);
+    let budget = MAX_FUZZY_PREFIX_TERMS;
+    for (const [prefix] of lookup.prefixes) {
+      if (budget <= 0) break;
+      const [lo, hi] = this.vocab.prefixRange(prefix);
+      const end = Math.min(hi, lo + budget);
+      budget -= end - lo;
+      const best = { led: -1, any: -1 };
+      for (let term = lo; term < end; term++) this.leaderAmong(term, best);
+      for (const term of appended) if (this.extraTerms[term - this.builtTerms]!.startsWith(prefix)) this.leaderAmong(term, best);
+      mark(best, false);
+    }
+    lookup.leaders = out;
+    lookup.leadersAt = this.docsVersion;
+    return out;
+  }
+
+  /**
+   * Updates `best` with the documents holding `term` that a slip ranks first: `led`, whose name's first
+   * word it is (they gain LEAD), and `any`; looking at the first LEADER_POSTINGS of its postings by field.
+   */
+  private leaderAmong(term: number, best: Leader): void {
+    const before = (doc: number, other: number) => other < 0 || this.laidOutBefore(doc, other);
+    const leads = (doc: number) => this.fwd[this.fwdStart[doc]!]! >>> 4 === term;
+    if (term < this.builtTerms) {
+      for (let s = 0; s < SEGMENTS; s++) {
+        const from = this.postSeg[term * SEGMENTS + s]!;
+        const to = Math.min(this.postSeg[term * SEGMENTS + s + 1]!, from + LEADER_POSTINGS);
+        for (let i = from; i < to; i++) {
+          const doc = this.postFlat[i]!;
+          if (this.info[doc]! & INFO_DEAD) continue;
+          if (before(doc, best.any)) best.any = doc;
+          // Built postings in layout order: outside the name, or past the best so far, nothing better follows.
+          if (s > 0 || !before(doc, best.led)) break;
+          if (leads(doc)) {
+            best.led = doc;
+            break;
+          }
+        }
+      }
+    }
+    const list = this.extra.get(term);
+    if (!list) return;
+    for (let k = 0; k < list.length && k < LEADER_POSTINGS * 4; k++) {
+      const doc = list[k]! >>> 4;
+      if (this.info[doc]! & INFO_DEAD) continue;
+      if (before(doc, best.any)) best.any = doc;
+      if (list[k]! & (FIELD_NAME | FIELD_ALT) && leads(doc) && before(doc, best.led)) best.led = doc;
+    }
+  }
+
+  /** Document `doc` comes before `other` in the query-independent order (see staticScore). */
+  private laidOutBefore(doc: number, other: number): boolean {
+    const a = staticScore(this.info[doc]!);
+    const b = staticScore(this.info[other]!);
+    return a > b || (a === b && doc < other);
   }
 
   /**
@@ -1391,7 +1539,9 @@ export class SearchIndex<T extends { id: string }> {
     const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
     // One number, most significant criterion first (each term stays below the next one's unit);
     // wordScore and staticScore are the same sums for the early stop in rank().
-    const score = (exact ? 1e15 : 0) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10 + kinds * 1e8 + lead + fields * 1e3 + staticScore(info);
+    const leader = fuzzy && this.leaderMark[doc] === gen ? LEADER : 0;
+    const score =
+      (exact ? 1e15 : 0) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10 + leader + kinds * 1e8 + lead + fields * 1e3 + staticScore(info);
     const top = pass.top;
     const limit = pass.limit;
     if (top.length < limit) {

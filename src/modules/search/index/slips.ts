@@ -108,3 +108,36 @@ export function boundedDistance(a: string, b: string, max: number): number {
   }
   return Math.min(d[a.length * width + b.length]!, max + 1);
 }
+
+/**
+ * The cost of one slip in three typed letters that begin `meant` (of 3 or 4 letters), on slipCost's scale;
+ * Infinity when `typed` is not `meant` with one slip after its first letter. Three letters are too little
+ * of a word to weigh the letters around a slip, so each slip costs what that one outcome is likely to be,
+ * as a noisy-channel speller counts (Kernighan, Church and Gale, "A spelling correction program based on
+ * a noisy channel model", COLING 1990): a dropped letter and two letters swapped are one outcome each,
+ * whereas a wrong letter is one of several (a neighbouring key or a letter of the same sound, then a
+ * vowel for a vowel, then any other key).
+ */
+export function halfTypedSlipCost(typed: string, meant: string): number {
+  if (typed.length === 0 || typed[0] !== meant[0]) return Number.POSITIVE_INFINITY;
+  if (meant.length === typed.length + 1) {
+    // Not the last letter: the typed letters then begin `meant` as they are.
+    for (let at = 1; at < meant.length - 1; at++) if (meant.slice(0, at) + meant.slice(at + 1) === typed) return 0.25;
+    return Number.POSITIVE_INFINITY;
+  }
+  if (meant.length !== typed.length) return Number.POSITIVE_INFINITY;
+  let first = -1;
+  let last = -1;
+  for (let i = 1; i < typed.length; i++) {
+    if (typed[i] === meant[i]) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (first < 0) return Number.POSITIVE_INFINITY;
+  if (first === last) {
+    const a = typed.charCodeAt(first);
+    const b = meant.charCodeAt(first);
+    return pairIn(SAME_SOUND, a, b) || pairIn(NEAR, a, b) ? 0.5 : VOWELS.has(a) && VOWELS.has(b) ? 0.75 : 1;
+  }
+  return last === first + 1 && typed[first] === meant[last] && typed[last] === meant[first] ? 0.25 : Number.POSITIVE_INFINITY;
+}
