@@ -307,6 +307,50 @@ describe('search ranking', () => {
         ],
         expected: ['Lubricant Eye Drop', 'Tears'],
       },
+      // The same with the slipped word not the one being typed, where no leader of a beginning decides.
+      {
+        rule: 'the brand typed before a name holding it further on, the word being typed another',
+        query: 'crocim 500',
+        products: [{ name: 'Cold Crocin 500' }, { name: 'Crocin Advance 500', parts: 2 }],
+        expected: ['Crocin Advance 500', 'Cold Crocin 500'],
+      },
+      {
+        rule: 'the brand typed before a composition holding it, the word being typed another',
+        query: 'lubricamt drop',
+        products: [
+          { name: 'Tears Drop', generic: 'Lubricant' },
+          { name: 'Lubricant Eye Drop', parts: 2 },
+        ],
+        expected: ['Lubricant Eye Drop', 'Tears Drop'],
+      },
+    ]);
+  });
+
+  it('for a half-typed word that only its slips match, puts the first product of each word or beginning it may stand for before a second of any', () => {
+    check([
+      {
+        rule: 'one Telma (two letters swapped), then Toeflex (a neighbouring key), then the next Telma',
+        query: 'tle',
+        products: [{ name: 'Telma 20 Tablet' }, { name: 'Telma 40 Tablet' }, { name: 'Toeflex Forte Gel', parts: 2 }],
+        expected: ['Telma 20 Tablet', 'Toeflex Forte Gel', 'Telma 40 Tablet'],
+      },
+      {
+        rule: 'the word one swap away, then a name beginning a vowel away, then the word again',
+        query: 'alot',
+        products: [{ name: 'Alto 10 Tablet' }, { name: 'Alto 20 Tablet' }, { name: 'Alatro Forte Tablet', parts: 2 }],
+        expected: ['Alto 10 Tablet', 'Alatro Forte Tablet', 'Alto 20 Tablet'],
+      },
+      {
+        rule: 'not when the typed word begins a word as it is (it may mean what it says): its slips in their usual order',
+        query: 'tle',
+        products: [
+          { name: 'Telma 20 Tablet' },
+          { name: 'Telma 40 Tablet' },
+          { name: 'Toeflex Forte Gel', parts: 2 },
+          { name: 'Otoclear Ear Drop', generic: 'Tlevoxin' },
+        ],
+        expected: ['Otoclear Ear Drop', 'Telma 20 Tablet', 'Telma 40 Tablet', 'Toeflex Forte Gel'],
+      },
     ]);
   });
 
