@@ -1,13 +1,15 @@
 /**
  * Index snapshots: a process reads the index a previous one wrote instead of building it, then applies
  * what changed since; a large catalogue is built, and rebuilt after many changes, in a builder process
- * that writes the snapshot; a snapshot of another database or a damaged file is ignored.
+ * (forked then, or the spare forked first) that writes the snapshot; a snapshot of another database or
+ * a damaged file is ignored.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../../src/logger.ts';
+import { forkSpareBuilder, spareBuilder } from '../../../src/modules/search/catalogue/builder-parent.ts';
 import { Catalogue } from '../../../src/modules/search/catalogue/catalogue.ts';
 import { refreshStoredSnapshot } from '../../../src/modules/search/catalogue/snapshot-from-database.ts';
 import { snapshotFileFor } from '../../../src/modules/search/catalogue/snapshots.ts';
@@ -123,6 +125,30 @@ describe('search index snapshots', () => {
     opened.push(here);
     assert.equal(here.loadedFrom, 'database');
     assert.deepEqual(answers(built), answers(here));
+  });
+
+  it('a start that builds hands the task to the spare builder process forked first, and lets an unused spare go', async () => {
+    await t.ctx.storage.db.deleteFrom('search_snapshots').execute();
+    forkSpareBuilder();
+    const spare = spareBuilder()!;
+    // The builder tells its parent once the file is written; a spare let go exits without a word.
+    const outcome = new Promise((resolve) => {
+      spare.once('message', () => resolve('built'));
+      spare.once('exit', () => resolve('exited'));
+    });
+    const built = await loadWithBuilder('spare-index.bin');
+    assert.equal(built.loadedFrom, 'builder');
+    assert.equal(await outcome, 'built');
+    assert.equal(spareBuilder(), null);
+
+    forkSpareBuilder();
+    const unused = spareBuilder()!;
+    const exited = new Promise((resolve) => unused.once('exit', (code) => resolve(code)));
+    const restored = await load(t, path.join(t.ctx.config.dataDir, 'spare-index.bin'));
+    opened.push(restored);
+    assert.equal(restored.loadedFrom, 'snapshot');
+    assert.equal(await exited, 0);
+    assert.equal(spareBuilder(), null);
   });
 
   async function storedVersions(): Promise<number[]> {

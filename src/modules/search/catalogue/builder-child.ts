@@ -5,7 +5,7 @@
  * at the end; in a process of its own all of it goes back to the system when the process exits (a
  * worker thread's did not: the server stayed at 370 to 440 MB resident), and the server's event loop
  * stays free meanwhile. It writes the snapshot to the database too when the server asks (a large
- * catalogue). Its task comes as one IPC message. A builder whose server went away finishes
+ * catalogue). Its task comes as one IPC message, possibly long after it started (a spare). A builder whose server went away finishes
  * and writes the snapshot, for the next start to read; one killed while writing leaves a temporary
  * file that a later write removes.
  */
@@ -27,7 +27,14 @@ async function build(data: IndexBuilderData): Promise<void> {
   }
 }
 
+let tasked = false;
+// A spare builder (forkSpareBuilder) that is let go before any task has nothing to do.
+process.once('disconnect', () => {
+  if (!tasked) process.exit(0);
+});
+
 process.once('message', (data: IndexBuilderData) => {
+  tasked = true;
   build(data).then(
     () => process.exit(0),
     (error: unknown) => {

@@ -1,8 +1,8 @@
 /**
- * The builder process, seen from the catalogue (its parent): forks builder-child.ts, which builds the
- * index from the database and writes its snapshot file, and settles once the file is written. A first
- * load of a large catalogue builds there, and so do later rebuilds of it (after many changes) until
- * one fails.
+ * The builder process, seen from the catalogue (its parent): forks builder-child.ts (or takes the spare
+ * that `cps serve` forked first thing), which builds the index from the database and writes its
+ * snapshot file, and settles once the file is written. A first load of a large catalogue builds there,
+ * and so do later rebuilds of it (after many changes) until one fails.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import module from 'node:module';
@@ -10,6 +10,61 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 
 const BUILDER_SCRIPT = fileURLToPath(new URL('./builder-child.ts', import.meta.url));
+
+let spare: ChildProcess | null = null;
+
+/**
+ * Forks builder-child.ts before its task is known: `cps serve` does it first thing, so that the
+ * builder's start (Node and its modules, about 0.2 s) goes on while the server loads its own, and a
+ * start that has to build hands the task to a process ready for it. Unused, it waits without holding
+ * this process open, and exits once released (releaseSpareBuilder) or once this process is gone.
+ */
+export function forkSpareBuilder(): void {
+  if (spare) return;
+  const child = forkBuilder();
+  child.unref();
+  child.channel?.unref();
+  child.once('exit', () => {
+    if (spare === child) spare = null;
+  });
+  spare = child;
+}
+
+/** Lets the spare builder process go: the catalogue loaded without it. */
+export function releaseSpareBuilder(): void {
+  const child = spare;
+  spare = null;
+  if (child?.connected) child.disconnect();
+}
+
+/** The spare builder process waiting for a task, if any (tests watch it). */
+export function spareBuilder(): ChildProcess | null {
+  return spare;
+}
+
+/** The spare builder process, if it is still there, now held like one forked for its task. */
+function takeSpare(): ChildProcess | null {
+  const child = spare;
+  spare = null;
+  if (!child?.connected || child.exitCode !== null) return null;
+  child.ref();
+  child.channel?.ref();
+  return child;
+}
+
+/**
+ * Forks builder-child.ts with Node's memory flags (npm start's), not a test runner's; the task (with
+ * the database URL) goes over IPC, not argv; this process's compile cache (bin/cps.js), if any, serves
+ * its modules.
+ */
+function forkBuilder(): ChildProcess {
+  const cacheDir = module.getCompileCacheDir?.();
+  return fork(BUILDER_SCRIPT, [], {
+    execArgv: process.execArgv.filter((flag) => flag.startsWith('--max-')),
+    env: cacheDir ? { ...process.env, NODE_COMPILE_CACHE: cacheDir } : process.env,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
 
 /** The task the catalogue sends to the builder process (builder-child.ts), as its one IPC message. */
 export interface IndexBuilderData {
@@ -101,14 +156,7 @@ export class IndexBuilder {
   async run(): Promise<void> {
     try {
       await new Promise<void>((resolve, reject) => {
-        // Node's memory flags (npm start's), not a test runner's; the task (with the database URL) over IPC,
-        // not argv; this process's compile cache (bin/cps.js), if any, for its modules.
-        const cacheDir = module.getCompileCacheDir?.();
-        const child = fork(BUILDER_SCRIPT, [], {
-          execArgv: process.execArgv.filter((flag) => flag.startsWith('--max-')),
-          env: cacheDir ? { ...process.env, NODE_COMPILE_CACHE: cacheDir } : process.env,
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        });
+        const child = takeSpare() ?? forkBuilder();
         this.child = child;
         child.once('error', reject);
         child.once('message', () => resolve());

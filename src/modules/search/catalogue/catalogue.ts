@@ -15,7 +15,7 @@ import type { DrugRecord, LabRecord } from '../index/model.ts';
 import { DrugStore } from '../index/store.ts';
 import { ensureBuiltinCatalogue } from '../ingest/builtin.ts';
 import * as repo from '../repo.ts';
-import { IndexBuilder, type IndexBuilderOptions } from './builder-parent.ts';
+import { IndexBuilder, releaseSpareBuilder, type IndexBuilderOptions } from './builder-parent.ts';
 import { ChangeReader } from './changes.ts';
 import { Poller } from './poll.ts';
 import { IndexSnapshots } from './snapshots.ts';
@@ -109,6 +109,7 @@ export class Catalogue {
       // a snapshot's version is; a build in the builder process goes on meanwhile.
       if (this.options.builtin !== false) await ensureBuiltinCatalogue(this.db, this.logger, this.options.builtinDir);
       if (building && (await building)) this.loadedFrom = 'builder';
+      releaseSpareBuilder();
       // Stopped while the builder ran: nothing to load for.
       if (this.stopped) return;
       await this.refresh();
@@ -244,6 +245,7 @@ export class Catalogue {
   /** Stops polling and waits for a load or refresh in progress, so the database can close after. */
   async stop(): Promise<void> {
     this.stopped = true;
+    releaseSpareBuilder();
     this.poller.stop();
     await Promise.allSettled([this.loading, this.refreshing, this.nextRefresh, this.builder?.stop()]);
     await this.snapshotWritten();
