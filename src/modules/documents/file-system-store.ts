@@ -60,7 +60,11 @@ export class FileSystemStore implements FileStore {
       for await (const data of sealedChunks(fileKey, key, source, counted)) {
         const length = Buffer.allocUnsafe(LENGTH);
         length.writeUInt32BE(data.length);
-        await handle.writev([length, data]);
+        // A write may land short without failing (a disk filling up): a file cut so would fail to open later.
+        const { bytesWritten } = await handle.writev([length, data]);
+        if (bytesWritten !== LENGTH + data.length) {
+          throw new Error(`stored file ${key}: chunk written short (${bytesWritten} of ${LENGTH + data.length} bytes; is the disk full?)`);
+        }
       }
       await handle.sync();
       await handle.close();

@@ -233,6 +233,30 @@ describe(`documents: the files store (${DIALECT})`, () => {
     await store.remove(['slow']);
   });
 
+  it('fails a write that lands short on the disk, and leaves nothing', async () => {
+    const before = filesOnDisk(t.ctx.config.dataDir).length;
+    const probe = await fsPromises.open(path.join(t.ctx.config.dataDir, 'probe'), 'w');
+    const handles = Object.getPrototypeOf(probe) as { writev: (buffers: Buffer[]) => Promise<{ bytesWritten: number; buffers: Buffer[] }> };
+    await probe.close();
+    rmSync(path.join(t.ctx.config.dataDir, 'probe'));
+    const original = handles.writev;
+    // As a filling disk does: the write returns having taken only part of what it was given.
+    const short = mock.method(handles, 'writev', async function (this: unknown, buffers: Buffer[]) {
+      const done = await original.call(this, [buffers[0]!, buffers[1]!.subarray(0, 10)]);
+      return { bytesWritten: done.bytesWritten, buffers };
+    });
+    try {
+      await assert.rejects(store.write('short', pieces(randomBytes(1000))), /written short/);
+    } finally {
+      short.mock.restore();
+    }
+    assert.equal(
+      (await t.ctx.storage.db.selectFrom('document_file_keys').select('storage_key').where('storage_key', '=', 'short').execute()).length,
+      0,
+    );
+    assert.equal(filesOnDisk(t.ctx.config.dataDir).length, before);
+  });
+
   it('flushes each folder it makes into its parent, up to the data directory, before a file in it counts as written', async () => {
     const dataDir = path.join(t.ctx.config.dataDir, 'fresh');
     mkdirSync(dataDir);
