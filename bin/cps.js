@@ -16,14 +16,16 @@ const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
   process.exitCode = await underBundledNode();
 } else {
-  if (process.argv[2] === 'serve') lessMallocMemory();
+  const { keepsRunning } = await import('../src/cli-serves.ts');
+  const serving = keepsRunning(process.argv.slice(2));
+  if (serving) lessMallocMemory();
   module.enableCompileCache?.();
   // The search index's builder process starts now, alongside the service's own loading, in case this
   // start has to build the index (see builder-parent.ts); a start that does not lets it go.
-  if (process.argv[2] === 'serve') (await import('../src/modules/search/catalogue/builder-parent.ts')).forkSpareBuilder();
-  const { keepsRunning, main } = await import('../src/cli.ts');
+  if (serving) (await import('../src/modules/search/catalogue/builder-parent.ts')).forkSpareBuilder();
+  const { main } = await import('../src/cli.ts');
   const code = await main(process.argv.slice(2));
-  if (!(keepsRunning(process.argv.slice(2)) && code === 0)) process.exit(code);
+  if (!(serving && code === 0)) process.exit(code);
 }
 
 /**

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ChainSeal } from './access-log/seal.ts';
+import { keepsRunning } from './cli-serves.ts';
 import { OPERATOR_CHAIN, type AuditAction } from './access-log/entry.ts';
 import { insertEntries, insertWithChange, sealWhatMigrationsLeft } from './access-log/store.ts';
 import { verifyChains } from './access-log/verify.ts';
@@ -469,11 +470,6 @@ class ChainBroken extends Error {}
 /** The master key as the service finds it: CPS_MASTER_KEY, or in development the data directory's. */
 async function masterKeyOf(config: Config): Promise<Buffer> {
   return config.masterKey ?? (await loadKeys(config)).masterKey;
-}
-
-/** Whether the command keeps the process running once main returns 0 (serve, after any --env-file FILE). */
-export function keepsRunning(argv: readonly string[]): boolean {
-  return (argv[0] === '--env-file' ? argv[2] : argv[0]) === 'serve';
 }
 
 export async function main(argv: string[]): Promise<number> {
