@@ -703,8 +703,10 @@ export class JobQueue {
           )),
         );
       }
-      for (const [type, typed] of Map.groupBy(all, (event) => event.type)) {
-        for (const hook of this.hooks.get(type) ?? []) await hook(trx, typed);
+      for (const layer of layersOf(all)) {
+        for (const [type, typed] of Map.groupBy(layer, (event) => event.type)) {
+          for (const hook of this.hooks.get(type) ?? []) await hook(trx, typed);
+        }
       }
     });
     if (followed > 0) this.metrics.outcomes.inc({ kind: EVENT_DISPATCH, outcome: 'succeeded' }, followed);
@@ -794,4 +796,21 @@ export class JobQueue {
     const every = held ? Math.floor(this.lockTtlMs / 3) : this.lockTtlMs;
     this.lockTimer = setTimeout(() => void this.holdLock(false), every);
   }
+}
+
+/**
+ * `events` in layers, each holding at most one event of a key, a key's events in their sequence, layer
+ * after layer: a hook is given a layer's events of one type at once, so a key's events (taken along
+ * by a dispatch, and not in their order) reach each hook in sequence, whatever their types.
+ */
+function layersOf(events: StoredEvent[]): StoredEvent[][] {
+  const layers: StoredEvent[][] = [];
+  const byKey = Map.groupBy(events, (event) => (event.orderingKey === null ? event.id : `${event.businessId}|${event.orderingKey}`));
+  for (const keyed of byKey.values()) {
+    keyed.sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0));
+    keyed.forEach((event, at) => {
+      (layers[at] ??= []).push(event);
+    });
+  }
+  return layers;
 }

@@ -388,6 +388,32 @@ describe(`jobs (${DIALECT})`, () => {
     });
   });
 
+  describe('event dispatch of a key', () => {
+    it("gives each hook a key's events in their sequence, whatever their types, when a dispatch takes the later ones along", async () => {
+      const key = 'appointment:apt_layers';
+      const types = ['external_review.request', 'google_review.request', 'external_review.request', 'google_review.request'] as const;
+      await inTransaction(f.storage.db, async (trx) => {
+        for (const [i, type] of types.entries()) {
+          const payload = { ...reviewEvent(f.businessId, i), google_review_link: 'https://cps.test/reviews/google' };
+          await recordEvent(trx, { businessId: f.businessId, type, orderingKey: key, payload });
+        }
+      });
+      const seen: number[] = [];
+      for (const type of new Set(types)) {
+        f.queue.onEvent(type, async (_trx, events) => {
+          for (const event of events) seen.push(event.sequence!);
+        });
+      }
+      await f.queue.runDue();
+      assert.deepEqual(seen, [1, 2, 3, 4]);
+      const dispatches = await listJobs(f.storage.db, { kind: 'event.dispatch' });
+      assert.deepEqual(
+        dispatches.map((job) => job.status),
+        ['succeeded', 'succeeded', 'succeeded', 'succeeded'],
+      );
+    });
+  });
+
   describe('queries', () => {
     it("read another business's job exactly like an unknown one", async () => {
       const other = (await new BusinessService({ db: f.storage.db, chainSeal: new ChainSeal(randomBytes(32)) }).createBusiness('Other')).business_id;
