@@ -13,11 +13,10 @@
  * a chunk moved to another file or position, a chunk altered, or a file cut short fails to open.
  * A file ends with an empty chunk sealed as the last (format 2), so that each full chunk is written
  * as soon as it fills; files of format 1 (their sealed key without the "2:" prefix) marked their last
- * data chunk instead, which meant holding a full chunk back until the next arrived. A write holds one
- * chunk's buffer, filled in place, and its sealed copy; a read one chunk batch (streamed, never the
- * whole file).
+ * data chunk instead, which meant holding a full chunk back until the next arrived. A write holds at
+ * most one chunk's ciphertext; a read one chunk batch (streamed, never the whole file).
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { type CipherGCM, createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { isPostgres } from '../../db/dialect.ts';
 import type { Db } from '../../db/index.ts';
@@ -89,7 +88,8 @@ export class DatabaseFileStore implements FileStore {
         await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
       }
       let seq = 0;
-      for await (const data of sealedChunks(fileKey, key, source, counted)) {
+      for await (const chunk of sealedChunks(fileKey, key, source, counted)) {
+        const data = Buffer.concat(chunk.parts, chunk.length);
         if (this.#postgres) {
           await sql`insert into document_file_chunks (storage_key, seq, data)
             select ${key}, ${seq}, ${data} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
@@ -178,44 +178,75 @@ export async function openFileKey(db: Db, masterKey: Buffer, key: string): Promi
   return { fileKey: Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64'), format };
 }
 
+/** A sealed chunk in parts (its nonce, its ciphertext in pieces, its tag), which joined are the stored chunk. */
+export interface SealedChunk {
+  parts: Buffer[];
+  /** The stored chunk's length, the parts' total. */
+  length: number;
+}
+
 /**
  * `source` sealed chunk by chunk, in the current format: each full chunk as soon as it fills, then
  * the rest, then the empty last chunk. `counted.size` ends as the plaintext's size.
+ *
+ * Each piece of `source` is enciphered as it arrives (GCM is a stream cipher), and the chunk is
+ * handed on in parts, not joined: a file write passes them to the disk as they are, so no byte is
+ * copied into a chunk's buffer first. An upload's buffers are garbage that brings V8's full
+ * collections closer (it counts them as external memory), and each copy was one more.
  */
-export async function* sealedChunks(fileKey: Buffer, key: string, source: AsyncIterable<Buffer>, counted: { size: number }): AsyncIterable<Buffer> {
+export async function* sealedChunks(
+  fileKey: Buffer,
+  key: string,
+  source: AsyncIterable<Buffer>,
+  counted: { size: number },
+): AsyncIterable<SealedChunk> {
+  const secret = createSecretKey(fileKey);
   let seq = 0;
-  // Filled in place and sealed into a new buffer, so one buffer serves every chunk of the file.
-  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-  let filled = 0;
+  let chunk = new ChunkSealer(secret, key, seq, false);
   for await (const piece of source) {
     counted.size += piece.length;
     let at = 0;
     while (at < piece.length) {
-      const copied = piece.copy(chunk, filled, at);
-      filled += copied;
-      at += copied;
-      if (filled === CHUNK_BYTES) {
-        yield seal(fileKey, chunk, key, seq++, false, FORMAT);
-        filled = 0;
+      const taken = Math.min(piece.length - at, CHUNK_BYTES - chunk.plainBytes);
+      chunk.add(at === 0 && taken === piece.length ? piece : piece.subarray(at, at + taken));
+      at += taken;
+      if (chunk.plainBytes === CHUNK_BYTES) {
+        yield chunk.sealed();
+        chunk = new ChunkSealer(secret, key, ++seq, false);
       }
     }
   }
-  if (filled > 0) yield seal(fileKey, chunk.subarray(0, filled), key, seq++, false, FORMAT);
-  yield seal(fileKey, Buffer.alloc(0), key, seq, true, FORMAT);
+  if (chunk.plainBytes > 0) {
+    yield chunk.sealed();
+    seq += 1;
+  }
+  yield new ChunkSealer(secret, key, seq, true).sealed();
 }
 
-function seal(fileKey: Buffer, plain: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
-  const sealed = Buffer.allocUnsafe(NONCE + plain.length + TAG);
-  const nonce = randomBytes(NONCE);
-  nonce.copy(sealed, 0);
-  const cipher = createCipheriv('aes-256-gcm', fileKey, nonce);
-  cipher.setAAD(associatedData(key, seq, last, format));
-  const body = cipher.update(plain);
-  body.copy(sealed, NONCE);
-  // GCM is a stream cipher: final() adds no bytes.
-  cipher.final();
-  cipher.getAuthTag().copy(sealed, NONCE + body.length);
-  return sealed;
+/** One chunk being sealed, in the current format: its nonce, then its ciphertext as the plaintext comes, then its tag. */
+class ChunkSealer {
+  plainBytes = 0;
+  readonly #cipher: CipherGCM;
+  readonly #parts: Buffer[];
+
+  constructor(secret: KeyObject, key: string, seq: number, last: boolean) {
+    const nonce = randomBytes(NONCE);
+    this.#cipher = createCipheriv('aes-256-gcm', secret, nonce);
+    this.#cipher.setAAD(associatedData(key, seq, last, FORMAT));
+    this.#parts = [nonce];
+  }
+
+  add(plain: Buffer): void {
+    this.#parts.push(this.#cipher.update(plain));
+    this.plainBytes += plain.length;
+  }
+
+  sealed(): SealedChunk {
+    // GCM adds no bytes at the end.
+    this.#cipher.final();
+    this.#parts.push(this.#cipher.getAuthTag());
+    return { parts: this.#parts, length: NONCE + this.plainBytes + TAG };
+  }
 }
 
 /** The plaintext of chunk `seq` of the file under `key`; throws if it was altered, moved or is not the last it claims. */

@@ -57,13 +57,13 @@ export class FileSystemStore implements FileStore {
       await this.#folder(path.dirname(target));
       await this.#folder(path.dirname(temporary));
       handle = await open(temporary, 'wx', PRIVATE_FILE_MODE);
-      for await (const data of sealedChunks(fileKey, key, source, counted)) {
+      for await (const chunk of sealedChunks(fileKey, key, source, counted)) {
         const length = Buffer.allocUnsafe(LENGTH);
-        length.writeUInt32BE(data.length);
+        length.writeUInt32BE(chunk.length);
         // A write may land short without failing (a disk filling up): a file cut so would fail to open later.
-        const { bytesWritten } = await handle.writev([length, data]);
-        if (bytesWritten !== LENGTH + data.length) {
-          throw new Error(`stored file ${key}: chunk written short (${bytesWritten} of ${LENGTH + data.length} bytes; is the disk full?)`);
+        const { bytesWritten } = await handle.writev([length, ...chunk.parts]);
+        if (bytesWritten !== LENGTH + chunk.length) {
+          throw new Error(`stored file ${key}: chunk written short (${bytesWritten} of ${LENGTH + chunk.length} bytes; is the disk full?)`);
         }
       }
       await handle.sync();
