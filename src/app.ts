@@ -24,6 +24,7 @@ import { createRegistry, registerPoolMetrics, registerRequestMetrics } from './h
 import { registerOpenApi } from './http/openapi.ts';
 import { MAX_ID_LENGTH } from './http/schemas.ts';
 import { requestLogger } from './http/request-logger.ts';
+import { sharedResponseSerializers } from './http/response-serializers.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { createModules, type Modules } from './modules/index.ts';
@@ -104,6 +105,7 @@ export async function buildApp(ctx: AppContext, modules: Modules = createModules
     logController: new AccessLogController(),
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    schemaController: { compilersFactory: { buildSerializer: sharedResponseSerializers } },
     requestIdHeader: false,
     // request.ip is the client's address behind the proxies named in CPS_TRUST_PROXY (login budgets).
     trustProxy: ctx.config.trustProxy,
