@@ -4,18 +4,18 @@
  * token opens only there; anything altered, forged or replayed elsewhere fails to open. Sealing rather
  * than signing also keeps the format opaque, so clients cannot come to depend on it.
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
 
 const VERSION = 1;
 const NONCE = 12;
 const TAG = 16;
 
 export class SealedTokens {
-  readonly #key: Buffer;
+  readonly #key: KeyObject;
 
   /** `purpose` separates the keys (and tokens) of different uses of the same master key. */
   constructor(masterKey: Buffer, purpose: string) {
-    this.#key = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), purpose, 32));
+    this.#key = createSecretKey(Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), purpose, 32)));
   }
 
   seal(values: readonly unknown[], associatedData: string): string {

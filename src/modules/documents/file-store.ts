@@ -170,12 +170,12 @@ export function newFileKey(masterKey: Buffer, key: string): { fileKey: Buffer; s
 }
 
 /** The key of the file stored under `key`, opened from document_file_keys, and the format its chunks were sealed in. */
-export async function openFileKey(db: Db, masterKey: Buffer, key: string): Promise<{ fileKey: Buffer; format: number }> {
+export async function openFileKey(db: Db, masterKey: Buffer, key: string): Promise<{ fileKey: KeyObject; format: number }> {
   const sealed = await db.selectFrom('document_file_keys').select('sealed_key').where('storage_key', '=', key).executeTakeFirst();
   if (!sealed) throw REMOVED();
   const opened = decrypt(masterKey, sealed.sealed_key, sealedUnder(key));
   const format = opened.startsWith(`${FORMAT}:`) ? FORMAT : 1;
-  return { fileKey: Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64'), format };
+  return { fileKey: createSecretKey(Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64')), format };
 }
 
 /** A sealed chunk in parts (its nonce, its ciphertext in pieces, its tag), which joined are the stored chunk. */
@@ -250,7 +250,7 @@ class ChunkSealer {
 }
 
 /** The plaintext of chunk `seq` of the file under `key`; throws if it was altered, moved or is not the last it claims. */
-export function openChunk(fileKey: Buffer, data: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
+export function openChunk(fileKey: KeyObject, data: Buffer, key: string, seq: number, last: boolean, format: number): Buffer {
   if (data.length < NONCE + TAG) throw new Error(`stored file ${key}: chunk ${seq} is malformed`);
   const decipher = createDecipheriv('aes-256-gcm', fileKey, data.subarray(0, NONCE));
   decipher.setAAD(associatedData(key, seq, last, format));
