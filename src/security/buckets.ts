@@ -8,8 +8,12 @@
  * process shares them. If Redis fails the process falls back to its own buckets rather than refusing
  * or letting everything through.
  */
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+
+// ioredis (CommonJS) is loaded by the first connection: a process without CPS_REDIS_URL never holds it.
+const require = createRequire(import.meta.url);
 
 export interface BucketLimit {
   key: string;
@@ -29,7 +33,8 @@ export interface BucketsTake {
 
 /** A Redis connection for a limiter: fails fast, queues nothing offline, warns at most once a minute. */
 export function connectRedis(url: string, logger: Logger, what: string): Redis {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
+  const { Redis: RedisClient } = require('ioredis') as typeof import('ioredis');
+  const redis = new RedisClient(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
   let lastWarning = 0;
   redis.on('error', (error: Error) => {
     if (Date.now() - lastWarning > 60_000) {
