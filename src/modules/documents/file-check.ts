@@ -39,7 +39,9 @@ export function canonicalType(declared: string): string | null {
 
 export const ACCEPTED_LIST = `${Object.keys(ACCEPTED_TYPES).join(', ')}`;
 
-/** Bytes looked at to tell the type and an image's dimensions (a JPEG's frame header may follow large EXIF data). */
+/** Bytes enough to tell the type of every accepted file (file-type's reasonableDetectionSizeInBytes). */
+const TYPE_BYTES = 4100;
+/** Bytes looked at for an image's dimensions (a JPEG's frame header may follow large EXIF data). */
 export const HEAD_BYTES = 128 * 1024;
 
 export interface FileRules {
@@ -65,11 +67,14 @@ const refuse = (status: number, message: string) => new AppError(status, message
 /**
  * Passes the bytes of `source` through once they pass the checks, and throws (an AppError naming
  * the problem) as soon as one fails: an unaccepted or mismatching type, too many pixels, too many or
- * too few bytes. `result` tells the type found and the size.
+ * too few bytes. `result` tells the type found and the size. The type is told from the first
+ * TYPE_BYTES; only an image's head is held back further, up to HEAD_BYTES, for its dimensions, so a
+ * PDF's bytes go on as they came, without a copy.
  */
 export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRules, result: CheckedFile): AsyncGenerator<Buffer> {
-  let head: Buffer[] | null = [];
-  let headBytes = 0;
+  let held: Buffer[] | null = [];
+  let heldBytes = 0;
+  let type: string | null = null;
   const count = (piece: Buffer) => {
     result.size += piece.length;
     if (rules.exactBytes !== undefined && result.size > rules.exactBytes) {
@@ -79,28 +84,36 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
   };
   for await (const piece of source) {
     count(piece);
-    if (head === null) {
+    if (held === null) {
       yield piece;
       continue;
     }
-    head.push(piece);
-    headBytes += piece.length;
-    if (headBytes >= HEAD_BYTES) {
-      const whole = Buffer.concat(head, headBytes);
-      head = null;
-      await checkHead(whole, rules, result);
-      yield whole;
+    held.push(piece);
+    heldBytes += piece.length;
+    if (type === null && heldBytes >= TYPE_BYTES) type = await checkType(joined(held, heldBytes), rules);
+    if (type !== null && (!type.startsWith('image/') || heldBytes >= HEAD_BYTES)) {
+      if (type.startsWith('image/')) checkPixels(joined(held, heldBytes), rules);
+      result.contentType = type;
+      yield* held;
+      held = null;
     }
   }
-  if (head !== null) {
-    const whole = Buffer.concat(head, headBytes);
-    if (whole.length === 0) throw refuse(400, 'The file is empty');
-    await checkHead(whole, rules, result);
-    yield whole;
+  if (held !== null) {
+    if (heldBytes === 0) throw refuse(400, 'The file is empty');
+    const head = joined(held, heldBytes);
+    type ??= await checkType(head, rules);
+    if (type.startsWith('image/')) checkPixels(head, rules);
+    result.contentType = type;
+    yield* held;
   }
   if (rules.exactBytes !== undefined && result.size !== rules.exactBytes) {
     throw refuse(400, `The file has ${result.size} bytes, not the form's declared file_size (${rules.exactBytes})`);
   }
+}
+
+/** The pieces as one buffer: the first itself when it is the only one. */
+function joined(pieces: Buffer[], bytes: number): Buffer {
+  return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, bytes);
 }
 
 /** The same checks on a file a client put in an object store itself: its first HEAD_BYTES bytes and its size. */
@@ -115,6 +128,13 @@ export async function checkStoredFile(head: Buffer, size: number, rules: FileRul
 }
 
 async function checkHead(head: Buffer, rules: FileRules, result: CheckedFile): Promise<void> {
+  const type = await checkType(head, rules);
+  if (type.startsWith('image/')) checkPixels(head, rules);
+  result.contentType = type;
+}
+
+/** The accepted type the bytes are of, or a 415. */
+async function checkType(head: Buffer, rules: FileRules): Promise<string> {
   const found = await fileTypeFromBuffer(head);
   const type = found ? canonicalType(found.mime) : null;
   if (type === null) {
@@ -123,17 +143,19 @@ async function checkHead(head: Buffer, rules: FileRules, result: CheckedFile): P
   if (rules.expectedType !== undefined && (SAME[type] ?? type) !== (SAME[rules.expectedType] ?? rules.expectedType)) {
     throw refuse(415, `The file's content is ${type}, not the form's declared contentType ${rules.expectedType}`);
   }
-  if (type.startsWith('image/')) {
-    let pixels = 0;
-    try {
-      const { width, height } = imageSize(head);
-      pixels = (width ?? 0) * (height ?? 0);
-    } catch {
-      // Dimensions not in the head: nothing here decodes the image, so there is nothing to inflate.
-    }
-    if (pixels > rules.maxImagePixels) {
-      throw refuse(400, `The image declares ${pixels} pixels, more than the ${rules.maxImagePixels} accepted (a decompression bomb)`);
-    }
+  return type;
+}
+
+/** Refuses an image whose declared dimensions exceed the pixel budget (dimensions not in the head: nothing decodes it here). */
+function checkPixels(head: Buffer, rules: FileRules): void {
+  let pixels = 0;
+  try {
+    const { width, height } = imageSize(head);
+    pixels = (width ?? 0) * (height ?? 0);
+  } catch {
+    // Dimensions not in the head: nothing here decodes the image, so there is nothing to inflate.
   }
-  result.contentType = type;
+  if (pixels > rules.maxImagePixels) {
+    throw refuse(400, `The image declares ${pixels} pixels, more than the ${rules.maxImagePixels} accepted (a decompression bomb)`);
+  }
 }
