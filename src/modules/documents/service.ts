@@ -42,6 +42,7 @@ import {
 import type { DirectStore, FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
 import { THUMBNAIL_TYPES, thumbnailOfFile } from './thumbnails.ts';
+import { youngCollected } from './young-collections.ts';
 import * as repo from './repo.ts';
 import type { Static } from 'typebox';
 import type { DocumentRequest, UpdateBody } from './schemas.ts';
@@ -637,7 +638,7 @@ export class DocumentsService {
     const checked: CheckedFile = { contentType: null, size: 0 };
     this.#uploading += 1;
     try {
-      const size = await store.write(storageKey, checkedFile(stream, rules, checked));
+      const size = await store.write(storageKey, checkedFile(youngCollected(stream), rules, checked));
       await this.#stored(form, { storageKey, size, contentType: checked.contentType!, fileName, at: Date.now() });
     } catch (error) {
       await store.remove([storageKey]);
