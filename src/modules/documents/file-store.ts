@@ -88,8 +88,13 @@ export class DatabaseFileStore implements FileStore {
         await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
       }
       let seq = 0;
+      // One buffer joins every chunk's parts: each insert has taken its bytes (pg into its message,
+      // SQLite bound them) before it resolves, so the next chunk may overwrite them.
+      const joined = Buffer.allocUnsafe(SEALED_CHUNK_BYTES);
       for await (const chunk of sealedChunks(fileKey, key, source, counted)) {
-        const data = Buffer.concat(chunk.parts, chunk.length);
+        let at = 0;
+        for (const part of chunk.parts) at += part.copy(joined, at);
+        const data = joined.subarray(0, at);
         if (this.#postgres) {
           await sql`insert into document_file_chunks (storage_key, seq, data)
             select ${key}, ${seq}, ${data} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);

@@ -8,7 +8,8 @@ describe('documents: young collections paced by upload bytes', () => {
     const minor: number[] = [];
     const observer = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) {
-        if ((entry.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor.push(entry.startTime);
+        if ((entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR)
+          minor.push(entry.startTime);
       }
     });
     observer.observe({ entryTypes: ['gc'] });
