@@ -261,12 +261,21 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
 
 // ---- The worker's statements ---------------------------------------------------------------
 
+export interface ClaimedJob<P = unknown> extends Job<P> {
+  /**
+   * Later jobs of its kind and key were waiting for it when it was claimed (NewJob.ordering): only then
+   * can its settlement make another job claimable, or a dispatch take any along (takeFollowing). One
+   * enqueued after the claim wakes the workers itself.
+   */
+  holdsBack: boolean;
+}
+
 /**
  * Marks up to `limit` due jobs of `kind` running under a lease and returns them. On PostgreSQL the
  * rows are locked with SKIP LOCKED, so concurrent claims never take the same job (as in pg-boss and
  * graphile-worker); on SQLite one process runs the workers and one connection runs the statement.
  */
-export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: number, workerId: string): Promise<Job[]> {
+export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: number, workerId: string): Promise<ClaimedJob[]> {
   const now = Date.now();
   const rows = await db
     .with('next', (qb) =>
@@ -309,8 +318,21 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
     }))
     .where('id', 'in', (eb) => eb.selectFrom('next').select('id'))
     .returningAll()
+    .returning((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('jobs as later')
+            .select(sql.lit(1).as('one'))
+            .whereRef('later.kind', '=', 'jobs.kind')
+            .whereRef('later.ordering_key', '=', 'jobs.ordering_key')
+            .whereRef('later.ordering_seq', '>', 'jobs.ordering_seq')
+            .where(sql<boolean>`later.status in ('pending', 'running')`),
+        )
+        .as('holds_back'),
+    )
     .execute();
-  return rows.map((row) => toJob(row)).sort((a, b) => a.dueAt - b.dueAt);
+  return rows.map(({ holds_back, ...row }) => ({ ...toJob(row), holdsBack: Boolean(holds_back) })).sort((a, b) => a.dueAt - b.dueAt);
 }
 
 /** Extends the lease of a running attempt; false when the attempt is no longer this worker's. */
@@ -434,6 +456,12 @@ export async function takeFollowing(trx: Db, kind: string, orderingKey: string, 
       updated_at: now,
       lease_until: null,
     }))
+    // The key's terms again, so that SQLite finds the rows through jobs_ordering_idx: by `status` alone
+    // it walked every pending job of every kind (a backlog of thumbnails made each dispatch pay for it).
+    .where('kind', '=', kind)
+    .where('ordering_key', '=', orderingKey)
+    .where('ordering_seq', '>', afterSeq)
+    .where(sql<boolean>`status in ('pending', 'running')`)
     .where('status', '=', 'pending')
     // A gap (a number missing, or not yet due) ends the run: what follows it waits for its turn.
     .where('id', 'in', (eb) =>

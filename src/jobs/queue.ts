@@ -26,9 +26,11 @@
  *   subscription) with a dedupeKey such as `${event.id}:${subscriptionId}`, so a repeated dispatch
  *   adds nothing.
  * - Ordering: a job may name an ordering key and number (NewJob.ordering); the claim skips it while
- *   an earlier job of its kind and key is pending or running, and a settled ordered job lets the
- *   refill look again. Events of one appointment use it for their dispatch and their deliveries. A
- *   dispatch's first attempt takes along the dispatches queued behind it on its key (dispatchEvents).
+ *   an earlier job of its kind and key is pending or running, and says of each job it takes whether
+ *   later ones of its key wait for it (ClaimedJob.holdsBack); a settled ordered job that held some
+ *   back, or during whose attempt the kind was woken, lets the refill look again. Events of one
+ *   appointment use it for their dispatch and their deliveries. A dispatch's first attempt takes
+ *   along the dispatches queued behind it on its key (dispatchEvents).
  */
 import { AsyncResource } from 'node:async_hooks';
 import { hostname } from 'node:os';
@@ -45,6 +47,7 @@ import {
   PermanentError,
   RetryableError,
   claimJobs,
+  type ClaimedJob,
   dueKinds,
   localWake,
   queueDepth,
@@ -172,7 +175,7 @@ export class JobQueue {
   private successes: Array<{ job: Job; done: (recorded: boolean) => void; fail: (error: unknown) => void }> = [];
   private flushing = false;
   /** Event dispatches waiting to be run together (see dispatchEvent). */
-  private dispatches: Array<{ eventId: string; first: boolean; done: () => void; fail: (error: unknown) => void }> = [];
+  private dispatches: Array<{ job: ClaimedJob<{ eventId: string }>; wakes: number; done: () => void; fail: (error: unknown) => void }> = [];
   private dispatching = false;
 
   constructor(storage: Storage, logger: Logger, registry: Registry, options: JobQueueOptions = {}) {
@@ -212,7 +215,8 @@ export class JobQueue {
       }),
     };
     // Dispatches started together run in one transaction (see dispatchEvent), so the concurrency is the batch size.
-    this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as Job<{ eventId: string }>), {
+    // The job a handler is given is the claim's (run).
+    this.register(EVENT_DISPATCH, (context) => this.dispatchEvent(context.job as ClaimedJob<{ eventId: string }>), {
       concurrency: 256,
       retrySchedule: [1, 5, 30, 120, 600, 1800, 3600, 3600, 3600],
     });
@@ -452,7 +456,7 @@ export class JobQueue {
     }
   }
 
-  private launch(kind: Kind, job: Job): void {
+  private launch(kind: Kind, job: ClaimedJob): void {
     const abort = new AbortController();
     const promise = this.run(kind, job, abort).finally(() => {
       this.inFlight.delete(job.id);
@@ -478,8 +482,9 @@ export class JobQueue {
 
   // ---- Running one attempt -------------------------------------------------------------------
 
-  private async run(kind: Kind, job: Job, abort: AbortController): Promise<void> {
+  private async run(kind: Kind, job: ClaimedJob, abort: AbortController): Promise<void> {
     kind.running++;
+    const wakes = kind.wakes;
     const db = this.storage.db;
     const log = { job_id: job.id, kind: kind.name, attempt: job.attempts };
     try {
@@ -535,8 +540,9 @@ export class JobQueue {
         this.logger.warn(log, 'job attempt finished after losing its lease; its outcome is not recorded');
         return;
       }
-      // The next job of its key may be claimable now: the refill after this attempt looks for it.
-      if (job.orderingKey !== null && settlement.status !== 'pending') kind.drained = false;
+      // The next job of its key may be claimable now: the refill after this attempt looks for it. One
+      // enqueued after the claim woke the kind, and that wake-up's claim found it held back.
+      if (job.orderingKey !== null && settlement.status !== 'pending' && (job.holdsBack || kind.wakes !== wakes)) kind.drained = false;
       const outcome = settlement.status === 'pending' ? 'retried' : settlement.status;
       this.metrics.outcomes.inc({ kind: kind.name, outcome });
       if (settlement.status === 'pending') {
@@ -645,9 +651,9 @@ export class JobQueue {
    * recordSuccess): one claim's dispatch jobs load their events in one statement and run the hooks
    * in one transaction, so a hook inserts all their deliveries at once.
    */
-  private dispatchEvent(job: Job<{ eventId: string }>): Promise<void> {
+  private dispatchEvent(job: ClaimedJob<{ eventId: string }>): Promise<void> {
     return new Promise((done, fail) => {
-      this.dispatches.push({ eventId: job.payload.eventId, first: job.attempts <= 1, done, fail });
+      this.dispatches.push({ job, wakes: this.kinds.get(EVENT_DISPATCH)!.wakes, done, fail });
       if (!this.dispatching) {
         this.dispatching = true;
         setImmediate(() => void this.flushDispatches());
@@ -660,9 +666,12 @@ export class JobQueue {
       const batch = this.dispatches.splice(0, 200);
       try {
         // A retry takes no later events along: one that cannot be dispatched holds back only its own.
+        const first = batch.every((entry) => entry.job.attempts <= 1);
+        // A key's later events are looked for where the claim saw some, or events were recorded since.
+        const woken = batch.some((entry) => entry.wakes !== this.kinds.get(EVENT_DISPATCH)!.wakes);
         await this.dispatchEvents(
-          batch.map((entry) => entry.eventId),
-          batch.every((entry) => entry.first),
+          batch.map((entry) => entry.job),
+          first ? batch.map((entry) => entry.job).filter((job) => woken || job.holdsBack) : [],
         );
         for (const entry of batch) entry.done();
       } catch (error) {
@@ -671,18 +680,23 @@ export class JobQueue {
           continue;
         }
         // One at a time, so that an event that cannot be dispatched holds back no other.
-        for (const entry of batch) await this.dispatchEvents([entry.eventId], false).then(entry.done, entry.fail);
+        for (const entry of batch) await this.dispatchEvents([entry.job], []).then(entry.done, entry.fail);
       }
     }
     this.dispatching = false;
   }
 
-  private async dispatchEvents(eventIds: string[], follow: boolean): Promise<void> {
+  /** Runs the hooks for the events of `jobs`, with the later events of the keys of `leading`'s. */
+  private async dispatchEvents(jobs: ClaimedJob<{ eventId: string }>[], leading: ClaimedJob<{ eventId: string }>[]): Promise<void> {
     // An event whose business was deleted since is gone: nothing to deliver.
-    const events = await loadEvents(this.storage.db, eventIds);
+    const events = await loadEvents(
+      this.storage.db,
+      jobs.map((job) => job.payload.eventId),
+    );
     const lastOfKey = new Map<string, number>();
+    const leadingEvents = new Set(leading.map((job) => job.payload.eventId));
     for (const event of events) {
-      if (!follow || event.orderingKey === null || event.sequence === null) continue;
+      if (!leadingEvents.has(event.id) || event.orderingKey === null || event.sequence === null) continue;
       const key = `${event.businessId}|${event.orderingKey}`;
       lastOfKey.set(key, Math.max(event.sequence, lastOfKey.get(key) ?? 0));
     }

@@ -7,12 +7,14 @@ import {
   RetryableError,
   claimJobs,
   enqueue,
+  enqueueMany,
   getJob,
   listJobs,
   releaseExpired,
   retryJob,
   settleJob,
   settleSucceeded,
+  takeFollowing,
 } from '../../src/jobs/queue-repo.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainSeal } from '../../src/access-log/seal.ts';
@@ -388,6 +390,41 @@ describe(`jobs (${DIALECT})`, () => {
     });
   });
 
+  describe('event dispatch settlement', () => {
+    it('records nothing of a dispatch attempt over a newer attempt of its job, and keeps the work it committed', async () => {
+      await inTransaction(f.storage.db, (trx) =>
+        recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId) }),
+      );
+      f.queue.register('test.delivery', async () => {});
+      f.queue.onEvent('external_review.request', async (trx) => {
+        await enqueue(trx, { kind: 'test.delivery', payload: {} });
+        // The attempt's lease ran out and the job was claimed again meanwhile.
+        await trx.updateTable('jobs').set({ attempts: 2 }).where('kind', '=', 'event.dispatch').execute();
+      });
+      await f.queue.runDue();
+      // The work committed; the late attempt recorded nothing over the newer one, still running.
+      assert.equal((await listJobs(f.storage.db, { kind: 'test.delivery' }))[0]?.status, 'succeeded');
+      const [dispatch] = await listJobs(f.storage.db, { kind: 'event.dispatch' });
+      assert.deepEqual([dispatch?.status, dispatch?.attempts], ['running', 2]);
+      assert.equal(await f.queue.runDue(), 0);
+    });
+
+    it('settles a dispatch that succeeds, and leaves one that fails to its retry', async () => {
+      const ids = await inTransaction(f.storage.db, async (trx) => [
+        await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId, 1) }),
+        await recordEvent(trx, { businessId: f.businessId, type: 'external_review.request', payload: reviewEvent(f.businessId, 2) }),
+      ]);
+      f.queue.onEvent('external_review.request', async (_trx, events) => {
+        if (events.some((event) => event.id === ids[1])) throw new Error('cannot be dispatched');
+      });
+      await f.queue.runDue();
+      const dispatches = await listJobs(f.storage.db, { kind: 'event.dispatch' });
+      const statusOf = (eventId: string) => dispatches.find((job) => (job.payload as { eventId: string }).eventId === eventId);
+      assert.deepEqual([statusOf(ids[0]!)?.status, statusOf(ids[0]!)?.attempts], ['succeeded', 1]);
+      assert.deepEqual([statusOf(ids[1]!)?.status, statusOf(ids[1]!)?.attempts], ['pending', 1]);
+    });
+  });
+
   describe('event dispatch of a key', () => {
     it("gives each hook a key's events in their sequence, whatever their types, when a dispatch takes the later ones along", async () => {
       const key = 'appointment:apt_layers';
@@ -410,6 +447,58 @@ describe(`jobs (${DIALECT})`, () => {
       assert.deepEqual(
         dispatches.map((job) => job.status),
         ['succeeded', 'succeeded', 'succeeded', 'succeeded'],
+      );
+    });
+  });
+
+  describe('ordered jobs', () => {
+    it("are claimed one at a time per key, and a run of a key's later jobs is taken along up to its first gap, whatever else is pending", async () => {
+      const ordered = (key: string, seq: number, dueAt?: number) => ({ kind: 'test.ordered', payload: { key, seq }, ordering: { key, seq }, dueAt });
+      const noop = Array.from({ length: 300 }, (_, n) => ({ kind: 'test.noop', payload: { n } }));
+      // Seq 5 of key a falls due in an hour: a gap in its run.
+      await inTransaction(f.storage.db, async (trx) => {
+        await enqueueMany(trx, noop);
+        await enqueueMany(trx, [
+          ...[1, 2, 3, 4, 6].map((seq) => ordered('a', seq)),
+          ordered('a', 5, Date.now() + 3_600_000),
+          ...[1, 2].map((seq) => ordered('b', seq)),
+          ordered('c', 1),
+        ]);
+      });
+      const seqs = (jobs: { payload: unknown }[]) =>
+        jobs
+          .map((job) => job.payload as { key: string; seq: number })
+          .map((p) => `${p.key}${p.seq}`)
+          .sort();
+      const claimed = await claimJobs(f.storage.db, 'test.ordered', 10, 60_000, 'worker');
+      assert.deepEqual(seqs(claimed), ['a1', 'b1', 'c1']);
+      // Whether later jobs of its key wait for it.
+      assert.deepEqual(claimed.map((job) => [(job.payload as { key: string }).key, job.holdsBack]).sort(), [
+        ['a', true],
+        ['b', true],
+        ['c', false],
+      ]);
+      const taken = await inTransaction(f.storage.db, (trx) => takeFollowing(trx, 'test.ordered', 'a', 1, 200, 'worker'));
+      assert.deepEqual(seqs(taken), ['a2', 'a3', 'a4']);
+      assert.deepEqual(
+        taken.map((job) => [job.status, job.attempts]),
+        [
+          ['succeeded', 1],
+          ['succeeded', 1],
+          ['succeeded', 1],
+        ],
+      );
+      // a1, b1 and c1 still run: nothing else of their keys is claimable, nor taken along past the gap.
+      assert.deepEqual(await claimJobs(f.storage.db, 'test.ordered', 10, 60_000, 'worker'), []);
+      assert.deepEqual(await inTransaction(f.storage.db, (trx) => takeFollowing(trx, 'test.ordered', 'a', 4, 200, 'worker')), []);
+      const pending = await f.storage.db.selectFrom('jobs').select(['kind', 'ordering_seq']).where('status', '=', 'pending').execute();
+      assert.equal(pending.filter((job) => job.kind === 'test.noop').length, 300);
+      assert.deepEqual(
+        pending
+          .filter((job) => job.kind === 'test.ordered')
+          .map((job) => Number(job.ordering_seq))
+          .sort(),
+        [2, 5, 6],
       );
     });
   });

@@ -3,8 +3,10 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { Registry } from 'prom-client';
 import { createLogger } from '../../src/logger.ts';
-import { inTransaction, observeTransactions, openStorage } from '../../src/db/index.ts';
+import { inTransaction, observeTransactions, openStorage, type Db } from '../../src/db/index.ts';
 import { enqueue, getJob, jobRow } from '../../src/jobs/queue-repo.ts';
+import { recordEvent } from '../../src/jobs/outbox.ts';
+import { reviewEvent } from '../modules/webhooks/support.ts';
 import { JobQueue } from '../../src/jobs/queue.ts';
 import { DIALECT } from '../support.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
@@ -44,6 +46,46 @@ describe(`job wake-ups (${DIALECT})`, () => {
   });
   beforeEach(async () => f.reset());
   after(async () => f.close());
+
+  it('a job of a key enqueued while the one before it runs is claimed once that one settles, not at the next poll', { timeout: 20_000 }, async () => {
+    // The poll (a minute) cannot stand in for the claim after the settlement within the test.
+    const queue = new JobQueue(f.storage, createLogger('silent'), new Registry(), { pollMs: 60_000 });
+    try {
+      const first = gate();
+      const ran: number[] = [];
+      queue.register('test.ordered', async ({ job }) => {
+        const { seq } = job.payload as { seq: number };
+        ran.push(seq);
+        if (seq === 1) await first.promise;
+      });
+      const seen: number[] = [];
+      const event = (db: Db) =>
+        recordEvent(db, {
+          businessId: f.businessId,
+          type: 'external_review.request',
+          orderingKey: 'appointment:apt_k',
+          payload: reviewEvent(f.businessId),
+        });
+      queue.onEvent('external_review.request', async (trx, events) => {
+        for (const event of events) seen.push(event.sequence!);
+        // The next event commits while this one is being dispatched (after its claim).
+        if (seen.length === 1) await event(trx);
+      });
+      await queue.start();
+      const ordered = (seq: number) => enqueue(f.storage.db, { kind: 'test.ordered', payload: { seq }, ordering: { key: 'k', seq } });
+      await ordered(1);
+      await inTransaction(f.storage.db, (trx) => event(trx));
+      await until(() => ran.length === 1);
+      // It wakes the workers, whose claim finds it held back by the one running.
+      await ordered(2);
+      first.open();
+      await until(() => ran.length === 2 && seen.length === 2);
+      assert.deepEqual(ran, [1, 2]);
+      assert.deepEqual(seen, [1, 2]);
+    } finally {
+      await queue.stop(0);
+    }
+  });
 
   it('a wake-up during a claim that finds fewer jobs than it asked for leads to another claim', { timeout: 20_000 }, async () => {
     const claimGate = new ClaimGate();
