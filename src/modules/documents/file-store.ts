@@ -88,13 +88,15 @@ export class DatabaseFileStore implements FileStore {
         await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
       }
       let seq = 0;
-      // One buffer joins every chunk's parts: each insert has taken its bytes (pg into its message,
+      // One buffer joins every chunk's runs: each insert has taken its bytes (pg into its message,
       // SQLite bound them) before it resolves, so the next chunk may overwrite them.
       const joined = Buffer.allocUnsafe(SEALED_CHUNK_BYTES);
-      for await (const chunk of sealedChunks(fileKey, key, source, counted)) {
-        let at = 0;
-        for (const part of chunk.parts) at += part.copy(joined, at);
+      let at = 0;
+      for await (const run of sealedRuns(fileKey, key, source, counted)) {
+        for (const part of run.parts) at += part.copy(joined, at);
+        if (run.chunkLength === null) continue;
         const data = joined.subarray(0, at);
+        at = 0;
         if (this.#postgres) {
           await sql`insert into document_file_chunks (storage_key, seq, data)
             select ${key}, ${seq}, ${data} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
@@ -183,28 +185,31 @@ export async function openFileKey(db: Db, masterKey: Buffer, key: string): Promi
   return { fileKey: createSecretKey(Buffer.from(format === 1 ? opened : opened.slice(`${FORMAT}:`.length), 'base64')), format };
 }
 
-/** A sealed chunk in parts (its nonce, its ciphertext in pieces, its tag), which joined are the stored chunk. */
-export interface SealedChunk {
+/**
+ * A run of a sealed chunk's bytes, in order: the chunk's nonce comes first, its ciphertext as the
+ * plaintext arrives, its tag last. `chunkLength` is set on the run that ends its chunk: the chunk's
+ * whole sealed length, which the runs before it add up to with this one.
+ */
+export interface SealedRun {
   parts: Buffer[];
-  /** The stored chunk's length, the parts' total. */
-  length: number;
+  bytes: number;
+  chunkLength: number | null;
 }
+
+/** Ciphertext a run gathers before it is handed on, short of its chunk's end. */
+const RUN_BYTES = 128 * 1024;
 
 /**
  * `source` sealed chunk by chunk, in the current format: each full chunk as soon as it fills, then
  * the rest, then the empty last chunk. `counted.size` ends as the plaintext's size.
  *
- * Each piece of `source` is enciphered as it arrives (GCM is a stream cipher), and the chunk is
- * handed on in parts, not joined: a file write passes them to the disk as they are, so no byte is
- * copied into a chunk's buffer first. An upload's buffers are garbage that brings V8's full
- * collections closer (it counts them as external memory), and each copy was one more.
+ * Each piece of `source` is enciphered as it arrives (GCM is a stream cipher) and handed on in runs
+ * of RUN_BYTES, not held until its chunk fills nor joined: a file write passes the runs to the disk
+ * as they are. An upload's buffers are then garbage within moments, which a young collection frees
+ * (young-collections.ts); held for a whole chunk they outlived two young collections, and what
+ * outlives them waits for a full collection, which marks the whole heap.
  */
-export async function* sealedChunks(
-  fileKey: Buffer,
-  key: string,
-  source: AsyncIterable<Buffer>,
-  counted: { size: number },
-): AsyncIterable<SealedChunk> {
+export async function* sealedRuns(fileKey: Buffer, key: string, source: AsyncIterable<Buffer>, counted: { size: number }): AsyncIterable<SealedRun> {
   const secret = createSecretKey(fileKey);
   let seq = 0;
   let chunk = new ChunkSealer(secret, key, seq, false);
@@ -216,41 +221,54 @@ export async function* sealedChunks(
       chunk.add(at === 0 && taken === piece.length ? piece : piece.subarray(at, at + taken));
       at += taken;
       if (chunk.plainBytes === CHUNK_BYTES) {
-        yield chunk.sealed();
+        yield chunk.end();
         chunk = new ChunkSealer(secret, key, ++seq, false);
+      } else if (chunk.heldBytes >= RUN_BYTES) {
+        yield chunk.run();
       }
     }
   }
   if (chunk.plainBytes > 0) {
-    yield chunk.sealed();
+    yield chunk.end();
     seq += 1;
   }
-  yield new ChunkSealer(secret, key, seq, true).sealed();
+  yield new ChunkSealer(secret, key, seq, true).end();
 }
 
 /** One chunk being sealed, in the current format: its nonce, then its ciphertext as the plaintext comes, then its tag. */
 class ChunkSealer {
   plainBytes = 0;
+  heldBytes = NONCE;
   readonly #cipher: CipherGCM;
-  readonly #parts: Buffer[];
+  #held: Buffer[];
 
   constructor(secret: KeyObject, key: string, seq: number, last: boolean) {
     const nonce = randomBytes(NONCE);
     this.#cipher = createCipheriv('aes-256-gcm', secret, nonce);
     this.#cipher.setAAD(associatedData(key, seq, last, FORMAT));
-    this.#parts = [nonce];
+    this.#held = [nonce];
   }
 
   add(plain: Buffer): void {
-    this.#parts.push(this.#cipher.update(plain));
+    this.#held.push(this.#cipher.update(plain));
     this.plainBytes += plain.length;
+    this.heldBytes += plain.length;
   }
 
-  sealed(): SealedChunk {
+  /** The bytes held so far, handed on. */
+  run(): SealedRun {
+    const run = { parts: this.#held, bytes: this.heldBytes, chunkLength: null };
+    this.#held = [];
+    this.heldBytes = 0;
+    return run;
+  }
+
+  /** The rest of the chunk, its tag last. */
+  end(): SealedRun {
     // GCM adds no bytes at the end.
     this.#cipher.final();
-    this.#parts.push(this.#cipher.getAuthTag());
-    return { parts: this.#parts, length: NONCE + this.plainBytes + TAG };
+    this.#held.push(this.#cipher.getAuthTag());
+    return { parts: this.#held, bytes: this.heldBytes + TAG, chunkLength: NONCE + this.plainBytes + TAG };
   }
 }
 

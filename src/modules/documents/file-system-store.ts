@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../security/data-dir.ts';
-import { type FileStore, newFileKey, openChunk, openFileKey, removeStored, SEALED_CHUNK_BYTES, sealedChunks, throwIfRemoved } from './file-store.ts';
+import { type FileStore, newFileKey, openChunk, openFileKey, removeStored, SEALED_CHUNK_BYTES, sealedRuns, throwIfRemoved } from './file-store.ts';
 
 /** The folder of the data directory the store keeps its files in. */
 export const FILES_FOLDER = 'documents';
@@ -57,14 +57,25 @@ export class FileSystemStore implements FileStore {
       await this.#folder(path.dirname(target));
       await this.#folder(path.dirname(temporary));
       handle = await open(temporary, 'wx', PRIVATE_FILE_MODE);
-      for await (const chunk of sealedChunks(fileKey, key, source, counted)) {
-        const length = Buffer.allocUnsafe(LENGTH);
-        length.writeUInt32BE(chunk.length);
-        // A write may land short without failing (a disk filling up): a file cut so would fail to open later.
-        const { bytesWritten } = await handle.writev([length, ...chunk.parts]);
-        if (bytesWritten !== LENGTH + chunk.length) {
-          throw new Error(`stored file ${key}: chunk written short (${bytesWritten} of ${LENGTH + chunk.length} bytes; is the disk full?)`);
+      // Each chunk's length goes before it, as a full chunk's until the chunk ends shorter (only a
+      // file's last data chunk can), when it is put right.
+      let chunkAt = 0;
+      let lengthWritten: number | null = null;
+      let position = 0;
+      for await (const run of sealedRuns(fileKey, key, source, counted)) {
+        const parts = run.parts;
+        let bytes = run.bytes;
+        if (lengthWritten === null) {
+          chunkAt = position;
+          lengthWritten = run.chunkLength ?? SEALED_CHUNK_BYTES;
+          parts.unshift(lengthOf(lengthWritten));
+          bytes += LENGTH;
         }
+        await writeFully(key, bytes, handle.writev(parts));
+        position += bytes;
+        if (run.chunkLength === null) continue;
+        if (run.chunkLength !== lengthWritten) await writeFully(key, LENGTH, handle.write(lengthOf(run.chunkLength), 0, LENGTH, chunkAt));
+        lengthWritten = null;
       }
       await handle.sync();
       await handle.close();
@@ -193,6 +204,18 @@ async function readChunk(handle: FileHandle, at: number, size: number, key: stri
 }
 
 /** Flushes a folder's entries (a rename in it) to the disk. */
+function lengthOf(chunkLength: number): Buffer {
+  const length = Buffer.allocUnsafe(LENGTH);
+  length.writeUInt32BE(chunkLength);
+  return length;
+}
+
+/** Fails when a write lands short without failing (a disk filling up): a file cut so would fail to open later. */
+async function writeFully(key: string, bytes: number, write: Promise<{ bytesWritten: number }>): Promise<void> {
+  const { bytesWritten } = await write;
+  if (bytesWritten !== bytes) throw new Error(`stored file ${key}: chunk written short (${bytesWritten} of ${bytes} bytes; is the disk full?)`);
+}
+
 async function syncFolder(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {

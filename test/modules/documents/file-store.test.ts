@@ -153,6 +153,22 @@ describe(`documents: the files store (${DIALECT})`, () => {
     assert.ok((await readAll(new DatabaseFileStore(t.ctx.storage.db, masterKey).read('as-rows'))).equals(bytes));
   });
 
+  it('writes a file arriving in small pieces with each chunk after its length, a short last chunk too', async () => {
+    // The last data chunk (150,000 bytes) is longer than a run: its length, first written as a full
+    // chunk's, is put right once it ends.
+    const bytes = randomBytes(2 * CHUNK_BYTES + 150_000);
+    await store.write('small-pieces', pieces(bytes, 999));
+    const lengths: number[] = [];
+    let seq = 0;
+    for await (const data of sealedChunksIn(store.pathOf('small-pieces'), 'small-pieces')) {
+      lengths.push(data.length);
+      await t.ctx.storage.db.insertInto('document_file_chunks').values({ storage_key: 'small-pieces', seq: seq++, data }).execute();
+    }
+    assert.deepEqual(lengths, [12 + CHUNK_BYTES + 16, 12 + CHUNK_BYTES + 16, 12 + 150_000 + 16, 12 + 16]);
+    assert.ok((await readAll(store.read('small-pieces'))).equals(bytes));
+    assert.ok((await readAll(new DatabaseFileStore(t.ctx.storage.db, masterKey).read('small-pieces'))).equals(bytes));
+  });
+
   it('refuses to read a file cut short, chunks swapped or a byte altered', async () => {
     const bytes = randomBytes(2 * CHUNK_BYTES + 5);
     const sealedLength = 12 + CHUNK_BYTES + 16;
