@@ -150,11 +150,7 @@ async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copi
   try {
     // The copy is flushed to the disk once, whole, after it is checked.
     copy.pragma('synchronous = OFF');
-    // A database a release before 0038 (thumbnails) migrated has stored no file in the files store.
-    const columns = new Set(
-      (copy.prepare('select name from pragma_table_info(?)').all('document_files') as Array<{ name: string }>).map((row) => row.name),
-    );
-    if (!columns.has('thumbnail_store')) return { copied: 0, gone: 0 };
+    if (!mayNameFilesStore(copy)) return { copied: 0, gone: 0 };
     const keys = (
       copy
         .prepare(
@@ -190,16 +186,19 @@ async function embedDocumentFiles(file: string, dataDir: string): Promise<{ copi
   }
 }
 
+/** Whether the database's rows may name files of the files store: a release before 0038 (thumbnails) stored none there. */
+function mayNameFilesStore(database: SQLite.Database): boolean {
+  const columns = database.prepare('select name from pragma_table_info(?)').all('document_files') as Array<{ name: string }>;
+  return columns.some((column) => column.name === 'thumbnail_store');
+}
+
 /**
  * Refuses a copy whose rows name files of the files store: `cps backup` puts those into its copy, so
  * this one was made otherwise (a copy of the database file), and the restore keeps the files store's
  * folder aside: its documents would be rows without bytes.
  */
 function checkHoldsItsFiles(copy: SQLite.Database, source: string): void {
-  const columns = new Set(
-    (copy.prepare('select name from pragma_table_info(?)').all('document_files') as Array<{ name: string }>).map((row) => row.name),
-  );
-  if (!columns.has('thumbnail_store')) return;
+  if (!mayNameFilesStore(copy)) return;
   const { n } = copy.prepare("select count(*) as n from document_files where store = 'files' or thumbnail_store = 'files'").get() as { n: number };
   if (n > 0) {
     throw new BackupError(

@@ -4,11 +4,11 @@
  * from this process's clock.
  */
 import { EventEmitter } from 'node:events';
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Insertable, type Selectable } from 'kysely';
 import { writeWithNext, type Db } from '../db/index.ts';
 import { newId } from '../db/ids.ts';
 import { isPostgres } from '../db/dialect.ts';
-import type { JobStatus, JobsTable } from '../db/schema.ts';
+import type { Database, JobStatus, JobsTable } from '../db/schema.ts';
 
 export type { JobStatus };
 
@@ -286,23 +286,7 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
         .where('kind', '=', kind)
         .where('due_at', '<=', now)
         // An ordered job waits while an earlier job of its key is unsettled (see NewJob.ordering).
-        .where((eb) =>
-          eb.or([
-            eb('jobs.ordering_key', 'is', null),
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('jobs as earlier')
-                  .select(sql.lit(1).as('one'))
-                  .whereRef('earlier.kind', '=', 'jobs.kind')
-                  .whereRef('earlier.ordering_key', '=', 'jobs.ordering_key')
-                  .whereRef('earlier.ordering_seq', '<', 'jobs.ordering_seq')
-                  // Literal, as in jobs_ordering_idx's predicate, so both databases use that index.
-                  .where(sql<boolean>`earlier.status in ('pending', 'running')`),
-              ),
-            ),
-          ]),
-        )
+        .where((eb) => eb.or([eb('jobs.ordering_key', 'is', null), eb.not(unsettledOfKey(eb, '<'))]))
         .orderBy('due_at')
         .limit(limit)
         .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
@@ -318,21 +302,23 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
     }))
     .where('id', 'in', (eb) => eb.selectFrom('next').select('id'))
     .returningAll()
-    .returning((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('jobs as later')
-            .select(sql.lit(1).as('one'))
-            .whereRef('later.kind', '=', 'jobs.kind')
-            .whereRef('later.ordering_key', '=', 'jobs.ordering_key')
-            .whereRef('later.ordering_seq', '>', 'jobs.ordering_seq')
-            .where(sql<boolean>`later.status in ('pending', 'running')`),
-        )
-        .as('holds_back'),
-    )
+    .returning((eb) => unsettledOfKey(eb, '>').as('holds_back'))
     .execute();
   return rows.map(({ holds_back, ...row }) => ({ ...toJob(row), holdsBack: Boolean(holds_back) })).sort((a, b) => a.dueAt - b.dueAt);
+}
+
+/** Whether a job of the row's kind and ordering key numbered before (`<`) or after (`>`) it is pending or running. */
+function unsettledOfKey(eb: ExpressionBuilder<Database, 'jobs'>, order: '<' | '>') {
+  return eb.exists(
+    eb
+      .selectFrom('jobs as other')
+      .select(sql.lit(1).as('one'))
+      .whereRef('other.kind', '=', 'jobs.kind')
+      .whereRef('other.ordering_key', '=', 'jobs.ordering_key')
+      .whereRef('other.ordering_seq', order, 'jobs.ordering_seq')
+      // Literal, as in jobs_ordering_idx's predicate, so both databases use that index.
+      .where(sql<boolean>`other.status in ('pending', 'running')`),
+  );
 }
 
 /** Extends the lease of a running attempt; false when the attempt is no longer this worker's. */

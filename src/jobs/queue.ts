@@ -665,14 +665,13 @@ export class JobQueue {
     while (this.dispatches.length > 0) {
       const batch = this.dispatches.splice(0, 200);
       try {
+        const jobs = batch.map((entry) => entry.job);
         // A retry takes no later events along: one that cannot be dispatched holds back only its own.
-        const first = batch.every((entry) => entry.job.attempts <= 1);
+        const first = jobs.every((job) => job.attempts <= 1);
         // A key's later events are looked for where the claim saw some, or events were recorded since.
-        const woken = batch.some((entry) => entry.wakes !== this.kinds.get(EVENT_DISPATCH)!.wakes);
-        await this.dispatchEvents(
-          batch.map((entry) => entry.job),
-          first ? batch.map((entry) => entry.job).filter((job) => woken || job.holdsBack) : [],
-        );
+        const wakes = this.kinds.get(EVENT_DISPATCH)!.wakes;
+        const woken = batch.some((entry) => entry.wakes !== wakes);
+        await this.dispatchEvents(jobs, first ? jobs.filter((job) => woken || job.holdsBack) : []);
         for (const entry of batch) entry.done();
       } catch (error) {
         if (batch.length === 1) {

@@ -78,15 +78,9 @@ export class DatabaseFileStore implements FileStore {
   }
 
   async write(key: string, source: AsyncIterable<Buffer>): Promise<number> {
-    const { fileKey, sealedKey } = newFileKey(this.#masterKey, key);
     const counted = { size: 0 };
     try {
-      if (this.#postgres) {
-        await sql`insert into document_file_keys (storage_key, sealed_key)
-          select ${key}, ${sealedKey} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(this.#db);
-      } else {
-        await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
-      }
+      const fileKey = await storeNewFileKey(this.#db, this.#masterKey, key);
       let seq = 0;
       // One buffer joins every chunk's runs: each insert has taken its bytes (pg into its message,
       // SQLite bound them) before it resolves, so the next chunk may overwrite them.
@@ -170,10 +164,21 @@ function sealedUnder(key: string): string {
   return `document-file:${key}`;
 }
 
-/** A new file's own key, and that key sealed under the master key for document_file_keys. */
-export function newFileKey(masterKey: Buffer, key: string): { fileKey: Buffer; sealedKey: string } {
+/**
+ * A new file's own key, stored sealed under the master key in document_file_keys. On PostgreSQL its
+ * commit does not wait for the write-ahead log's flush: the commit that marks the file stored comes
+ * later in the same log and waits for it.
+ */
+export async function storeNewFileKey(db: Db, masterKey: Buffer, key: string): Promise<Buffer> {
   const fileKey = randomBytes(32);
-  return { fileKey, sealedKey: encrypt(masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key)) };
+  const sealedKey = encrypt(masterKey, `${FORMAT}:${fileKey.toString('base64')}`, sealedUnder(key));
+  if (isPostgres(db)) {
+    await sql`insert into document_file_keys (storage_key, sealed_key)
+      select ${key}, ${sealedKey} from (select set_config('synchronous_commit', 'off', true)) as unflushed`.execute(db);
+  } else {
+    await db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
+  }
+  return fileKey;
 }
 
 /** The key of the file stored under `key`, opened from document_file_keys, and the format its chunks were sealed in. */

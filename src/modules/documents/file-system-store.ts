@@ -19,7 +19,16 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../security/data-dir.ts';
-import { type FileStore, newFileKey, openChunk, openFileKey, removeStored, SEALED_CHUNK_BYTES, sealedRuns, throwIfRemoved } from './file-store.ts';
+import {
+  type FileStore,
+  openChunk,
+  openFileKey,
+  removeStored,
+  SEALED_CHUNK_BYTES,
+  sealedRuns,
+  storeNewFileKey,
+  throwIfRemoved,
+} from './file-store.ts';
 
 /** The folder of the data directory the store keeps its files in. */
 export const FILES_FOLDER = 'documents';
@@ -46,14 +55,13 @@ export class FileSystemStore implements FileStore {
   }
 
   async write(key: string, source: AsyncIterable<Buffer>): Promise<number> {
-    const { fileKey, sealedKey } = newFileKey(this.#masterKey, key);
     const target = this.pathOf(key);
     const temporary = path.join(this.#root, INCOMING, `${path.basename(target)}.${randomBytes(6).toString('hex')}`);
     const counted = { size: 0 };
     let handle: FileHandle | null = null;
     this.#writing.add(path.basename(temporary));
     try {
-      await this.#db.insertInto('document_file_keys').values({ storage_key: key, sealed_key: sealedKey }).execute();
+      const fileKey = await storeNewFileKey(this.#db, this.#masterKey, key);
       await this.#folder(path.dirname(target));
       await this.#folder(path.dirname(temporary));
       handle = await open(temporary, 'wx', PRIVATE_FILE_MODE);
@@ -203,7 +211,7 @@ async function readChunk(handle: FileHandle, at: number, size: number, key: stri
   return data;
 }
 
-/** Flushes a folder's entries (a rename in it) to the disk. */
+/** A chunk's length as it is written before the chunk. */
 function lengthOf(chunkLength: number): Buffer {
   const length = Buffer.allocUnsafe(LENGTH);
   length.writeUInt32BE(chunkLength);
@@ -216,6 +224,7 @@ async function writeFully(key: string, bytes: number, write: Promise<{ bytesWrit
   if (bytesWritten !== bytes) throw new Error(`stored file ${key}: chunk written short (${bytesWritten} of ${bytes} bytes; is the disk full?)`);
 }
 
+/** Flushes a folder's entries (a rename in it) to the disk. */
 async function syncFolder(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {

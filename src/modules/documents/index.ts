@@ -94,8 +94,9 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
         ...files.filter((file) => file.store === name && file.storage_key !== null).map((file) => file.storage_key!),
         ...thumbnailsIn(name),
       ];
-      await removeStored(trx, [...keysIn(embedded.name), ...keysIn(onDisk.name)]);
-      await onDisk.unlink(keysIn(onDisk.name));
+      const onDiskKeys = keysIn(onDisk.name);
+      await removeStored(trx, [...keysIn(embedded.name), ...onDiskKeys]);
+      await onDisk.unlink(onDiskKeys);
       for (const [name, other] of stores) {
         if (name === embedded.name || name === onDisk.name) continue;
         const keys = files
