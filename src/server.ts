@@ -9,6 +9,7 @@ import { DatabaseContactError, prepareDatabase } from './db/first-contact.ts';
 import { openStorage, SERVER_STATEMENT_TIMEOUT_MS, type Storage } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { watchIssuers } from './auth/issuers.ts';
+import { releaseStartupMemory } from './garbage-collection.ts';
 import { sealWhatMigrationsLeft } from './access-log/store.ts';
 import { createLogger } from './logger.ts';
 import { createDemoBusiness } from './modules/businesses/index.ts';
@@ -98,7 +99,13 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     // Before listening, so the signal handlers (installed once this returns) follow closely.
     if (config.workers) await ctx.jobs.start();
     const issuers = await watchIssuers(storage.db, config.publicUrl, keys.signing.kid, logger);
-    const url = await app.listen({ port: config.port, host: config.host }).catch(async (error: NodeJS.ErrnoException) => {
+    const url = await (async () => {
+      // Loaded (the search index too: the app's onReady waits for it), so what starting left behind
+      // goes back before any request could wait for the collection.
+      await app.ready();
+      releaseStartupMemory();
+      return app.listen({ port: config.port, host: config.host });
+    })().catch(async (error: NodeJS.ErrnoException) => {
       issuers.stop();
       await app.close();
       throw portRefusal(config.host, config.port, error.code) ?? error;

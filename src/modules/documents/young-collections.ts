@@ -8,31 +8,12 @@
  * of 5 MB at once the process held over 150 MB of such garbage at its peak. A scavenge after every
  * RECEIVED_PER_COLLECTION bytes frees the pieces already used, at a fraction of a millisecond each
  * (bench/RESULTS.md, documents).
- *
- * Node has no API to ask for one: V8's gc extension is made once into a context of its own, with the
- * flag that exposes it turned back off at once, so no global `gc` appears.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { collectGarbage } from '../../garbage-collection.ts';
 
 const RECEIVED_PER_COLLECTION = 8 * 1024 * 1024;
 
-type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
-
-let collect: Collect | null = null;
 let received = 0;
-
-function collector(): Collect {
-  if (collect === null) {
-    setFlagsFromString('--expose-gc');
-    try {
-      collect = runInNewContext('gc') as Collect;
-    } finally {
-      setFlagsFromString('--no-expose-gc');
-    }
-  }
-  return collect;
-}
 
 /** `source` as it is, counting its bytes towards the next young collection. */
 export async function* youngCollected(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
@@ -40,7 +21,7 @@ export async function* youngCollected(source: AsyncIterable<Buffer>): AsyncGener
     received += piece.length;
     if (received >= RECEIVED_PER_COLLECTION) {
       received = 0;
-      collector()({ type: 'minor', execution: 'sync' });
+      collectGarbage({ type: 'minor', execution: 'sync' });
     }
     yield piece;
   }
