@@ -10,7 +10,9 @@
 // file there never loads Node's type stripper (a WebAssembly compiler that then stays, about 14 MB of
 // the server's resident memory).
 import { spawn } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
 import module from 'node:module';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,7 +20,8 @@ const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
   process.exitCode = await underBundledNode();
 } else {
-  module.enableCompileCache?.();
+  const cacheDir = process.env.NODE_COMPILE_CACHE || path.join(tmpdir(), 'node-compile-cache');
+  if (madeDirectory(cacheDir)) module.enableCompileCache?.(cacheDir);
   const { keepsRunning } = await import('../src/cli-serves.ts');
   const serving = keepsRunning(process.argv.slice(2));
   if (serving) lessMallocMemory();
@@ -42,6 +45,32 @@ function lessMallocMemory() {
   if (process.platform !== 'linux' || process.env.MALLOC_ARENA_MAX !== undefined || typeof process.execve !== 'function') return;
   const env = { ...process.env, MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072' };
   process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], env);
+}
+
+/**
+ * Whether `dir` is a directory now, made here (with its parents) if need be. Node makes the compile
+ * cache's directory itself, but its recursive mkdir never returns where a parent exists and refuses
+ * every new entry (TMPDIR=/proc/none: mkdir answers ENOENT however often it is retried, Node 24.21),
+ * which hung every command before its first line; a start without the cache is only slower.
+ */
+function madeDirectory(dir) {
+  if (isDirectory(dir)) return true;
+  const parent = path.dirname(dir);
+  if (parent === dir || !madeDirectory(parent)) return false;
+  try {
+    mkdirSync(dir);
+  } catch {
+    // Refused, or made meanwhile by another process: the look below tells.
+  }
+  return isDirectory(dir);
+}
+
+function isDirectory(dir) {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The Node binary of the installed platform package, or undefined when none fits this machine. */
