@@ -31,8 +31,9 @@ export function collectGarbage(collection: Collection): void {
  * Gives back what starting left behind, once the service is loaded and before it listens. Loading
  * the sources, the migrations and the search index grow the young generation to its largest (two
  * semi-spaces of 16 MB, all resident) and leave the old one a quarter garbage; V8 shrinks them only
- * after minutes of idleness. Measured on a server that had just started (bench/RESULTS.md, documents):
- * resident memory 166 -> 123 MB, and the young generation then grows only as far as the load needs.
+ * after minutes of idleness. Measured on a server that had just started (bench/RESULTS.md, start-up):
+ * resident memory 224-229 -> 150-156 MB for about 90 ms, and the young generation then grows only as far
+ * as the load needs.
  */
 export function releaseStartupMemory(): void {
   collectGarbage({ type: 'major', execution: 'sync', flavor: 'last-resort' });
