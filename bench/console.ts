@@ -6,6 +6,7 @@
  *   each load in a fresh browser context (nothing cached), signed in by the session cookie;
  * - each console page's server time: the API calls the page makes, every one of 20 connections (20 users at once)
  *   requesting them in turn with the session's cookie, loaded with autocannon; p99 per page.
+ * Run alone: `node bench/console.ts` (Chromium as the tests find it, test/browser.ts).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -268,5 +269,11 @@ export async function runConsoleBench(): Promise<Figure[]> {
     return [...figures, ...(await runOn('PostgreSQL', scratch.url))];
   } finally {
     await scratch.drop();
+  }
+}
+
+if (import.meta.main) {
+  for (const figure of await runConsoleBench()) {
+    process.stdout.write(`${figure.name}: ${figure.value} ${figure.unit}${figure.note ? `  (${figure.note})` : ''}\n`);
   }
 }
