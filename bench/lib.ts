@@ -118,6 +118,11 @@ export interface LoadOptions {
   seconds?: number;
   /** Paths every connection requests in turn (instead of the URL's own path). */
   paths?: string[];
+  /**
+   * loadAgainstHello: processes that must fall quiet before each turn, so that work a turn left
+   * behind (the documents' thumbnails, say) runs in neither side's turn.
+   */
+  settle?: number[];
 }
 
 export interface LoadResult {
@@ -171,7 +176,9 @@ export async function loadAgainstHello(helloOrigin: string, url: string, options
   const hello: LoadResult[] = [];
   const target: LoadResult[] = [];
   for (let round = 0; round < rounds; round++) {
+    await quiet(options.settle ?? []);
     hello.push(await load(helloUrl, { ...options, seconds }));
+    await quiet(options.settle ?? []);
     target.push(await load(url, { ...options, seconds }));
   }
   const mean = (results: LoadResult[]) => results.reduce((sum, r) => sum + r.rps, 0) / results.length;
@@ -187,6 +194,28 @@ export async function loadAgainstHello(helloOrigin: string, url: string, options
     helloRps,
     ratio: rps / helloRps,
   };
+}
+
+/** Linux's clock ticks a second, the unit of /proc's CPU times. */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time (user and system, in clock ticks) that process `pid` has used. */
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Resolves once every process of `pids` used under 5 % of a core over a quarter of a second (60 s at most). */
+export async function quiet(pids: number[]): Promise<void> {
+  const windowMs = 250;
+  const busyTicks = Math.max(1, Math.floor(0.05 * (windowMs / 1000) * TICKS_PER_SECOND));
+  const until = Date.now() + 60_000;
+  while (pids.length > 0 && Date.now() < until) {
+    const before = pids.map(cpuTicks);
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    if (pids.every((pid, i) => cpuTicks(pid) - before[i]! <= busyTicks)) return;
+  }
 }
 
 export function machine(): string {
