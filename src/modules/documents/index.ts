@@ -13,7 +13,7 @@ import { FileSystemStore } from './file-system-store.ts';
 import { ObjectFileStore } from './object-store.ts';
 import * as repo from './repo.ts';
 import { documentsRoutes } from './routes.ts';
-import { DocumentsService, THUMBNAIL_JOB, uploadKey } from './service.ts';
+import { DocumentsService, THUMBNAIL_JOB, thumbnailKeyOf, uploadKey } from './service.ts';
 
 export { DocumentsService } from './service.ts';
 export { FILES_FOLDER, sealedChunksIn, storedFilePath } from './file-system-store.ts';
@@ -88,14 +88,21 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
     // erasure a store refused fails and can be run again.
     erase: async (trx, scope) => {
       const files = await repo.filesUnder(trx, scope.businessId, scope.refs);
-      const thumbnailsIn = (name: string) =>
-        files.filter((file) => file.thumbnail_store === name && file.thumbnail_key).map((file) => file.thumbnail_key!);
+      // The recorded thumbnails (an older one's key is not derived) and, in every store, those a job
+      // wrote and never recorded.
+      const unrecorded = files.filter((file) => file.storage_key !== null).map((file) => thumbnailKeyOf(file.storage_key!));
+      const thumbnailsIn = (name: string) => [
+        ...files.filter((file) => file.thumbnail_store === name && file.thumbnail_key).map((file) => file.thumbnail_key!),
+        ...unrecorded,
+      ];
       const keysIn = (name: string) => [
-        ...files.filter((file) => file.store === name && file.storage_key !== null).map((file) => file.storage_key!),
-        ...thumbnailsIn(name),
+        ...new Set([
+          ...files.filter((file) => file.store === name && file.storage_key !== null).map((file) => file.storage_key!),
+          ...thumbnailsIn(name),
+        ]),
       ];
       const onDiskKeys = keysIn(onDisk.name);
-      await removeStored(trx, [...keysIn(embedded.name), ...onDiskKeys]);
+      await removeStored(trx, [...new Set([...keysIn(embedded.name), ...onDiskKeys])]);
       await onDisk.unlink(onDiskKeys);
       for (const [name, other] of stores) {
         if (name === embedded.name || name === onDisk.name) continue;
@@ -103,7 +110,7 @@ export function documentsModule(ctx: AppContext, patients: PatientService): Modu
           .filter((file) => file.store === name)
           .flatMap((file) => [...(file.storage_key === null ? [] : [file.storage_key]), ...(other.direct ? [uploadKey(file)] : [])]);
         keys.push(...thumbnailsIn(name));
-        if (keys.length > 0) await other.remove(keys);
+        if (keys.length > 0) await other.remove([...new Set(keys)]);
       }
       await repo.deleteUnder(trx, scope.businessId, scope.refs);
     },

@@ -118,6 +118,12 @@ export const uploadKey = (file: { business_id: string; document_id: string; idx:
   `uploads/${file.business_id}/${file.document_id}/${file.idx}/${file.form_id}`;
 /** Where a store keeps a file: a new key for each upload, so a retried one never meets the bytes of another. */
 const storageKeyOf = (businessId: string, documentId: string, idx: number) => `${businessId}/${documentId}/${idx}/${randomUUID()}`;
+/**
+ * Where a store keeps the thumbnail of the file stored under `storageKey`: derived from it, so that a
+ * thumbnail written by a job that ended before recording it is still found, and removed, by the
+ * sweep and an erasure (which remove it from every store: the default may have changed since).
+ */
+export const thumbnailKeyOf = (storageKey: string) => `${storageKey}-thumbnail`;
 const jsonList = (text: string | null): string[] => (text ? (JSON.parse(text) as string[]) : []);
 
 /** A file name may name a file, not a place: no directory parts, no control characters. */
@@ -573,7 +579,9 @@ export class DocumentsService {
       const thumbnail = await thumbnailOfFile(file.content_type, Buffer.concat(parts));
       if (thumbnail === null) continue;
       const store = this.#deps.store;
-      const key = `${storageKeyOf(businessId, documentId, file.idx)}-thumbnail`;
+      const key = thumbnailKeyOf(file.storage_key);
+      // What an attempt that ended between writing and recording left under the key.
+      await store.remove([key]);
       await store.write(
         key,
         (async function* () {
@@ -611,6 +619,9 @@ export class DocumentsService {
       if (store && keys.length > 0) await store.remove(keys);
       const thumbnailStore = file.thumbnail_store ? this.#deps.stores.get(file.thumbnail_store) : undefined;
       if (thumbnailStore && file.thumbnail_key) await thumbnailStore.remove([file.thumbnail_key]);
+      if (file.state === 'removing' && file.storage_key !== null) {
+        for (const any of this.#deps.stores.values()) await any.remove([thumbnailKeyOf(file.storage_key)]);
+      }
       if (file.state === 'receiving') {
         await repo.releaseFile(this.#db, file.business_id, file.document_id, file.idx, file.storage_key ?? '');
       } else {

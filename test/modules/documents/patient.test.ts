@@ -5,7 +5,7 @@ import { bearer, createTestClient, DIALECT, type TestApp, type TestClient } from
 import { untilSecondIsOver } from '../cases/support.ts';
 import { events } from '../appointments/support.ts';
 import { exportReady, linkPath } from '../privacy/support.ts';
-import { documentsApi, download, sampleFile, documentsTestApp, STORE, storedOf } from './support.ts';
+import { documentsApi, download, sampleFile, documentsTestApp, STORE, storedOf, writeUnrecordedThumbnail } from './support.ts';
 
 describe(`documents: the patient compartment (${DIALECT}, ${STORE} store)`, () => {
   let t: TestApp & { objectsDir: string | null };
@@ -108,5 +108,15 @@ describe(`documents: the patient compartment (${DIALECT}, ${STORE} store)`, () =
     assert.equal((await db.selectFrom('documents').select('id').where('id', '=', id).execute()).length, 0);
     assert.equal((await db.selectFrom('document_files').select('idx').where('document_id', '=', id).execute()).length, 0);
     assert.equal((await download(t.app, link)).statusCode, 404);
+  });
+
+  it('an erasure removes a thumbnail that a job wrote and never recorded (its process ended between)', async () => {
+    const patient = await newPatient('Meera');
+    const id = await documentsApi(t.app, client.token, patient).create([sampleFile('png')], ['image/png']);
+    await writeUnrecordedThumbnail(t, id, sampleFile('jpeg'));
+    assert.equal((await storedOf(t, id)).length, 2);
+    const erased = await t.app.inject({ method: 'POST', url: `/privacy/v1/patients/${patient}/erase`, headers: bearer(client.token) });
+    assert.equal(erased.statusCode, 200, erased.body);
+    assert.deepEqual(await storedOf(t, id), [], 'the store keeps neither the file nor the thumbnail');
   });
 });

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
 import type { App } from '../../../src/http/app-type.ts';
-import { FILES_FOLDER, storedFilePath } from '../../../src/modules/documents/file-system-store.ts';
+import { DatabaseFileStore } from '../../../src/modules/documents/file-store.ts';
+import { FileSystemStore, FILES_FOLDER, storedFilePath } from '../../../src/modules/documents/file-system-store.ts';
+import { ObjectFileStore } from '../../../src/modules/documents/object-store.ts';
+import { thumbnailKeyOf } from '../../../src/modules/documents/service.ts';
 import { bearer, createTestApp, DIALECT, type TestApp } from '../../support.ts';
 
 export const BASE = '/mr/api/v1/docs';
@@ -218,6 +221,34 @@ export async function storedOf(t: TestApp & { objectsDir?: string | null }, docu
     if (key.includes(`/${documentId}/`)) stored.set(key, [readFileSync(file)]);
   }
   return [...stored].map(([key, data]) => ({ key, data }));
+}
+
+/**
+ * Writes `bytes` where the thumbnail of `documentId`'s first file goes, unrecorded, through the
+ * test's store as another process of the service opens it: what a thumbnail job that ended between
+ * writing and recording leaves behind.
+ */
+export async function writeUnrecordedThumbnail(t: TestApp, documentId: string, bytes: Buffer): Promise<void> {
+  const { db } = t.ctx.storage;
+  const { masterKey } = t.ctx.keys;
+  const file = await db
+    .selectFrom('document_files')
+    .select('storage_key')
+    .where('document_id', '=', documentId)
+    .where('idx', '=', 0)
+    .executeTakeFirstOrThrow();
+  const objects = STORE === 's3' ? new ObjectFileStore(t.ctx.config.documents.s3!) : null;
+  const store = objects ?? (STORE === 'files' ? new FileSystemStore(db, masterKey, t.ctx.config.dataDir) : new DatabaseFileStore(db, masterKey));
+  try {
+    await store.write(
+      thumbnailKeyOf(file.storage_key!),
+      (async function* () {
+        yield bytes;
+      })(),
+    );
+  } finally {
+    objects?.close();
+  }
 }
 
 /** Every file under the files store's folder of `dataDir`. */

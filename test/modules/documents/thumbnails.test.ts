@@ -5,7 +5,7 @@ import { createCanvas } from '@napi-rs/canvas';
 import { imageSize } from 'image-size';
 import { createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
-import { documentsApi, documentsTestApp, download, sampleFile, STORE, storedOf } from './support.ts';
+import { documentsApi, documentsTestApp, download, sampleFile, STORE, storedOf, writeUnrecordedThumbnail } from './support.ts';
 
 /** A real image of `width` × `height` pixels, drawn and encoded here. */
 function image(type: 'png' | 'jpeg', width: number, height: number): Buffer {
@@ -127,5 +127,28 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     assert.equal((await api.remove(id)).statusCode, 200);
     assert.equal((await download(t.app, link)).statusCode, 404);
     assert.deepEqual(await storedOf(t, id), [], 'the store keeps neither the file nor its thumbnail');
+  });
+
+  it('a thumbnail a job wrote and never recorded (its process ended between) goes with its file', async () => {
+    const api = documentsApi(t.app, client.token, 'pt-unrecorded');
+    const id = await api.create([image('png', 64, 64)], ['image/png']);
+    await writeUnrecordedThumbnail(t, id, image('jpeg', 8, 8));
+    assert.equal((await storedOf(t, id)).length, 2);
+    assert.equal((await thumbnails('pt-unrecorded')).get(id), null, 'an unrecorded thumbnail is not listed');
+    assert.equal((await api.remove(id)).statusCode, 200);
+    assert.deepEqual(await storedOf(t, id), [], 'the store keeps neither the file nor the unrecorded thumbnail');
+  });
+
+  it('a job run again after one that ended between writing and recording its thumbnail makes and records it', async () => {
+    const api = documentsApi(t.app, client.token, 'pt-rerun');
+    const id = await api.create([image('png', 300, 300)], ['image/png']);
+    await writeUnrecordedThumbnail(t, id, Buffer.from('what the ended attempt wrote'));
+    await t.ctx.jobs.runDue();
+    const link = (await thumbnails('pt-rerun')).get(id);
+    assert.ok(link);
+    const answer = await download(t.app, link);
+    assert.equal(answer.statusCode, 200, answer.body);
+    assert.deepEqual({ ...imageSize(answer.rawPayload) }, { height: 256, width: 256, type: 'jpg' });
+    assert.equal((await storedOf(t, id)).length, 2, 'the file and one thumbnail');
   });
 });
