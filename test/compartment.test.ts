@@ -121,6 +121,12 @@ describe(`the patient compartment (${DIALECT})`, () => {
     assert.equal(uploaded.statusCode < 300, true, uploaded.body);
     const stored = await storedOf(t, uploaded.json().document_id);
     assert.equal(stored.length, 1, 'the file is stored');
+    // Its details name the person too, in the document and in its document.updated event.
+    const described = await documentsApi(t.app, client.token, who.partnerId).update(uploaded.json().document_id, {
+      title: `MRI of ${who.first} ${who.last}`,
+      tg: [who.first],
+    });
+    assert.equal(described.statusCode, 200, described.body);
     const exported = await call(t, client.token, 'POST', `/privacy/v1/patients/${patientId}/export`);
     assert.equal(exported.statusCode, 202, exported.body);
 

@@ -105,7 +105,7 @@ function needlesOf(rows: PatientRow[], rowIds: string[]): string[] {
   return [...values].filter((value) => value.length >= 2).map((value) => JSON.stringify(value).slice(0, -1));
 }
 
-/** An event's body with what it said of the person removed: a case's item, an appointment's free-form fields. */
+/** An event's body with what it said of the person removed: a case's or a document's item, an appointment's free-form fields. */
 function redacted(type: string, payload: string): string | null {
   const body = parsedJson(payload) as { data?: Record<string, unknown> } | null;
   const data = body?.data;
@@ -113,6 +113,11 @@ function redacted(type: string, payload: string): string | null {
   if (type.startsWith('case.') && data.item && typeof data.item === 'object') {
     const item = data.item as Record<string, unknown>;
     data.item = { display_name: '', partner_meta: {}, created_at: item.created_at ?? 0, occurred_at: item.occurred_at ?? 0 };
+    return JSON.stringify(body);
+  }
+  if (type.startsWith('document.') && data.item && typeof data.item === 'object') {
+    const item = data.item as Record<string, unknown>;
+    data.item = { ...item, document_type: '', document_date: null, tags: [], title: null, cases: [] };
     return JSON.stringify(body);
   }
   if (type.startsWith('appointment.')) {
