@@ -305,14 +305,25 @@ export class DocumentsService {
   async #confirm(form: UploadForm, store: FileStore, direct: DirectStore, file: DocumentFilesTable): Promise<void> {
     const waiting = uploadKey(file);
     const storageKey = storageKeyOf(form.businessId, form.documentId, form.idx);
-    await this.#claim(form, store, storageKey);
+    try {
+      await this.#claim(form, store, storageKey);
+    } catch (error) {
+      // The form used again after its file was stored (a presigned POST cannot refuse it): what this
+      // use put in the store goes, and the stored file, moved away already, stays.
+      const now = await repo.findFile(this.#db, form.businessId, form.documentId, form.idx);
+      if (now?.state === 'stored' && now.form_id === form.formId) await store.remove([waiting]);
+      throw error;
+    }
     const checked: CheckedFile = { contentType: null, size: 0 };
     try {
-      const size = await direct.size(waiting);
-      if (size === null) throw new AppError(400, 'No file arrived at the upload form: POST it to the form first', { code: 'INVALID_REQUEST' });
-      const rules = { maxBytes: form.size, maxReason: "the form's declared file_size", exactBytes: form.size, expectedType: form.contentType };
-      await checkStoredFile(await direct.head(waiting, HEAD_BYTES), size, { ...rules, maxImagePixels: this.#deps.config.maxImagePixels }, checked);
+      if ((await direct.size(waiting)) === null) {
+        throw new AppError(400, 'No file arrived at the upload form: POST it to the form first', { code: 'INVALID_REQUEST' });
+      }
+      // Checked once copied, where the client cannot write: the form may post another file over the waiting one meanwhile.
       await direct.copy(waiting, storageKey);
+      const size = (await direct.size(storageKey)) ?? 0;
+      const rules = { maxBytes: form.size, maxReason: "the form's declared file_size", exactBytes: form.size, expectedType: form.contentType };
+      await checkStoredFile(await direct.head(storageKey, HEAD_BYTES), size, { ...rules, maxImagePixels: this.#deps.config.maxImagePixels }, checked);
       await store.remove([waiting]);
       await this.#stored(form, { storageKey, size, contentType: checked.contentType!, fileName: null, at: Date.now() });
     } catch (error) {
