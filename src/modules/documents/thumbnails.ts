@@ -6,8 +6,9 @@
  * dimensions its header declares are within THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely
  * huge scan, gets no thumbnail; the upload's own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what
  * is stored), and a PDF's embedded images over it are left out. A PDF is rendered by pdf.js in a
- * worker thread of its own (PDF_THREAD), ended after PDF_RENDER_MS or when its heap passes
- * PDF_HEAP_MB: no PDF can stall the event loop or hold the job.
+ * worker thread of its own (PDF_THREAD), ended after PDF_RENDER_MS, when its heap passes PDF_HEAP_MB,
+ * or when the process's resident memory grows by PDF_MEMORY_MB while it runs: no PDF can stall the
+ * event loop, hold the job or take the process's memory.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -20,6 +21,14 @@ export const THUMBNAIL_MAX_PIXELS = 25_000_000;
 export const THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'application/pdf']);
 const PDF_RENDER_MS = 20_000;
 const PDF_HEAP_MB = 192;
+/**
+ * The thread's limit on the memory it may add to the process. The heap limit does not cover what
+ * pdf.js inflates a compressed stream into (ArrayBuffers, outside the heap): a PDF of 300 KB whose
+ * page content inflates to 300 MB of spaces took the process from 74 to 793 MB.
+ */
+export const PDF_MEMORY_MB = 256;
+/** How often the process's resident memory is read while a PDF renders. */
+const MEMORY_WATCH_MS = 20;
 
 /** A JPEG thumbnail of the file (a PDF's first page), or null when it gets none. */
 export function thumbnailOfFile(contentType: string, bytes: Buffer): Promise<Buffer | null> {
@@ -66,8 +75,8 @@ function pdfModules(): { pdfjs: string; canvasModule: string; fonts: string } {
   };
 }
 
-/** The first page of a PDF as a JPEG thumbnail, rendered in a worker thread; null when it does not render in time. */
-export function pdfThumbnailOf(pdf: Buffer): Promise<Buffer | null> {
+/** The first page of a PDF as a JPEG thumbnail, rendered in a worker thread; null when it does not render within its limits. */
+export function pdfThumbnailOf(pdf: Buffer, memoryMb = PDF_MEMORY_MB): Promise<Buffer | null> {
   if (!pdf.subarray(Math.max(0, pdf.length - PDF_TAIL_BYTES)).includes('startxref')) return Promise.resolve(null);
   return new Promise((resolve) => {
     // The file's own memory moves to the thread when it is a whole ArrayBuffer (as a concatenation is), else a copy does.
@@ -81,6 +90,10 @@ export function pdfThumbnailOf(pdf: Buffer): Promise<Buffer | null> {
     });
     let answer: Buffer | null = null;
     const timer = setTimeout(() => void worker.terminate(), PDF_RENDER_MS);
+    const ceiling = process.memoryUsage.rss() + memoryMb * 1024 * 1024;
+    const watch = setInterval(() => {
+      if (process.memoryUsage.rss() > ceiling) void worker.terminate();
+    }, MEMORY_WATCH_MS);
     worker.once('message', (message: Uint8Array | null) => {
       answer = message === null ? null : Buffer.from(message);
       void worker.terminate();
@@ -88,6 +101,7 @@ export function pdfThumbnailOf(pdf: Buffer): Promise<Buffer | null> {
     worker.once('error', () => void worker.terminate());
     worker.once('exit', () => {
       clearTimeout(timer);
+      clearInterval(watch);
       resolve(answer);
     });
   });

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createCanvas } from '@napi-rs/canvas';
 import { imageSize } from 'image-size';
+import { createDeflate } from 'node:zlib';
+import { pdfThumbnailOf } from '../../../src/modules/documents/thumbnails.ts';
 import { createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
 import { documentsApi, documentsTestApp, download, sampleFile, STORE, storedOf, writeUnrecordedThumbnail } from './support.ts';
@@ -38,6 +40,43 @@ function onePagePdf(): Buffer {
   text += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((at) => `${String(at).padStart(10, '0')} 00000 n \n`).join('')}`;
   text += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(text, 'latin1');
+}
+
+/** A one-page PDF of a few hundred KB whose page content inflates to `megabytes` MB of spaces. */
+async function inflatingPdf(megabytes: number): Promise<Buffer> {
+  const deflate = createDeflate({ level: 9 });
+  const compressed: Buffer[] = [];
+  deflate.on('data', (piece: Buffer) => compressed.push(piece));
+  const ended = new Promise((resolve) => deflate.on('end', resolve));
+  const spaces = Buffer.alloc(1024 * 1024, 0x20);
+  for (let i = 0; i < megabytes; i++) if (!deflate.write(spaces)) await new Promise((resolve) => deflate.once('drain', resolve));
+  deflate.end();
+  await ended;
+  const content = Buffer.concat(compressed);
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+  ];
+  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n')];
+  const offsets: number[] = [];
+  let length = parts[0]!.length;
+  const add = (part: Buffer) => {
+    parts.push(part);
+    length += part.length;
+  };
+  for (const [i, object] of objects.entries()) {
+    offsets.push(length);
+    add(Buffer.from(`${i + 1} 0 obj\n${object}\nendobj\n`));
+  }
+  offsets.push(length);
+  add(Buffer.from(`4 0 obj\n<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`));
+  add(content);
+  add(Buffer.from('\nendstream\nendobj\n'));
+  const xref = length;
+  const entries = offsets.map((at) => `${String(at).padStart(10, '0')} 00000 n \n`).join('');
+  add(Buffer.from(`xref\n0 5\n0000000000 65535 f \n${entries}trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`));
+  return Buffer.concat(parts);
 }
 
 /** A PNG whose header declares 6000 × 5000 pixels (30 megapixels) over a few bytes of data: accepted, never decoded. */
@@ -115,6 +154,24 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
       .where('status', '<>', 'succeeded')
       .execute();
     assert.deepEqual(unsettled, []);
+  });
+
+  it("a PDF whose content inflates past the rendering thread's memory limit gets no thumbnail, and the process stays within it", async () => {
+    const pdf = await inflatingPdf(300);
+    assert.ok(pdf.length < 400_000);
+    const before = process.memoryUsage.rss();
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage.rss());
+    }, 5);
+    try {
+      assert.equal(await pdfThumbnailOf(pdf, 64), null);
+    } finally {
+      clearInterval(sampler);
+    }
+    // The limit, what grows between two looks at it (20 ms), and the sampler's own slack; 700 MB without the limit.
+    const grown = (peak - before) / 1024 / 1024;
+    assert.ok(grown < 64 + 96, `the process grew by ${Math.round(grown)} MB`);
   });
 
   it("a deleted document's thumbnail goes with its file", async () => {
