@@ -50,8 +50,36 @@ function isoTime(): string {
 
 const FORMAT = { base: { service: 'opencps' }, timestamp: isoTime };
 
+const MAX_PATH = 200;
+const WORD = /^[a-z][a-z0-9.-]{0,39}$/;
+
+/** An unmatched request's path as logged: its words kept, anything else (a token, an id) masked; never the query. */
+export function maskedPath(url: string): string {
+  const path = url.split('?', 1)[0]!.slice(0, MAX_PATH);
+  return path
+    .split('/')
+    .map((segment) => (segment === '' || WORD.test(segment) ? segment : '*'))
+    .join('/');
+}
+
+interface LoggedRequest {
+  id?: string;
+  method?: string;
+  url?: string;
+  routeOptions?: { url?: string };
+}
+
+/**
+ * A request as any line shows it (Fastify's error lines among them): its route's pattern, else its
+ * masked path. Its address would carry what a query or a path holds: a download link's token, a
+ * patient's reference, search terms.
+ */
+function loggedRequest(request: LoggedRequest): Record<string, unknown> {
+  return { id: request.id, method: request.method, url: request.routeOptions?.url ?? maskedPath(request.url ?? '') };
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...FORMAT }, destination);
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, serializers: { req: loggedRequest }, ...FORMAT }, destination);
 }
 
 /**

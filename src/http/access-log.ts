@@ -9,20 +9,8 @@
  */
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { createAccessLogger } from '../logger.ts';
+import { createAccessLogger, maskedPath } from '../logger.ts';
 import { observeResponses } from './route-hooks.ts';
-
-const MAX_PATH = 200;
-const WORD = /^[a-z][a-z0-9.-]{0,39}$/;
-
-/** An unmatched request's path as logged: its words kept, anything else (a token, an id) masked. */
-export function maskedPath(url: string): string {
-  const path = url.split('?', 1)[0]!.slice(0, MAX_PATH);
-  return path
-    .split('/')
-    .map((segment) => (segment === '' || WORD.test(segment) ? segment : '*'))
-    .join('/');
-}
 
 /** Fastify's request-lifecycle logging without the per-request lines this module writes instead. */
 export class AccessLogController extends LogController {

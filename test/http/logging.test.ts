@@ -36,6 +36,8 @@ async function loggedApp(level: string): Promise<LoggedApp> {
   app.get('/probe/crash', { config: { auth: { anyOf: [] } } }, async () => {
     throw new Error('probe failure');
   });
+  // A header Node refuses to write: Fastify's own error lines then log the request.
+  app.get('/probe/bad-header', { config: { auth: { anyOf: [] } } }, async (_request, reply) => reply.header('x-name', '\u6587').send('x'));
   await app.ready();
   const token = (await createTestClient(ctx, { scopes: ['search'] })).token;
   return {
@@ -103,6 +105,17 @@ describe(`request logs (${DIALECT})`, () => {
     assert.ok(info.lines.some((line) => line.msg === 'request failed' && line.reqId === responses[3]!.headers['x-request-id']));
     const text = JSON.stringify(info.lines);
     assert.ok(!text.includes(info.token) && !text.includes('not-a-valid-token-secret'), 'no token in the log');
+  });
+
+  it("Fastify's own error lines show a request by its route's pattern, never its query (a download link's token)", async () => {
+    info.lines.length = 0;
+    const failed = await info.app.inject({ url: '/probe/bad-header?link=SECRETLINKTOKEN&pt=patient-ref', headers: bearer(info.token) });
+    assert.equal(failed.statusCode, 500);
+    const mine = info.lines.filter((line) => line.req !== undefined);
+    assert.ok(mine.length > 0, JSON.stringify(info.lines));
+    for (const line of mine) assert.equal((line.req as { url: string }).url, '/probe/bad-header');
+    const text = JSON.stringify(info.lines);
+    assert.ok(!text.includes('SECRETLINKTOKEN') && !text.includes('patient-ref'), text);
   });
 
   it('above info, only the lines written appear, still with the request id', async () => {

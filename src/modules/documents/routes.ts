@@ -2,6 +2,7 @@
 import { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
+import { create as attachment } from 'content-disposition';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
 import type { App } from '../../http/app-type.ts';
@@ -239,7 +240,7 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
         return reply
           .type(file.contentType)
           .header('content-length', String(file.size))
-          .header('content-disposition', `attachment; filename="${file.fileName.replace(/["\\]/g, '_')}"`)
+          .header('content-disposition', attachment(file.fileName))
           .header('x-content-type-options', 'nosniff')
           .send(Readable.from(file.stream) as never);
       },

@@ -135,6 +135,28 @@ export function checkFileName(name: string | undefined): string | null {
   return name;
 }
 
+/** The extensions a file of each accepted type may be named with, the one a name is given first. */
+const EXTENSIONS: Readonly<Record<string, readonly string[]>> = {
+  'application/pdf': ['pdf'],
+  'image/jpeg': ['jpg', 'jpeg', 'jpe'],
+  'image/png': ['png'],
+  'image/heic': ['heic', 'heif'],
+  'image/heif': ['heif', 'heic'],
+  'application/dicom': ['dcm', 'dicom'],
+};
+
+/**
+ * A stored file's name as its download gives it: the uploader's, with the extension of the type its
+ * bytes were found to be when the name does not end with one, so that a PDF named `invoice.html` is
+ * not opened as a page once saved.
+ */
+export function downloadName(name: string, contentType: string): string {
+  const extensions = EXTENSIONS[contentType] ?? ['bin'];
+  const dot = name.lastIndexOf('.');
+  const given = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
+  return extensions.includes(given) ? name : `${name}.${extensions[0]}`;
+}
+
 function tagsOf(tags: string[] | undefined | null): string[] {
   return [...new Set(tags ?? [])].slice(0, MAX_TAGS);
 }
@@ -547,8 +569,7 @@ export class DocumentsService {
     if (!held.store || !held.key) throw NOT_FOUND();
     const store = this.#deps.stores.get(held.store);
     if (!store) throw new Error(`documents: file ${documentId}/${idx} is in store ${held.store}, which is not configured`);
-    const extension = held.contentType.split('/')[1] ?? 'bin';
-    const fileName = thumbnail ? `${documentId}-${idx}-thumbnail.jpeg` : (file.file_name ?? `${documentId}-${idx}.${extension}`);
+    const fileName = thumbnail ? `${documentId}-${idx}-thumbnail.jpeg` : downloadName(file.file_name ?? `${documentId}-${idx}`, held.contentType);
     return {
       file: store.direct
         ? { redirect: await store.direct.downloadUrl(held.key, { contentType: held.contentType, fileName }) }

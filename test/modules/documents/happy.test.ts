@@ -126,6 +126,20 @@ describe(`documents: happy paths (${STORE} store)`, () => {
     assert.equal(result.json().status, 'error');
   });
 
+  it("downloads under the uploader's name in any script, with the extension of the type its bytes are", async () => {
+    for (const [name, expected] of [
+      ['रिपोर्ट 文件.pdf', /^attachment; filename="\?+ \?+\.pdf"; filename\*=UTF-8''%E0%A4%B0%E0%A4%BF.*%E6%96%87%E4%BB%B6\.pdf$/],
+      ['invoice.html', /^attachment; filename="?invoice\.html\.pdf"?$/],
+      ['scan.PDF', /^attachment; filename="?scan\.PDF"?$/],
+    ] as const) {
+      const answer = await api.uploadV2(sampleFile('pdf', 2000), { fileName: name, contentType: 'application/pdf' });
+      assert.equal(answer.statusCode, 200, answer.body);
+      const file = await download(t.app, (await api.get(answer.json().document_id)).json().files[0].asset_url);
+      assert.equal(file.statusCode, 200, file.body);
+      assert.match(String(file.headers['content-disposition']), expected);
+    }
+  });
+
   it("updates dt, dd_e, tg, title and cases; links to the patient's cases", async () => {
     const cases = await t.app.inject({
       method: 'POST',
