@@ -13,7 +13,11 @@ const NullableEpoch = Type.Unsafe<number | null>({
   description: 'epoch seconds',
   'x-message': 'must be an integer epoch in seconds, or null',
 });
-export const DocumentType = Type.String({ minLength: 1, maxLength: 20, 'x-message': 'must be a string of 1 to 20 characters (lr, ps, dc, ...)' });
+/** Empty as none: go-sdk's BatchRequest sends `"dt": ""` for a document given no type, and documents show none so. */
+export const DocumentType = Type.String({
+  maxLength: 20,
+  'x-message': 'must be a string of at most 20 characters (lr, ps, dc, ...; empty for none)',
+});
 const Tag = Type.String({ minLength: 2, maxLength: 20, 'x-message': 'must be a string of 2 to 20 characters' });
 const Tags = Type.Array(Tag, { maxItems: 50, description: 'A set; the first 10 are kept' });
 const Title = Type.String({ maxLength: 256, 'x-message': 'must be a string of at most 256 characters' });
@@ -46,10 +50,14 @@ export const DocumentRequest = Type.Object({
   metadata: Type.Optional(Type.String({ maxLength: 65_536, description: 'Accepted and not kept' })),
   files: Type.Array(FileRequest, { minItems: 1, maxItems: 20 }),
 });
+/** PATCH: Eka's ndhm (ABDM linking), oid and metadata (a FHIR bundle) are accepted and not kept: no linking here. */
 export const UpdateBody = Type.Object({
-  dt: Type.Optional(nullable(DocumentType, 'must be a string of 1 to 20 characters, or null')),
+  dt: Type.Optional(nullable(DocumentType, 'must be a string of at most 20 characters, or null')),
   dd_e: Type.Optional(NullableEpoch),
   tg: Type.Optional(nullable(Tags, 'must be a list of tags of 2 to 20 characters, or null')),
   title: Type.Optional(nullable(Title, 'must be a string of at most 256 characters, or null')),
   cases: Type.Optional(nullable(CaseIds, 'must be a list of case ids, or null')),
+  ndhm: Type.Optional(nullable(Type.Boolean(), 'must be true, false or null')),
+  oid: Type.Optional(nullable(Type.String({ maxLength: 256 }), 'must be a string of at most 256 characters, or null')),
+  metadata: Type.Optional(Type.String({ maxLength: 65_536, 'x-message': 'must be a string of at most 65536 characters' })),
 });

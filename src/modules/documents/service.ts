@@ -135,6 +135,11 @@ export function checkFileName(name: string | undefined): string | null {
   return name;
 }
 
+/** The fields a PATCH changes, in the order a document.updated event's `changed` names them. */
+const UPDATABLE = ['dt', 'dd_e', 'tg', 'title', 'cases'] as const satisfies ReadonlyArray<keyof DocumentChangesInput>;
+/** Fields of Eka's PATCH that this service accepts and does not keep (no ABDM linking, no FHIR bundles). */
+const EKA_ONLY_FIELDS = ['ndhm', 'oid', 'metadata'] as const satisfies ReadonlyArray<keyof DocumentChangesInput>;
+
 /** The extensions a file of each accepted type may be named with, the one a name is given first. */
 const EXTENSIONS: Readonly<Record<string, readonly string[]>> = {
   'application/pdf': ['pdf'],
@@ -259,7 +264,7 @@ export class DocumentsService {
             patient_ref: scope.patientRef,
             status: 'P',
             source: 'form',
-            dt: doc.dt ?? null,
+            dt: doc.dt || null,
             document_date: doc.dd_e === undefined || doc.dd_e === null ? null : doc.dd_e * 1000,
             tags: JSON.stringify(tagsOf(doc.tg)),
             title: doc.title ?? null,
@@ -388,7 +393,7 @@ export class DocumentsService {
         patient_ref: scope.patientRef,
         status: 'P',
         source: 'multipart',
-        dt: options.dt ?? null,
+        dt: options.dt || null,
         document_date: null,
         tags: '[]',
         title: null,
@@ -511,12 +516,19 @@ export class DocumentsService {
   }
 
   async update(scope: PatientScope, id: string, changes: DocumentChangesInput): Promise<void> {
-    const named = (Object.keys(changes) as Array<keyof DocumentChangesInput>).filter((field) => changes[field] !== undefined);
-    if (named.length === 0) throw AppError.badRequest('The update names no field: send dt, dd_e, tg, title or cases.');
+    const named = UPDATABLE.filter((field) => changes[field] !== undefined);
+    if (named.length === 0) {
+      // Eka's linking fields (ABDM's ndhm, oid, a FHIR bundle) name nothing this service keeps: the document stays as it is.
+      if (EKA_ONLY_FIELDS.some((field) => changes[field] !== undefined)) {
+        await this.#active(this.#db, scope, id);
+        return;
+      }
+      throw AppError.badRequest('The update names no field: send dt, dd_e, tg, title or cases.');
+    }
     await this.#write(scope, async (trx, updatedAt) => {
       await this.#active(trx, scope, id);
       const set: repo.DocumentChanges = { updated_at: updatedAt };
-      if (changes.dt !== undefined) set.dt = changes.dt;
+      if (changes.dt !== undefined) set.dt = changes.dt || null;
       if (changes.dd_e !== undefined) set.document_date = changes.dd_e === null ? null : changes.dd_e * 1000;
       if (changes.tg !== undefined) set.tags = JSON.stringify(tagsOf(changes.tg));
       if (changes.title !== undefined) set.title = changes.title;

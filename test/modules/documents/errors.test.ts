@@ -223,6 +223,7 @@ describe(`documents: bad input (${STORE} store)`, () => {
     refused(await api.result('no-such-doc'), 404, /No document found/);
     const id = await api.create([sampleFile('pdf')], ['application/pdf']);
     refused(await api.update(id, {}), 400, /names no field/);
+    refused(await api.update(id, { unknown: 'x' }), 400, /names no field/);
     refused(await api.update(id, { dd_e: 'yesterday' }), 400, /dd_e/);
     refused(await api.list({ offset: 'not-a-token' }), 400, /offset/);
   });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestClient, type TestApp } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
+import { assertEventBody } from '../webhooks/event-schemas.ts';
 import { CONTENT_TYPES, documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
 
 describe(`documents: happy paths (${STORE} store)`, () => {
@@ -140,6 +141,18 @@ describe(`documents: happy paths (${STORE} store)`, () => {
     }
   });
 
+  it('takes an empty dt as none, as go-sdk sends it for a document given no type', async () => {
+    const prepared = await api.prepare([{ dt: '', files: [{ contentType: 'application/pdf', file_size: 100 }] }]);
+    assert.equal(prepared.statusCode, 200, prepared.body);
+    const uploaded = await api.uploadV2(sampleFile('pdf'), { query: 'task=smart&dt=' });
+    assert.equal(uploaded.statusCode, 200, uploaded.body);
+    const read = (await api.get(uploaded.json().document_id)).json();
+    assert.deepEqual([read.dt, read.document_type], ['', '']);
+    assert.equal((await api.update(uploaded.json().document_id, { dt: 'ps' })).statusCode, 200);
+    assert.equal((await api.update(uploaded.json().document_id, { dt: '' })).statusCode, 200);
+    assert.equal((await api.get(uploaded.json().document_id)).json().dt, '');
+  });
+
   it("updates dt, dd_e, tg, title and cases; links to the patient's cases", async () => {
     const cases = await t.app.inject({
       method: 'POST',
@@ -182,7 +195,13 @@ describe(`documents: happy paths (${STORE} store)`, () => {
   it('records document.created, document.updated and document.deleted in order for the patient', async () => {
     const patient = documentsApi(t.app, (await createTestClient(t.ctx)).token, 'pt-events');
     const id = await patient.create([sampleFile('pdf')], ['application/pdf']);
-    await patient.update(id, { title: 'New' });
+    // Eka's linking fields change nothing here: no event, no new updated_at; unknown fields are not changes.
+    const stamp = async () =>
+      (await t.ctx.storage.db.selectFrom('documents').select('updated_at').where('id', '=', id).executeTakeFirstOrThrow()).updated_at;
+    const before = await stamp();
+    assert.equal((await patient.update(id, { ndhm: true, oid: '161847797963700' })).statusCode, 200);
+    assert.equal(await stamp(), before);
+    assert.equal((await patient.update(id, { title: 'New', ndhm: false, nonsense: 1 })).statusCode, 200);
     await patient.remove(id);
     const events = await t.ctx.storage.db
       .selectFrom('events')
@@ -201,7 +220,8 @@ describe(`documents: happy paths (${STORE} store)`, () => {
     const created = JSON.parse(events[0]!.payload as string);
     assert.equal(created.data.document_id, id);
     assert.equal(created.service, 'document');
-    assert.equal(JSON.parse(events[1]!.payload as string).data.changed[0], 'title');
+    assert.deepEqual(JSON.parse(events[1]!.payload as string).data.changed, ['title']);
+    for (const event of events) assertEventBody(JSON.parse(event.payload as string));
   });
 
   it('stores files encrypted: nothing stored holds the plaintext', {
