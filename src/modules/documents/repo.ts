@@ -78,12 +78,26 @@ export async function insertDocument(db: Db, row: DocumentsTable, files: Documen
  * the file stored comes later in the same log and waits for it, so a crash loses this row only
  * together with the file's bytes written after it.
  */
-export async function insertUploading(db: Kysely<Database>, row: DocumentsTable, file: DocumentFilesTable): Promise<void> {
+export async function insertUploading(
+  db: Kysely<Database>,
+  row: DocumentsTable,
+  file: DocumentFilesTable,
+  reserve: ((trx: Db) => Promise<number>) | null,
+): Promise<void> {
   await inTransaction(db, async (trx) => {
     if (isPostgres(trx)) await writeWithNext(trx, sql`select set_config('synchronous_commit', 'off', true)`);
+    const reserved = reserve ? await reserve(trx) : null;
     await writeWithNext(trx, trx.insertInto('documents').values(row));
-    await writeWithNext(trx, trx.insertInto('document_files').values(file));
+    await writeWithNext(trx, trx.insertInto('document_files').values({ ...file, declared_size: reserved }));
   });
+}
+
+/**
+ * Waits for the business's other writes that check its documents' bytes against its limit
+ * (businessBytes), until the transaction ends. SQLite's transactions take its one write lock first.
+ */
+export async function lockBusinessBytes(trx: Db, businessId: string): Promise<void> {
+  if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(hashtextextended(${`documents-bytes:${businessId}`}, 0))`.execute(trx);
 }
 
 export type DocumentChanges = Partial<Omit<DocumentsTable, 'business_id' | 'id' | 'created_at'>>;
@@ -192,7 +206,7 @@ export async function markRemoving(db: Db, businessId: string, documentIds: stri
     .execute();
 }
 
-/** Bytes the business's files take or have been promised (declared sizes of forms not yet used). */
+/** The bytes the business's files take or have been promised: stored, declared by a form not yet used, or reserved by an upload under way. */
 export async function businessBytes(db: Db, businessId: string): Promise<number> {
   const row = await db
     .selectFrom('document_files')

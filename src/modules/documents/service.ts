@@ -228,10 +228,10 @@ export class DocumentsService {
         return type;
       }),
     );
-    await this.#checkQuota(scope.businessId, declared);
     const now = Date.now();
     const expiresAt = now + config.formTtlSeconds * 1000;
     const response = await inTransaction(this.#db, async (trx) => {
+      await this.#checkQuota(trx, scope.businessId, declared);
       await this.#deps.patients.lockRecords(trx, scope.businessId, scope.patientRef, 'write');
       const taken = await repo.existingIds(trx, scope.businessId, ids);
       if (taken.length > 0) throw EXISTS(taken);
@@ -366,9 +366,19 @@ export class DocumentsService {
   async uploadOne(scope: PatientScope, options: { dt?: string; task: string }, file: IncomingFile): Promise<{ document_id: string }> {
     const { config } = this.#deps;
     const fileName = checkFileName(file.fileName);
-    const room =
-      config.maxBusinessBytes === 0 ? Number.MAX_SAFE_INTEGER : config.maxBusinessBytes - (await repo.businessBytes(this.#db, scope.businessId));
-    if (room <= 0) throw this.#quotaError();
+    let room = Number.MAX_SAFE_INTEGER;
+    // With a limit, the upload reserves what it may take of the business's room (its file row's
+    // declared_size until it is stored), after the business's other reservations: uploads at once
+    // cannot each take the same room.
+    const reserve =
+      config.maxBusinessBytes === 0
+        ? null
+        : async (trx: Db) => {
+            await repo.lockBusinessBytes(trx, scope.businessId);
+            room = config.maxBusinessBytes - (await repo.businessBytes(trx, scope.businessId));
+            if (room <= 0) throw this.#quotaError();
+            return Math.min(config.maxFileBytes, room);
+          };
     const documentId = randomUUID();
     const storageKey = storageKeyOf(scope.businessId, documentId, 0);
     const now = Date.now();
@@ -418,6 +428,7 @@ export class DocumentsService {
         claimed_at: now,
         stored_at: null,
       },
+      reserve,
     );
     try {
       const byFile = room >= config.maxFileBytes;
@@ -777,10 +788,12 @@ export class DocumentsService {
     return wanted;
   }
 
-  async #checkQuota(businessId: string, adding: number): Promise<void> {
+  /** Refuses `adding` bytes the business has no room for; in `trx`, which then holds the business's bytes until it ends. */
+  async #checkQuota(trx: Db, businessId: string, adding: number): Promise<void> {
     const limit = this.#deps.config.maxBusinessBytes;
     if (limit === 0) return;
-    if ((await repo.businessBytes(this.#db, businessId)) + adding > limit) throw this.#quotaError();
+    await repo.lockBusinessBytes(trx, businessId);
+    if ((await repo.businessBytes(trx, businessId)) + adding > limit) throw this.#quotaError();
   }
 
   #quotaError(): AppError {

@@ -58,3 +58,45 @@ describe(`documents: concurrency (${STORE} store)`, () => {
     assert.equal(seen.get(ids[1]!), 'D', 'the delete reached the client');
   });
 });
+
+describe(`documents: the business's limit under concurrent uploads (${STORE} store)`, () => {
+  let t: TestApp & { objectsDir: string | null };
+
+  before(async () => {
+    t = await documentsTestApp({ env: { CPS_DOCUMENTS_MAX_BUSINESS_MB: '1' } });
+  });
+  after(() => t.close());
+
+  /** Bytes the business keeps or was promised, as the limit counts them. */
+  const keptBytes = async (businessId: string) => {
+    const row = await t.ctx.storage.db
+      .selectFrom('document_files')
+      .select((eb) => eb.fn.sum<number | string | null>(eb.fn.coalesce('size', 'declared_size')).as('bytes'))
+      .where('business_id', '=', businessId)
+      .where('state', '<>', 'removing')
+      .executeTakeFirst();
+    return Number(row?.bytes ?? 0);
+  };
+
+  it('uploads in one request at once cannot each take the same room: one of three of 900 KB is kept under 1 MB', async () => {
+    const { token, businessId } = await createTestClient(t.ctx);
+    const answers = await Promise.all(
+      ['pt-v2-a', 'pt-v2-b', 'pt-v2-c'].map((patient) =>
+        documentsApi(t.app, token, patient).uploadV2(sampleFile('pdf', 900 * 1024), { contentType: 'application/pdf' }),
+      ),
+    );
+    assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 413, 413]);
+    assert.equal(await keptBytes(businessId), 900 * 1024);
+  });
+
+  it('forms asked for at once cannot each promise the same room: one of three of 900 KB is given under 1 MB', async () => {
+    const { token, businessId } = await createTestClient(t.ctx);
+    const answers = await Promise.all(
+      ['pt-form-a', 'pt-form-b', 'pt-form-c'].map((patient) =>
+        documentsApi(t.app, token, patient).prepare([{ files: [{ contentType: 'application/pdf', file_size: 900 * 1024 }] }]),
+      ),
+    );
+    assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 413, 413]);
+    assert.equal(await keptBytes(businessId), 900 * 1024);
+  });
+});
