@@ -41,8 +41,12 @@ export const ACCEPTED_LIST = `${Object.keys(ACCEPTED_TYPES).join(', ')}`;
 
 /** Bytes enough to tell the type of every accepted file (file-type's reasonableDetectionSizeInBytes). */
 const TYPE_BYTES = 4100;
-/** Bytes looked at for an image's dimensions (a JPEG's frame header may follow large EXIF data). */
-export const HEAD_BYTES = 128 * 1024;
+/**
+ * The most of an image's first bytes held to find its dimensions: a JPEG's frame header may follow
+ * large EXIF, ICC or XMP segments. An image whose dimensions are not within them is refused, since
+ * its pixels cannot be counted before anything decodes it.
+ */
+export const HEAD_BYTES = 1024 * 1024;
 
 export interface FileRules {
   /** The most bytes the file may have. */
@@ -66,10 +70,10 @@ const refuse = (status: number, message: string) => new AppError(status, message
 
 /**
  * Passes the bytes of `source` through once they pass the checks, and throws (an AppError naming
- * the problem) as soon as one fails: an unaccepted or mismatching type, too many pixels, too many or
- * too few bytes. `result` tells the type found and the size. The type is told from the first
- * TYPE_BYTES; only an image's head is held back further, up to HEAD_BYTES, for its dimensions, so a
- * PDF's bytes go on as they came, without a copy.
+ * the problem) as soon as one fails: an unaccepted or mismatching type, too many pixels or none
+ * declared, too many or too few bytes. `result` tells the type found and the size. The type is told
+ * from the first TYPE_BYTES; only an image's head is held back further, until its dimensions are in
+ * it (at most HEAD_BYTES), so a PDF's bytes go on as they came, without a copy.
  */
 export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRules, result: CheckedFile): AsyncGenerator<Buffer> {
   let held: Buffer[] | null = [];
@@ -91,18 +95,24 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
     held.push(piece);
     heldBytes += piece.length;
     if (type === null && heldBytes >= TYPE_BYTES) type = await checkType(joined(held, heldBytes), rules);
-    if (type !== null && (!type.startsWith('image/') || heldBytes >= HEAD_BYTES)) {
-      if (type.startsWith('image/')) checkPixels(joined(held, heldBytes), rules);
-      result.contentType = type;
-      yield* held;
-      held = null;
+    if (type === null) continue;
+    if (type.startsWith('image/')) {
+      const pixels = declaredPixels(joined(held, heldBytes));
+      if (pixels === null) {
+        if (heldBytes >= HEAD_BYTES) noDimensions();
+        continue;
+      }
+      checkPixels(pixels, rules);
     }
+    result.contentType = type;
+    yield* held;
+    held = null;
   }
   if (held !== null) {
     if (heldBytes === 0) throw refuse(400, 'The file is empty');
     const head = joined(held, heldBytes);
     type ??= await checkType(head, rules);
-    if (type.startsWith('image/')) checkPixels(head, rules);
+    if (type.startsWith('image/')) checkPixels(declaredPixels(head) ?? noDimensions(), rules);
     result.contentType = type;
     yield* held;
   }
@@ -129,7 +139,7 @@ export async function checkStoredFile(head: Buffer, size: number, rules: FileRul
 
 async function checkHead(head: Buffer, rules: FileRules, result: CheckedFile): Promise<void> {
   const type = await checkType(head, rules);
-  if (type.startsWith('image/')) checkPixels(head, rules);
+  if (type.startsWith('image/')) checkPixels(declaredPixels(head) ?? noDimensions(), rules);
   result.contentType = type;
 }
 
@@ -146,15 +156,22 @@ async function checkType(head: Buffer, rules: FileRules): Promise<string> {
   return type;
 }
 
-/** Refuses an image whose declared dimensions exceed the pixel budget (dimensions not in the head: nothing decodes it here). */
-function checkPixels(head: Buffer, rules: FileRules): void {
-  let pixels = 0;
+/** The pixels an image's header declares, or null when its dimensions are not (yet) in `head`. */
+function declaredPixels(head: Buffer): number | null {
   try {
     const { width, height } = imageSize(head);
-    pixels = (width ?? 0) * (height ?? 0);
+    return width && height ? width * height : null;
   } catch {
-    // Dimensions not in the head: nothing here decodes the image, so there is nothing to inflate.
+    return null;
   }
+}
+
+function noDimensions(): never {
+  throw refuse(400, `The image declares no dimensions in its first ${HEAD_BYTES / 1024} KiB: its pixels cannot be counted before it is decoded`);
+}
+
+/** Refuses an image whose declared dimensions exceed the pixel budget. */
+function checkPixels(pixels: number, rules: FileRules): void {
   if (pixels > rules.maxImagePixels) {
     throw refuse(400, `The image declares ${pixels} pixels, more than the ${rules.maxImagePixels} accepted (a decompression bomb)`);
   }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { type CheckedFile, checkedFile, type FileRules } from '../../../src/modules/documents/file-check.ts';
+import { type CheckedFile, checkedFile, type FileRules, HEAD_BYTES } from '../../../src/modules/documents/file-check.ts';
+import { sampleFile } from './support.ts';
 
 const RULES: FileRules = { maxBytes: 10 * 1024 * 1024, maxReason: 'the limit', maxImagePixels: 50_000_000 };
 
@@ -74,6 +75,34 @@ describe('documents: a file checked as it streams', () => {
     const { out, checked } = await passed(piecesOf(jpeg, 16 * 1024));
     assert.equal(checked.contentType, 'image/jpeg');
     assert.deepEqual(Buffer.concat(out), jpeg);
+  });
+
+  it('finds the dimensions of a JPEG whose frame header follows 700 KiB of segments, and refuses it as a bomb', async () => {
+    await assert.rejects(passed(piecesOf(jpegOf(60_000, 60_000, 700 * 1024), 16 * 1024)), /decompression bomb/);
+    const jpeg = jpegOf(4000, 3000, 700 * 1024);
+    assert.deepEqual(Buffer.concat((await passed(piecesOf(jpeg, 16 * 1024))).out), jpeg);
+  });
+
+  it('refuses an image that declares no dimensions within the bytes held for them, or none at all', async () => {
+    // Past what is held: its pixels could not be counted before a client decodes it.
+    await assert.rejects(passed(piecesOf(jpegOf(60_000, 60_000, HEAD_BYTES + 1024), 16 * 1024)), /declares no dimensions/);
+    const noFrame = jpegOf(4000, 3000, 10 * 1024).subarray(0, 10 * 1024);
+    await assert.rejects(passed(piecesOf(noFrame, 4096)), /declares no dimensions/);
+  });
+
+  it('holds an image only until its dimensions are in: a PNG goes on after its first piece', async () => {
+    const png = Buffer.concat([sampleFile('png'), Buffer.alloc(200_000)]);
+    const pieces = piecesOf(png, 64 * 1024);
+    const seen: number[] = [];
+    let arrived = 0;
+    const counted = (async function* () {
+      for await (const piece of pieces) {
+        arrived += 1;
+        yield piece;
+      }
+    })();
+    for await (const _ of checkedFile(counted, RULES, { contentType: null, size: 0 })) seen.push(arrived);
+    assert.equal(seen[0], 1, 'the first piece went on before the second arrived');
   });
 
   it('refuses bytes of no accepted type before passing any on', async () => {

@@ -18,13 +18,27 @@ const PNG_1x1 = Buffer.from(
   'hex',
 );
 
+/** A box of ISO BMFF (HEIF): its size, its type, what it holds. */
+const box = (type: string, ...content: Buffer[]) => {
+  const size = Buffer.alloc(4);
+  size.writeUInt32BE(8 + content.reduce((sum, part) => sum + part.length, 0));
+  return Buffer.concat([size, Buffer.from(type, 'latin1'), ...content]);
+};
+const u32s = (...values: number[]) => Buffer.from(values.flatMap((value) => [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255]));
+/** A HEIC head: its file type, then the image's properties declaring 1 × 1 pixels (meta, iprp, ipco, ispe). */
+const HEIC_1x1 = Buffer.concat([
+  box('ftyp', Buffer.from('heic'), u32s(0), Buffer.from('mif1heic')),
+  box('meta', u32s(0), box('iprp', box('ipco', box('ispe', u32s(0, 1, 1))))),
+]);
+
 /** A file of `type` with `size` bytes (padded after a valid head). */
 export function sampleFile(type: 'pdf' | 'png' | 'jpeg' | 'heic' | 'dicom' | 'zip' | 'text', size = 2048): Buffer {
   const heads: Record<string, Buffer> = {
     pdf: Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n', 'latin1'),
     png: PNG_1x1,
-    jpeg: Buffer.from('ffd8ffe000104a46494600010100000100010000', 'hex'),
-    heic: Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypheic'), Buffer.from([0, 0, 0, 0]), Buffer.from('mif1heic')]),
+    // JFIF, then a frame header declaring 1 × 1 pixels.
+    jpeg: Buffer.from('ffd8ffe000104a46494600010100000100010000ffc00011080001000103012200021101031101', 'hex'),
+    heic: HEIC_1x1,
     dicom: Buffer.concat([Buffer.alloc(128), Buffer.from('DICM')]),
     zip: Buffer.from('504b0304140000000800', 'hex'),
     text: Buffer.from('hello, this is plain text and nothing else\n'),
