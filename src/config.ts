@@ -191,6 +191,8 @@ export interface RetentionConfig {
   idempotencyKeysDays: number;
   /** Deleted cases' tombstones, after the delete. */
   caseTombstonesDays: number;
+  /** Deleted documents' tombstones, after the delete (once their files are removed). */
+  documentTombstonesDays: number;
   /** OPD token counters, after their session began. */
   scheduleTokensDays: number;
   /** Minutes between two runs of the retention job. */
@@ -484,6 +486,7 @@ function retentionConfig(env: Env): RetentionConfig {
     refreshTokensDays: days('REFRESH_TOKENS', 7, 0),
     idempotencyKeysDays: days('IDEMPOTENCY_KEYS', 0, 0),
     caseTombstonesDays: days('CASE_TOMBSTONES', 180),
+    documentTombstonesDays: days('DOCUMENT_TOMBSTONES', 180),
     scheduleTokensDays: days('SCHEDULE_TOKENS', 90),
     intervalMinutes: int(env, 'CPS_RETENTION_INTERVAL_MINUTES', 60, 1, 1440),
     batchSize: int(env, 'CPS_RETENTION_BATCH', 500, 10, 10_000),

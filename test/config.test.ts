@@ -123,6 +123,7 @@ describe('config', () => {
       refreshTokensDays: 7,
       idempotencyKeysDays: 0,
       caseTombstonesDays: 180,
+      documentTombstonesDays: 180,
       scheduleTokensDays: 90,
       intervalMinutes: 60,
       batchSize: 500,

@@ -171,6 +171,25 @@ export const RULES: readonly RetentionRule[] = [
     days: (c) => c.caseTombstonesDays,
     where: (eb) => eb('status', '=', 'D'),
   }),
+  // Once the sweep removed its files (their rows go with their bytes).
+  rule({
+    name: 'documents.tombstones',
+    table: 'documents',
+    key: ['business_id', 'id'],
+    age: 'updated_at',
+    days: (c) => c.documentTombstonesDays,
+    where: (eb) =>
+      eb.and([
+        eb('status', '=', 'D'),
+        none(
+          eb
+            .selectFrom('document_files as f')
+            .select('f.idx')
+            .whereRef('f.business_id', '=', 'documents.business_id')
+            .whereRef('f.document_id', '=', 'documents.id'),
+        ),
+      ]),
+  }),
   rule({
     name: 'schedule_tokens',
     table: 'schedule_tokens',

@@ -201,7 +201,7 @@ describe(`retention (${DIALECT})`, () => {
     assert.deepEqual(await ids('refresh_tokens', [...gone, ...kept]), [...kept].sort());
   });
 
-  it('idempotency keys, case tombstones, schedule tokens and stale job locks: each after its own period', async () => {
+  it('idempotency keys, case and document tombstones, schedule tokens and stale job locks: each after its own period', async () => {
     const now = Date.now();
     const r = t.ctx.config.retention;
     const b = client.businessId;
@@ -244,6 +244,50 @@ describe(`retention (${DIALECT})`, () => {
         item('old-active', 'A', before(r.caseTombstonesDays) - 100 * DAY),
       ])
       .execute();
+    const doc = (id: string, status: 'A' | 'D', updatedAt: number) => ({
+      business_id: b,
+      id,
+      patient_ref: 'pt-1',
+      status,
+      source: 'form',
+      dt: null,
+      document_date: null,
+      tags: '[]',
+      title: null,
+      cases: '[]',
+      task: null,
+      created_at: updatedAt,
+      updated_at: updatedAt,
+      upload_until: null,
+    });
+    await db(t)
+      .insertInto('documents')
+      .values([
+        doc('doc-old-tombstone', 'D', before(r.documentTombstonesDays)),
+        doc('doc-old-tombstone-unswept', 'D', before(r.documentTombstonesDays)),
+        doc('doc-young-tombstone', 'D', within(r.documentTombstonesDays)),
+        doc('doc-old-active', 'A', before(r.documentTombstonesDays) - 100 * DAY),
+      ])
+      .execute();
+    // Its file's bytes not yet removed by the sweep: the tombstone waits for them.
+    await db(t)
+      .insertInto('document_files')
+      .values({
+        business_id: b,
+        document_id: 'doc-old-tombstone-unswept',
+        idx: 0,
+        form_id: 'f',
+        state: 'removing',
+        content_type: 'application/pdf',
+        declared_size: 10,
+        size: 10,
+        file_name: null,
+        store: null,
+        storage_key: null,
+        claimed_at: null,
+        stored_at: null,
+      })
+      .execute();
     const session = (start: number) => ({ business_id: b, clinic_id: 'cl', doctor_id: 'dr', session_start: start, last_token: 3 });
     await db(t)
       .insertInto('schedule_tokens')
@@ -260,6 +304,12 @@ describe(`retention (${DIALECT})`, () => {
     const report = await retention().run(undefined, now);
     assert.equal(report.pruned.idempotency_keys, 1);
     assert.equal(report.pruned['cases.tombstones'], 1);
+    assert.equal(report.pruned['documents.tombstones'], 1);
+    const documents = await db(t).selectFrom('documents').select('id').where('business_id', '=', b).orderBy('id').execute();
+    assert.deepEqual(
+      documents.map((row) => row.id),
+      ['doc-old-active', 'doc-old-tombstone-unswept', 'doc-young-tombstone'],
+    );
     assert.equal(report.pruned.schedule_tokens, 1);
     assert.equal(report.pruned.job_locks, 1);
     const keys = await db(t).selectFrom('idempotency_keys').select('idempotency_key').where('business_id', '=', b).execute();
