@@ -537,13 +537,15 @@ export class DocumentsService {
       throw AppError.badRequest('The update names no field: send dt, dd_e, tg, title or cases.');
     }
     await this.#write(scope, async (trx, updatedAt) => {
-      await this.#active(trx, scope, id);
+      const current = await this.#active(trx, scope, id);
       const set: repo.DocumentChanges = { updated_at: updatedAt };
       if (changes.dt !== undefined) set.dt = changes.dt || null;
       if (changes.dd_e !== undefined) set.document_date = changes.dd_e === null ? null : changes.dd_e * 1000;
       if (changes.tg !== undefined) set.tags = JSON.stringify(tagsOf(changes.tg));
       if (changes.title !== undefined) set.title = changes.title;
-      if (changes.cases !== undefined) set.cases = JSON.stringify(await this.#checkCases(trx, scope, changes.cases ?? [], 'cases'));
+      if (changes.cases !== undefined) {
+        set.cases = JSON.stringify(await this.#checkCases(trx, scope, changes.cases ?? [], 'cases', jsonList(current.cases)));
+      }
       await repo.updateDocument(trx, scope.businessId, id, set);
       await this.#event(trx, scope, 'document.updated', id, named);
     });
@@ -776,10 +778,17 @@ export class DocumentsService {
     return row;
   }
 
-  async #checkCases(trx: Db, scope: PatientScope, cases: string[], field: string): Promise<string[]> {
+  /**
+   * The cases to link, each an active case of the patient or one the document is linked to already: a
+   * link outlives its case's delete (the case's tombstone says so), so a client sending the document's
+   * cases back as it read them is not refused for one deleted meanwhile.
+   */
+  async #checkCases(trx: Db, scope: PatientScope, cases: string[], field: string, linked: string[] = []): Promise<string[]> {
     const wanted = [...new Set(cases)];
-    const found = new Set(await repo.activeCaseIds(trx, scope.businessId, scope.patientRef, wanted));
-    const unknown = wanted.filter((id) => !found.has(id));
+    const kept = new Set(linked);
+    const checked = wanted.filter((id) => !kept.has(id));
+    const found = new Set(await repo.activeCaseIds(trx, scope.businessId, scope.patientRef, checked));
+    const unknown = checked.filter((id) => !found.has(id));
     if (unknown.length > 0) {
       throw AppError.badRequest(`${field}: no case of this patient has the id ${unknown.join(', ')}`, {
         [field]: [`unknown case ${unknown.join(', ')}`],

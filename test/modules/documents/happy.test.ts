@@ -173,6 +173,26 @@ describe(`documents: happy paths (${STORE} store)`, () => {
     assert.deepEqual(read.cases, []);
   });
 
+  it("keeps a link to a case deleted since, and takes it back as the document's cases were read", async () => {
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/mr/api/v1/cases',
+      headers: api.headers,
+      payload: { id: 'case-gone', display_name: 'Cough', occurred_at: 1_700_000_000 },
+    });
+    assert.equal(created.statusCode, 201, created.body);
+    const id = await api.create([sampleFile('pdf')], ['application/pdf'], { cases: ['case-gone'] });
+    const deleted = await t.app.inject({ method: 'DELETE', url: '/mr/api/v1/cases/case-gone', headers: api.headers });
+    assert.ok(deleted.statusCode < 300, deleted.body);
+    const read = (await api.get(id)).json();
+    assert.deepEqual(read.cases, ['case-gone']);
+    assert.equal((await api.update(id, { title: 'Cough', cases: read.cases })).statusCode, 200);
+    const unknown = await api.update(id, { cases: ['case-gone', 'case-never'] });
+    assert.equal(unknown.statusCode, 400);
+    assert.match(unknown.json().error, /case-never/);
+    assert.doesNotMatch(unknown.json().error, /case-gone/);
+  });
+
   it('deletes: the document answers 404, its file is gone from the store, and a sync lists its tombstone', async () => {
     const id = await api.create([sampleFile('pdf', 600_000)], ['application/pdf']);
     const link = (await api.get(id)).json().files[0].asset_url as string;
