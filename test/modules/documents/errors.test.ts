@@ -170,6 +170,33 @@ describe(`documents: bad input (${STORE} store)`, () => {
     assert.equal((await postForm(t.app, form, file, 'application/pdf')).statusCode, 204);
   });
 
+  it('refuses a truncated multipart body in one request (v2), keeping nothing', async () => {
+    const cutApi = documentsApi(t.app, token, 'pt-cut-v2');
+    const body = multipartBody([{ name: 'file', value: sampleFile('pdf', 600_000), fileName: 'a.pdf', contentType: 'application/pdf' }]);
+    const cut = body.payload.subarray(0, body.payload.length - 300_000);
+    const answer = await t.app.inject({
+      method: 'POST',
+      url: '/mr/api/v2/docs?task=smart',
+      headers: { ...cutApi.headers, ...body.headers },
+      payload: cut,
+    });
+    refused(answer, 400, /multipart body/);
+    const rows = await t.ctx.storage.db.selectFrom('documents').select('id').where('patient_ref', '=', 'pt-cut-v2').execute();
+    assert.deepEqual(rows, [], 'no document, pending or not');
+    const keys = await t.ctx.storage.db
+      .selectFrom('document_file_keys')
+      .select('storage_key')
+      .where('storage_key', 'like', `${businessId}/%`)
+      .execute();
+    const files = await t.ctx.storage.db.selectFrom('document_files').select('storage_key').where('business_id', '=', businessId).execute();
+    const live = new Set(files.map((file) => file.storage_key));
+    assert.deepEqual(
+      keys.filter((key) => !live.has(key.storage_key) && !key.storage_key.endsWith('-thumbnail')),
+      [],
+      'no file key without its file',
+    );
+  });
+
   it('refuses an image that declares too many pixels (a decompression bomb)', async () => {
     const bomb = sampleFile('png', 2000);
     bomb.writeUInt32BE(100_000, 16);

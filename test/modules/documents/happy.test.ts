@@ -287,4 +287,18 @@ describe(`documents: happy paths (${STORE} store)`, () => {
     assert.equal(second.headers['idempotent-replayed'], 'true');
     assert.equal(second.json().batch_response[0].document_id, first.json().batch_response[0].document_id);
   });
+
+  it('replays a v2 upload with the same Idempotency-Key: one document, stored once', async () => {
+    const patient = documentsApi(t.app, (await createTestClient(t.ctx)).token, 'pt-v2-replay');
+    const pdf = sampleFile('pdf', 5000);
+    const first = await patient.uploadV2(pdf, { contentType: 'application/pdf', extra: { 'idempotency-key': 'v2-key-1' } });
+    const second = await patient.uploadV2(pdf, { contentType: 'application/pdf', extra: { 'idempotency-key': 'v2-key-1' } });
+    assert.equal(first.statusCode, 200, first.body);
+    assert.equal(second.statusCode, 200, second.body);
+    assert.equal(second.headers['idempotent-replayed'], 'true');
+    assert.equal(second.json().document_id, first.json().document_id);
+    await untilSecondIsOver();
+    assert.equal((await patient.all()).items.length, 1);
+    assert.equal((await storedOf(t, first.json().document_id)).length, 1);
+  });
 });

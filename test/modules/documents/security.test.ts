@@ -62,6 +62,7 @@ describe(`documents: security (${STORE} store)`, () => {
     assert.equal((await api.get(docId)).statusCode, 404);
     assert.equal((await api.update(docId, { title: 'x' })).statusCode, 404);
     assert.equal((await api.remove(docId)).statusCode, 404);
+    assert.equal((await api.result(docId)).statusCode, 404);
   });
 
   it("never opens another business's file with a link: a link names its business, document and file", async () => {
