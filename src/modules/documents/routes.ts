@@ -1,13 +1,14 @@
 /** Documents `/mr/api/v1/docs` and `/mr/api/v2/docs`, in Eka's records API shapes (records.yaml). */
 import { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import { errorCodes, type FastifyRequest } from 'fastify';
 import { create as attachment } from 'content-disposition';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { CasesError, MAX_ID_LENGTH, type RouteConfig } from '../../http/schemas.ts';
+import { jsonBodyParser } from '../../http/validation.ts';
 import { DocumentRequest, DocumentType, UpdateBody } from './schemas.ts';
 import type { DocumentsService, IncomingFile, PatientScope } from './service.ts';
 
@@ -108,6 +109,13 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
     const read: RouteConfig = { family: 'cases', auth: { anyOf: ['documents:read', 'documents:write'] } };
     const write: RouteConfig = { family: 'cases', auth: { anyOf: ['documents:write'] } };
     const open: RouteConfig = { family: 'cases', auth: 'public' };
+    // Eka's go-sdk posts its JSON with no Content-Type (Go's client sets none for a byte body), as the
+    // hosted service takes it: here a body without one is read as JSON; any other type stays 415.
+    const json = jsonBodyParser(app);
+    app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+      if (request.headers['content-type'] !== undefined) done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
+      else json(request, body, done);
+    });
 
     app.get(
       '/mr/api/v1/docs',

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { createTestClient, type TestApp } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
 import { assertEventBody } from '../webhooks/event-schemas.ts';
-import { CONTENT_TYPES, documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
+import { BASE, CONTENT_TYPES, documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
 
 describe(`documents: happy paths (${STORE} store)`, () => {
   let t: TestApp;
@@ -139,6 +139,16 @@ describe(`documents: happy paths (${STORE} store)`, () => {
       assert.equal(file.statusCode, 200, file.body);
       assert.match(String(file.headers['content-disposition']), expected);
     }
+  });
+
+  it("takes step 1's JSON without a Content-Type, as go-sdk sends it; any other type stays 415", async () => {
+    const body = JSON.stringify({ batch_request: [{ dt: '', files: [{ contentType: 'application/pdf', file_size: 100 }] }] });
+    const bare = await t.app.inject({ method: 'POST', url: `${BASE}?task=smart&task=pii&batch=true`, headers: api.headers, payload: body });
+    assert.equal(bare.statusCode, 200, bare.body);
+    assert.equal(bare.json().batch_response.length, 1);
+    const typed = await t.app.inject({ method: 'POST', url: BASE, headers: { ...api.headers, 'content-type': 'text/plain' }, payload: body });
+    assert.equal(typed.statusCode, 415, typed.body);
+    assert.deepEqual(Object.keys(typed.json()).sort(), ['code', 'error']);
   });
 
   it('takes an empty dt as none, as go-sdk sends it for a document given no type', async () => {
