@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTestClient, type TestApp } from '../../support.ts';
+import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
-import { documentsApi, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
+import { documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
 
 describe(`documents: concurrency (${STORE} store)`, () => {
   let t: TestApp & { objectsDir: string | null };
@@ -98,5 +100,49 @@ describe(`documents: the business's limit under concurrent uploads (${STORE} sto
     );
     assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 413, 413]);
     assert.equal(await keptBytes(businessId), 900 * 1024);
+  });
+});
+
+describe('documents: two processes on one PostgreSQL, no shared disk (database store)', {
+  skip: (DIALECT !== 'postgres' || STORE !== 'database') && 'the database store on PostgreSQL is what several processes share',
+}, () => {
+  let first: TestApp;
+  let second: TestApp;
+  let token: string;
+
+  before(async () => {
+    first = await documentsTestApp();
+    const otherDisk = mkdtempSync(path.join(tmpdir(), 'cps-test-second-'));
+    second = await createTestApp({
+      database: first.database,
+      keys: first.ctx.keys,
+      env: { CPS_DATA_DIR: otherDisk, CPS_DOCUMENTS_STORE: 'database' },
+    });
+    const close = second.close;
+    second.close = async () => {
+      await close();
+      rmSync(otherDisk, { recursive: true, force: true });
+    };
+    token = (await createTestClient(first.ctx)).token;
+  });
+  after(async () => {
+    await second.close();
+    await first.close();
+  });
+
+  it('a form one process gave takes its file at the other, and each serves what the other stored', async () => {
+    const onFirst = documentsApi(first.app, token, 'pt-two');
+    const onSecond = documentsApi(second.app, token, 'pt-two');
+    const pdf = sampleFile('pdf', 300_000);
+    const prepared = await onFirst.prepare([{ files: [{ contentType: 'application/pdf', file_size: pdf.length }] }]);
+    const doc = prepared.json().batch_response[0] as { document_id: string; forms: FormJson[] };
+    assert.equal((await postForm(second.app, doc.forms[0]!, pdf, 'application/pdf')).statusCode, 204);
+    assert.ok((await download(first.app, (await onFirst.get(doc.document_id)).json().files[0].asset_url)).rawPayload.equals(pdf));
+    const png = sampleFile('png', 50_000);
+    const uploaded = await onSecond.uploadV2(png, { contentType: 'image/png' });
+    assert.equal(uploaded.statusCode, 200, uploaded.body);
+    const link = (await onFirst.get(uploaded.json().document_id)).json().files[0].asset_url;
+    assert.ok((await download(first.app, link)).rawPayload.equals(png));
+    assert.ok((await download(second.app, link)).rawPayload.equals(png));
   });
 });
