@@ -8,7 +8,7 @@
  */
 import { Ajv, type ErrorObject, type Options, type SchemaValidateFunction as DataValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError, preValidationHookHandler } from 'fastify';
+import type { FastifyInstance, FastifySchemaValidationError, preValidationHookHandler } from 'fastify';
 import { depthOf, encodedBytes, keyCountOf, unstorableStringErrors } from './hostile-input.ts';
 import { addRouteHook } from './route-hooks.ts';
 
@@ -104,24 +104,6 @@ const checkUnvalidatedQuery: preValidationHookHandler = (request, _reply, done) 
   done(stringFailure('querystring', request.query) ?? undefined);
 };
 
-/**
- * The API's JSON body parser: an empty body is "no body" (operations without one accept it with the
- * JSON content type); everything else goes through Fastify's safe parser (no __proto__ pollution).
- */
-export function jsonBodyParser(
-  app: FastifyInstance,
-): (request: FastifyRequest, body: string | Buffer, done: (error: Error | null, body?: unknown) => void) => void {
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  return (request, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') {
-      done(null, undefined);
-      return;
-    }
-    // Fastify's default JSON parser answers through `done`; its type merely allows a Promise.
-    void parseJson(request, body as string, done);
-  };
-}
-
 export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
   const paramAjv = makeAjv({ coerceTypes: 'array' });
@@ -129,9 +111,19 @@ export function registerValidation(app: FastifyInstance): void {
     ({ schema, httpPart }) => withStringCheck((httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object) as CompiledValidator) as never,
   );
 
+  // JSON bodies: an empty body is "no body" (operations without one accept it with the JSON
+  // content type); everything else goes through Fastify's safe parser (no __proto__ pollution).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
   // JSON is the only body type of the API; anything else is 415 (the review form adds its own parser).
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser(app));
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    // Fastify's default JSON parser answers through `done`; its type merely allows a Promise.
+    void parseJson(request, body as string, done);
+  });
 
   // A request without a body reaches validation as null, so an operation whose body is optional
   // declares `Type.Union([Type.Object(...), Type.Null()])` and one that needs a body says so in its error.

@@ -78,6 +78,9 @@ const refuse = (status: number, message: string) => new AppError(status, message
 export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRules, result: CheckedFile): AsyncGenerator<Buffer> {
   let held: Buffer[] | null = [];
   let heldBytes = 0;
+  // An image's dimensions are looked for again once the bytes held have doubled, not at each piece:
+  // a client sending small pieces would otherwise cost a join and a parse per piece (quadratic).
+  let nextLook = 0;
   let type: string | null = null;
   const count = (piece: Buffer) => {
     result.size += piece.length;
@@ -97,6 +100,8 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
     if (type === null && heldBytes >= TYPE_BYTES) type = await checkType(joined(held, heldBytes), rules);
     if (type === null) continue;
     if (type.startsWith('image/')) {
+      if (heldBytes < nextLook && heldBytes < HEAD_BYTES) continue;
+      nextLook = heldBytes * 2;
       const pixels = declaredPixels(joined(held, heldBytes));
       if (pixels === null) {
         if (heldBytes >= HEAD_BYTES) noDimensions();
@@ -156,11 +161,15 @@ async function checkType(head: Buffer, rules: FileRules): Promise<string> {
   return type;
 }
 
-/** The pixels an image's header declares, or null when its dimensions are not (yet) in `head`. */
+/**
+ * The pixels an image's header declares (a HEIF's largest image: its first may be a tile of it), or
+ * null when its dimensions are not (yet) in `head`.
+ */
 function declaredPixels(head: Buffer): number | null {
   try {
-    const { width, height } = imageSize(head);
-    return width && height ? width * height : null;
+    const found = imageSize(head);
+    const pixels = Math.max(...[found, ...(found.images ?? [])].map(({ width, height }) => (width ?? 0) * (height ?? 0)));
+    return pixels > 0 ? pixels : null;
   } catch {
     return null;
   }

@@ -1,14 +1,13 @@
 /** Documents `/mr/api/v1/docs` and `/mr/api/v2/docs`, in Eka's records API shapes (records.yaml). */
 import { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
-import { errorCodes, type FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { create as attachment } from 'content-disposition';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
 import type { App } from '../../http/app-type.ts';
 import { principalOf } from '../../http/auth.ts';
 import { CasesError, MAX_ID_LENGTH, type RouteConfig } from '../../http/schemas.ts';
-import { jsonBodyParser } from '../../http/validation.ts';
 import { DocumentRequest, DocumentType, UpdateBody } from './schemas.ts';
 import type { DocumentsService, IncomingFile, PatientScope } from './service.ts';
 
@@ -105,17 +104,17 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
   const patientFirst = async (request: FastifyRequest) => {
     patientRefOf(request);
   };
+  // Eka's go-sdk posts its JSON with no Content-Type (Go's client sets none for a byte body), as the
+  // hosted service takes it: such a body is JSON here. A body of any other type stays 415.
+  const jsonWithoutType = async (request: FastifyRequest) => {
+    const headers = request.raw.headers;
+    const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+    if (headers['content-type'] === undefined && hasBody) headers['content-type'] = 'application/json';
+  };
   return async function plugin(app: App): Promise<void> {
     const read: RouteConfig = { family: 'cases', auth: { anyOf: ['documents:read', 'documents:write'] } };
     const write: RouteConfig = { family: 'cases', auth: { anyOf: ['documents:write'] } };
     const open: RouteConfig = { family: 'cases', auth: 'public' };
-    // Eka's go-sdk posts its JSON with no Content-Type (Go's client sets none for a byte body), as the
-    // hosted service takes it: here a body without one is read as JSON; any other type stays 415.
-    const json = jsonBodyParser(app);
-    app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
-      if (request.headers['content-type'] !== undefined) done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
-      else json(request, body, done);
-    });
 
     app.get(
       '/mr/api/v1/docs',
@@ -140,6 +139,7 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
       '/mr/api/v1/docs',
       {
         config: { ...write, idempotent: true },
+        onRequest: jsonWithoutType,
         preParsing: patientFirst,
         schema: {
           tags: ['documents'],
@@ -176,6 +176,7 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
       '/mr/api/v1/docs/:id',
       {
         config: write,
+        onRequest: jsonWithoutType,
         preParsing: patientFirst,
         schema: {
           tags: ['documents'],

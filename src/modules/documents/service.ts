@@ -121,7 +121,7 @@ const storageKeyOf = (businessId: string, documentId: string, idx: number) => `$
 /**
  * Where a store keeps the thumbnail of the file stored under `storageKey`: derived from it, so that a
  * thumbnail written by a job that ended before recording it is still found, and removed, by the
- * sweep and an erasure (which remove it from every store: the default may have changed since).
+ * sweep (from the default store and the file's own) and an erasure (from every store).
  */
 export const thumbnailKeyOf = (storageKey: string) => `${storageKey}-thumbnail`;
 const jsonList = (text: string | null): string[] => (text ? (JSON.parse(text) as string[]) : []);
@@ -616,7 +616,7 @@ export class DocumentsService {
     // One at a time in this process (each reads a whole file), however many jobs one claim took.
     const turn = this.#thumbnailing.then(() => {
       signal?.throwIfAborted();
-      return this.#makeThumbnails(businessId, documentId);
+      return this.#makeThumbnails(businessId, documentId, signal);
     });
     this.#thumbnailing = turn.then(
       () => {},
@@ -625,7 +625,7 @@ export class DocumentsService {
     return turn;
   }
 
-  async #makeThumbnails(businessId: string, documentId: string): Promise<number> {
+  async #makeThumbnails(businessId: string, documentId: string, signal?: AbortSignal): Promise<number> {
     let made = 0;
     for (const file of await repo.filesOf(this.#db, businessId, [documentId])) {
       if (file.state !== 'stored' || !THUMBNAIL_TYPES.has(file.content_type) || file.thumbnail_key || !file.storage_key || !file.store) continue;
@@ -637,6 +637,8 @@ export class DocumentsService {
       if (thumbnail === null) continue;
       const store = this.#deps.store;
       const key = thumbnailKeyOf(file.storage_key);
+      // A run that lost its job's lease meanwhile stops here: another has the job, and the key.
+      signal?.throwIfAborted();
       // What an attempt that ended between writing and recording left under the key.
       await store.remove([key]);
       await store.write(
@@ -651,7 +653,8 @@ export class DocumentsService {
         { store: store.name, key, size: thumbnail.length },
       );
       if (kept) made += 1;
-      else await store.remove([key]);
+      // Not the file's any more, or another run recorded the thumbnail first (under the same key: kept then).
+      else if ((await repo.findFile(this.#db, businessId, documentId, file.idx))?.thumbnail_key !== key) await store.remove([key]);
     }
     return made;
   }
@@ -677,7 +680,8 @@ export class DocumentsService {
       const thumbnailStore = file.thumbnail_store ? this.#deps.stores.get(file.thumbnail_store) : undefined;
       if (thumbnailStore && file.thumbnail_key) await thumbnailStore.remove([file.thumbnail_key]);
       if (file.state === 'removing' && file.storage_key !== null) {
-        for (const any of this.#deps.stores.values()) await any.remove([thumbnailKeyOf(file.storage_key)]);
+        // An unrecorded thumbnail is in the store thumbnails go to: the default (now, or when the file was stored, its own).
+        for (const holder of new Set([this.#deps.store, ...(store ? [store] : [])])) await holder.remove([thumbnailKeyOf(file.storage_key)]);
       }
       if (file.state === 'receiving') {
         await repo.releaseFile(this.#db, file.business_id, file.document_id, file.idx, file.storage_key ?? '');
