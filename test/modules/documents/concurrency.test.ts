@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { businessBytes } from '../../../src/modules/documents/repo.ts';
 import { createTestApp, createTestClient, DIALECT, type TestApp } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
 import { documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
@@ -70,15 +71,7 @@ describe(`documents: the business's limit under concurrent uploads (${STORE} sto
   after(() => t.close());
 
   /** Bytes the business keeps or was promised, as the limit counts them. */
-  const keptBytes = async (businessId: string) => {
-    const row = await t.ctx.storage.db
-      .selectFrom('document_files')
-      .select((eb) => eb.fn.sum<number | string | null>(eb.fn.coalesce('size', 'declared_size')).as('bytes'))
-      .where('business_id', '=', businessId)
-      .where('state', '<>', 'removing')
-      .executeTakeFirst();
-    return Number(row?.bytes ?? 0);
-  };
+  const keptBytes = (businessId: string) => businessBytes(t.ctx.storage.db, businessId);
 
   it('uploads in one request at once cannot each take the same room: one of three of 900 KB is kept under 1 MB', async () => {
     const { token, businessId } = await createTestClient(t.ctx);
