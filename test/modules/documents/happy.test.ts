@@ -1,18 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestClient, type TestApp } from '../../support.ts';
-import { untilSecondIsOver } from '../cases/support.ts';
+import { casesApi, newCase, untilSecondIsOver } from '../cases/support.ts';
 import { assertEventBody } from '../webhooks/event-schemas.ts';
 import { BASE, CONTENT_TYPES, documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
 
 describe(`documents: happy paths (${STORE} store)`, () => {
   let t: TestApp;
   let api: ReturnType<typeof documentsApi>;
+  /** The same patient's cases. */
+  let patientCases: ReturnType<typeof casesApi>;
 
   before(async () => {
     t = await documentsTestApp();
     const client = await createTestClient(t.ctx);
     api = documentsApi(t.app, client.token, 'pt-happy');
+    patientCases = casesApi(t.app, client.token, 'pt-happy');
   });
   after(() => t.close());
 
@@ -164,13 +167,7 @@ describe(`documents: happy paths (${STORE} store)`, () => {
   });
 
   it("updates dt, dd_e, tg, title and cases; links to the patient's cases", async () => {
-    const cases = await t.app.inject({
-      method: 'POST',
-      url: '/mr/api/v1/cases',
-      headers: api.headers,
-      payload: { id: 'case-1', display_name: 'Fever', occurred_at: 1_700_000_000 },
-    });
-    assert.equal(cases.statusCode, 201);
+    assert.equal((await patientCases.create(newCase('case-1', { display_name: 'Fever' }))).statusCode, 201);
     const id = await api.create([sampleFile('pdf')], ['application/pdf'], { cases: ['case-1'] });
     assert.deepEqual((await api.get(id)).json().cases, ['case-1']);
     const patched = await api.update(id, { dt: 'ps', dd_e: 1_700_000_000, tg: ['aa', 'bb', 'aa'], title: 'Rx', cases: null });
@@ -184,15 +181,10 @@ describe(`documents: happy paths (${STORE} store)`, () => {
   });
 
   it("keeps a link to a case deleted since, and takes it back as the document's cases were read", async () => {
-    const created = await t.app.inject({
-      method: 'POST',
-      url: '/mr/api/v1/cases',
-      headers: api.headers,
-      payload: { id: 'case-gone', display_name: 'Cough', occurred_at: 1_700_000_000 },
-    });
+    const created = await patientCases.create(newCase('case-gone', { display_name: 'Cough' }));
     assert.equal(created.statusCode, 201, created.body);
     const id = await api.create([sampleFile('pdf')], ['application/pdf'], { cases: ['case-gone'] });
-    const deleted = await t.app.inject({ method: 'DELETE', url: '/mr/api/v1/cases/case-gone', headers: api.headers });
+    const deleted = await patientCases.remove('case-gone');
     assert.ok(deleted.statusCode < 300, deleted.body);
     const read = (await api.get(id)).json();
     assert.deepEqual(read.cases, ['case-gone']);
