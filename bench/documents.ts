@@ -51,8 +51,8 @@ async function uploadFigures(part: string | undefined, databaseUrl: string | nul
   const dialect = databaseUrl ? 'postgres' : 'sqlite';
   // The service's default unless CPS_DOCUMENTS_STORE (passed on to the server) names another.
   const store = process.env.CPS_DOCUMENTS_STORE || (databaseUrl ? 'database' : 'files');
-  // No business limit: the throughput load stores a few hundred MB.
-  const env = { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '0', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
+  // A business limit far above what the load stores (several GB), so that each upload's check runs as in production.
+  const env = { CPS_DATA_DIR: dataDir, CPS_DOCUMENTS_MAX_BUSINESS_MB: '1000000', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
   const sink = await spawnServer('bench/upload-sink.ts', [], {}, '/ready');
   const profileDir = process.env.BENCH_CPU_PROF;
   const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [];

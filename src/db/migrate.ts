@@ -46,6 +46,7 @@ import * as webhookAttemptsByBusiness from './migrations/0035_webhook_attempts_b
 import * as backupRuns from './migrations/0036_backup_runs.ts';
 import * as accessLogByBusinessAndTime from './migrations/0037_access_log_by_business_and_time.ts';
 import * as documentThumbnails from './migrations/0038_document_thumbnails.ts';
+import * as documentBytes from './migrations/0039_document_bytes.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -86,6 +87,7 @@ export const migrations: Record<string, Migration> = {
   '0036_backup_runs': backupRuns,
   '0037_access_log_by_business_and_time': accessLogByBusinessAndTime,
   '0038_document_thumbnails': documentThumbnails,
+  '0039_document_bytes': documentBytes,
 };
 
 /**

@@ -313,6 +313,16 @@ export interface DocumentFilesTable {
   thumbnail_size?: number | null;
 }
 
+/**
+ * What a business's document files take or were promised (documents/repo.ts, businessBytes), kept by
+ * document_files' triggers; its total is the sum of its rows (slots: PostgreSQL spreads it over 16).
+ */
+export interface DocumentBytesTable {
+  business_id: string;
+  slot: number;
+  bytes: number;
+}
+
 /** The embedded store's bytes: AES-256-GCM chunks of a file, under its key (document_file_keys). */
 export interface DocumentFileChunksTable {
   storage_key: string;
@@ -666,6 +676,7 @@ export interface Database {
   cases: CasesTable;
   documents: DocumentsTable;
   document_files: DocumentFilesTable;
+  document_bytes: DocumentBytesTable;
   document_file_chunks: DocumentFileChunksTable;
   document_file_keys: DocumentFileKeysTable;
   reviews: ReviewsTable;

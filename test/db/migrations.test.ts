@@ -4,6 +4,8 @@ import type { Kysely } from 'kysely';
 import { up as alignWebhookDeliveries } from '../../src/db/migrations/0011_webhook_delivery_decisions.ts';
 import * as patientDirectory from '../../src/db/migrations/0012_patient_directory.ts';
 import * as appointmentEventSequence from '../../src/db/migrations/0022_appointment_event_sequence.ts';
+import * as documentBytes from '../../src/db/migrations/0039_document_bytes.ts';
+import { businessBytes } from '../../src/modules/documents/repo.ts';
 import { book, createPractice, request } from '../modules/appointments/support.ts';
 import { startReceiver, recordReviewEvent } from '../modules/webhooks/support.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp } from '../support.ts';
@@ -157,5 +159,59 @@ describe(`migrations (${DIALECT})`, () => {
         ['appointment.statuschange', 4, 4],
       ],
     );
+  });
+
+  it('0039 counts the files each business already has, then follows every kind of change to them', async () => {
+    const [one, two] = [await createTestClient(t.ctx), await createTestClient(t.ctx)];
+    const db = t.ctx.storage.db;
+    const now = Date.now();
+    const file = (businessId: string, documentId: string, state: string, size: number | null, declared: number | null) => ({
+      business_id: businessId,
+      document_id: documentId,
+      idx: 0,
+      form_id: `form-${documentId}`,
+      state,
+      content_type: 'application/pdf',
+      size,
+      declared_size: declared,
+    });
+    const documents = [
+      [one.businessId, 'doc-stored', 'stored', 1000, null],
+      [one.businessId, 'doc-waiting', 'waiting', null, 300],
+      [one.businessId, 'doc-removing', 'removing', 5000, null],
+      [two.businessId, 'doc-other', 'stored', 70, 90],
+    ] as const;
+    for (const [businessId, id, state, size, declared] of documents) {
+      const document = { business_id: businessId, id, patient_ref: 'pt-0039', status: 'S', source: 'test', created_at: now, updated_at: now };
+      await db.insertInto('documents').values(document).execute();
+      await db
+        .insertInto('document_files')
+        .values(file(businessId, id, state, size, declared))
+        .execute();
+    }
+    const counted = async () => [await businessBytes(db, one.businessId), await businessBytes(db, two.businessId)];
+
+    const old = db as unknown as Kysely<any>;
+    await documentBytes.down(old);
+    await documentBytes.up(old);
+    assert.deepEqual(await counted(), [1300, 70], 'stored at their size, waiting at their declared size, removing not at all');
+
+    await db
+      .updateTable('document_files')
+      .set({ state: 'receiving', size: null, declared_size: 400 })
+      .where('document_id', '=', 'doc-waiting')
+      .execute();
+    assert.deepEqual(await counted(), [1400, 70], 'a form taken up reserves what it declared');
+    await db.updateTable('document_files').set({ state: 'stored', size: 350 }).where('document_id', '=', 'doc-waiting').execute();
+    assert.deepEqual(await counted(), [1350, 70], 'a stored file counts its size, not its reservation');
+    await db.updateTable('document_files').set({ claimed_at: now }).where('business_id', 'in', [one.businessId, two.businessId]).execute();
+    assert.deepEqual(await counted(), [1350, 70], 'a change to no counted column changes nothing');
+    await db.updateTable('document_files').set({ state: 'removing' }).where('document_id', 'in', ['doc-stored', 'doc-other']).execute();
+    assert.deepEqual(await counted(), [350, 0], "one statement across businesses takes each one's files off its own count");
+    await db.deleteFrom('document_files').where('document_id', 'in', ['doc-stored', 'doc-removing', 'doc-other']).execute();
+    assert.deepEqual(await counted(), [350, 0], 'a removed file counted nothing already');
+    await db.deleteFrom('documents').where('business_id', '=', one.businessId).where('id', '=', 'doc-waiting').execute();
+    assert.deepEqual(await counted(), [0, 0], "a document's delete takes its stored files with it (the foreign key's cascade)");
+    await db.deleteFrom('documents').where('id', 'in', ['doc-stored', 'doc-removing', 'doc-other']).execute();
   });
 });

@@ -206,13 +206,15 @@ export async function markRemoving(db: Db, businessId: string, documentIds: stri
     .execute();
 }
 
-/** The bytes the business's files take or have been promised: stored, declared by a form not yet used, or reserved by an upload under way. */
+/**
+ * The bytes the business's files take or have been promised: stored, declared by a form not yet used,
+ * or reserved by an upload under way; kept by document_files' triggers (migration 0039) as its rows change.
+ */
 export async function businessBytes(db: Db, businessId: string): Promise<number> {
   const row = await db
-    .selectFrom('document_files')
-    .select((eb) => eb.fn.sum<number | string | null>(eb.fn.coalesce('size', 'declared_size')).as('bytes'))
+    .selectFrom('document_bytes')
+    .select((eb) => eb.fn.sum<number | string | null>('bytes').as('bytes'))
     .where('business_id', '=', businessId)
-    .where('state', '<>', 'removing')
     .executeTakeFirst();
   return Number(row?.bytes ?? 0);
 }

@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import S3rver from 's3rver';
 import type { App } from '../../../src/http/app-type.ts';
 import { DatabaseFileStore } from '../../../src/modules/documents/file-store.ts';
@@ -276,7 +278,8 @@ const BUCKET = 'cps-test-documents';
 
 /** A test app whose documents go to STORE; an object store is an s3rver of its own, in a scratch folder, closed with the app. */
 export async function documentsTestApp(options: Parameters<typeof createTestApp>[0] = {}): Promise<TestApp & { objectsDir: string | null }> {
-  if (STORE !== 's3') return { ...(await createTestApp({ ...options, env: { CPS_DOCUMENTS_STORE: STORE, ...options.env } })), objectsDir: null };
+  if (STORE !== 's3')
+    return checkingBytesAtClose({ ...(await createTestApp({ ...options, env: { CPS_DOCUMENTS_STORE: STORE, ...options.env } })), objectsDir: null });
   const objectsDir = mkdtempSync(path.join(tmpdir(), 'cps-s3rver-'));
   const server = new S3rver({
     address: '127.0.0.1',
@@ -297,7 +300,7 @@ export async function documentsTestApp(options: Parameters<typeof createTestApp>
       ...options.env,
     },
   });
-  return {
+  return checkingBytesAtClose({
     ...t,
     objectsDir,
     close: async () => {
@@ -305,7 +308,27 @@ export async function documentsTestApp(options: Parameters<typeof createTestApp>
       await server.close();
       rmSync(objectsDir, { recursive: true, force: true });
     },
+  });
+}
+
+/**
+ * `t`, whose close first checks that every business's running count of its files' bytes (document_bytes,
+ * kept by triggers) is what its files add up to, after whatever the tests did to them.
+ */
+function checkingBytesAtClose<T extends TestApp>(t: T): T {
+  const close = t.close;
+  t.close = async () => {
+    // One statement: on PostgreSQL both sides are read in one snapshot, whatever a job commits meanwhile.
+    const { rows } = await sql<{ business_id: string; counted: string; summed: string }>`
+      select business_id, sum(counted) as counted, sum(summed) as summed from (
+        select business_id, bytes as counted, 0 as summed from document_bytes
+        union all
+        select business_id, 0, case when state = 'removing' then 0 else coalesce(size, declared_size, 0) end from document_files
+      ) as counts group by business_id having sum(counted) <> sum(summed)`.execute(t.ctx.storage.db);
+    await close();
+    assert.deepEqual(rows, [], "a business's counted bytes differ from its files' sum");
   };
+  return t;
 }
 
 /** Objects of the object store whose key names `documentId` (s3rver keeps each as a file). */
