@@ -7,6 +7,7 @@
 import { fileTypeFromBuffer } from 'file-type';
 import { imageSize } from 'image-size';
 import { AppError } from '../../errors.ts';
+import { HeifMetaSearch } from './heif-meta.ts';
 
 /** The accepted types, by their canonical content type, and how Eka's file_type names them. */
 export const ACCEPTED_TYPES: Readonly<Record<string, 'PDF' | 'IMG'>> = {
@@ -44,7 +45,8 @@ const TYPE_BYTES = 4100;
 /**
  * The most of an image's first bytes held to find its dimensions: a JPEG's frame header may follow
  * large EXIF, ICC or XMP segments. An image whose dimensions are not within them is refused, since
- * its pixels cannot be counted before anything decodes it.
+ * its pixels cannot be counted before anything decodes it; but for a HEIF whose image data comes
+ * first, whose meta box (at most HEAD_BYTES too) is looked for after it (heif-meta.ts).
  */
 export const HEAD_BYTES = 1024 * 1024;
 
@@ -73,7 +75,10 @@ const refuse = (status: number, message: string) => new AppError(status, message
  * the problem) as soon as one fails: an unaccepted or mismatching type, too many pixels or none
  * declared, too many or too few bytes. `result` tells the type found and the size. The type is told
  * from the first TYPE_BYTES; only an image's head is held back further, until its dimensions are in
- * it (at most HEAD_BYTES), so a PDF's bytes go on as they came, without a copy.
+ * it (at most HEAD_BYTES), so a PDF's bytes go on as they came, without a copy. A HEIF whose image
+ * data comes before its meta box is not held: its bytes go on while its top-level boxes are walked to
+ * the meta, and it is refused when the meta is complete, or the file over, without pixels within the
+ * budget (what went on is removed by the store's write, which fails with it).
  */
 export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRules, result: CheckedFile): AsyncGenerator<Buffer> {
   let held: Buffer[] | null = [];
@@ -82,6 +87,8 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
   // a client sending small pieces would otherwise cost a join and a parse per piece (quadratic).
   let nextLook = 0;
   let type: string | null = null;
+  // A HEIF's top-level boxes, walked as its pieces arrive (each once, never joined).
+  let heif: HeifMetaSearch | null = null;
   const count = (piece: Buffer) => {
     result.size += piece.length;
     if (rules.exactBytes !== undefined && result.size > rules.exactBytes) {
@@ -90,15 +97,39 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
     if (result.size > rules.maxBytes) throw refuse(413, `The file is larger than ${rules.maxBytes} bytes (${rules.maxReason})`);
   };
   for await (const piece of source) {
+    const at = result.size;
     count(piece);
     if (held === null) {
+      if (heif !== null) {
+        // Checked before the piece that completes the meta goes on.
+        heif.feed(piece, at);
+        if (heif.done) {
+          checkPixels(heifPixels(heif), rules);
+          heif = null;
+        }
+      }
       yield piece;
       continue;
     }
     held.push(piece);
     heldBytes += piece.length;
-    if (type === null && heldBytes >= TYPE_BYTES) type = await checkType(joined(held, heldBytes), rules);
+    if (type === null && heldBytes >= TYPE_BYTES) {
+      type = await checkType(joined(held, heldBytes), rules);
+      heif = heifSearchOf(type, held);
+    } else {
+      heif?.feed(piece, at);
+    }
     if (type === null) continue;
+    if (heif?.imageDataFirst) {
+      if (heif.done) {
+        checkPixels(heifPixels(heif), rules);
+        heif = null;
+      }
+      result.contentType = type;
+      yield* held;
+      held = null;
+      continue;
+    }
     if (type.startsWith('image/')) {
       if (heldBytes < nextLook && heldBytes < HEAD_BYTES) continue;
       nextLook = heldBytes * 2;
@@ -110,6 +141,7 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
       checkPixels(pixels, rules);
     }
     result.contentType = type;
+    heif = null;
     yield* held;
     held = null;
   }
@@ -117,9 +149,14 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
     if (heldBytes === 0) throw refuse(400, 'The file is empty');
     const head = joined(held, heldBytes);
     type ??= await checkType(head, rules);
-    if (type.startsWith('image/')) checkPixels(declaredPixels(head) ?? noDimensions(), rules);
+    heif ??= heifSearchOf(type, held);
+    if (heif?.imageDataFirst) checkPixels(heifPixels(heif), rules);
+    else if (type.startsWith('image/')) checkPixels(declaredPixels(head) ?? noDimensions(), rules);
     result.contentType = type;
     yield* held;
+  } else if (heif !== null) {
+    // The file ended before its meta did, or without one: refused.
+    checkPixels(heifPixels(heif), rules);
   }
   if (rules.exactBytes !== undefined && result.size !== rules.exactBytes) {
     throw refuse(400, `The file has ${result.size} bytes, not the form's declared file_size (${rules.exactBytes})`);
@@ -131,21 +168,55 @@ function joined(pieces: Buffer[], bytes: number): Buffer {
   return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, bytes);
 }
 
-/** The same checks on a file a client put in an object store itself: its first HEAD_BYTES bytes and its size. */
-export async function checkStoredFile(head: Buffer, size: number, rules: FileRules, result: CheckedFile): Promise<void> {
+/** Reads `bytes` bytes of a stored file from offset `start` (fewer at its end). */
+export type ReadAt = (start: number, bytes: number) => Promise<Buffer>;
+
+/**
+ * The same checks on a file a client put in an object store itself, of `size` bytes: its first
+ * HEAD_BYTES, and for a HEIF whose image data comes first, its meta box where the top-level boxes put
+ * it (read in ranges of at most HEAD_BYTES, from box to box, never the image data).
+ */
+export async function checkStoredFile(size: number, read: ReadAt, rules: FileRules, result: CheckedFile): Promise<void> {
   result.size = size;
   if (size === 0) throw refuse(400, 'The file is empty');
   if (rules.exactBytes !== undefined && size !== rules.exactBytes) {
     throw refuse(400, `The file has ${size} bytes, not the form's declared file_size (${rules.exactBytes})`);
   }
   if (size > rules.maxBytes) throw refuse(413, `The file is larger than ${rules.maxBytes} bytes (${rules.maxReason})`);
-  await checkHead(head, rules, result);
+  const head = await read(0, Math.min(size, HEAD_BYTES));
+  const type = await checkType(head, rules);
+  const heif = heifSearchOf(type, [head]);
+  if (heif?.imageDataFirst) {
+    // Each read takes all the search wants up to its end, so each starts past the last.
+    while (!heif.done && heif.wanted < size) {
+      const at = heif.wanted;
+      const bytes = await read(at, Math.min(size - at, HEAD_BYTES));
+      if (bytes.length === 0) break;
+      heif.feed(bytes, at);
+    }
+    checkPixels(heifPixels(heif), rules);
+  } else if (type.startsWith('image/')) {
+    checkPixels(declaredPixels(head) ?? noDimensions(), rules);
+  }
+  result.contentType = type;
 }
 
-async function checkHead(head: Buffer, rules: FileRules, result: CheckedFile): Promise<void> {
-  const type = await checkType(head, rules);
-  if (type.startsWith('image/')) checkPixels(declaredPixels(head) ?? noDimensions(), rules);
-  result.contentType = type;
+/** A search for the meta box of a HEIF, over its first bytes `head`; null for another type. */
+function heifSearchOf(type: string, head: Buffer[]): HeifMetaSearch | null {
+  if (type !== 'image/heic' && type !== 'image/heif') return null;
+  const search = new HeifMetaSearch(HEAD_BYTES);
+  let at = 0;
+  for (const piece of head) {
+    search.feed(piece, at);
+    at += piece.length;
+  }
+  return search;
+}
+
+/** The pixels the meta box a search found declares; refuses when it found none (the file is over). */
+function heifPixels(search: HeifMetaSearch): number {
+  if (search.found === null) noDimensions(`(HEIF: ${search.failure ?? 'no meta box follows its image data'})`);
+  return declaredPixels(search.found) ?? noDimensions('(HEIF: its meta box declares none)');
 }
 
 /** The accepted type the bytes are of, or a 415. */
@@ -175,8 +246,8 @@ function declaredPixels(head: Buffer): number | null {
   }
 }
 
-function noDimensions(): never {
-  throw refuse(400, `The image declares no dimensions in its first ${HEAD_BYTES / 1024} KiB: its pixels cannot be counted before it is decoded`);
+function noDimensions(where = `in its first ${HEAD_BYTES / 1024} KiB`): never {
+  throw refuse(400, `The image declares no dimensions ${where}: its pixels cannot be counted before it is decoded`);
 }
 
 /** Refuses an image whose declared dimensions exceed the pixel budget. */

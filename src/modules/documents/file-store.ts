@@ -48,8 +48,8 @@ export interface DirectStore {
   downloadUrl(key: string, file: { contentType: string; fileName: string }): Promise<string>;
   /** The size of what is stored under `key`, or null when nothing is. */
   size(key: string): Promise<number | null>;
-  /** The first `bytes` bytes stored under `key`. */
-  head(key: string, bytes: number): Promise<Buffer>;
+  /** The `bytes` bytes stored under `key` from offset `start` (fewer past its end); `start` within what is stored. */
+  range(key: string, start: number, bytes: number): Promise<Buffer>;
   copy(from: string, to: string): Promise<void>;
 }
 

@@ -179,11 +179,21 @@ export class ObjectFileStore implements FileStore, DirectStore {
     }
   }
 
-  async head(key: string, bytes: number): Promise<Buffer> {
+  async range(key: string, start: number, bytes: number): Promise<Buffer> {
     const { s3, client } = await this.#load();
-    const answer = await client.send(new s3.GetObjectCommand({ Bucket: this.#config.bucket, Key: this.#key(key), Range: `bytes=0-${bytes - 1}` }));
+    const Range = `bytes=${start}-${start + bytes - 1}`;
+    const answer = await client.send(new s3.GetObjectCommand({ Bucket: this.#config.bucket, Key: this.#key(key), Range }));
+    // A store that ignored Range would answer the object from its start: not the bytes asked for.
+    if (start > 0 && !answer.ContentRange?.startsWith(`bytes ${start}-`)) {
+      throw new Error(`object store: a read from byte ${start} answered ${answer.ContentRange ?? 'the whole object'}`);
+    }
     const pieces: Buffer[] = [];
-    for await (const piece of answer.Body as AsyncIterable<Buffer>) pieces.push(piece);
+    let held = 0;
+    // No more than asked is kept, whatever the store sends.
+    for await (const piece of answer.Body as AsyncIterable<Buffer>) {
+      if (held < bytes) pieces.push(piece);
+      held += piece.length;
+    }
     return Buffer.concat(pieces).subarray(0, bytes);
   }
 

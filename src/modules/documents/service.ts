@@ -29,16 +29,7 @@ import { patientKey, recordEvent } from '../../jobs/outbox.ts';
 import { enqueueWithNext } from '../../jobs/queue-repo.ts';
 import { SealedTokens } from '../../security/sealed-tokens.ts';
 import type { PatientService } from '../patients/service.ts';
-import {
-  ACCEPTED_LIST,
-  ACCEPTED_TYPES,
-  canonicalType,
-  checkedFile,
-  checkStoredFile,
-  HEAD_BYTES,
-  type CheckedFile,
-  type FileRules,
-} from './file-check.ts';
+import { ACCEPTED_LIST, ACCEPTED_TYPES, canonicalType, checkedFile, checkStoredFile, type CheckedFile, type FileRules } from './file-check.ts';
 import type { DirectStore, FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
 import { THUMBNAIL_TYPES, thumbnailOfFile } from './thumbnails.ts';
@@ -350,7 +341,8 @@ export class DocumentsService {
       await direct.copy(waiting, storageKey);
       const size = (await direct.size(storageKey)) ?? 0;
       const rules = { maxBytes: form.size, maxReason: "the form's declared file_size", exactBytes: form.size, expectedType: form.contentType };
-      await checkStoredFile(await direct.head(storageKey, HEAD_BYTES), size, { ...rules, maxImagePixels: this.#deps.config.maxImagePixels }, checked);
+      const read = (start: number, bytes: number) => direct.range(storageKey, start, bytes);
+      await checkStoredFile(size, read, { ...rules, maxImagePixels: this.#deps.config.maxImagePixels }, checked);
       await store.remove([waiting]);
       await this.#stored(form, { storageKey, size, contentType: checked.contentType!, fileName: null, at: Date.now() });
     } catch (error) {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { removeStored } from '../../../src/modules/documents/file-store.ts';
 import { DocumentLinks } from '../../../src/modules/documents/links.ts';
@@ -8,6 +9,8 @@ import {
   BASE,
   documentsApi,
   download,
+  filesOnDisk,
+  heicOf,
   multipartBody,
   postForm,
   sampleFile,
@@ -52,6 +55,22 @@ describe(`documents: bad input (${STORE} store)`, () => {
   /** What the store holds of a document's files: chunks in the database, objects in an object store. */
   async function chunksOf(documentId: string): Promise<number> {
     return (await storedOf(t, documentId)).length;
+  }
+
+  /** Every file key, chunk, file and object the store holds, whichever store it is. */
+  async function everythingStored(): Promise<string[]> {
+    const db = t.ctx.storage.db;
+    const keys = await db.selectFrom('document_file_keys').select('storage_key').execute();
+    const chunks = await db.selectFrom('document_file_chunks').select('storage_key').distinct().execute();
+    const objects = t.objectsDir
+      ? (readdirSync(t.objectsDir, { recursive: true }) as string[]).filter((file) => file.endsWith('._S3rver_object'))
+      : [];
+    return [
+      ...keys.map((key) => `key ${key.storage_key}`),
+      ...chunks.map((chunk) => `chunk ${chunk.storage_key}`),
+      ...filesOnDisk(t.ctx.config.dataDir),
+      ...objects,
+    ].sort();
   }
 
   it('needs X-Pt-Id', async () => {
@@ -202,6 +221,40 @@ describe(`documents: bad input (${STORE} store)`, () => {
     bomb.writeUInt32BE(100_000, 16);
     bomb.writeUInt32BE(100_000, 20);
     refused(await api.uploadV2(bomb), 400, /decompression bomb/);
+  });
+
+  it('refuses a HEIF whose meta after its image data declares too many pixels, its image data sent on already, and keeps nothing of it', async () => {
+    // The image data goes to the store as it arrives (not held for the meta after it): more than a chunk of
+    // the files and database stores, which the store's write removes.
+    const bomb = heicOf(
+      [
+        [512, 512],
+        [60_000, 60_000],
+      ],
+      300_000,
+      { imageDataFirst: true },
+    );
+    const before = await everythingStored();
+    const bombApi = documentsApi(t.app, token, 'pt-heif-bomb');
+    refused(await bombApi.uploadV2(bomb, { fileName: 'photo.heic' }), 400, /declares 3600000000 pixels.*decompression bomb/);
+    const rows = await t.ctx.storage.db.selectFrom('documents').select('id').where('patient_ref', '=', 'pt-heif-bomb').execute();
+    assert.deepEqual(rows, [], 'no document, pending or not');
+    const { id, form } = await formFor('image/heic', bomb.length);
+    refused(await postForm(t.app, form, bomb, 'image/heic'), 400, /declares 3600000000 pixels.*decompression bomb/);
+    assert.equal(await chunksOf(id), 0);
+    assert.deepEqual(await everythingStored(), before, 'nothing of either upload stays stored');
+  });
+
+  it('refuses a HEIF whose image data comes first with no meta after it (no dimensions to count), keeping nothing', async () => {
+    const headless = heicOf(null, 300_000, { imageDataFirst: true });
+    const before = await everythingStored();
+    refused(await api.uploadV2(headless, { fileName: 'photo.heic' }), 400, /declares no dimensions \(HEIF: no meta box follows its image data\)/);
+    const { id, form } = await formFor('image/heic', headless.length);
+    refused(await postForm(t.app, form, headless, 'image/heic'), 400, /declares no dimensions \(HEIF: no meta box follows its image data\)/);
+    assert.equal(await chunksOf(id), 0);
+    assert.deepEqual(await everythingStored(), before, 'nothing of either upload stays stored');
+    // The form, refused, still takes a valid file.
+    assert.equal((await postForm(t.app, form, heicOf([[4000, 3000]], 300_000 - 48, { imageDataFirst: true }), 'image/heic')).statusCode, 204);
   });
 
   it('refuses types it does not accept, a zip bomb among them, from their bytes', async () => {

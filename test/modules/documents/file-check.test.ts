@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { type CheckedFile, checkedFile, type FileRules, HEAD_BYTES } from '../../../src/modules/documents/file-check.ts';
-import { sampleFile } from './support.ts';
+import { type CheckedFile, checkedFile, checkStoredFile, type FileRules, HEAD_BYTES } from '../../../src/modules/documents/file-check.ts';
+import { box, heicOf, sampleFile, u32s } from './support.ts';
 
 const RULES: FileRules = { maxBytes: 10 * 1024 * 1024, maxReason: 'the limit', maxImagePixels: 50_000_000 };
 
@@ -105,6 +105,84 @@ describe('documents: a file checked as it streams', () => {
     assert.equal(seen[0], 1, 'the first piece went on before the second arrived');
   });
 
+  it('passes a HEIF whose image data comes before its meta on as it arrives, and finds the meta after it', async () => {
+    const heic = heicOf([[4000, 3000]], 3 * HEAD_BYTES, { imageDataFirst: true });
+    let arrived = 0;
+    const seen: number[] = [];
+    const counted = (async function* () {
+      for await (const piece of piecesOf(heic, 64 * 1024)) {
+        arrived += 1;
+        yield piece;
+      }
+    })();
+    const checked: CheckedFile = { contentType: null, size: 0 };
+    const out: Buffer[] = [];
+    for await (const piece of checkedFile(counted, RULES, checked)) {
+      seen.push(arrived);
+      out.push(piece);
+    }
+    assert.equal(seen[0], 1, 'the first piece went on before the second arrived: the image data is not held');
+    assert.equal(checked.contentType, 'image/heic');
+    assert.deepEqual(Buffer.concat(out), heic);
+    // The mdat's size in 64 bits, boxes between it and the meta, and pieces that cut every header.
+    for (const [variant, size] of [
+      [heicOf([[4000, 3000]], 2 * HEAD_BYTES, { imageDataFirst: true, largeSize: true }), 64 * 1024],
+      [heicOf([[4000, 3000]], 5000, { imageDataFirst: true, largeSize: true }), 7],
+      [heicOf([[4000, 3000]], 5000, { imageDataFirst: true, between: [box('free', Buffer.alloc(3000)), box('skip')] }), 7],
+    ] as const) {
+      assert.deepEqual(Buffer.concat((await passed(piecesOf(variant, size))).out), variant);
+    }
+  });
+
+  it("refuses a HEIF whose meta after its image data declares too many pixels in its largest image, before the meta's last piece goes on", async () => {
+    const bomb = heicOf(
+      [
+        [512, 512],
+        [60_000, 60_000],
+      ],
+      2 * HEAD_BYTES,
+      { imageDataFirst: true },
+    );
+    const out: Buffer[] = [];
+    await assert.rejects(async () => {
+      for await (const piece of checkedFile(piecesOf(bomb, 16 * 1024), RULES, { contentType: null, size: 0 })) out.push(piece);
+    }, /declares 3600000000 pixels.*decompression bomb/);
+    assert.ok(Buffer.concat(out).length < bomb.length - 16, 'the bytes of the meta did not all go on');
+    // Within the head held, the same.
+    await assert.rejects(passed(piecesOf(heicOf([[60_000, 60_000]], 100, { imageDataFirst: true, largeSize: true }), 5)), /decompression bomb/);
+  });
+
+  it('refuses a HEIF whose image data comes first and no meta with dimensions follows it', async () => {
+    const refusals: Array<[Buffer, RegExp]> = [
+      [heicOf(null, 2 * HEAD_BYTES, { imageDataFirst: true }), /no meta box follows its image data/],
+      [heicOf(null, 2 * HEAD_BYTES, { imageDataFirst: true, between: [box('free', Buffer.alloc(100))] }), /no meta box follows/],
+      // A meta that the file ends inside.
+      [heicOf([[1, 1]], 2 * HEAD_BYTES, { imageDataFirst: true }).subarray(0, -4), /no meta box follows/],
+      [heicOf(null, 1000, { imageDataFirst: true, between: [box('meta', u32s(0), box('iprp', box('ipco')))] }), /its meta box declares none/],
+      // More than is read for a meta.
+      [
+        heicOf(null, 1000, { imageDataFirst: true, between: [box('meta', u32s(0), box('free', Buffer.alloc(HEAD_BYTES)))] }),
+        /more than the 1024 KiB/,
+      ],
+      // An mdat of size 0 runs to the end of the file: no meta can follow it.
+      [Buffer.concat([heicOf(null, 0).subarray(0, 24), u32s(0), Buffer.from('mdat'), randomBytes(5000)]), /runs to the end of the file/],
+      [Buffer.concat([heicOf(null, 0).subarray(0, 24), u32s(4), Buffer.from('mdat'), randomBytes(5000)]), /declares 4 bytes, fewer than its header/],
+    ];
+    for (const [file, reason] of refusals) {
+      await assert.rejects(passed(piecesOf(file, 64 * 1024)), (error: Error) => {
+        assert.match(error.message, /^The image declares no dimensions/);
+        assert.match(error.message, reason);
+        return true;
+      });
+    }
+  });
+
+  it('still finds the dimensions of a HEIF whose meta comes first, and refuses it as a bomb when they are too many', async () => {
+    const heic = heicOf([[4000, 3000]], 3 * HEAD_BYTES);
+    assert.deepEqual(Buffer.concat((await passed(piecesOf(heic, 64 * 1024))).out), heic);
+    await assert.rejects(passed(piecesOf(heicOf([[60_000, 60_000]], 3 * HEAD_BYTES), 64 * 1024)), /decompression bomb/);
+  });
+
   it('refuses bytes of no accepted type before passing any on', async () => {
     const passedOn: Buffer[] = [];
     const checked: CheckedFile = { contentType: null, size: 0 };
@@ -112,5 +190,59 @@ describe('documents: a file checked as it streams', () => {
       for await (const piece of checkedFile(piecesOf(Buffer.from('PK\u0003\u0004'.padEnd(9000, 'x')), 1000), RULES, checked)) passedOn.push(piece);
     }, /accepted/);
     assert.equal(passedOn.length, 0);
+  });
+});
+
+describe('documents: a file checked where a client stored it', () => {
+  /** The checks of `file` as stored, and the ranges read of it. */
+  async function checkedStored(file: Buffer, rules = RULES): Promise<{ checked: CheckedFile; reads: Array<[number, number]> }> {
+    const reads: Array<[number, number]> = [];
+    const checked: CheckedFile = { contentType: null, size: 0 };
+    await checkStoredFile(
+      file.length,
+      async (start, bytes) => {
+        reads.push([start, bytes]);
+        return file.subarray(start, start + bytes);
+      },
+      rules,
+      checked,
+    );
+    return { checked, reads };
+  }
+
+  it('reads the head, then the meta of a HEIF where its top-level boxes put it, never the image data past the head', async () => {
+    const heic = heicOf([[4000, 3000]], 5 * HEAD_BYTES, { imageDataFirst: true, largeSize: true });
+    const metaAt = 24 + 16 + 5 * HEAD_BYTES;
+    const { checked, reads } = await checkedStored(heic);
+    assert.equal(checked.contentType, 'image/heic');
+    assert.deepEqual(reads, [
+      [0, HEAD_BYTES],
+      [metaAt, heic.length - metaAt],
+    ]);
+    const meta = heicOf([[4000, 3000]], 3 * HEAD_BYTES);
+    assert.deepEqual((await checkedStored(meta)).reads, [[0, HEAD_BYTES]], 'a meta first is in the head');
+  });
+
+  it('refuses a HEIF whose meta after its image data declares too many pixels, or that has no meta after it', async () => {
+    const bomb = heicOf(
+      [
+        [1, 1],
+        [60_000, 60_000],
+      ],
+      2 * HEAD_BYTES,
+      { imageDataFirst: true },
+    );
+    await assert.rejects(checkedStored(bomb), /decompression bomb/);
+    await assert.rejects(checkedStored(heicOf(null, 2 * HEAD_BYTES, { imageDataFirst: true })), /declares no dimensions \(HEIF: no meta box follows/);
+    const big = heicOf(null, 2 * HEAD_BYTES, { imageDataFirst: true, between: [box('meta', u32s(0), box('free', Buffer.alloc(HEAD_BYTES)))] });
+    await assert.rejects(checkedStored(big), /more than the 1024 KiB/);
+  });
+
+  it('walks many boxes after the image data with reads that each start past the last', async () => {
+    const frees = Array.from({ length: 3000 }, () => box('free', Buffer.alloc(1000)));
+    const heic = heicOf([[4000, 3000]], 2 * HEAD_BYTES, { imageDataFirst: true, between: frees });
+    const { reads } = await checkedStored(heic);
+    for (const [i, [start]] of reads.entries()) if (i > 0) assert.ok(start >= reads[i - 1]![0] + reads[i - 1]![1]);
+    assert.ok(reads.length <= 2 + Math.ceil((3000 * 1008) / HEAD_BYTES), `${reads.length} reads`);
   });
 });

@@ -3,7 +3,19 @@ import { after, before, describe, it } from 'node:test';
 import { createTestClient, type TestApp } from '../../support.ts';
 import { casesApi, newCase, untilSecondIsOver } from '../cases/support.ts';
 import { assertEventBody } from '../webhooks/event-schemas.ts';
-import { BASE, CONTENT_TYPES, documentsApi, download, postForm, sampleFile, type FormJson, documentsTestApp, STORE, storedOf } from './support.ts';
+import {
+  BASE,
+  CONTENT_TYPES,
+  documentsApi,
+  download,
+  heicOf,
+  postForm,
+  sampleFile,
+  type FormJson,
+  documentsTestApp,
+  STORE,
+  storedOf,
+} from './support.ts';
 
 describe(`documents: happy paths (${STORE} store)`, () => {
   let t: TestApp;
@@ -88,6 +100,27 @@ describe(`documents: happy paths (${STORE} store)`, () => {
       const read = (await api.get(id)).json();
       assert.equal(read.files[0].content_type, CONTENT_TYPES[type], type);
       assert.equal(read.files[0].file_type, type === 'pdf' ? 'PDF' : 'IMG');
+    }
+  });
+
+  it('accepts a HEIC whose image data comes before its meta, past the head held for dimensions, through v2 and a form', async () => {
+    const imageBytes = 1536 * 1024;
+    const files = [
+      heicOf([[4032, 3024]], imageBytes, { imageDataFirst: true }),
+      heicOf([[4032, 3024]], imageBytes, { imageDataFirst: true, largeSize: true }),
+      // The meta first, as before.
+      heicOf([[4032, 3024]], imageBytes),
+    ];
+    for (const [i, heic] of files.entries()) {
+      const answer = await api.uploadV2(heic, { fileName: `IMG_000${i}.heic` });
+      assert.equal(answer.statusCode, 200, answer.body);
+      for (const id of [answer.json().document_id as string, await api.create([heic], ['image/heic'])]) {
+        const file = (await api.get(id)).json().files[0];
+        assert.equal(file.content_type, 'image/heic');
+        assert.equal(file.file_type, 'IMG');
+        assert.equal(file.size, heic.length);
+        assert.ok((await download(t.app, file.asset_url)).rawPayload.equals(heic), `file ${i} comes back as sent`);
+      }
     }
   });
 

@@ -21,17 +21,35 @@ const PNG_1x1 = Buffer.from(
 );
 
 /** A box of ISO BMFF (HEIF): its size, its type, what it holds. */
-const box = (type: string, ...content: Buffer[]) => {
+export const box = (type: string, ...content: Buffer[]) => {
   const size = Buffer.alloc(4);
   size.writeUInt32BE(8 + content.reduce((sum, part) => sum + part.length, 0));
   return Buffer.concat([size, Buffer.from(type, 'latin1'), ...content]);
 };
-const u32s = (...values: number[]) => Buffer.from(values.flatMap((value) => [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255]));
+/** Unsigned 32-bit big-endian integers, as a box's fields are written. */
+export const u32s = (...values: number[]) =>
+  Buffer.from(values.flatMap((value) => [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255]));
+const HEIC_FTYP = box('ftyp', Buffer.from('heic'), u32s(0), Buffer.from('mif1heic'));
 /** A HEIC head: its file type, then the image's properties declaring 1 × 1 pixels (meta, iprp, ipco, ispe). */
-const HEIC_1x1 = Buffer.concat([
-  box('ftyp', Buffer.from('heic'), u32s(0), Buffer.from('mif1heic')),
-  box('meta', u32s(0), box('iprp', box('ipco', box('ispe', u32s(0, 1, 1))))),
-]);
+const HEIC_1x1 = Buffer.concat([HEIC_FTYP, box('meta', u32s(0), box('iprp', box('ipco', box('ispe', u32s(0, 1, 1)))))]);
+
+/**
+ * A HEIC of `imageBytes` random bytes of image data (`mdat`) whose meta box declares an image of each of
+ * `sizes` (width × height; null: no meta box). `imageDataFirst` puts the mdat before the meta, as some
+ * cameras and converters write it; `largeSize` writes the mdat's size in 64 bits; `between` are boxes
+ * put after the mdat, before a meta that follows it.
+ */
+export function heicOf(
+  sizes: Array<[number, number]> | null,
+  imageBytes: number,
+  options: { imageDataFirst?: boolean; largeSize?: boolean; between?: Buffer[] } = {},
+): Buffer {
+  const data = randomBytes(imageBytes);
+  const mdat = options.largeSize ? Buffer.concat([u32s(1), Buffer.from('mdat'), u32s(0, 16 + imageBytes), data]) : box('mdat', data);
+  const meta = sizes === null ? [] : [box('meta', u32s(0), box('iprp', box('ipco', ...sizes.map(([w, h]) => box('ispe', u32s(0, w, h))))))];
+  const between = options.between ?? [];
+  return Buffer.concat(options.imageDataFirst ? [HEIC_FTYP, mdat, ...between, ...meta] : [HEIC_FTYP, ...meta, mdat, ...between]);
+}
 
 /** A file of `type` with `size` bytes (padded after a valid head). */
 export function sampleFile(type: 'pdf' | 'png' | 'jpeg' | 'heic' | 'dicom' | 'zip' | 'text', size = 2048): Buffer {

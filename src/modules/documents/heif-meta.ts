@@ -1,0 +1,141 @@
+/**
+ * A HEIF's `meta` box found after its image data. Its dimensions live there (iprp/ipco/ispe), and a
+ * camera or converter may write the image data (`mdat`) first: such a file's dimensions come after all
+ * of its pixels' bytes, past any head held for them. The search walks the top-level boxes by their
+ * sizes over bytes handed to it at their offsets, skips what it does not need without keeping it, and
+ * keeps the file type (`ftyp`) and the meta, each at most `limit` bytes. A meta before any image data
+ * ends it: that one is in the file's head, where image-size finds it.
+ */
+
+/** What a box's header says. */
+interface Header {
+  type: string;
+  /** The header's own bytes (8, or 16 with a 64-bit size). */
+  headerBytes: number;
+  /** The whole box's bytes; null when it runs to the end of the file (size 0). */
+  size: number | null;
+}
+
+/** The boxes kept: the file type, for image-size to tell the format, and the meta. */
+const KEPT = new Set(['ftyp', 'meta']);
+
+export class HeifMetaSearch {
+  /** Whether an `mdat` came before the meta: the file's bytes then go on while the meta is looked for. */
+  imageDataFirst = false;
+  /** `ftyp` then `meta`, each with a plain 32-bit size as image-size reads them, once the meta is complete. */
+  found: Buffer | null = null;
+  /** Why the search ended without a meta (the rest of a refusal's message), or null. */
+  failure: string | null = null;
+  /** Whether a meta came before any image data (the search ends, keeping nothing). */
+  metaFirst = false;
+  /** The offset of the next byte the search needs. */
+  wanted = 0;
+  readonly #limit: number;
+  /** Where the box whose header is being read begins, and its header's bytes so far. */
+  #boxAt = 0;
+  readonly #header = Buffer.alloc(16);
+  #headerFilled = 0;
+  /** The body of a kept box being read. */
+  #body: { type: string; bytes: Buffer; filled: number } | null = null;
+  #ftyp: Buffer | null = null;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  get done(): boolean {
+    return this.found !== null || this.failure !== null || this.metaFirst;
+  }
+
+  /** Takes the bytes `piece` of the file, which begin at offset `at`: no later than `wanted`. */
+  feed(piece: Buffer, at: number): void {
+    if (at > this.wanted) throw new Error(`HEIF meta search: bytes from ${at} handed on, ${this.wanted} wanted`);
+    let i = this.wanted - at;
+    while (!this.done && i < piece.length) {
+      const body = this.#body;
+      if (at + i < this.wanted) {
+        // Inside a box skipped.
+        i = Math.min(piece.length, this.wanted - at);
+      } else if (body !== null) {
+        const copied = piece.copy(body.bytes, body.filled, i);
+        body.filled += copied;
+        i += copied;
+        this.wanted += copied;
+        if (body.filled === body.bytes.length) this.#kept(body.type, body.bytes);
+      } else {
+        const copied = piece.copy(this.#header, this.#headerFilled, i, i + this.#headerWanted() - this.#headerFilled);
+        this.#headerFilled += copied;
+        i += copied;
+        this.wanted += copied;
+        if (this.#headerFilled === this.#headerWanted()) this.#boxBegins(this.#parsed());
+      }
+    }
+  }
+
+  /** Header bytes needed: 8, or 16 once the first 8 say the size follows in 64 bits. */
+  #headerWanted(): number {
+    return this.#headerFilled >= 4 && this.#header.readUInt32BE(0) === 1 ? 16 : 8;
+  }
+
+  #parsed(): Header {
+    const size32 = this.#header.readUInt32BE(0);
+    const type = this.#header.toString('latin1', 4, 8);
+    if (size32 === 0) return { type, headerBytes: 8, size: null };
+    if (size32 !== 1) return { type, headerBytes: 8, size: size32 };
+    const size = this.#header.readBigUInt64BE(8);
+    return { type, headerBytes: 16, size: size > BigInt(Number.MAX_SAFE_INTEGER) ? Number.POSITIVE_INFINITY : Number(size) };
+  }
+
+  #boxBegins(header: Header): void {
+    const at = this.#boxAt;
+    this.#headerFilled = 0;
+    if (header.type === 'mdat' && this.#ftyp !== null) this.imageDataFirst = true;
+    if (header.type === 'meta' && !this.imageDataFirst) {
+      this.metaFirst = true;
+      return;
+    }
+    this.failure = this.#refusal(header, at);
+    if (this.failure !== null) return;
+    const { type, headerBytes } = header;
+    const size = header.size!;
+    if (KEPT.has(type)) {
+      this.#body = { type, bytes: Buffer.alloc(size - headerBytes), filled: 0 };
+      if (size === headerBytes) this.#kept(type, this.#body.bytes);
+    } else {
+      this.wanted = at + size;
+    }
+    this.#boxAt = at + size;
+  }
+
+  /** Why a box beginning at `at` ends the search, or null. */
+  #refusal({ type, headerBytes, size }: Header, at: number): string | null {
+    if (at === 0 && type !== 'ftyp') return 'its first box is not its file type (ftyp)';
+    // The last box (size 0): nothing can follow it.
+    if (size === null)
+      return type === 'mdat'
+        ? 'its image data runs to the end of the file, with no meta box after it'
+        : `its ${type} box runs to the end of the file`;
+    if (size < headerBytes) return `its ${type} box declares ${size} bytes, fewer than its header`;
+    if (!Number.isFinite(size)) return `its ${type} box declares more bytes than a file can have`;
+    if (KEPT.has(type) && size - headerBytes > this.#limit)
+      return `its ${type} box has ${size} bytes, more than the ${this.#limit / 1024} KiB read to find its dimensions`;
+    return null;
+  }
+
+  #kept(type: string, body: Buffer): void {
+    this.#body = null;
+    if (type === 'ftyp') {
+      this.#ftyp ??= body;
+      return;
+    }
+    this.found = Buffer.concat([boxOf('ftyp', this.#ftyp!), boxOf('meta', body)]);
+  }
+}
+
+/** A box with a plain 32-bit size: what image-size walks (it reads neither a 64-bit size nor size 0). */
+function boxOf(type: string, body: Buffer): Buffer {
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(8 + body.length);
+  header.write(type, 4, 'latin1');
+  return Buffer.concat([header, body]);
+}
