@@ -78,8 +78,43 @@ function loggedRequest(request: LoggedRequest): Record<string, unknown> {
   return { id: request.id, method: request.method, url: request.routeOptions?.url ?? maskedPath(request.url ?? '') };
 }
 
+/** A request's address as Fastify quotes it in its "Reply was already sent" warnings: `"/path?query"`. */
+const QUOTED_ADDRESS = /"(\/[^"]*)"/g;
+const ALREADY_SENT = 'Reply was already sent';
+
+function withAddressesMasked(text: string): string {
+  return text.replace(QUOTED_ADDRESS, (_quoted, address: string) => `"${maskedPath(address)}"`);
+}
+
+/** Fastify's warning of a second reply, its message and stack naming the request by its masked path. */
+function maskedWarning(error: Error & { code?: string; statusCode?: number }): Error {
+  const masked = Object.assign(new Error(withAddressesMasked(error.message)), { code: error.code, statusCode: error.statusCode });
+  masked.name = error.name;
+  masked.stack = withAddressesMasked(error.stack ?? '');
+  return masked;
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, serializers: { req: loggedRequest }, ...FORMAT }, destination);
+  return pino(
+    {
+      level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { req: loggedRequest },
+      hooks: {
+        // Fastify warns of a second reply with the request's raw address in the message, as a string
+        // or as the message of an error (which pino also takes as the line's message).
+        logMethod(args, write) {
+          const [first] = args as unknown[];
+          const error = (first as { err?: Error & { code?: string } } | null)?.err;
+          if (typeof first === 'string' && first.startsWith(ALREADY_SENT)) args[0] = withAddressesMasked(first);
+          else if (error?.code === 'FST_ERR_REP_ALREADY_SENT') args[0] = { ...(first as object), err: maskedWarning(error) };
+          write.apply(this, args as Parameters<typeof write>);
+        },
+      },
+      ...FORMAT,
+    },
+    destination,
+  );
 }
 
 /**

@@ -38,6 +38,11 @@ async function loggedApp(level: string): Promise<LoggedApp> {
   });
   // A header Node refuses to write: Fastify's own error lines then log the request.
   app.get('/probe/bad-header', { config: { auth: { anyOf: [] } } }, async (_request, reply) => reply.header('x-name', '\u6587').send('x'));
+  // An answer, then a value returned besides: Fastify warns of the second reply, naming the request.
+  app.get('/probe/sent-twice/:ref', { config: { auth: { anyOf: [] } } }, async (_request, reply) => {
+    reply.send('once');
+    return 'twice';
+  });
   await app.ready();
   const token = (await createTestClient(ctx, { scopes: ['search'] })).token;
   return {
@@ -116,6 +121,22 @@ describe(`request logs (${DIALECT})`, () => {
     for (const line of mine) assert.equal((line.req as { url: string }).url, '/probe/bad-header');
     const text = JSON.stringify(info.lines);
     assert.ok(!text.includes('SECRETLINKTOKEN') && !text.includes('patient-ref'), text);
+  });
+
+  it("Fastify's warning of a second reply names the request by its masked path, never its query or its ids", async () => {
+    info.lines.length = 0;
+    const answered = await info.app.inject({ url: '/probe/sent-twice/PATIENTREF0042?link=SECRETLINKTOKEN', headers: bearer(info.token) });
+    assert.equal(answered.body, 'once');
+    const warning = info.lines.find((line) => (line.err as { code?: string } | undefined)?.code === 'FST_ERR_REP_ALREADY_SENT');
+    assert.ok(warning, JSON.stringify(info.lines));
+    assert.match((warning.err as { message: string }).message, /"\/probe\/sent-twice\/\*" \(GET\)/);
+    // Its other form, a message of its own, when the headers went out before the reply's.
+    info.app.log.warn(
+      'Reply was already sent, did you forget to "return reply" in the "/probe/sent-twice/PATIENTREF0042?link=SECRETLINKTOKEN" (GET) route?',
+    );
+    assert.match(String(info.lines.at(-1)!.msg), /in the "\/probe\/sent-twice\/\*" \(GET\) route/);
+    const text = JSON.stringify(info.lines);
+    assert.ok(!text.includes('SECRETLINKTOKEN') && !text.includes('PATIENTREF0042'), text);
   });
 
   it('above info, only the lines written appear, still with the request id', async () => {
