@@ -3,7 +3,8 @@
  * receives and discards the same multipart body (bench/upload-sink.ts), loaded in turns (goal: ratio
  * >= 0.5); the server's peak RSS while 100 uploads of 5 MB run at once (goal: < 300 MB, the files
  * being streamed, never held whole); and the listing of 10,000 documents of one patient, its last page
- * against its first (goal: ratio <= 1.5), on SQLite and on PostgreSQL.
+ * against its first (goal: ratio <= 1.5); and the business limit's count of its bytes at 100,000 files
+ * against the SUM it replaced; on SQLite and on PostgreSQL.
  *
  * Run alone: `node bench/documents.ts` (PostgreSQL as in bench/cases.ts; skipped if unreachable);
  * BENCH_DOCUMENTS=upload or =listing runs one half, =memory the 5 MB uploads alone;
@@ -15,7 +16,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { openStorage } from '../src/db/index.ts';
+import { businessBytes } from '../src/modules/documents/repo.ts';
 import { demoToken, inProcessService, loadAgainstHello, median, round, scratchPgDatabase, spawnServer, type Figure } from './lib.ts';
 
 const PATIENT = 'bench-patient';
@@ -215,6 +218,84 @@ async function listingFigures(databaseUrl: string | null): Promise<Figure[]> {
   }
 }
 
+const COUNTED_FILES = 100_000;
+
+/**
+ * The business limit's count (repo.businessBytes, a running total kept by triggers) at 100,000 files
+ * of one business, against the SUM over its files that it replaced, measured in the same run.
+ */
+async function businessBytesFigures(databaseUrl: string | null): Promise<Figure[]> {
+  const service = await inProcessService('documents-bytes', databaseUrl);
+  const { storage, businessId } = service;
+  const db = storage.db;
+  try {
+    const now = Date.now();
+    const ids = Array.from({ length: COUNTED_FILES }, (_, i) => `f${String(i).padStart(6, '0')}`);
+    for (let from = 0; from < COUNTED_FILES; from += 500) {
+      const some = ids.slice(from, from + 500);
+      await db
+        .insertInto('documents')
+        .values(
+          some.map((id) => ({
+            ...{ business_id: businessId, id, patient_ref: PATIENT, status: 'A', source: 'api', dt: 'lr', document_date: null },
+            ...{ tags: '[]', title: null, cases: '[]', task: null, created_at: now, updated_at: now, upload_until: null },
+          })),
+        )
+        .execute();
+    }
+    // Fresh statistics, so that the file rows' foreign key checks plan on the documents as they are.
+    await sql`analyze documents`.execute(db);
+    for (let from = 0; from < COUNTED_FILES; from += 500) {
+      const some = ids.slice(from, from + 500);
+      await db
+        .insertInto('document_files')
+        .values(
+          some.map((id) => ({
+            ...{ business_id: businessId, document_id: id, idx: 0, form_id: `form-${id}`, state: 'stored', content_type: 'application/pdf' },
+            ...{ declared_size: null, size: MB, file_name: null, store: 'files', storage_key: id, claimed_at: null, stored_at: now },
+          })),
+        )
+        .execute();
+    }
+    await sql`analyze document_files`.execute(db);
+    const summed = () =>
+      db
+        .selectFrom('document_files')
+        .select((eb) => eb.fn.sum<number | string | null>(eb.fn.coalesce('size', 'declared_size')).as('bytes'))
+        .where('business_id', '=', businessId)
+        .where('state', '<>', 'removing')
+        .executeTakeFirst();
+    const timings: Record<'counted' | 'summed', number[]> = { counted: [], summed: [] };
+    for (let sample = 0; sample < 60; sample++) {
+      // Interleaved, the first rounds a warm-up, as the listing's.
+      let begun = performance.now();
+      const counted = await businessBytes(db, businessId);
+      const countedMs = performance.now() - begun;
+      begun = performance.now();
+      const sum = Number((await summed())?.bytes ?? 0);
+      const summedMs = performance.now() - begun;
+      if (counted !== COUNTED_FILES * MB || sum !== counted) throw new Error(`counted ${counted}, summed ${sum}`);
+      if (sample >= 10) {
+        timings.counted.push(countedMs);
+        timings.summed.push(summedMs);
+      }
+    }
+    const counted = median(timings.counted);
+    const summedMs = median(timings.summed);
+    return [
+      {
+        name: `business limit's count of its bytes, ${COUNTED_FILES.toLocaleString('en')} files (${storage.dialect})`,
+        value: round(counted),
+        unit: 'ms',
+        ratio: round(counted / summedMs),
+        note: `ratio to the SUM over the business's files it replaced (${round(summedMs)} ms), in the same run; median of 50 in-process reads`,
+      },
+    ];
+  } finally {
+    await service.close();
+  }
+}
+
 export async function runDocumentsBench(): Promise<Figure[]> {
   const part = process.env.BENCH_DOCUMENTS;
   const uploads = part !== 'listing';
@@ -223,10 +304,11 @@ export async function runDocumentsBench(): Promise<Figure[]> {
   const only = process.env.BENCH_DOCUMENTS_DB;
   if (only !== 'postgres') {
     if (uploads) figures.push(...(await uploadFigures(part, null)));
-    if (listing) figures.push(...(await listingFigures(null)));
+    if (listing) figures.push(...(await listingFigures(null)), ...(await businessBytesFigures(null)));
   }
   if (only === 'sqlite') return figures;
-  for (const run of [uploads && uploadFigures, listing && listingFigures]) {
+  const runs = [uploads && ((url: string) => uploadFigures(part, url)), listing && listingFigures, listing && businessBytesFigures];
+  for (const run of runs) {
     if (!run) continue;
     // A database of its own for each: the listing counts on a patient with no other documents.
     const pgDatabase = await scratchPgDatabase();
@@ -235,7 +317,7 @@ export async function runDocumentsBench(): Promise<Figure[]> {
       return figures;
     }
     try {
-      figures.push(...(run === uploadFigures ? await uploadFigures(part, pgDatabase.url) : await listingFigures(pgDatabase.url)));
+      figures.push(...(await run(pgDatabase.url)));
     } finally {
       await pgDatabase.drop();
     }
