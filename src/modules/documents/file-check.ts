@@ -120,10 +120,15 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
       heif?.feed(piece, at);
     }
     if (type === null) continue;
-    if (heif?.imageDataFirst) {
+    if (heif !== null) {
+      // A HEIF's pixels come from its meta as its top-level boxes place it, never from image-size's
+      // walk over the head (it misreads 64-bit sizes and takes a clap box as a crop of the width).
       if (heif.done) {
         checkPixels(heifPixels(heif), rules);
         heif = null;
+      } else if (!heif.imageDataFirst) {
+        if (heldBytes >= HEAD_BYTES) noDimensions();
+        continue;
       }
       result.contentType = type;
       yield* held;
@@ -150,7 +155,7 @@ export async function* checkedFile(source: AsyncIterable<Buffer>, rules: FileRul
     const head = joined(held, heldBytes);
     type ??= await checkType(head, rules);
     heif ??= heifSearchOf(type, held);
-    if (heif?.imageDataFirst) checkPixels(heifPixels(heif), rules);
+    if (heif !== null) checkPixels(heifPixels(heif), rules);
     else if (type.startsWith('image/')) checkPixels(declaredPixels(head) ?? noDimensions(), rules);
     result.contentType = type;
     yield* held;
@@ -186,9 +191,9 @@ export async function checkStoredFile(size: number, read: ReadAt, rules: FileRul
   const head = await read(0, Math.min(size, HEAD_BYTES));
   const type = await checkType(head, rules);
   const heif = heifSearchOf(type, [head]);
-  if (heif?.imageDataFirst) {
+  if (heif !== null) {
     // Each read takes all the search wants up to its end, so each starts past the last.
-    while (!heif.done && heif.wanted < size) {
+    while (heif.imageDataFirst && !heif.done && heif.wanted < size) {
       const at = heif.wanted;
       const bytes = await read(at, Math.min(size - at, HEAD_BYTES));
       if (bytes.length === 0) break;
@@ -215,8 +220,11 @@ function heifSearchOf(type: string, head: Buffer[]): HeifMetaSearch | null {
 
 /** The pixels the meta box a search found declares; refuses when it found none (the file is over). */
 function heifPixels(search: HeifMetaSearch): number {
-  if (search.found === null) noDimensions(`(HEIF: ${search.failure ?? 'no meta box follows its image data'})`);
-  return declaredPixels(search.found) ?? noDimensions('(HEIF: its meta box declares none)');
+  if (search.found === null) {
+    if (!search.imageDataFirst && search.failure === null) noDimensions();
+    noDimensions(`(HEIF: ${search.failure ?? 'no meta box follows its image data'})`);
+  }
+  return search.pixels() ?? noDimensions('(HEIF: its meta box declares none)');
 }
 
 /** The accepted type the bytes are of, or a 415. */

@@ -19,6 +19,9 @@ interface Header {
 /** The boxes kept: the file type, for image-size to tell the format, and the meta. */
 const KEPT = new Set(['ftyp', 'meta']);
 
+/** Top-level boxes walked at most: a HEIF has a handful; each costs a parse, whatever its size (8 bytes). */
+const MAX_BOXES = 1024;
+
 export class HeifMetaSearch {
   /** Whether an `mdat` came before the meta: the file's bytes then go on while the meta is looked for. */
   imageDataFirst = false;
@@ -26,7 +29,7 @@ export class HeifMetaSearch {
   found: Buffer | null = null;
   /** Why the search ended without a meta (the rest of a refusal's message), or null. */
   failure: string | null = null;
-  /** Whether a meta came before any image data (the search ends, keeping nothing). */
+  /** Whether the meta came before any image data (it is then kept as after it). */
   metaFirst = false;
   /** The offset of the next byte the search needs. */
   wanted = 0;
@@ -38,13 +41,24 @@ export class HeifMetaSearch {
   /** The body of a kept box being read. */
   #body: { type: string; bytes: Buffer; filled: number } | null = null;
   #ftyp: Buffer | null = null;
+  /** The kept meta's body. */
+  #meta: Buffer | null = null;
+  #boxes = 0;
 
   constructor(limit: number) {
     this.#limit = limit;
   }
 
   get done(): boolean {
-    return this.found !== null || this.failure !== null || this.metaFirst;
+    return this.found !== null || this.failure !== null;
+  }
+
+  /**
+   * The pixels of the largest image the kept meta declares (its ispe properties, as a decoder reads
+   * them: by their boxes' sizes, 64-bit ones included, and before any crop), or null.
+   */
+  pixels(): number | null {
+    return this.#meta === null ? null : ispePixels(this.#meta);
   }
 
   /** Takes the bytes `piece` of the file, which begin at offset `at`: no later than `wanted`. */
@@ -90,11 +104,8 @@ export class HeifMetaSearch {
     const at = this.#boxAt;
     this.#headerFilled = 0;
     if (header.type === 'mdat' && this.#ftyp !== null) this.imageDataFirst = true;
-    if (header.type === 'meta' && !this.imageDataFirst) {
-      this.metaFirst = true;
-      return;
-    }
-    this.failure = this.#refusal(header, at);
+    if (header.type === 'meta' && !this.imageDataFirst) this.metaFirst = true;
+    this.failure = ++this.#boxes > MAX_BOXES ? `it has more than ${MAX_BOXES} top-level boxes` : this.#refusal(header, at);
     if (this.failure !== null) return;
     const { type, headerBytes } = header;
     const size = header.size!;
@@ -128,8 +139,48 @@ export class HeifMetaSearch {
       this.#ftyp ??= body;
       return;
     }
+    this.#meta = body;
     this.found = Buffer.concat([boxOf('ftyp', this.#ftyp!), boxOf('meta', body)]);
   }
+}
+
+/** The boxes directly in `body`, each as its type and its own body; null when one does not fit. */
+function children(body: Buffer): Array<{ type: string; body: Buffer }> | null {
+  const found: Array<{ type: string; body: Buffer }> = [];
+  for (let at = 0; at < body.length; ) {
+    if (body.length - at < 8) return null;
+    const size32 = body.readUInt32BE(at);
+    const type = body.toString('latin1', at + 4, at + 8);
+    let header = 8;
+    let size: number;
+    if (size32 === 0) size = body.length - at;
+    else if (size32 === 1) {
+      if (body.length - at < 16) return null;
+      const large = body.readBigUInt64BE(at + 8);
+      header = 16;
+      size = large > BigInt(body.length - at) ? Number.POSITIVE_INFINITY : Number(large);
+    } else size = size32;
+    if (size < header || size > body.length - at) return null;
+    found.push({ type, body: body.subarray(at + header, at + size) });
+    at += size;
+  }
+  return found;
+}
+
+/** The largest width x height of the ispe properties of a meta box's body (iprp/ipco); null without one. */
+export function ispePixels(meta: Buffer): number | null {
+  // meta and ispe are full boxes: version and flags first.
+  const iprp = children(meta.subarray(4))?.find((child) => child.type === 'iprp');
+  const ipco = iprp && children(iprp.body)?.find((child) => child.type === 'ipco');
+  const properties = ipco && children(ipco.body);
+  if (!properties) return null;
+  let pixels = 0;
+  for (const { type, body } of properties) {
+    if (type !== 'ispe') continue;
+    if (body.length < 12) return null;
+    pixels = Math.max(pixels, body.readUInt32BE(4) * body.readUInt32BE(8));
+  }
+  return pixels > 0 ? pixels : null;
 }
 
 /** A box with a plain 32-bit size: what image-size walks (it reads neither a 64-bit size nor size 0). */

@@ -239,10 +239,44 @@ describe('documents: a file checked where a client stored it', () => {
   });
 
   it('walks many boxes after the image data with reads that each start past the last', async () => {
-    const frees = Array.from({ length: 3000 }, () => box('free', Buffer.alloc(1000)));
+    const frees = Array.from({ length: 1000 }, () => box('free', Buffer.alloc(3000)));
     const heic = heicOf([[4000, 3000]], 2 * HEAD_BYTES, { imageDataFirst: true, between: frees });
     const { reads } = await checkedStored(heic);
     for (const [i, [start]] of reads.entries()) if (i > 0) assert.ok(start >= reads[i - 1]![0] + reads[i - 1]![1]);
-    assert.ok(reads.length <= 2 + Math.ceil((3000 * 1008) / HEAD_BYTES), `${reads.length} reads`);
+    assert.ok(reads.length <= 2 + Math.ceil((1000 * 3008) / HEAD_BYTES), `${reads.length} reads`);
+    // Boxes of 8 bytes cost a parse each: past 1024 of them, the file is refused (no HEIF has so many).
+    const many = heicOf([[4000, 3000]], 1000, { imageDataFirst: true, between: [Buffer.concat(Array.from({ length: 2000 }, () => box('free')))] });
+    await assert.rejects(checkedStored(many), /more than 1024 top-level boxes/);
+    await assert.rejects(passed(piecesOf(many, 64 * 1024)), /more than 1024 top-level boxes/);
+  });
+
+  it("counts a HEIF's pixels as a decoder reads its boxes, whatever image-size would make of them", async () => {
+    const box64 = (type: string, ...content: Buffer[]) => {
+      const header = Buffer.alloc(16);
+      header.writeUInt32BE(1);
+      header.write(type, 4, 'latin1');
+      header.writeBigUInt64BE(BigInt(16 + content.reduce((sum, part) => sum + part.length, 0)), 8);
+      return Buffer.concat([header, ...content]);
+    };
+    const ispe = (width: number, height: number) => box('ispe', u32s(0, width, height));
+    const meta = (...properties: Buffer[]) => box('meta', u32s(0), box('iprp', box('ipco', ...properties)));
+    const ftyp = heicOf(null, 0).subarray(0, 24);
+    const mdat = box('mdat', randomBytes(2 * HEAD_BYTES));
+    // image-size takes a clap box's second field from the width: 60,000 x 60,000 would count as 1 x 60,000.
+    const clap = box('clap', u32s(60_000, 59_999, 60_000, 1, 0, 1, 0, 1));
+    // image-size steps 8 bytes into a 64-bit box: a fake 1 x 1 meta in its body, or a box there that jumps the real ispe.
+    const inner = Buffer.alloc(8);
+    inner.writeUInt32BE(8 + ispe(60_000, 60_000).length);
+    inner.write('skip', 4, 'latin1');
+    const bombs = {
+      'clap, meta first': Buffer.concat([ftyp, meta(ispe(60_000, 60_000), clap), mdat]),
+      'clap, image data first': Buffer.concat([ftyp, mdat, meta(ispe(60_000, 60_000), clap)]),
+      'a fake meta in a 64-bit box': Buffer.concat([ftyp, box64('free', meta(ispe(1, 1))), meta(ispe(60_000, 60_000)), mdat]),
+      'an ispe jumped by a 64-bit property': Buffer.concat([ftyp, meta(box64('free', inner), ispe(60_000, 60_000), ispe(1, 1)), mdat]),
+    };
+    for (const [name, bomb] of Object.entries(bombs)) {
+      await assert.rejects(passed(piecesOf(bomb, 64 * 1024)), /declares 3600000000 pixels/, name);
+      await assert.rejects(checkedStored(bomb), /declares 3600000000 pixels/, name);
+    }
   });
 });
