@@ -78,15 +78,20 @@ function loggedRequest(request: LoggedRequest): Record<string, unknown> {
   return { id: request.id, method: request.method, url: request.routeOptions?.url ?? maskedPath(request.url ?? '') };
 }
 
-/** A request's address as Fastify quotes it in its "Reply was already sent" warnings: `"/path?query"`. */
-const QUOTED_ADDRESS = /"(\/[^"]*)"/g;
+/**
+ * The request's address in Fastify's "Reply was already sent" warnings, `in "<address>" (GET)?` or
+ * `in the "<address>" (GET) route?`: all of the line up to its last `" (`, since an address may hold a
+ * quote or be in absolute form (`http://host/path?query`). It is left out whole: the line's request
+ * id leads to the request's own line, which names its route.
+ */
+const QUOTED_ADDRESS = /( in (?:the )?")(.*)(" \([A-Z]+\)(?: route)?\?)$/m;
 const ALREADY_SENT = 'Reply was already sent';
 
 function withAddressesMasked(text: string): string {
-  return text.replace(QUOTED_ADDRESS, (_quoted, address: string) => `"${maskedPath(address)}"`);
+  return text.replace(QUOTED_ADDRESS, (_line, before: string, _address: string, after: string) => `${before}*${after}`);
 }
 
-/** Fastify's warning of a second reply, its message and stack naming the request by its masked path. */
+/** Fastify's warning of a second reply, its message and stack without the request's address. */
 function maskedWarning(error: Error & { code?: string; statusCode?: number }): Error {
   const masked = Object.assign(new Error(withAddressesMasked(error.message)), { code: error.code, statusCode: error.statusCode });
   masked.name = error.name;

@@ -11,14 +11,21 @@ import { isPostgres } from '../dialect.ts';
  * A file counts its size once stored, its declared size before (a form not used yet, an upload's
  * reservation), nothing once it is being removed. On PostgreSQL a business's total is spread over
  * 16 rows, one picked by each transaction's id: concurrent uploads of one business would otherwise
- * queue on one row, each holding it through its commit's flush; one transaction keeps to one row,
- * so two transactions cannot hold each other's.
+ * queue on one row, each holding it through its commit's flush. A transaction keeps to one row of
+ * each business, so two of them share one only when their ids agree (one in 16) and then queue.
  */
 function counted(row = ''): string {
   return `case when ${row}state = 'removing' then 0 else coalesce(${row}size, ${row}declared_size, 0) end`;
 }
 
 export async function up(db: Kysely<any>): Promise<void> {
+  // PostgreSQL runs the migrations in one transaction; SQLite's need one of their own, so that a write
+  // of another process cannot come between the triggers and the count, nor a crash leave half of it.
+  if (isPostgres(db)) await counted0039(db);
+  else await db.transaction().execute(counted0039);
+}
+
+async function counted0039(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('document_bytes')
     .addColumn('business_id', 'text', (c) => c.notNull())

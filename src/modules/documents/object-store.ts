@@ -184,15 +184,19 @@ export class ObjectFileStore implements FileStore, DirectStore {
     const Range = `bytes=${start}-${start + bytes - 1}`;
     const answer = await client.send(new s3.GetObjectCommand({ Bucket: this.#config.bucket, Key: this.#key(key), Range }));
     // A store that ignored Range would answer the object from its start: not the bytes asked for.
+    const body = answer.Body as AsyncIterable<Buffer> & { destroy?: () => void };
     if (start > 0 && !answer.ContentRange?.startsWith(`bytes ${start}-`)) {
+      // Its connection goes back to the pool only once the body is read or destroyed.
+      body.destroy?.();
       throw new Error(`object store: a read from byte ${start} answered ${answer.ContentRange ?? 'the whole object'}`);
     }
     const pieces: Buffer[] = [];
     let held = 0;
-    // No more than asked is kept, whatever the store sends.
-    for await (const piece of answer.Body as AsyncIterable<Buffer>) {
-      if (held < bytes) pieces.push(piece);
+    // No more than asked is read, whatever the store sends: leaving the loop destroys the body.
+    for await (const piece of body) {
+      pieces.push(piece);
       held += piece.length;
+      if (held >= bytes) break;
     }
     return Buffer.concat(pieces).subarray(0, bytes);
   }
