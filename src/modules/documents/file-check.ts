@@ -244,7 +244,7 @@ async function checkType(head: Buffer, rules: FileRules): Promise<string> {
  * The pixels an image's header declares (a HEIF's largest image: its first may be a tile of it), or
  * null when its dimensions are not (yet) in `head`.
  */
-function declaredPixels(head: Buffer): number | null {
+export function declaredPixels(head: Buffer): number | null {
   try {
     const found = imageSize(head);
     const pixels = Math.max(...[found, ...(found.images ?? [])].map(({ width, height }) => (width ?? 0) * (height ?? 0)));

@@ -598,7 +598,7 @@ export class DocumentsService {
   }
 
   /**
-   * The documents.thumbnail job: a thumbnail for each of the document's JPEG, PNG and PDF files that
+   * The documents.thumbnail job: a thumbnail for each of the document's JPEG, PNG, HEIF and PDF files that
    * has none (thumbnails.ts), stored by the default store, once this process's uploads are over
    * (#afterUploads), one document at a time in this process. A file deleted or replaced meanwhile keeps
    * none: what was written for it is removed.

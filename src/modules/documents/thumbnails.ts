@@ -1,95 +1,69 @@
 /**
- * Thumbnails of documents' JPEG and PNG files and of a PDF's first page: a JPEG of at most
- * THUMBNAIL_EDGE pixels a side, made by the documents.thumbnail job once a document's files are
+ * Thumbnails of documents' JPEG, PNG and HEIC/HEIF files and of a PDF's first page: a JPEG of at
+ * most THUMBNAIL_EDGE pixels a side, made by the documents.thumbnail job once a document's files are
  * stored (never on a request's path), kept by the file store as files are and served by a
  * short-lived link as files are. Decoding costs 4 bytes a pixel, so an image is decoded only when the
- * dimensions its header declares are within THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely
- * huge scan, gets no thumbnail; the upload's own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what
- * is stored), and a PDF's embedded images over it are left out. A PDF is rendered by pdf.js in a
- * worker thread of its own (PDF_THREAD), ended after PDF_RENDER_MS, when its heap passes PDF_HEAP_MB,
- * or when the process's resident memory grows by PDF_MEMORY_MB while it runs: no PDF can stall the
- * event loop, hold the job or take the process's memory.
+ * pixels its header declares (a HEIF's largest image, as the upload counted them) are within
+ * THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely huge scan, gets no thumbnail; the upload's
+ * own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what is stored), and a PDF's embedded images over
+ * it are left out. A PDF is rendered by pdf.js, and a HEIF's primary image decoded by libheif (the
+ * libheif-js package's WebAssembly build: no native build), each in a worker thread of its own
+ * (PDF_THREAD, HEIF_THREAD, run by inThread), ended after THREAD_MS, when its heap passes
+ * THREAD_HEAP_MB, or when the process's resident memory grows by THREAD_MEMORY_MB while it runs (for
+ * a HEIF, more with its declared pixels: HEIF_BYTES_PER_PIXEL): no file can stall the event loop,
+ * hold the job or take the process's memory. A file that does not decode within them gets no
+ * thumbnail, and the job goes on.
  */
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { imageSize } from 'image-size';
+import { declaredPixels } from './file-check.ts';
 
 export const THUMBNAIL_EDGE = 256;
 /** 25 megapixels: 100 MB of pixels while the job decodes one. */
 export const THUMBNAIL_MAX_PIXELS = 25_000_000;
-export const THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'application/pdf']);
-const PDF_RENDER_MS = 20_000;
-const PDF_HEAP_MB = 192;
+export const THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/heic', 'image/heif', 'application/pdf']);
+const HEIF_TYPES: ReadonlySet<string> = new Set(['image/heic', 'image/heif']);
+/** How long a thread may take to make one thumbnail. */
+const THREAD_MS = 20_000;
+const THREAD_HEAP_MB = 192;
 /**
  * The thread's limit on the memory it may add to the process. The heap limit does not cover what
- * pdf.js inflates a compressed stream into (ArrayBuffers, outside the heap): a PDF of 300 KB whose
- * page content inflates to 300 MB of spaces took the process from 74 to 793 MB.
+ * lives outside the heap: what pdf.js inflates a compressed stream into (a PDF of 300 KB whose page
+ * content inflates to 300 MB of spaces took the process from 74 to 793 MB), libheif's WebAssembly
+ * memory and the decoded pixels.
  */
-export const PDF_MEMORY_MB = 256;
-/** How often the process's resident memory is read while a PDF renders. */
+export const THREAD_MEMORY_MB = 256;
+/** How often the process's resident memory is read while a thread runs. */
 const MEMORY_WATCH_MS = 20;
 
-/** A JPEG thumbnail of the file (a PDF's first page), or null when it gets none. */
+/** A JPEG thumbnail of the file (a PDF's first page, a HEIF's primary image), or null when it gets none. */
 export function thumbnailOfFile(contentType: string, bytes: Buffer): Promise<Buffer | null> {
-  return contentType === 'application/pdf' ? pdfThumbnailOf(bytes) : thumbnailOf(bytes);
+  if (contentType === 'application/pdf') return pdfThumbnailOf(bytes);
+  if (HEIF_TYPES.has(contentType)) return heifThumbnailOf(bytes);
+  return thumbnailOf(bytes);
 }
-
-/** Bytes at a PDF's end that must hold its trailer's `startxref`: a file without one gets no thumbnail, and no thread. */
-const PDF_TAIL_BYTES = 1024;
 
 /**
- * The thread's code: plain JavaScript, so that the thread loads no TypeScript support (it costs
- * memory in each isolate). pdf.js parses and draws on the thread that calls it, so a hostile PDF
- * stalls only this thread, which is ended when its time is up.
+ * Runs `code` (plain JavaScript, so that the thread loads no TypeScript support: it costs memory in
+ * each isolate) in a worker thread of its own, with `file` as workerData.file and `data` beside it.
+ * The thread posts a JPEG or null; it is ended when it has, or when THREAD_MS pass, its heap passes
+ * THREAD_HEAP_MB, or the process's resident memory grows by `memoryMb`. Null unless it posted a JPEG.
  */
-const PDF_THREAD = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { pathToFileURL } = require('node:url');
-(async () => {
-  const { pdf, edge, maxImagePixels, pdfjs, canvasModule, fonts } = workerData;
-  const { getDocument } = await import(pathToFileURL(pdfjs).href);
-  const { createCanvas } = require(canvasModule);
-  const document = await getDocument({ data: pdf, disableFontFace: true, standardFontDataUrl: fonts, maxImageSize: maxImagePixels, verbosity: 0 }).promise;
-  const page = await document.getPage(1);
-  const whole = page.getViewport({ scale: 1 });
-  if (!(whole.width > 0 && whole.height > 0)) return null;
-  const viewport = page.getViewport({ scale: edge / Math.max(whole.width, whole.height) });
-  const canvas = createCanvas(Math.max(1, Math.round(viewport.width)), Math.max(1, Math.round(viewport.height)));
-  const context = canvas.getContext('2d');
-  context.fillStyle = '#fff';
-  context.fillRect(0, 0, canvas.width, canvas.height);
-  await page.render({ canvas, canvasContext: context, viewport }).promise;
-  return canvas.encode('jpeg', 80);
-})().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
-`;
-
-/** Where the thread finds pdf.js, the canvas and pdf.js's standard fonts. */
-function pdfModules(): { pdfjs: string; canvasModule: string; fonts: string } {
-  const require = createRequire(import.meta.url);
-  const pdfjs = require.resolve('pdfjs-dist/legacy/build/pdf.mjs');
-  return {
-    pdfjs,
-    canvasModule: require.resolve('@napi-rs/canvas'),
-    fonts: `${path.join(path.dirname(require.resolve('pdfjs-dist/package.json')), 'standard_fonts')}/`,
-  };
-}
-
-/** The first page of a PDF as a JPEG thumbnail, rendered in a worker thread; null when it does not render within its limits. */
-export function pdfThumbnailOf(pdf: Buffer, memoryMb = PDF_MEMORY_MB): Promise<Buffer | null> {
-  if (!pdf.subarray(Math.max(0, pdf.length - PDF_TAIL_BYTES)).includes('startxref')) return Promise.resolve(null);
+function inThread(code: string, file: Buffer, data: Record<string, unknown>, memoryMb: number): Promise<Buffer | null> {
   return new Promise((resolve) => {
     // The file's own memory moves to the thread when it is a whole ArrayBuffer (as a concatenation is), else a copy does.
-    const whole = pdf.byteOffset === 0 && pdf.byteLength === pdf.buffer.byteLength && pdf.buffer instanceof ArrayBuffer;
-    const data = whole ? new Uint8Array(pdf.buffer as ArrayBuffer) : new Uint8Array(pdf);
-    const worker = new Worker(PDF_THREAD, {
+    const whole = file.byteOffset === 0 && file.byteLength === file.buffer.byteLength && file.buffer instanceof ArrayBuffer;
+    const bytes = whole ? new Uint8Array(file.buffer as ArrayBuffer) : new Uint8Array(file);
+    const worker = new Worker(code, {
       eval: true,
-      workerData: { pdf: data, edge: THUMBNAIL_EDGE, maxImagePixels: THUMBNAIL_MAX_PIXELS, ...pdfModules() },
-      transferList: [data.buffer],
-      resourceLimits: { maxOldGenerationSizeMb: PDF_HEAP_MB },
+      workerData: { ...data, file: bytes },
+      transferList: [bytes.buffer],
+      resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
     });
     let answer: Buffer | null = null;
-    const timer = setTimeout(() => void worker.terminate(), PDF_RENDER_MS);
+    const timer = setTimeout(() => void worker.terminate(), THREAD_MS);
     const ceiling = process.memoryUsage.rss() + memoryMb * 1024 * 1024;
     const watch = setInterval(() => {
       if (process.memoryUsage.rss() > ceiling) void worker.terminate();
@@ -107,16 +81,119 @@ export function pdfThumbnailOf(pdf: Buffer, memoryMb = PDF_MEMORY_MB): Promise<B
   });
 }
 
+/** Where a thread finds a module: resolved here, where the application's node_modules are. */
+const resolved = (name: string) => createRequire(import.meta.url).resolve(name);
+
+/** Bytes at a PDF's end that must hold its trailer's `startxref`: a file without one gets no thumbnail, and no thread. */
+const PDF_TAIL_BYTES = 1024;
+
+/** The PDF thread: pdf.js parses and draws on the thread that calls it, so a hostile PDF stalls only this thread. */
+const PDF_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { pathToFileURL } = require('node:url');
+(async () => {
+  const { file, edge, maxImagePixels, pdfjs, canvasModule, fonts } = workerData;
+  const { getDocument } = await import(pathToFileURL(pdfjs).href);
+  const { createCanvas } = require(canvasModule);
+  const document = await getDocument({ data: file, disableFontFace: true, standardFontDataUrl: fonts, maxImageSize: maxImagePixels, verbosity: 0 }).promise;
+  const page = await document.getPage(1);
+  const whole = page.getViewport({ scale: 1 });
+  if (!(whole.width > 0 && whole.height > 0)) return null;
+  const viewport = page.getViewport({ scale: edge / Math.max(whole.width, whole.height) });
+  const canvas = createCanvas(Math.max(1, Math.round(viewport.width)), Math.max(1, Math.round(viewport.height)));
+  const context = canvas.getContext('2d');
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  await page.render({ canvas, canvasContext: context, viewport }).promise;
+  return canvas.encode('jpeg', 80);
+})().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
+`;
+
+/** The first page of a PDF as a JPEG thumbnail, rendered in a worker thread; null when it does not render within its limits. */
+export function pdfThumbnailOf(pdf: Buffer, memoryMb = THREAD_MEMORY_MB): Promise<Buffer | null> {
+  if (!pdf.subarray(Math.max(0, pdf.length - PDF_TAIL_BYTES)).includes('startxref')) return Promise.resolve(null);
+  const pdfjs = resolved('pdfjs-dist/legacy/build/pdf.mjs');
+  const fonts = `${path.join(path.dirname(resolved('pdfjs-dist/package.json')), 'standard_fonts')}/`;
+  return inThread(
+    PDF_THREAD,
+    pdf,
+    { edge: THUMBNAIL_EDGE, maxImagePixels: THUMBNAIL_MAX_PIXELS, pdfjs, canvasModule: resolved('@napi-rs/canvas'), fonts },
+    memoryMb,
+  );
+}
+
+/**
+ * The HEIF thread: libheif (WebAssembly, its binary read once by this process and handed over)
+ * decodes the primary image, the one a viewer shows (a HEIF may hold others, and tiles of it), to
+ * RGBA in its own memory, put on a canvas from there, drawn scaled onto white and encoded as the
+ * JPEG/PNG path does. An image over the budget, whatever its header declared, is not decoded. libheif-js logs its failures on
+ * stdout: not here.
+ */
+const HEIF_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+console.log = () => {};
+(async () => {
+  const { file, edge, maxPixels, libheif: factory, wasm, canvasModule } = workerData;
+  let initialised;
+  const ready = new Promise((resolve) => { initialised = resolve; });
+  const libheif = require(factory)({ wasmBinary: wasm, print() {}, printErr() {}, onRuntimeInitialized: () => initialised() });
+  await ready;
+  const images = new libheif.HeifDecoder().decode(file);
+  const image = images.find((candidate) => candidate.is_primary()) ?? images[0];
+  if (!image || image.get_width() * image.get_height() > maxPixels) return null;
+  const decoded = await libheif.heif_js_decode_image2(image.handle, libheif.heif_colorspace.heif_colorspace_RGB, libheif.heif_chroma.heif_chroma_interleaved_RGBA);
+  const plane = decoded?.channels?.find((channel) => channel.id === libheif.heif_channel.heif_channel_interleaved);
+  if (!plane || !(plane.width > 0 && plane.height > 0) || plane.stride % 4 !== 0) return null;
+  const { width, height, stride } = plane;
+  const { createCanvas, ImageData } = require(canvasModule);
+  // The rows as libheif left them in its memory (stride bytes apart), put without a copy of their own.
+  const rows = new ImageData(new Uint8ClampedArray(plane.data.buffer, plane.data.byteOffset, stride * height), stride / 4, height);
+  const source = createCanvas(width, height);
+  source.getContext('2d').putImageData(rows, 0, 0, 0, 0, width, height);
+  const scale = Math.min(1, edge / Math.max(width, height));
+  const canvas = createCanvas(Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale)));
+  const context = canvas.getContext('2d');
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.drawImage(source, 0, 0, canvas.width, canvas.height);
+  return canvas.encode('jpeg', 80);
+})().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
+`;
+
+/** libheif's WebAssembly binary, read on the first HEIF (1.4 MB) and kept: each thread compiles it from these bytes. */
+let libheifWasm: Uint8Array | null = null;
+
+/**
+ * What a HEIF's thread adds to the process for each pixel: libheif's copy of the file, its decoded
+ * planes and their RGBA in its WebAssembly memory, then the canvas they are put on. Measured: 206 MB
+ * for 12 megapixels, 410 MB for 24.5 (an iPhone's default), so the thread's limit grows with the pixels
+ * declared, from THREAD_MEMORY_MB: 16 bytes a pixel and HEIF_BASE_MB over.
+ */
+const HEIF_BYTES_PER_PIXEL = 16;
+const HEIF_BASE_MB = 96;
+
+/**
+ * A HEIF's primary image as a JPEG thumbnail, decoded in a worker thread; null when it declares too
+ * many pixels, or does not decode within its limits.
+ */
+export function heifThumbnailOf(heif: Buffer, memoryMb?: number): Promise<Buffer | null> {
+  const pixels = declaredPixels(heif);
+  if (pixels === null || pixels > THUMBNAIL_MAX_PIXELS) return Promise.resolve(null);
+  const libheif = resolved('libheif-js/libheif-wasm/libheif.js');
+  libheifWasm ??= new Uint8Array(readFileSync(path.join(path.dirname(libheif), 'libheif.wasm')));
+  const limit = memoryMb ?? Math.max(THREAD_MEMORY_MB, HEIF_BASE_MB + Math.ceil((pixels * HEIF_BYTES_PER_PIXEL) / 1024 / 1024));
+  return inThread(
+    HEIF_THREAD,
+    heif,
+    { edge: THUMBNAIL_EDGE, maxPixels: THUMBNAIL_MAX_PIXELS, libheif, wasm: libheifWasm, canvasModule: resolved('@napi-rs/canvas') },
+    limit,
+  );
+}
+
 /** A JPEG thumbnail of the image, or null when it gets none (too many pixels declared, or it does not decode). */
 export async function thumbnailOf(image: Buffer): Promise<Buffer | null> {
-  let width = 0;
-  let height = 0;
-  try {
-    ({ width = 0, height = 0 } = imageSize(image));
-  } catch {
-    return null;
-  }
-  if (width <= 0 || height <= 0 || width * height > THUMBNAIL_MAX_PIXELS) return null;
+  const pixels = declaredPixels(image);
+  if (pixels === null || pixels > THUMBNAIL_MAX_PIXELS) return null;
   // Loaded on the first thumbnail, not with the module: Skia's library costs every process memory.
   const { createCanvas, loadImage } = await import('@napi-rs/canvas');
   let decoded: Awaited<ReturnType<typeof loadImage>>;

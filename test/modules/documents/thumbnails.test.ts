@@ -1,10 +1,11 @@
-/** Thumbnails: made by a job for JPEG, PNG and PDF files, listed as metadata.thumbnail, served by a short-lived link, removed with their file. */
+/** Thumbnails: made by a job for JPEG, PNG, HEIC/HEIF and PDF files, listed as metadata.thumbnail, served by a short-lived link, removed with their file. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createCanvas } from '@napi-rs/canvas';
-import { imageSize } from 'image-size';
+import { readFileSync } from 'node:fs';
 import { createDeflate } from 'node:zlib';
-import { pdfThumbnailOf } from '../../../src/modules/documents/thumbnails.ts';
+import { createCanvas, loadImage } from '@napi-rs/canvas';
+import { imageSize } from 'image-size';
+import { heifThumbnailOf, pdfThumbnailOf } from '../../../src/modules/documents/thumbnails.ts';
 import { createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
 import { documentsApi, documentsTestApp, download, sampleFile, STORE, storedOf, writeUnrecordedThumbnail } from './support.ts';
@@ -88,6 +89,41 @@ function declaredHuge(): Buffer {
   return png;
 }
 
+/** A real HEIC of fixtures/ (README.md there says how each was made). */
+const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
+
+/** The HEIC fixture's 320 × 240 image with its header (ispe) declaring 6000 × 5000 pixels (30 megapixels): accepted, never decoded. */
+function heicDeclaredHuge(): Buffer {
+  const heic = fixture('landscape-320x240.heic');
+  // ispe: its type, then version and flags, width and height.
+  const ispe = heic.indexOf('ispe');
+  heic.writeUInt32BE(6000, ispe + 8);
+  heic.writeUInt32BE(5000, ispe + 12);
+  return heic;
+}
+
+/** The two-image fixture with its primary item (pitm) made the second image, the landscape one (id 2), instead of the first. */
+function heicSecondPrimary(): Buffer {
+  const heic = fixture('two-images.heic');
+  // pitm: its type, then version 0 and flags, and a 16-bit item id.
+  const pitm = heic.indexOf('pitm');
+  assert.equal(heic.readUInt16BE(pitm + 8), 1);
+  heic.writeUInt16BE(2, pitm + 8);
+  return heic;
+}
+
+/** The colour of a JPEG's pixel at (x, y), as [r, g, b]. */
+async function colourAt(jpeg: Buffer, x: number, y: number): Promise<number[]> {
+  const decoded = await loadImage(jpeg);
+  const canvas = createCanvas(decoded.width, decoded.height);
+  const context = canvas.getContext('2d');
+  context.drawImage(decoded, 0, 0);
+  return [...context.getImageData(x, y, 1, 1).data.subarray(0, 3)];
+}
+
+/** Whether two colours are within JPEG's error of each other. */
+const near = (a: number[], b: number[]) => a.every((value, i) => Math.abs(value - b[i]!) <= 24);
+
 describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
   let t: TestApp & { objectsDir: string | null };
   let client: TestClient;
@@ -134,6 +170,37 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     assert.equal((await download(t.app, forged)).statusCode, 403);
   });
 
+  it("a HEIC's primary image gets a thumbnail of at most 256 px a side, of its colours", async () => {
+    const api = documentsApi(t.app, client.token, 'pt-heic');
+    const landscape = await api.create([fixture('landscape-320x240.heic')], ['image/heic']);
+    const firstPrimary = await api.create([fixture('two-images.heic')], ['image/heif']);
+    const secondPrimary = await api.create([heicSecondPrimary()], ['image/heic']);
+    await t.ctx.jobs.runDue();
+    const listed = await thumbnails('pt-heic');
+    const thumbnailOf = async (id: string) => {
+      const answer = await download(t.app, listed.get(id)!);
+      assert.equal(answer.statusCode, 200, answer.body);
+      assert.match(String(answer.headers['content-type']), /^image\/jpeg/);
+      return answer.rawPayload;
+    };
+    const green = [0x33, 0xaa, 0x77];
+    const blue = [0x33, 0x77, 0xaa];
+    const red = [0xcc, 0x33, 0x33];
+    for (const [id, width, height, ground] of [
+      [landscape, 256, 192, green],
+      [firstPrimary, 144, 256, blue],
+      // Not the first image: the one the file names primary.
+      [secondPrimary, 256, 192, green],
+    ] as const) {
+      const jpeg = await thumbnailOf(id);
+      assert.deepEqual({ ...imageSize(jpeg) }, { height, width, type: 'jpg' });
+      const corner = await colourAt(jpeg, 4, 4);
+      const middle = await colourAt(jpeg, width / 2, height / 2);
+      assert.ok(near(corner, ground), `the ground is ${corner}, not ${ground}`);
+      assert.ok(near(middle, red), `the middle is ${middle}, not ${red}`);
+    }
+  });
+
   it('an image declaring more pixels than a thumbnail decodes, or a file that does not decode, gets none, and the job does not fail', async () => {
     const api = documentsApi(t.app, client.token, 'pt-bombs');
     const huge = await api.create([declaredHuge()], ['image/png']);
@@ -141,12 +208,21 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     const brokenPdf = await api.create([sampleFile('pdf', 3000)], ['application/pdf']);
     // With a trailer, so that the rendering thread gets it, and fails.
     const garbledPdf = await api.create([Buffer.concat([sampleFile('pdf', 3000), Buffer.from('\nstartxref\n9\n%%EOF\n')])], ['application/pdf']);
+    const hugeHeic = await api.create([heicDeclaredHuge()], ['image/heic']);
+    // Its header whole, so that the decoding thread gets it, and fails: its image data zeroed, or cut short.
+    const heic = fixture('landscape-320x240.heic');
+    const imageData = heic.indexOf('mdat') + 4;
+    const zeroedHeic = await api.create([Buffer.from(heic).fill(0, imageData)], ['image/heic']);
+    const cutHeic = await api.create([heic.subarray(0, imageData + 32)], ['image/heic']);
     await t.ctx.jobs.runDue();
     const listed = await thumbnails('pt-bombs');
     assert.equal(listed.get(huge), null);
     assert.equal(listed.get(broken), null);
     assert.equal(listed.get(brokenPdf), null);
     assert.equal(listed.get(garbledPdf), null);
+    assert.equal(listed.get(hugeHeic), null);
+    assert.equal(listed.get(zeroedHeic), null);
+    assert.equal(listed.get(cutHeic), null);
     const unsettled = await t.ctx.storage.db
       .selectFrom('jobs')
       .select(['status', 'last_error'])
@@ -172,6 +248,13 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     // The limit, what grows between two looks at it (20 ms), and the sampler's own slack; 700 MB without the limit.
     const grown = (peak - before) / 1024 / 1024;
     assert.ok(grown < 64 + 96, `the process grew by ${Math.round(grown)} MB`);
+  });
+
+  it("a HEIC whose decoding passes its thread's memory limit gets no thumbnail", async () => {
+    const heic = fixture('landscape-320x240.heic');
+    assert.ok(await heifThumbnailOf(Buffer.from(heic)));
+    // A thread alone takes more than 1 MB: ended at the first look.
+    assert.equal(await heifThumbnailOf(Buffer.from(heic), 1), null);
   });
 
   it("a deleted document's thumbnail goes with its file", async () => {
