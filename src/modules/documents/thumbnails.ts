@@ -165,12 +165,13 @@ let libheifWasm: Uint8Array | null = null;
 
 /**
  * What a HEIF's thread adds to the process for each pixel: libheif's copy of the file, its decoded
- * planes and their RGBA in its WebAssembly memory, then the canvas they are put on. Measured: 206 MB
- * for 12 megapixels, 410 MB for 24.5 (an iPhone's default), so the thread's limit grows with the pixels
- * declared, from THREAD_MEMORY_MB: 16 bytes a pixel and HEIF_BASE_MB over.
+ * planes and their RGBA in its WebAssembly memory (9 bytes a pixel), then the canvas they are put on
+ * (4). Measured: 200 MB for 12 megapixels, 405 MB for 24.5 (an iPhone's default), and 40 MB more when
+ * the thread is the first to load Skia; so the thread's limit grows with the pixels declared, from
+ * THREAD_MEMORY_MB: 16 bytes a pixel and HEIF_BASE_MB over.
  */
 const HEIF_BYTES_PER_PIXEL = 16;
-const HEIF_BASE_MB = 96;
+const HEIF_BASE_MB = 128;
 
 /**
  * A HEIF's primary image as a JPEG thumbnail, decoded in a worker thread; null when it declares too
