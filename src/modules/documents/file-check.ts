@@ -241,6 +241,17 @@ async function checkType(head: Buffer, rules: FileRules): Promise<string> {
 }
 
 /**
+ * The pixels a whole stored HEIF declares (its largest image), found as its upload found them: in a
+ * meta box before its image data, or after it (the top-level boxes walked, whatever their sizes'
+ * width); null when it declares none.
+ */
+export function heifDeclaredPixels(file: Buffer): number | null {
+  const search = heifSearchOf('image/heic', [file])!;
+  if (!search.imageDataFirst) return declaredPixels(file);
+  return search.found === null ? null : declaredPixels(search.found);
+}
+
+/**
  * The pixels an image's header declares (a HEIF's largest image: its first may be a tile of it), or
  * null when its dimensions are not (yet) in `head`.
  */

@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { declaredPixels } from './file-check.ts';
+import { declaredPixels, heifDeclaredPixels } from './file-check.ts';
 
 export const THUMBNAIL_EDGE = 256;
 /** 25 megapixels: 100 MB of pixels while the job decodes one. */
@@ -178,7 +178,7 @@ const HEIF_BASE_MB = 128;
  * many pixels, or does not decode within its limits.
  */
 export function heifThumbnailOf(heif: Buffer, memoryMb?: number): Promise<Buffer | null> {
-  const pixels = declaredPixels(heif);
+  const pixels = heifDeclaredPixels(heif);
   if (pixels === null || pixels > THUMBNAIL_MAX_PIXELS) return Promise.resolve(null);
   const libheif = resolved('libheif-js/libheif-wasm/libheif.js');
   libheifWasm ??= new Uint8Array(readFileSync(path.join(path.dirname(libheif), 'libheif.wasm')));

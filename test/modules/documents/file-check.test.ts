@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { type CheckedFile, checkedFile, checkStoredFile, type FileRules, HEAD_BYTES } from '../../../src/modules/documents/file-check.ts';
+import {
+  type CheckedFile,
+  checkedFile,
+  checkStoredFile,
+  type FileRules,
+  HEAD_BYTES,
+  heifDeclaredPixels,
+} from '../../../src/modules/documents/file-check.ts';
 import { box, heicOf, sampleFile, u32s } from './support.ts';
 
 const RULES: FileRules = { maxBytes: 10 * 1024 * 1024, maxReason: 'the limit', maxImagePixels: 50_000_000 };
@@ -181,6 +188,18 @@ describe('documents: a file checked as it streams', () => {
     const heic = heicOf([[4000, 3000]], 3 * HEAD_BYTES);
     assert.deepEqual(Buffer.concat((await passed(piecesOf(heic, 64 * 1024))).out), heic);
     await assert.rejects(passed(piecesOf(heicOf([[60_000, 60_000]], 3 * HEAD_BYTES), 64 * 1024)), /decompression bomb/);
+  });
+
+  it("counts a whole stored HEIF's pixels as its upload did, its meta before or after its image data, whatever its sizes' width", () => {
+    // A tile and the image it is a tile of.
+    const sizes: Array<[number, number]> = [
+      [512, 512],
+      [4032, 3024],
+    ];
+    for (const options of [{}, { imageDataFirst: true }, { imageDataFirst: true, largeSize: true }]) {
+      assert.equal(heifDeclaredPixels(heicOf(sizes, 5000, options)), 4032 * 3024, JSON.stringify(options));
+    }
+    assert.equal(heifDeclaredPixels(heicOf(null, 5000, { imageDataFirst: true })), null);
   });
 
   it('refuses bytes of no accepted type before passing any on', async () => {
