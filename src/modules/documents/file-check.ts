@@ -247,8 +247,7 @@ async function checkType(head: Buffer, rules: FileRules): Promise<string> {
  */
 export function heifDeclaredPixels(file: Buffer): number | null {
   const search = heifSearchOf('image/heic', [file])!;
-  if (!search.imageDataFirst) return declaredPixels(file);
-  return search.found === null ? null : declaredPixels(search.found);
+  return search.found === null ? null : search.pixels();
 }
 
 /**
