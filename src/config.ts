@@ -149,6 +149,11 @@ export interface DocumentsConfig {
   /** Documents a page of the listing holds (CPS_DOCUMENTS_PAGE_SIZE, default 50). */
   pageSize: number;
   /**
+   * The content types thumbnails are made of (CPS_DOCUMENTS_THUMBNAILS: a comma-separated list of
+   * jpeg, png, heif and pdf, or none; default all four).
+   */
+  thumbnailTypes: ReadonlySet<string>;
+  /**
    * Where new files go (CPS_DOCUMENTS_STORE): files in the data directory (`files`, the default with
    * SQLite), the database (`database`, the default with PostgreSQL) or an S3-compatible object store.
    */
@@ -291,6 +296,28 @@ export function loadConfig(env: Env = process.env, readFile: (file: string) => s
   } finally {
     collecting = outer;
   }
+}
+
+/** The content types of each kind CPS_DOCUMENTS_THUMBNAILS names. */
+const THUMBNAIL_KINDS: Readonly<Record<string, readonly string[]>> = {
+  jpeg: ['image/jpeg'],
+  png: ['image/png'],
+  heif: ['image/heic', 'image/heif'],
+  pdf: ['application/pdf'],
+};
+
+function thumbnailTypes(env: Env): ReadonlySet<string> {
+  const raw = str(env, 'CPS_DOCUMENTS_THUMBNAILS') ?? Object.keys(THUMBNAIL_KINDS).join(',');
+  if (raw.trim() === 'none') return new Set();
+  const kinds = raw.split(',').map((kind) => kind.trim());
+  const unknown = kinds.filter((kind) => !(kind in THUMBNAIL_KINDS));
+  if (unknown.length > 0) {
+    report(
+      new ConfigError('CPS_DOCUMENTS_THUMBNAILS', `must be "none" or a comma-separated list of jpeg, png, heif and pdf, got "${unknown.join(',')}"`),
+    );
+    return new Set();
+  }
+  return new Set(kinds.flatMap((kind) => THUMBNAIL_KINDS[kind]!));
 }
 
 function documentStore(env: Env, databaseUrl: string | null): Pick<DocumentsConfig, 'store' | 's3'> {
@@ -451,6 +478,7 @@ function readConfig(env: Env, readFile: (file: string) => string): Config {
       formTtlSeconds: int(env, 'CPS_DOCUMENTS_FORM_TTL', 600, 10, 86_400),
       linkTtlSeconds: int(env, 'CPS_DOCUMENTS_LINK_TTL', 300, 10, 86_400),
       pageSize: int(env, 'CPS_DOCUMENTS_PAGE_SIZE', 50, 1, 1000),
+      thumbnailTypes: thumbnailTypes(env),
       ...documentStore(env, databaseUrl),
     },
     privacyExportTtl: int(env, 'CPS_PRIVACY_EXPORT_TTL', 86_400, 60, 30 * 86_400),

@@ -265,6 +265,14 @@ describe('config', () => {
     failsNaming({ CPS_DOCUMENTS_STORE: 'disk' }, 'CPS_DOCUMENTS_STORE');
   });
 
+  it('makes thumbnails of JPEG, PNG, HEIF and PDF files unless CPS_DOCUMENTS_THUMBNAILS names fewer, or none', () => {
+    const types = (env: Record<string, string>) => [...loadConfig(env).documents.thumbnailTypes].sort();
+    assert.deepEqual(types({}), ['application/pdf', 'image/heic', 'image/heif', 'image/jpeg', 'image/png']);
+    assert.deepEqual(types({ CPS_DOCUMENTS_THUMBNAILS: 'jpeg, pdf' }), ['application/pdf', 'image/jpeg']);
+    assert.deepEqual(types({ CPS_DOCUMENTS_THUMBNAILS: 'none' }), []);
+    failsNaming({ CPS_DOCUMENTS_THUMBNAILS: 'jpeg,gif' }, 'CPS_DOCUMENTS_THUMBNAILS');
+  });
+
   it('accepts a P-256 key as ES256', async () => {
     const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
     const keys = await loadKeys(loadConfig({ ...production, CPS_JWT_PRIVATE_KEY: pem }));

@@ -32,7 +32,7 @@ import type { PatientService } from '../patients/service.ts';
 import { ACCEPTED_LIST, ACCEPTED_TYPES, canonicalType, checkedFile, checkStoredFile, type CheckedFile, type FileRules } from './file-check.ts';
 import type { DirectStore, FileStore } from './file-store.ts';
 import { DocumentLinks, type UploadForm } from './links.ts';
-import { THUMBNAIL_TYPES, thumbnailOfFile } from './thumbnails.ts';
+import { thumbnailOfFile } from './thumbnails.ts';
 import { youngCollected } from './young-collections.ts';
 import * as repo from './repo.ts';
 import type { Static } from 'typebox';
@@ -620,7 +620,14 @@ export class DocumentsService {
   async #makeThumbnails(businessId: string, documentId: string, signal?: AbortSignal): Promise<number> {
     let made = 0;
     for (const file of await repo.filesOf(this.#db, businessId, [documentId])) {
-      if (file.state !== 'stored' || !THUMBNAIL_TYPES.has(file.content_type) || file.thumbnail_key || !file.storage_key || !file.store) continue;
+      if (
+        file.state !== 'stored' ||
+        !this.#deps.config.thumbnailTypes.has(file.content_type) ||
+        file.thumbnail_key ||
+        !file.storage_key ||
+        !file.store
+      )
+        continue;
       const source = this.#deps.stores.get(file.store);
       if (!source) continue;
       const parts: Buffer[] = [];
@@ -756,7 +763,7 @@ export class DocumentsService {
         await writeWithNext(trx, repo.updateDocumentQuery(trx, form.businessId, form.documentId, active));
         // The rows as this transaction left them: the event needs no second read.
         await this.#event(trx, scope, 'document.created', form.documentId, undefined, { row: { ...row, ...active }, files });
-        if (files.some((file) => THUMBNAIL_TYPES.has(file.content_type))) {
+        if (files.some((file) => this.#deps.config.thumbnailTypes.has(file.content_type))) {
           await enqueueWithNext(trx, {
             kind: THUMBNAIL_JOB,
             businessId: form.businessId,

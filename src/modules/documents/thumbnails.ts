@@ -23,7 +23,6 @@ import { declaredPixels, heifDeclaredPixels } from './file-check.ts';
 export const THUMBNAIL_EDGE = 256;
 /** 25 megapixels: 100 MB of pixels while the job decodes one. */
 export const THUMBNAIL_MAX_PIXELS = 25_000_000;
-export const THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/heic', 'image/heif', 'application/pdf']);
 const HEIF_TYPES: ReadonlySet<string> = new Set(['image/heic', 'image/heif']);
 /** How long a thread may take to make one thumbnail. */
 const THREAD_MS = 20_000;

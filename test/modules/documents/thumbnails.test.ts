@@ -292,3 +292,36 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     assert.equal((await storedOf(t, id)).length, 2, 'the file and one thumbnail');
   });
 });
+
+describe(`documents: thumbnails of the kinds CPS_DOCUMENTS_THUMBNAILS names (${DIALECT}, ${STORE} store)`, () => {
+  let t: TestApp & { objectsDir: string | null };
+  let client: TestClient;
+
+  before(async () => {
+    t = await documentsTestApp({ env: { CPS_DOCUMENTS_THUMBNAILS: 'jpeg,png' } });
+    client = await createTestClient(t.ctx);
+  });
+  after(() => t.close());
+
+  it('a kind left out gets no thumbnail and no job; a kind named gets both', async () => {
+    const api = documentsApi(t.app, client.token, 'pt-kinds');
+    const heic = await api.create([fixture('landscape-320x240.heic')], ['image/heic']);
+    const pdf = await api.create([onePagePdf()], ['application/pdf']);
+    const png = await api.create([image('png', 64, 64)], ['image/png']);
+    const jobs = await t.ctx.storage.db.selectFrom('jobs').select('payload').where('kind', '=', 'documents.thumbnail').execute();
+    assert.deepEqual(
+      jobs.map((job) => (JSON.parse(job.payload) as { documentId: string }).documentId),
+      [png],
+      'a job for the PNG alone',
+    );
+    await t.ctx.jobs.runDue();
+    await untilSecondIsOver();
+    const listed = await documentsApi(t.app, client.token, 'pt-kinds').all();
+    const thumbnail = (id: string) =>
+      (listed.items.find((entry) => entry.record.item.document_id === id)!.record.item.metadata as { thumbnail: string | null }).thumbnail;
+    assert.equal(thumbnail(heic), null);
+    assert.equal(thumbnail(pdf), null);
+    assert.ok(thumbnail(png));
+    assert.deepEqual(await storedOf(t, heic).then((stored) => stored.length), 1, 'the HEIC alone, no thumbnail beside it');
+  });
+});
