@@ -310,7 +310,7 @@ function thumbnailTypes(env: Env): ReadonlySet<string> {
   const raw = str(env, 'CPS_DOCUMENTS_THUMBNAILS') ?? Object.keys(THUMBNAIL_KINDS).join(',');
   if (raw.trim() === 'none') return new Set();
   const kinds = raw.split(',').map((kind) => kind.trim());
-  const unknown = kinds.filter((kind) => !(kind in THUMBNAIL_KINDS));
+  const unknown = kinds.filter((kind) => !Object.hasOwn(THUMBNAIL_KINDS, kind));
   if (unknown.length > 0) {
     report(
       new ConfigError('CPS_DOCUMENTS_THUMBNAILS', `must be "none" or a comma-separated list of jpeg, png, heif and pdf, got "${unknown.join(',')}"`),

@@ -271,6 +271,7 @@ describe('config', () => {
     assert.deepEqual(types({ CPS_DOCUMENTS_THUMBNAILS: 'jpeg, pdf' }), ['application/pdf', 'image/jpeg']);
     assert.deepEqual(types({ CPS_DOCUMENTS_THUMBNAILS: 'none' }), []);
     failsNaming({ CPS_DOCUMENTS_THUMBNAILS: 'jpeg,gif' }, 'CPS_DOCUMENTS_THUMBNAILS');
+    failsNaming({ CPS_DOCUMENTS_THUMBNAILS: 'constructor' }, 'CPS_DOCUMENTS_THUMBNAILS');
   });
 
   it('accepts a P-256 key as ES256', async () => {

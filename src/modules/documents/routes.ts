@@ -261,7 +261,8 @@ export function documentsRoutes(service: DocumentsService, limits: { maxFileByte
         config: open,
         schema: {
           tags: ['documents'],
-          summary: "A JPEG or PNG file's thumbnail (JPEG, at most 256 px a side), by the link a listing's metadata.thumbnail answered",
+          summary:
+            "A JPEG, PNG, HEIC/HEIF or PDF file's thumbnail (JPEG, at most 256 px a side), by the link a listing's metadata.thumbnail answered",
           params: FileParams,
           querystring: FileQuery,
           response: { ...errors, 404: CasesError },

@@ -125,8 +125,10 @@ export function pdfThumbnailOf(pdf: Buffer, memoryMb = THREAD_MEMORY_MB): Promis
  * The HEIF thread: libheif (WebAssembly, its binary read once by this process and handed over)
  * decodes the primary image, the one a viewer shows (a HEIF may hold others, and tiles of it), to
  * RGBA in its own memory, put on a canvas from there, drawn scaled onto white and encoded as the
- * JPEG/PNG path does. An image over the budget, whatever its header declared, is not decoded. libheif-js logs its failures on
- * stdout: not here.
+ * JPEG/PNG path does. Its context's own limit refuses an image of more pixels than the budget: a
+ * grid's or an overlay's canvas is sized by its own fields, not by the ispe boxes the upload counted,
+ * so a grid of 80 × 80 pixels declared could otherwise ask for a 20,000 × 20,000 image made of one
+ * tile. libheif-js logs its failures on stdout: not here.
  */
 const HEIF_THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -137,10 +139,13 @@ console.log = () => {};
   const ready = new Promise((resolve) => { initialised = resolve; });
   const libheif = require(factory)({ wasmBinary: wasm, print() {}, printErr() {}, onRuntimeInitialized: () => initialised() });
   await ready;
-  const images = new libheif.HeifDecoder().decode(file);
-  const image = images.find((candidate) => candidate.is_primary()) ?? images[0];
-  if (!image || image.get_width() * image.get_height() > maxPixels) return null;
-  const decoded = await libheif.heif_js_decode_image2(image.handle, libheif.heif_colorspace.heif_colorspace_RGB, libheif.heif_chroma.heif_chroma_interleaved_RGBA);
+  const heif = libheif.heif_context_alloc();
+  // The limit is a side's length, squared; the raw function takes the context's address (embind's $$.ptr).
+  libheif._heif_context_set_maximum_image_size_limit(heif.$$.ptr, Math.floor(Math.sqrt(maxPixels)));
+  if (libheif.heif_context_read_from_memory(heif, file).code !== libheif.heif_error_code.heif_error_Ok) return null;
+  const handle = libheif.heif_js_context_get_primary_image_handle(heif);
+  if (!handle || handle.code) return null;
+  const decoded = await libheif.heif_js_decode_image2(handle, libheif.heif_colorspace.heif_colorspace_RGB, libheif.heif_chroma.heif_chroma_interleaved_RGBA);
   const plane = decoded?.channels?.find((channel) => channel.id === libheif.heif_channel.heif_channel_interleaved);
   if (!plane || !(plane.width > 0 && plane.height > 0) || plane.stride % 4 !== 0) return null;
   const { width, height, stride } = plane;
@@ -174,18 +179,20 @@ const HEIF_BASE_MB = 128;
 
 /**
  * A HEIF's primary image as a JPEG thumbnail, decoded in a worker thread; null when it declares too
- * many pixels, or does not decode within its limits.
+ * many pixels, or does not decode within its limits (`limits` lowers the thread's: memory it may add,
+ * pixels libheif may make).
  */
-export function heifThumbnailOf(heif: Buffer, memoryMb?: number): Promise<Buffer | null> {
+export function heifThumbnailOf(heif: Buffer, limits: { memoryMb?: number; maxPixels?: number } = {}): Promise<Buffer | null> {
+  const maxPixels = limits.maxPixels ?? THUMBNAIL_MAX_PIXELS;
   const pixels = heifDeclaredPixels(heif);
   if (pixels === null || pixels > THUMBNAIL_MAX_PIXELS) return Promise.resolve(null);
   const libheif = resolved('libheif-js/libheif-wasm/libheif.js');
   libheifWasm ??= new Uint8Array(readFileSync(path.join(path.dirname(libheif), 'libheif.wasm')));
-  const limit = memoryMb ?? Math.max(THREAD_MEMORY_MB, HEIF_BASE_MB + Math.ceil((pixels * HEIF_BYTES_PER_PIXEL) / 1024 / 1024));
+  const limit = limits.memoryMb ?? Math.max(THREAD_MEMORY_MB, HEIF_BASE_MB + Math.ceil((pixels * HEIF_BYTES_PER_PIXEL) / 1024 / 1024));
   return inThread(
     HEIF_THREAD,
     heif,
-    { edge: THUMBNAIL_EDGE, maxPixels: THUMBNAIL_MAX_PIXELS, libheif, wasm: libheifWasm, canvasModule: resolved('@napi-rs/canvas') },
+    { edge: THUMBNAIL_EDGE, maxPixels, libheif, wasm: libheifWasm, canvasModule: resolved('@napi-rs/canvas') },
     limit,
   );
 }

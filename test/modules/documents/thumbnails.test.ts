@@ -254,7 +254,14 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
     const heic = fixture('landscape-320x240.heic');
     assert.ok(await heifThumbnailOf(Buffer.from(heic)));
     // A thread alone takes more than 1 MB: ended at the first look.
-    assert.equal(await heifThumbnailOf(Buffer.from(heic), 1), null);
+    assert.equal(await heifThumbnailOf(Buffer.from(heic), { memoryMb: 1 }), null);
+  });
+
+  it('libheif itself refuses to make an image of more pixels than the budget, whatever boxes the file declares them in', async () => {
+    const heic = fixture('landscape-320x240.heic');
+    // 320 × 240 = 76,800 pixels: over a budget of 200², within one of 400².
+    assert.equal(await heifThumbnailOf(Buffer.from(heic), { maxPixels: 200 * 200 }), null);
+    assert.ok(await heifThumbnailOf(Buffer.from(heic), { maxPixels: 400 * 400 }));
   });
 
   it("a deleted document's thumbnail goes with its file", async () => {
