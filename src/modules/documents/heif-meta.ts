@@ -1,10 +1,11 @@
 /**
- * A HEIF's `meta` box found after its image data. Its dimensions live there (iprp/ipco/ispe), and a
- * camera or converter may write the image data (`mdat`) first: such a file's dimensions come after all
- * of its pixels' bytes, past any head held for them. The search walks the top-level boxes by their
- * sizes over bytes handed to it at their offsets, skips what it does not need without keeping it, and
- * keeps the file type (`ftyp`) and the meta, each at most `limit` bytes. A meta before any image data
- * ends it: that one is in the file's head, where image-size finds it.
+ * A HEIF's first top-level `meta` box, and the pixels its ispe properties declare. Its dimensions live
+ * there (iprp/ipco/ispe), and a camera or converter may write the image data (`mdat`) first: such a
+ * file's dimensions come after all of its pixels' bytes, past any head held for them. The search walks
+ * the top-level boxes by their sizes over bytes handed to it at their offsets, skips what it does not
+ * need without keeping it, and keeps the file type (`ftyp`) and the meta, each at most `limit` bytes,
+ * on either side of the image data. The pixels are read as a decoder reads the boxes (image-size's
+ * walk undercounts crafted files: it takes a clap box off the width and misreads 64-bit sizes).
  */
 
 /** What a box's header says. */
@@ -25,7 +26,7 @@ const MAX_BOXES = 1024;
 export class HeifMetaSearch {
   /** Whether an `mdat` came before the meta: the file's bytes then go on while the meta is looked for. */
   imageDataFirst = false;
-  /** `ftyp` then `meta`, each with a plain 32-bit size as image-size reads them, once the meta is complete. */
+  /** `ftyp` then `meta`, each with a plain 32-bit size, once the meta is complete: a HEIF head of its own. */
   found: Buffer | null = null;
   /** Why the search ended without a meta (the rest of a refusal's message), or null. */
   failure: string | null = null;
