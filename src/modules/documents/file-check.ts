@@ -1,6 +1,6 @@
 /**
  * What a document file may be, checked from its bytes as they stream by: its type from its first
- * bytes (file-type), never from what the client says; an image's declared dimensions (image-size)
+ * bytes (file-type), never from what the client says; an image's declared dimensions (image-size; a HEIF's, heif-meta.ts)
  * against a pixel budget, so an image that would inflate to gigabytes when decoded is refused before
  * anything decodes it; and its size, counted, against the limit and, for a form, the declared size.
  */

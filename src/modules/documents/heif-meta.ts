@@ -17,7 +17,7 @@ interface Header {
   size: number | null;
 }
 
-/** The boxes kept: the file type, for image-size to tell the format, and the meta. */
+/** The boxes kept: the file type and the meta. */
 const KEPT = new Set(['ftyp', 'meta']);
 
 /** Top-level boxes walked at most: a HEIF has a handful; each costs a parse, whatever its size (8 bytes). */
@@ -184,7 +184,7 @@ export function ispePixels(meta: Buffer): number | null {
   return pixels > 0 ? pixels : null;
 }
 
-/** A box with a plain 32-bit size: what image-size walks (it reads neither a 64-bit size nor size 0). */
+/** A box with a plain 32-bit size, whatever the size field it came with. */
 function boxOf(type: string, body: Buffer): Buffer {
   const header = Buffer.alloc(8);
   header.writeUInt32BE(8 + body.length);
