@@ -220,7 +220,7 @@ function heifSearchOf(type: string, head: Buffer[]): HeifMetaSearch | null {
 
 /** The pixels the meta box a search found declares; refuses when it found none (the file is over). */
 function heifPixels(search: HeifMetaSearch): number {
-  if (search.found === null) {
+  if (!search.found) {
     if (!search.imageDataFirst && search.failure === null) noDimensions();
     noDimensions(`(HEIF: ${search.failure ?? 'no meta box follows its image data'})`);
   }
@@ -247,7 +247,7 @@ async function checkType(head: Buffer, rules: FileRules): Promise<string> {
  */
 export function heifDeclaredPixels(file: Buffer): number | null {
   const search = heifSearchOf('image/heic', [file])!;
-  return search.found === null ? null : search.pixels();
+  return search.found ? search.pixels() : null;
 }
 
 /**

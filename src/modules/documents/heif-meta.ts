@@ -3,8 +3,8 @@
  * there (iprp/ipco/ispe), and a camera or converter may write the image data (`mdat`) first: such a
  * file's dimensions come after all of its pixels' bytes, past any head held for them. The search walks
  * the top-level boxes by their sizes over bytes handed to it at their offsets, skips what it does not
- * need without keeping it, and keeps the file type (`ftyp`) and the meta, each at most `limit` bytes,
- * on either side of the image data. The pixels are read as a decoder reads the boxes (image-size's
+ * need without keeping it, and keeps the meta, on either side of the image data (it, and the file
+ * type that must come first, at most `limit` bytes). The pixels are read as a decoder reads the boxes (image-size's
  * walk undercounts crafted files: it takes a clap box off the width and misreads 64-bit sizes).
  */
 
@@ -17,8 +17,8 @@ interface Header {
   size: number | null;
 }
 
-/** The boxes kept: the file type and the meta. */
-const KEPT = new Set(['ftyp', 'meta']);
+/** The boxes read whole, each at most the search's limit: the meta is kept, the file type only bounded as it. */
+const BOUNDED = new Set(['ftyp', 'meta']);
 
 /** Top-level boxes walked at most: a HEIF has a handful; each costs a parse, whatever its size (8 bytes). */
 const MAX_BOXES = 1024;
@@ -26,12 +26,8 @@ const MAX_BOXES = 1024;
 export class HeifMetaSearch {
   /** Whether an `mdat` came before the meta: the file's bytes then go on while the meta is looked for. */
   imageDataFirst = false;
-  /** `ftyp` then `meta`, each with a plain 32-bit size, once the meta is complete: a HEIF head of its own. */
-  found: Buffer | null = null;
   /** Why the search ended without a meta (the rest of a refusal's message), or null. */
   failure: string | null = null;
-  /** Whether the meta came before any image data (it is then kept as after it). */
-  metaFirst = false;
   /** The offset of the next byte the search needs. */
   wanted = 0;
   readonly #limit: number;
@@ -39,9 +35,8 @@ export class HeifMetaSearch {
   #boxAt = 0;
   readonly #header = Buffer.alloc(16);
   #headerFilled = 0;
-  /** The body of a kept box being read. */
-  #body: { type: string; bytes: Buffer; filled: number } | null = null;
-  #ftyp: Buffer | null = null;
+  /** The meta's body while it is read. */
+  #body: { bytes: Buffer; filled: number } | null = null;
   /** The kept meta's body. */
   #meta: Buffer | null = null;
   #boxes = 0;
@@ -50,8 +45,13 @@ export class HeifMetaSearch {
     this.#limit = limit;
   }
 
+  /** Whether the meta is complete. */
+  get found(): boolean {
+    return this.#meta !== null;
+  }
+
   get done(): boolean {
-    return this.found !== null || this.failure !== null;
+    return this.found || this.failure !== null;
   }
 
   /**
@@ -76,7 +76,7 @@ export class HeifMetaSearch {
         body.filled += copied;
         i += copied;
         this.wanted += copied;
-        if (body.filled === body.bytes.length) this.#kept(body.type, body.bytes);
+        if (body.filled === body.bytes.length) this.#kept(body.bytes);
       } else {
         const copied = piece.copy(this.#header, this.#headerFilled, i, i + this.#headerWanted() - this.#headerFilled);
         this.#headerFilled += copied;
@@ -104,15 +104,15 @@ export class HeifMetaSearch {
   #boxBegins(header: Header): void {
     const at = this.#boxAt;
     this.#headerFilled = 0;
-    if (header.type === 'mdat' && this.#ftyp !== null) this.imageDataFirst = true;
-    if (header.type === 'meta' && !this.imageDataFirst) this.metaFirst = true;
+    // The search ends at the meta, and the first box is the file type: an mdat seen comes before the meta.
+    if (header.type === 'mdat') this.imageDataFirst = true;
     this.failure = ++this.#boxes > MAX_BOXES ? `it has more than ${MAX_BOXES} top-level boxes` : this.#refusal(header, at);
     if (this.failure !== null) return;
     const { type, headerBytes } = header;
     const size = header.size!;
-    if (KEPT.has(type)) {
-      this.#body = { type, bytes: Buffer.alloc(size - headerBytes), filled: 0 };
-      if (size === headerBytes) this.#kept(type, this.#body.bytes);
+    if (type === 'meta') {
+      this.#body = { bytes: Buffer.alloc(size - headerBytes), filled: 0 };
+      if (size === headerBytes) this.#kept(this.#body.bytes);
     } else {
       this.wanted = at + size;
     }
@@ -129,19 +129,14 @@ export class HeifMetaSearch {
         : `its ${type} box runs to the end of the file`;
     if (size < headerBytes) return `its ${type} box declares ${size} bytes, fewer than its header`;
     if (!Number.isFinite(size)) return `its ${type} box declares more bytes than a file can have`;
-    if (KEPT.has(type) && size - headerBytes > this.#limit)
+    if (BOUNDED.has(type) && size - headerBytes > this.#limit)
       return `its ${type} box has ${size} bytes, more than the ${this.#limit / 1024} KiB read to find its dimensions`;
     return null;
   }
 
-  #kept(type: string, body: Buffer): void {
+  #kept(meta: Buffer): void {
     this.#body = null;
-    if (type === 'ftyp') {
-      this.#ftyp ??= body;
-      return;
-    }
-    this.#meta = body;
-    this.found = Buffer.concat([boxOf('ftyp', this.#ftyp!), boxOf('meta', body)]);
+    this.#meta = meta;
   }
 }
 
@@ -182,12 +177,4 @@ export function ispePixels(meta: Buffer): number | null {
     pixels = Math.max(pixels, body.readUInt32BE(4) * body.readUInt32BE(8));
   }
   return pixels > 0 ? pixels : null;
-}
-
-/** A box with a plain 32-bit size, whatever the size field it came with. */
-function boxOf(type: string, body: Buffer): Buffer {
-  const header = Buffer.alloc(8);
-  header.writeUInt32BE(8 + body.length);
-  header.write(type, 4, 'latin1');
-  return Buffer.concat([header, body]);
 }
