@@ -101,13 +101,13 @@ describe('front desk in a browser', { skip: browserSkip }, () => {
     await t?.close();
   });
 
-  async function showDay(page: Page): Promise<void> {
+  async function showDay(page: Page, heading: string | RegExp = `Appointments on ${date} (5)`): Promise<void> {
     await page.getByRole('link', { name: 'Front desk' }).click();
     await page.getByRole('heading', { level: 1, name: 'Front desk' }).waitFor();
     await page.getByLabel('Doctor').selectOption({ label: 'Dr. Asha Rao' });
     await page.getByLabel('Date').fill(date);
     await page.getByRole('button', { name: 'Show' }).click();
-    await page.getByRole('heading', { level: 2, name: `Appointments on ${date} (5)` }).waitFor();
+    await page.getByRole('heading', { level: 2, name: heading }).waitFor();
   }
 
   const row = (page: Page, name: string) => page.locator('#desk-table tbody tr', { hasText: name });
@@ -228,6 +228,60 @@ describe('front desk in a browser', { skip: browserSkip }, () => {
       await checkFits(page, 390);
       await checkAccessibility(page, 'front desk (phone)');
       await shot(page, 'desk-phone');
+      assert.deepEqual(problems, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test('answers arriving late never paint over a later one: a day asked for after the first, a page shown after the desk', async () => {
+    const { page, problems, close } = await openConsole(browser, DESKTOP);
+    try {
+      await signInThroughPage(page, base, desk);
+      const isFirstDay = (url: URL | string) => {
+        const { pathname, searchParams } = new URL(url);
+        return pathname === '/dr/v1/appointment' && searchParams.get('date') !== date;
+      };
+      let releaseFirstDay!: () => void;
+      const firstDayHeld = new Promise<void>((resolve) => {
+        releaseFirstDay = resolve;
+      });
+      await page.route(isFirstDay, async (route) => {
+        await firstDayHeld;
+        await route.continue();
+      });
+      // The desk opens on today, whose answer is held until the day asked for after it is drawn (the tests before
+      // this one may have changed its count).
+      const dayHeading = new RegExp(`^Appointments on ${date} \\(\\d+\\)$`);
+      await showDay(page, dayHeading);
+      const firstDay = page.waitForResponse((response) => isFirstDay(response.url()));
+      releaseFirstDay();
+      await (await firstDay).finished();
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 200)));
+      const titles = await page.locator('#desk-list-title').allInnerTexts();
+      assert.equal(titles.length, 1);
+      assert.match(titles[0]!, dayHeading);
+
+      // The desk is left for Home while its clinics are still on their way: they draw nothing on Home.
+      let releaseEntities!: () => void;
+      const entitiesHeld = new Promise<void>((resolve) => {
+        releaseEntities = resolve;
+      });
+      await page.route('**/dr/v1/business/entities', async (route) => {
+        await entitiesHeld;
+        await route.continue();
+      });
+      const entitiesAsked = page.waitForRequest((request) => request.url().endsWith('/dr/v1/business/entities'));
+      const entities = page.waitForResponse((response) => response.url().endsWith('/dr/v1/business/entities'));
+      await page.getByRole('link', { name: 'Front desk' }).click();
+      await entitiesAsked;
+      await page.getByRole('link', { name: 'Home' }).click();
+      await page.locator('#who').waitFor();
+      releaseEntities();
+      await (await entities).finished();
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 200)));
+      assert.deepEqual(await page.locator('main h1').allInnerTexts(), ['Welcome']);
+      assert.equal(await page.locator('#desk-filter').count(), 0);
       assert.deepEqual(problems, []);
     } finally {
       await close();

@@ -39,18 +39,21 @@ async function show(pathname, { focus = true } = {}) {
   }
   renderNav(pathname);
   const page = pageAt(pathname);
-  main.replaceChildren();
+  // Each page draws into its own view: a page still waiting for an answer when another is shown draws into a view
+  // no longer on screen.
+  const view = h('div', {});
+  main.replaceChildren(view);
   if (!page) {
-    main.append(h('h1', { tabindex: '-1' }, t('notfound.title')), h('p', {}, t('notfound.body')));
+    view.append(h('h1', { tabindex: '-1' }, t('notfound.title')), h('p', {}, t('notfound.body')));
   } else {
     document.title = `${t(page.title)} · ${t('app.title')}`;
     try {
-      await page.render(main, { session, navigate, announce, path: pathname });
+      await page.render(view, { session, navigate, announce, path: pathname });
     } catch (error) {
-      main.append(h('p', { class: 'error', role: 'alert' }, t('app.error', { message: error.message })));
+      view.append(h('p', { class: 'error', role: 'alert' }, t('app.error', { message: error.message })));
     }
   }
-  if (focus) main.querySelector('h1')?.focus();
+  if (focus && view.isConnected) view.querySelector('h1')?.focus();
 }
 
 function renderNav(pathname = '') {

@@ -2,7 +2,7 @@
 // a walk-in booking (a patient found by mobile, or a new one), and each appointment's next step.
 // Every read and change is the API's own call (api.js).
 import { api } from './api.js';
-import { field, h, replace } from './dom.js';
+import { field, h, replace, requests } from './dom.js';
 import { t } from './strings.js';
 import { clockIn, dayIn } from './time.js';
 
@@ -358,8 +358,11 @@ export const deskPage = {
       const date = h('input', { id: 'move-date', type: 'date', required: true, value: dateInput.value });
       const slotSelect = h('select', { id: 'move-slot', required: true });
       const error = h('p', { class: 'error', role: 'alert', hidden: true });
+      const slotRequest = requests();
       const fill = async () => {
+        const isNewest = slotRequest();
         const { slots, scheduled } = await slotsOf(appointment.doctor_id, appointment.clinic_id, date.value);
+        if (!isNewest()) return;
         replace(slotSelect, 
           scheduled
             ? slots.filter((slot) => slot.available).map((slot) => h('option', { value: `${slot.start_time}-${slot.end_time}` }, slotLabel(slot)))
@@ -410,13 +413,16 @@ export const deskPage = {
       moveDialog.showModal();
     }
 
+    const dayRequest = requests();
     async function load() {
+      const isNewest = dayRequest();
       const date = dateInput.value;
       replace(listArea, h('p', {}, t('app.loading')));
       const [appointments, slotAnswer] = await Promise.all([
         dayOf(clinicSelect.value, doctorSelect.value, date),
         doctorSelect.value ? slotsOf(doctorSelect.value, clinicSelect.value, date) : Promise.resolve({ slots: [], scheduled: false }),
       ]);
+      if (!isNewest()) return;
       appointments.sort(byToken);
       renderList(appointments, date);
       renderSlots(slotAnswer.slots, slotAnswer.scheduled);

@@ -29,6 +29,19 @@ function append(parent, children) {
   }
 }
 
+/**
+ * For an area the user can ask to fill again before the last answer came: each call starts a request and
+ * returns `isNewest`, false once a later request has started, so that a slow earlier answer never paints over
+ * a later one.
+ */
+export function requests() {
+  let newest = 0;
+  return () => {
+    const request = ++newest;
+    return () => request === newest;
+  };
+}
+
 let fieldCount = 0;
 /** A labelled input: label and input joined by a fresh id. */
 export function field(label, props = {}) {

@@ -1,7 +1,7 @@
 // The operator's pages: businesses and their API clients (created, listed, revoked and their secrets
 // rotated through the admin API; a secret is shown once), the access log across businesses, and the service's readiness. The API's own calls.
 import { api, ApiError } from './api.js';
-import { field, h, replace, table, tableRows } from './dom.js';
+import { field, h, replace, requests, table, tableRows } from './dom.js';
 import { t } from './strings.js';
 import { stampIn } from './time.js';
 
@@ -304,11 +304,14 @@ export const auditPage = {
     ];
     let next = null;
     const businessInput = h('input', { id: 'audit-business', name: 'business_id', maxlength: 200, spellcheck: 'false' });
+    const auditRequest = requests();
     const load = async (more) => {
+      const isNewest = auditRequest();
       const query = new URLSearchParams({ limit: '50' });
       if (businessInput.value.trim()) query.set('business_id', businessInput.value.trim());
       if (more && next) query.set('offset', next);
       const page = await api('GET', `/admin/v1/audit/events?${query}`);
+      if (!isNewest()) return;
       next = page.next_token;
       const body = more ? area.querySelector('tbody') : null;
       if (body) body.append(...tableRows({ columns: auditColumns, rows: page.events }));

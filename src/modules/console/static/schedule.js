@@ -1,7 +1,7 @@
 // A doctor's weekly schedule at a clinic and their leave: read with GET, changed by PUT of the whole
 // schedule (the API's own call), so a session or a leave added here is what a partner's PUT would send.
 import { api } from './api.js';
-import { field, h, replace } from './dom.js';
+import { field, h, replace, requests } from './dom.js';
 import { t } from './strings.js';
 
 const DAYS = ['MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT', 'SUN'];
@@ -84,13 +84,16 @@ export const schedulePage = {
       return element;
     }
 
+    const scheduleRequest = requests();
     async function load() {
+      const isNewest = scheduleRequest();
       let schedule = null;
       try {
         schedule = (await api('GET', path())).schedule;
       } catch (error) {
         if (error.status !== 404) throw error;
       }
+      if (!isNewest()) return;
       const body = schedule ? bodyOf(schedule) : { slot_minutes: 15, capacity: 1, sessions: [], exceptions: [] };
       const sessions = body.sessions ?? [];
       const exceptions = body.exceptions ?? [];

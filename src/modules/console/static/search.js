@@ -1,7 +1,7 @@
 // The search as partners' apps get it: the ranked answer, why each ranked (the fields the query matched,
 // an exact name), and the look-alike/sound-alike warning. The API's own call.
 import { api, ApiError } from './api.js';
-import { field, h, replace } from './dom.js';
+import { field, h, replace, requests } from './dom.js';
 import { t } from './strings.js';
 
 /** A highlighted value (matched parts in <em>, the rest HTML-escaped) as text with <mark>s, never parsed as markup. */
@@ -25,6 +25,7 @@ export const searchPage = {
   allowed: (session) => session.kind === 'client' && session.scopes.includes('search'),
   async render(main) {
     const results = h('section', { 'aria-live': 'polite', id: 'search-results' });
+    const searchRequest = requests();
     const form = h(
       'form',
       {
@@ -34,10 +35,12 @@ export const searchPage = {
           event.preventDefault();
           const values = new FormData(form);
           const query = new URLSearchParams({ q: String(values.get('q')), s_type: String(values.get('s_type')), limit: '10' });
+          const isNewest = searchRequest();
           try {
             const answer = await api('GET', `/medical-db/v1/drugs-and-labs?${query}`);
-            show(answer);
+            if (isNewest()) show(answer);
           } catch (failure) {
+            if (!isNewest()) return;
             if (failure instanceof ApiError && failure.status === 404) replace(results, h('p', {}, t('search.none')));
             else replace(results, h('p', { class: 'error', role: 'alert' }, t('app.error', { message: failure.message })));
           }

@@ -1,7 +1,7 @@
 // A partner's webhooks: subscriptions, each delivery's state, attempts, answers and timings, a retry,
 // a replay window, one event's body as sent and how to verify its signature. The API's own calls.
 import { api } from './api.js';
-import { field, h, replace, table } from './dom.js';
+import { field, h, replace, requests, table } from './dom.js';
 import { t } from './strings.js';
 import { stampIn } from './time.js';
 
@@ -77,8 +77,11 @@ export const webhooksPage = {
 
     main.append(h('h1', { tabindex: '-1' }, t('hooks.title')), listArea, createdArea, createForm, deliveryArea, eventArea);
 
+    const listRequest = requests();
     async function loadList() {
+      const isNewest = listRequest();
       const answer = await api('GET', BASE);
+      if (!isNewest()) return;
       const subscriptions = answer.data ?? answer.subscriptions ?? answer;
       replace(
         listArea,
@@ -112,9 +115,12 @@ export const webhooksPage = {
       );
     }
 
+    const deliveriesRequest = requests();
     async function loadDeliveries(subscription) {
+      const isNewest = deliveriesRequest();
       current = subscription;
       const { data } = await api('GET', `${BASE}/${enc(subscription.id)}/deliveries`);
+      if (!isNewest()) return;
       const since = h('input', { id: 'replay-since', name: 'since', type: 'datetime-local', required: true });
       const replayError = h('p', { class: 'error', role: 'alert', hidden: true });
       replace(
@@ -191,8 +197,11 @@ export const webhooksPage = {
       );
     }
 
+    const eventRequest = requests();
     async function loadEvent(eventId) {
+      const isNewest = eventRequest();
       const event = await api('GET', `/notification/v1/connect/webhook/events/${enc(eventId)}`);
+      if (!isNewest()) return;
       const delivery = event.deliveries.find((d) => d.subscription_id === current?.id) ?? event.deliveries[0];
       replace(
         eventArea,
