@@ -1,6 +1,7 @@
 /**
  * What a document file may be, checked from its bytes as they stream by: its type from its first
- * bytes (file-type), never from what the client says; an image's declared dimensions (image-size; a HEIF's, heif-meta.ts)
+ * bytes (file-type), never from what the client says; an image's declared dimensions (a JPEG's as libjpeg finds them,
+ * a PNG's by image-size, a HEIF's by heif-meta.ts)
  * against a pixel budget, so an image that would inflate to gigabytes when decoded is refused before
  * anything decodes it; and its size, counted, against the limit and, for a form, the declared size.
  */
@@ -255,12 +256,48 @@ export function heifDeclaredPixels(file: Buffer): number | null {
  * null when its dimensions are not (yet) in `head`.
  */
 export function declaredPixels(head: Buffer): number | null {
+  if (head.length >= 2 && head[0] === 0xff && head[1] === 0xd8) return jpegPixels(head);
   try {
     const found = imageSize(head);
     const pixels = Math.max(...[found, ...(found.images ?? [])].map(({ width, height }) => (width ?? 0) * (height ?? 0)));
     return pixels > 0 ? pixels : null;
   } catch {
     return null;
+  }
+}
+
+/** A JPEG's start-of-frame markers: libjpeg-turbo decodes SOF0-3 and SOF9-11, and refuses the others. */
+const JPEG_FRAMES: ReadonlySet<number> = new Set([0xc0, 0xc1, 0xc2, 0xc3, 0xc5, 0xc6, 0xc7, 0xc9, 0xca, 0xcb, 0xcd, 0xce, 0xcf]);
+
+/**
+ * The pixels of a JPEG's frame header, found as libjpeg (the decoder a thumbnail uses) finds it, or
+ * null when it is not (yet) in `head`. Not image-size's: it knows only SOF0-2 and, finding no marker
+ * right after a segment, moves on by one byte and reads a length there, so a frame header of 1 × 1
+ * written inside an APP segment, behind a stray byte, was taken for the image's while libjpeg skipped
+ * both and decoded the real one's 16,000 × 16,000 (a 1 KB file, 1 GB of pixels). Here, as in
+ * libjpeg's next_marker, bytes up to the next 0xFF are skipped, fill bytes and stuffed zeros too, and
+ * each segment is skipped by its length; a scan or the end before a frame header declares nothing.
+ */
+function jpegPixels(head: Buffer): number | null {
+  let at = 2;
+  for (;;) {
+    while (at < head.length && head[at] !== 0xff) at += 1;
+    while (at < head.length && head[at] === 0xff) at += 1;
+    if (at >= head.length) return null;
+    const marker = head[at]!;
+    at += 1;
+    if (marker === 0x00 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) continue;
+    if (marker === 0xd8 || marker === 0xd9 || marker === 0xda) return null;
+    if (at + 2 > head.length) return null;
+    const length = head.readUInt16BE(at);
+    if (length < 2) return null;
+    if (JPEG_FRAMES.has(marker)) {
+      if (at + 7 > head.length) return null;
+      const pixels = head.readUInt16BE(at + 3) * head.readUInt16BE(at + 5);
+      // A height of 0 is given later (DNL): uncountable before decoding.
+      return pixels > 0 ? pixels : null;
+    }
+    at += length;
   }
 }
 

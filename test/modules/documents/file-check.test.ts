@@ -9,7 +9,7 @@ import {
   HEAD_BYTES,
   heifDeclaredPixels,
 } from '../../../src/modules/documents/file-check.ts';
-import { box, heicOf, sampleFile, u32s } from './support.ts';
+import { box, heicOf, jpegWithHiddenFrame, sampleFile, u32s } from './support.ts';
 
 const RULES: FileRules = { maxBytes: 10 * 1024 * 1024, maxReason: 'the limit', maxImagePixels: 50_000_000 };
 
@@ -88,6 +88,17 @@ describe('documents: a file checked as it streams', () => {
     await assert.rejects(passed(piecesOf(jpegOf(60_000, 60_000, 700 * 1024), 16 * 1024)), /decompression bomb/);
     const jpeg = jpegOf(4000, 3000, 700 * 1024);
     assert.deepEqual(Buffer.concat((await passed(piecesOf(jpeg, 16 * 1024))).out), jpeg);
+  });
+
+  it('counts the pixels of the frame header a JPEG decoder reads, not of one hidden in an APP segment behind a stray byte', async () => {
+    const bomb = jpegWithHiddenFrame(16_000, 16_000);
+    await assert.rejects(passed(piecesOf(bomb, 256)), /declares 256000000 pixels/);
+    const size = bomb.length;
+    const read = async (start: number, bytes: number) => bomb.subarray(start, start + bytes);
+    await assert.rejects(checkStoredFile(size, read, RULES, { contentType: null, size: 0 }), /declares 256000000 pixels/);
+    // Within the budget, the same layout passes whole.
+    const fine = jpegWithHiddenFrame(4000, 3000);
+    assert.deepEqual(Buffer.concat((await passed(piecesOf(fine, 256))).out), fine);
   });
 
   it('refuses an image that declares no dimensions within the bytes held for them, or none at all', async () => {

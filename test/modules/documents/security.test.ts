@@ -2,7 +2,18 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DocumentLinks } from '../../../src/modules/documents/links.ts';
 import { bearer, createTestClient, type TestApp, type TestClient } from '../../support.ts';
-import { BASE, documentsApi, download, multipartBody, postForm, sampleFile, type FormJson, documentsTestApp, STORE } from './support.ts';
+import {
+  BASE,
+  documentsApi,
+  download,
+  jpegWithHiddenFrame,
+  multipartBody,
+  postForm,
+  sampleFile,
+  type FormJson,
+  documentsTestApp,
+  STORE,
+} from './support.ts';
 
 describe(`documents: security (${STORE} store)`, () => {
   let t: TestApp;
@@ -137,5 +148,18 @@ describe(`documents: security (${STORE} store)`, () => {
       payload: body.payload,
     });
     assert.equal(response.statusCode, 415);
+  });
+
+  it('refuses a JPEG bomb whose real frame header a 1 × 1 one hidden in an APP segment stands before, by a form and in one request', async () => {
+    // 256 megapixels in 1 KB: over CPS_DOCUMENTS_MAX_MEGAPIXELS (100).
+    const bomb = jpegWithHiddenFrame(16_000, 16_000);
+    const prepared = await ownerApi.prepare([{ files: [{ contentType: 'image/jpeg', file_size: bomb.length }] }]);
+    const form = prepared.json().batch_response[0].forms[0] as FormJson;
+    const byForm = await postForm(t.app, form, bomb, 'image/jpeg');
+    assert.equal(byForm.statusCode, 400, byForm.body);
+    assert.match(byForm.json().error, /declares 256000000 pixels/);
+    const inOne = await ownerApi.uploadV2(bomb);
+    assert.equal(inOne.statusCode, 400, inOne.body);
+    assert.deepEqual(Object.keys(inOne.json()).sort(), ['code', 'error']);
   });
 });

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import { createCanvas } from '@napi-rs/canvas';
 import { sql } from 'kysely';
 import S3rver from 's3rver';
 import type { App } from '../../../src/http/app-type.ts';
@@ -49,6 +50,28 @@ export function heicOf(
   const meta = sizes === null ? [] : [box('meta', u32s(0), box('iprp', box('ipco', ...sizes.map(([w, h]) => box('ispe', u32s(0, w, h))))))];
   const between = options.between ?? [];
   return Buffer.concat(options.imageDataFirst ? [HEIC_FTYP, mdat, ...between, ...meta] : [HEIC_FTYP, ...meta, mdat, ...between]);
+}
+
+/**
+ * A JPEG whose frame header declares `width` × `height` pixels, with a frame header of 1 × 1 written
+ * inside an APP0 segment before it and one stray byte after that segment: image-size, finding no marker
+ * right after the segment, moved on by one byte, read a length there and landed on the fake; libjpeg
+ * skips the segment and the stray byte, and decodes the real frame. A real JPEG of 16 × 16 otherwise.
+ */
+export function jpegWithHiddenFrame(width: number, height: number): Buffer {
+  const canvas = createCanvas(16, 16);
+  canvas.getContext('2d').fillRect(0, 0, 16, 16);
+  const jpeg = Buffer.from(canvas.encodeSync('jpeg', 80));
+  let frame = 2;
+  while (jpeg[frame + 1] !== 0xc0) frame += 2 + jpeg.readUInt16BE(frame + 2);
+  jpeg.writeUInt16BE(height, frame + 5);
+  jpeg.writeUInt16BE(width, frame + 7);
+  // APP0 of 256 bytes (its length's high byte 0), its first byte 16: image-size's length read one byte on.
+  const app = Buffer.alloc(256);
+  app.writeUInt16BE(256, 0);
+  app[2] = 16;
+  Buffer.from('ffc000110800010001', 'hex').copy(app, 17);
+  return Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0xff, 0xe0]), app, Buffer.from([0x00]), jpeg.subarray(2)]);
 }
 
 /** A file of `type` with `size` bytes (padded after a valid head). */

@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import { createDeflate } from 'node:zlib';
 import { createCanvas, loadImage } from '@napi-rs/canvas';
 import { imageSize } from 'image-size';
-import { heifThumbnailOf, pdfThumbnailOf } from '../../../src/modules/documents/thumbnails.ts';
+import { heifThumbnailOf, pdfThumbnailOf, thumbnailOf } from '../../../src/modules/documents/thumbnails.ts';
 import { createTestClient, DIALECT, type TestApp, type TestClient } from '../../support.ts';
 import { untilSecondIsOver } from '../cases/support.ts';
-import { documentsApi, documentsTestApp, download, sampleFile, STORE, storedOf, writeUnrecordedThumbnail } from './support.ts';
+import { documentsApi, documentsTestApp, download, jpegWithHiddenFrame, sampleFile, STORE, storedOf, writeUnrecordedThumbnail } from './support.ts';
 
 /** A real image of `width` × `height` pixels, drawn and encoded here. */
 function image(type: 'png' | 'jpeg', width: number, height: number): Buffer {
@@ -230,6 +230,18 @@ describe(`documents: thumbnails (${DIALECT}, ${STORE} store)`, () => {
       .where('status', '<>', 'succeeded')
       .execute();
     assert.deepEqual(unsettled, []);
+  });
+
+  it('a JPEG whose real frame header declares more pixels than a thumbnail decodes gets none, a 1 × 1 one hidden before it notwithstanding', async () => {
+    // 30 megapixels: over the thumbnail's 25, under the upload's 100.
+    assert.equal(await thumbnailOf(jpegWithHiddenFrame(6000, 5000)), null);
+    const small = await thumbnailOf(jpegWithHiddenFrame(600, 500));
+    assert.deepEqual(imageSize(small!), { width: 256, height: 213, type: 'jpg' });
+    // Through an upload and the job: accepted (within the upload's limit), and never decoded.
+    const api = documentsApi(t.app, client.token, 'pt-hidden-frame');
+    const id = await api.create([jpegWithHiddenFrame(6000, 5000)], ['image/jpeg']);
+    await t.ctx.jobs.runDue();
+    assert.equal((await thumbnails('pt-hidden-frame')).get(id), null);
   });
 
   it("a PDF whose content inflates past the rendering thread's memory limit gets no thumbnail, and the process stays within it", async () => {
