@@ -338,12 +338,12 @@ export async function setThumbnail(
 }
 
 /** The first file with a thumbnail of each document named, by document id. */
-export async function thumbnailsOf(db: Db, businessId: string, documentIds: string[]): Promise<Map<string, number>> {
-  const found = new Map<string, number>();
+export async function thumbnailsOf(db: Db, businessId: string, documentIds: string[]): Promise<Map<string, { idx: number; formId: string }>> {
+  const found = new Map<string, { idx: number; formId: string }>();
   if (documentIds.length === 0) return found;
   const rows = await db
     .selectFrom('document_files')
-    .select(['document_id', 'idx'])
+    .select(['document_id', 'idx', 'form_id'])
     .where('business_id', '=', businessId)
     .where('document_id', 'in', documentIds)
     .where('state', '=', 'stored')
@@ -351,6 +351,6 @@ export async function thumbnailsOf(db: Db, businessId: string, documentIds: stri
     .orderBy('document_id')
     .orderBy('idx')
     .execute();
-  for (const row of rows) if (!found.has(row.document_id)) found.set(row.document_id, row.idx);
+  for (const row of rows) if (!found.has(row.document_id)) found.set(row.document_id, { idx: row.idx, formId: row.form_id });
   return found;
 }

@@ -468,8 +468,8 @@ export class DocumentsService {
     const thumbnails = await repo.thumbnailsOf(this.#db, businessId, active);
     const expiresAt = Date.now() + this.#deps.config.linkTtlSeconds * 1000;
     const thumbnailUrl = (id: string) => {
-      const idx = thumbnails.get(id);
-      return idx === undefined ? null : this.#downloadUrl(scope, id, idx, expiresAt, '/thumbnail');
+      const file = thumbnails.get(id);
+      return file === undefined ? null : this.#downloadUrl(scope, id, file.idx, file.formId, expiresAt, '/thumbnail');
     };
     return {
       items: page.map((row) => ({
@@ -496,7 +496,7 @@ export class DocumentsService {
       title: row.title,
       cases: jsonList(row.cases),
       files: files.map((file) => ({
-        asset_url: this.#downloadUrl(scope, row.id, file.idx, expiresAt),
+        asset_url: this.#downloadUrl(scope, row.id, file.idx, file.form_id, expiresAt),
         file_type: ACCEPTED_TYPES[file.content_type] ?? 'IMG',
         content_type: file.content_type,
         size: Number(file.size ?? 0),
@@ -578,7 +578,9 @@ export class DocumentsService {
     const row = await repo.findDocument(this.#db, link.businessId, documentId);
     if (row?.status !== 'A') throw NOT_FOUND();
     const file = await repo.findFile(this.#db, link.businessId, documentId, idx);
-    if (file?.state !== 'stored' || file.storage_key === null || file.store === null) throw NOT_FOUND();
+    // The file the link was issued for: not one that took its document id and index after an erasure.
+    if (file?.form_id !== link.fileId) throw NOT_FOUND();
+    if (file.state !== 'stored' || file.storage_key === null || file.store === null) throw NOT_FOUND();
     // A thumbnail is the file's, opened by the same link; its own store and key.
     const held = thumbnail
       ? { store: file.thumbnail_store, key: file.thumbnail_key, size: file.thumbnail_size, contentType: 'image/jpeg' }
@@ -841,13 +843,14 @@ export class DocumentsService {
     };
   }
 
-  #downloadUrl(scope: PatientScope, documentId: string, idx: number, expiresAt: number, what: '' | '/thumbnail' = ''): string {
+  #downloadUrl(scope: PatientScope, documentId: string, idx: number, fileId: string, expiresAt: number, what: '' | '/thumbnail' = ''): string {
     const link = this.#links.sealDownload({
       businessId: scope.businessId,
       clientId: scope.clientId,
       patientRef: scope.sentRef,
       documentId,
       idx,
+      fileId,
       expiresAt,
     });
     const query = new URLSearchParams({ pt: scope.sentRef, link }).toString();

@@ -110,6 +110,22 @@ describe(`documents: the patient compartment (${DIALECT}, ${STORE} store)`, () =
     assert.equal((await download(t.app, link)).statusCode, 404);
   });
 
+  it("a link to an erased patient's document never opens another patient's document given its id since", async () => {
+    const erasedPatient = await newPatient('Ira');
+    const other = await newPatient('Uma');
+    const id = 'lab-report-reused';
+    const theirs = documentsApi(t.app, client.token, erasedPatient);
+    await theirs.create([sampleFile('pdf', 3000)], ['application/pdf'], { document_id: id });
+    const link = (await theirs.get(id)).json().files[0].asset_url as string;
+    const erased = await t.app.inject({ method: 'POST', url: `/privacy/v1/patients/${erasedPatient}/erase`, headers: bearer(client.token) });
+    assert.equal(erased.statusCode, 200, erased.body);
+    // The id is free again: another patient's document takes it, within the erased one's link's life.
+    const hers = sampleFile('pdf', 5000);
+    await documentsApi(t.app, client.token, other).create([hers], ['application/pdf'], { document_id: id });
+    const opened = await download(t.app, link);
+    assert.equal(opened.statusCode, 404, `the erased patient's link answered ${opened.statusCode} with ${opened.rawPayload.length} bytes`);
+  });
+
   it('an erasure removes a thumbnail that a job wrote and never recorded (its process ended between)', async () => {
     const patient = await newPatient('Meera');
     const id = await documentsApi(t.app, client.token, patient).create([sampleFile('png')], ['image/png']);
