@@ -224,6 +224,11 @@ export async function expiredPending(db: Db, now: number, limit: number): Promis
   return db.selectFrom('documents').select(['business_id', 'id']).where('status', '=', 'P').where('upload_until', '<', now).limit(limit).execute();
 }
 
+/** Documents past pending whose forms expired before `now`: an object store may hold a form's file posted again. */
+export async function formsOver(db: Db, now: number, limit: number): Promise<Array<{ business_id: string; id: string }>> {
+  return db.selectFrom('documents').select(['business_id', 'id']).where('upload_until', '<', now).where('status', '<>', 'P').limit(limit).execute();
+}
+
 export async function deleteDocuments(db: Db, businessId: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   await db.deleteFrom('document_files').where('business_id', '=', businessId).where('document_id', 'in', ids).execute();

@@ -692,7 +692,23 @@ export class DocumentsService {
       files += 1;
     }
     await this.#dropEmptyPending(now);
+    await this.#dropReposted(now);
     return { files, documents };
+  }
+
+  /**
+   * Removes what an object store took from a stored file's form posted again (a presigned POST cannot
+   * refuse it, and a client need not follow its redirect back): once the form expired, and the grace a
+   * redirect has, nothing can post it again. The business's bytes count only the stored file.
+   */
+  async #dropReposted(now: number): Promise<void> {
+    for (const doc of await repo.formsOver(this.#db, now - PENDING_GRACE_MS, SWEEP_BATCH)) {
+      for (const file of await repo.filesOf(this.#db, doc.business_id, [doc.id])) {
+        const store = file.store === null ? undefined : this.#deps.stores.get(file.store);
+        if (store?.direct && file.state === 'stored') await store.remove([uploadKey(file)]);
+      }
+      await repo.updateDocument(this.#db, doc.business_id, doc.id, { upload_until: null });
+    }
   }
 
   async #dropEmptyPending(now: number): Promise<void> {
@@ -761,7 +777,10 @@ export class DocumentsService {
       if (!(await repo.markStored(trx, form.businessId, form.documentId, form.idx, stored))) throw NOT_FOUND();
       const files = await repo.filesOf(trx, form.businessId, [form.documentId]);
       if (files.every((file) => file.state === 'stored')) {
-        const active = { status: 'A', updated_at: updatedAt, upload_until: null } as const;
+        // An object store's form can be posted again until it expires, its file kept there, unchecked and
+        // uncounted, under its waiting key: upload_until stays, for the sweep to remove those after it.
+        const reposted = files.some((file) => file.store !== null && this.#deps.stores.get(file.store)?.direct);
+        const active = { status: 'A', updated_at: updatedAt, upload_until: row.source === 'form' && reposted ? row.upload_until : null } as const;
         await writeWithNext(trx, repo.updateDocumentQuery(trx, form.businessId, form.documentId, active));
         // The rows as this transaction left them: the event needs no second read.
         await this.#event(trx, scope, 'document.created', form.documentId, undefined, { row: { ...row, ...active }, files });

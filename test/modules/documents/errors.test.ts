@@ -116,6 +116,23 @@ describe(`documents: bad input (${STORE} store)`, () => {
     assert.equal((await download(t.app, (await api.get(id)).json().files[0].asset_url)).rawPayload.equals(file), true);
   });
 
+  it("keeps no file a used form's object store took again, once the form expired, the redirect not followed", {
+    skip: STORE !== 's3' && 'only an object store takes a form more than once',
+  }, async () => {
+    const file = sampleFile('pdf', 900_000);
+    const { id, form } = await formFor('application/pdf', file.length);
+    assert.equal((await postForm(t.app, form, file, 'application/pdf')).statusCode, 204);
+    // The same form posted to the store again, and its redirect back to the service not followed: the store keeps the file.
+    const data = new FormData();
+    for (const [name, value] of Object.entries(form.fields)) data.append(name, value);
+    data.append('file', new Blob([new Uint8Array(sampleFile('pdf', 900_000))], { type: 'application/pdf' }), 'again.pdf');
+    assert.equal((await fetch(form.url, { method: 'POST', body: data, redirect: 'manual' })).status, 303);
+    // Once the form expired (and its grace), nothing can post it again: only the stored file may stay.
+    await t.modules.documents.service.sweep(Date.now() + 2 * 24 * 3600_000);
+    const objects = await storedOf(t, id);
+    assert.equal(objects.length, 1, `the store keeps ${objects.map((o) => o.key).join(', ')}, of which the business's bytes count one`);
+  });
+
   it('checks the bytes an object store keeps, not those its form held when checked: a form posted again meanwhile', {
     skip: STORE !== 's3' && 'only an object store takes a form more than once',
   }, async () => {
