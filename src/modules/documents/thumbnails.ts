@@ -6,9 +6,10 @@
  * pixels its header declares (a HEIF's largest image, as the upload counted them) are within
  * THUMBNAIL_MAX_PIXELS (a decompression bomb, or a merely huge scan, gets no thumbnail; the upload's
  * own limit, CPS_DOCUMENTS_MAX_MEGAPIXELS, is about what is stored), and a PDF's embedded images over
- * it are left out. A PDF is rendered by pdf.js, and a HEIF's primary image decoded by libheif (the
- * libheif-js package's WebAssembly build: no native build), each in a worker thread of its own
- * (PDF_THREAD, HEIF_THREAD, run by inThread), ended after THREAD_MS, when its heap passes
+ * it are left out. A JPEG or PNG is decoded by Skia (@napi-rs/canvas), a PDF rendered by pdf.js, and a
+ * HEIF's primary image decoded by libheif (the libheif-js package's WebAssembly build: no native build),
+ * each in a worker thread of its own (IMAGE_THREAD, PDF_THREAD, HEIF_THREAD, run by inThread: the process
+ * itself never loads Skia, nor decodes on its event loop), ended after THREAD_MS, when its heap passes
  * THREAD_HEAP_MB, or when the process's resident memory grows by THREAD_MEMORY_MB while it runs (for
  * a HEIF, more with its declared pixels: HEIF_BYTES_PER_PIXEL): no file can stall the event loop,
  * hold the job or take the process's memory. A file that does not decode within them gets no
@@ -197,25 +198,30 @@ export function heifThumbnailOf(heif: Buffer, limits: { memoryMb?: number; maxPi
   );
 }
 
-/** A JPEG thumbnail of the image, or null when it gets none (too many pixels declared, or it does not decode). */
-export async function thumbnailOf(image: Buffer): Promise<Buffer | null> {
-  const pixels = declaredPixels(image);
-  if (pixels === null || pixels > THUMBNAIL_MAX_PIXELS) return null;
-  // Loaded on the first thumbnail, not with the module: Skia's library costs every process memory.
-  const { createCanvas, loadImage } = await import('@napi-rs/canvas');
-  let decoded: Awaited<ReturnType<typeof loadImage>>;
-  try {
-    decoded = await loadImage(image);
-  } catch {
-    return null;
-  }
-  if (decoded.width <= 0 || decoded.height <= 0) return null;
-  const scale = Math.min(1, THUMBNAIL_EDGE / Math.max(decoded.width, decoded.height));
+/** The JPEG and PNG thread: Skia decodes the image, then draws it scaled onto white (a PNG's transparency shows as on paper). */
+const IMAGE_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+(async () => {
+  const { file, edge, canvasModule } = workerData;
+  const { createCanvas, loadImage } = require(canvasModule);
+  const decoded = await loadImage(Buffer.from(file.buffer, file.byteOffset, file.byteLength));
+  if (!(decoded.width > 0 && decoded.height > 0)) return null;
+  const scale = Math.min(1, edge / Math.max(decoded.width, decoded.height));
   const canvas = createCanvas(Math.max(1, Math.round(decoded.width * scale)), Math.max(1, Math.round(decoded.height * scale)));
   const context = canvas.getContext('2d');
-  // A PNG's transparency shows on white, as on paper, not on JPEG's black.
   context.fillStyle = '#fff';
   context.fillRect(0, 0, canvas.width, canvas.height);
   context.drawImage(decoded, 0, 0, canvas.width, canvas.height);
   return canvas.encode('jpeg', 80);
+})().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
+`;
+
+/**
+ * A JPEG thumbnail of a JPEG or PNG, decoded in a worker thread; null when it declares too many pixels
+ * or does not decode within its thread's limits.
+ */
+export function thumbnailOf(image: Buffer, memoryMb = THREAD_MEMORY_MB): Promise<Buffer | null> {
+  const pixels = declaredPixels(image);
+  if (pixels === null || pixels > THUMBNAIL_MAX_PIXELS) return Promise.resolve(null);
+  return inThread(IMAGE_THREAD, image, { edge: THUMBNAIL_EDGE, canvasModule: resolved('@napi-rs/canvas') }, memoryMb);
 }
