@@ -5,3 +5,8 @@ const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export const PRODUCT = 'OpenCPS';
 export const VERSION: string = manifest.version;
+/**
+ * The version of the HTTP interface (`info.version` of /openapi.json): 1.0.0, as the contract and the
+ * specification's versioning say. It is not the package's version, which names a release of this code.
+ */
+export const API_VERSION = '1.0.0';

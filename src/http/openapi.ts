@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { webhookDocs } from '../events.ts';
-import { PRODUCT, VERSION } from '../version.ts';
+import { API_VERSION, PRODUCT, VERSION } from '../version.ts';
 import { documentIdempotencyKey } from './idempotency.ts';
 
 /** The top bar's mark: the name in white on the bar's dark background. */
@@ -19,7 +19,8 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string): 
       openapi: '3.1.0',
       info: {
         title: `${PRODUCT} — Clinical Practice Service`,
-        version: VERSION,
+        // The interface's version (contract section 9); the package's release names the /docs page.
+        version: API_VERSION,
         description: 'Drug and lab search, appointments, clinics and doctors, patient cases, push notifications and webhooks.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
