@@ -121,13 +121,16 @@ function invalid(field: string, message: string): AppError {
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
+/** Characters as a person counts them (code points): an emoji or a CJK extension letter is one, not two UTF-16 units. */
+const characters = (text: string): number => [...text].length;
+
 /** interface 2.8: string (<= 50 characters), integer or float values; keys <= 30 characters. */
 function checkDisplayMeta(meta: FreeForm | undefined, field = 'display_meta'): void {
   if (meta === undefined) return;
   for (const [key, value] of Object.entries(meta)) {
-    if (key.length > 30) throw invalid(field, `key "${key.slice(0, 40)}" is longer than 30 characters`);
+    if (characters(key) > 30) throw invalid(field, `key "${[...key].slice(0, 40).join('')}" is longer than 30 characters`);
     if (typeof value === 'string') {
-      if (value.length > 50) throw invalid(`${field}.${key}`, 'a string value is at most 50 characters');
+      if (characters(value) > 50) throw invalid(`${field}.${key}`, 'a string value is at most 50 characters');
     } else if (typeof value !== 'number' || !Number.isFinite(value)) {
       throw invalid(`${field}.${key}`, 'must be a string, an integer or a float');
     }

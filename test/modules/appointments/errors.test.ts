@@ -83,6 +83,13 @@ describe(`appointments: errors (${DIALECT})`, () => {
         display_meta: { ['k'.repeat(30)]: 'v'.repeat(50), int_value: 42, float_value: -1.25 },
       });
       assert.equal(ok.statusCode, 200, 'the limits themselves are allowed');
+      // Characters, not UTF-16 units: 30 and 50 emoji (two units each) are within the limits, one more is not.
+      const emoji = '\u{1F600}';
+      const wide = await call('PATCH', `/dr/v1/appointment/${id}`, { display_meta: { [emoji.repeat(30)]: emoji.repeat(50) } });
+      assert.equal(wide.statusCode, 200, wide.body);
+      assert.deepEqual(wide.json().display_meta, { [emoji.repeat(30)]: emoji.repeat(50) });
+      assertInvalid(await call('PATCH', `/dr/v1/appointment/${id}`, { display_meta: { [emoji.repeat(31)]: 'v' } }), 'display_meta');
+      assertInvalid(await call('PATCH', `/dr/v1/appointment/${id}`, { display_meta: { wide: emoji.repeat(51) } }), 'display_meta.wide');
       assertInvalid(await call('PATCH', `/dr/v1/appointment/${id}`, { display_meta: { ['k'.repeat(31)]: 'v' } }), 'display_meta');
       assertInvalid(await call('PATCH', `/dr/v1/appointment/${id}`, { display_meta: { long: 'v'.repeat(51) } }), 'display_meta.long');
       for (const value of [true, null, ['a'], { a: 1 }]) {
