@@ -98,6 +98,7 @@ describe('FCM client against local OAuth and FCM servers', () => {
     assert.equal(verified.payload.iss, email);
     assert.equal(verified.payload.aud, oauth.tokenUri);
     assert.equal(verified.payload.scope, FCM_SCOPE);
+    assert.equal(FCM_SCOPE, 'https://www.googleapis.com/auth/firebase.messaging', 'contract 7: the scope FCM HTTP v1 grants');
     assert.equal(verified.payload.exp! - verified.payload.iat!, 3600);
     const request = fcm.requests.at(-1)!;
     assert.equal(request.project, 'demo-project');

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createSender, parseRetryAfter } from '../../../src/modules/webhooks/sender.ts';
+import { createSender, parseRetryAfter, WEBHOOK_TIMEOUT_MS } from '../../../src/modules/webhooks/sender.ts';
 import { failureClass, OutboundClient } from '../../../src/security/outbound-client.ts';
 import {
   ekaSignatureHeader,
@@ -182,6 +182,10 @@ describe('webhook sender', () => {
     assert.equal(server.received.length, before + 1, 'the redirect was not followed');
     assert.deepEqual(await sender.send(`http://127.0.0.1:${server.port}/busy`, {}, '{}'), { statusCode: 503, retryAfterSeconds: 120 });
     await assert.rejects(sender.send(`http://127.0.0.1:${server.port}/hang`, {}, '{}'), (error) => failureClass(error) === 'timed out');
+  });
+
+  it('waits 15 s for an answer by default (contract 8: a 2xx within 15 s is success)', () => {
+    assert.equal(WEBHOOK_TIMEOUT_MS, 15_000);
   });
 
   it('parses Retry-After as seconds or an HTTP date', () => {
