@@ -13,6 +13,8 @@ interface Product {
   name: string;
   /** Other names it is sold or known under. */
   alt?: string;
+  /** Other names it answers to as a whole, as a lab test's abbreviations: exact and prefix lookups find it by them. */
+  aka?: string[];
   /** Its salts, as the composition reads. */
   generic?: string;
   form?: string;
@@ -26,7 +28,14 @@ const describeProduct = (product: Product & { id: string }): IndexedFields => {
   if (product.alt) fields.push([FIELD_ALT, product.alt]);
   if (product.generic) fields.push([FIELD_GENERIC, product.generic]);
   if (product.form) fields.push([FIELD_FORM, product.form]);
-  return { names: [product.name], fields, demoted: product.discontinued ?? false, nameLength: product.name.length, parts: product.parts ?? 1 };
+  if (product.aka) fields.push([FIELD_ALT, product.aka.join(' ')]);
+  return {
+    names: [product.name, ...(product.aka ?? [])],
+    fields,
+    demoted: product.discontinued ?? false,
+    nameLength: product.name.length,
+    parts: product.parts ?? 1,
+  };
 };
 
 function indexOf(products: Product[]): SearchIndex<Product & { id: string }> {
@@ -138,6 +147,42 @@ describe('search ranking', () => {
         expected: ['Dolo 650 Tablet', 'Dolo Syrup'],
       },
     ]);
+  });
+
+  it('puts a product whose own name starts with the query before one only another of its names starts so', () => {
+    check([
+      {
+        rule: 'Thyroid Profile is named so; Anti-TPO Antibodies (the shorter name) only answers to Thyroid Peroxidase Antibody',
+        query: 'thyroid',
+        products: [{ name: 'Anti-TPO Antibodies', aka: ['Thyroid Peroxidase Antibody'] }, { name: 'Thyroid Profile (T3 T4 TSH)' }],
+        expected: ['Thyroid Profile (T3 T4 TSH)', 'Anti-TPO Antibodies'],
+      },
+      {
+        rule: 'Serum Iron Studies is named so; Prolactin only answers to Serum Prolactin',
+        query: 'serum',
+        products: [
+          { name: 'Prolactin', aka: ['PRL', 'Serum Prolactin'] },
+          { name: 'Serum Iron Studies', parts: 2 },
+        ],
+        expected: ['Serum Iron Studies', 'Prolactin'],
+      },
+      {
+        rule: 'another name typed whole is still an exact name, and leads',
+        query: 'tsh',
+        products: [{ name: 'TSH Receptor Antibody' }, { name: 'Thyroid Stimulating Hormone (TSH)', aka: ['TSH'] }],
+        expected: ['Thyroid Stimulating Hormone (TSH)', 'TSH Receptor Antibody'],
+      },
+    ]);
+    // Added after the build, the same.
+    const index = indexOf([{ name: 'Calpol 500' }]);
+    index.upsert([
+      { id: 'a', name: 'Anti-TPO Antibodies', aka: ['Thyroid Peroxidase Antibody'] },
+      { id: 'b', name: 'Thyroid Profile (T3 T4 TSH)' },
+    ]);
+    assert.deepEqual(
+      index.search(parseQuery('thyroid'), 10).map((hit) => hit.record.name),
+      ['Thyroid Profile (T3 T4 TSH)', 'Anti-TPO Antibodies'],
+    );
   });
 
   it('prefers a name where the whole query ends on a word to one where it ends inside a word', () => {

@@ -11,12 +11,12 @@
  * word (exact word, word prefix, one or two edits) or have a name starting with the query; they are
  * ranked in the contract's tiers:
  *
- *   exact name > (active before discontinued) > name starts with the query > every word matched by
- *   word or word-prefix > typo-tolerant; then more whole words, then matched form/unit words, then (for
- *   a half-typed word that only its slips match) the first product of each word or beginning it may
- *   stand for, then fewer and commoner slips (a name that begins with the slipped word first), then
- *   fewer salts (the query covers the product better), then better fields (name over composition),
- *   then the shorter name.
+ *   exact name > (active before discontinued) > name starts with the query (the record's own name
+ *   before another name it answers to) > every word matched by word or word-prefix > typo-tolerant;
+ *   then more whole words, then matched form/unit words, then (for a half-typed word that only its
+ *   slips match) the first product of each word or beginning it may stand for, then fewer and commoner
+ *   slips (a name that begins with the slipped word first), then fewer salts (the query covers the
+ *   product better), then better fields (name over composition), then the shorter name.
  *
  * Typo lookups run only when the exact and prefix matches cannot fill the page, which keeps the common
  * case cheap. Updates are incremental (a replaced document is tombstoned, new words are kept beside the
@@ -391,6 +391,20 @@ const LEAD = 5e7;
  * 12 kinds a word, 1e8 each), below a matched form or unit word (1e10).
  */
 const LEADER = 5e9;
+/**
+ * A name key's bit 0 (never a word boundary: no word is empty) marks the record's own name, as against
+ * another name it answers to (a lab test's abbreviations and other names).
+ */
+const PRIMARY_KEY = 1;
+
+/**
+ * Among names starting with the query, a record whose own name starts with it comes before one that
+ * only another of its names starts ("thyroid": Thyroid Profile before Anti-TPO Antibodies, which also
+ * answers to "Thyroid Peroxidase Antibody"), as a prescriber reading the names shown expects. Above
+ * every other criterion of the tier (they sum to less than 1e13), below an exact name (1e15).
+ */
+const OWN_NAME_PREFIX = 1e13;
+
 /** Postings of a word looked at, by field, for the product a slip ranks first (see leadersOf). */
 const LEADER_POSTINGS = 16;
 
@@ -476,6 +490,8 @@ export class SearchIndex<T extends { id: string }> {
   private prefixMark: Uint32Array = new Uint32Array(0);
   private exactMark: Uint32Array = new Uint32Array(0);
   private boundaryMark: Uint32Array = new Uint32Array(0);
+  /** Documents whose own name (not only another name they answer to) starts with the query (see OWN_NAME_PREFIX). */
+  private ownPrefixMark: Uint32Array = new Uint32Array(0);
   /** The leaders of the beginnings a half-typed word's slips stand for (see LEADER). */
   private leaderMark: Uint32Array = new Uint32Array(0);
 
@@ -596,13 +612,13 @@ export class SearchIndex<T extends { id: string }> {
       rowFwd = grow(rowFwd, rowFwdSize + count, Uint32Array);
       for (let i = 0; i < count; i++) rowFwd[rowFwdSize++] = docTerms[i]! * 16 + docMasks[i]!;
       rowFwdStart[row + 1] = rowFwdSize;
-      for (const name of fields.names) {
+      for (const [at, name] of fields.names.entries()) {
         // The name field's words are at hand: its key is not tokenised again.
         const [key, bounds] = name === nameText ? keyOfTerms(nameTerms!, termTexts) : nameKey(name);
         if (!key) continue;
         keys.push(key);
         keyRows.push(row);
-        keyBounds.push(bounds);
+        keyBounds.push(at === 0 ? bounds | PRIMARY_KEY : bounds);
       }
     }
     sortKeys.sort();
@@ -788,9 +804,9 @@ export class SearchIndex<T extends { id: string }> {
       const fields = this.describe(record);
       const doc = this.append(this.store.add(record), fields);
       this.ids.set(record.id, doc);
-      for (const name of fields.names) {
+      for (const [at, name] of fields.names.entries()) {
         const [key, bounds] = nameKey(name);
-        if (key) added.push({ key, doc, bounds });
+        if (key) added.push({ key, doc, bounds: at === 0 ? bounds | PRIMARY_KEY : bounds });
       }
     }
     this.mergeExtraKeys(added);
@@ -906,6 +922,7 @@ export class SearchIndex<T extends { id: string }> {
     this.prefixMark = new Uint32Array(size);
     this.exactMark = new Uint32Array(size);
     this.boundaryMark = new Uint32Array(size);
+    this.ownPrefixMark = new Uint32Array(size);
     this.leaderMark = new Uint32Array(size);
     this.gen = 0;
     this.visitGen = 0;
@@ -917,6 +934,7 @@ export class SearchIndex<T extends { id: string }> {
       this.prefixMark.fill(0);
       this.exactMark.fill(0);
       this.boundaryMark.fill(0);
+      this.ownPrefixMark.fill(0);
       this.leaderMark.fill(0);
       this.gen = 1;
     }
@@ -1215,6 +1233,7 @@ export class SearchIndex<T extends { id: string }> {
       this.scanKeys(prefix, cap, (doc, keyLength, bounds) => {
         if (prefix === query.compact && keyLength === prefix.length) this.exactMark[doc] = gen;
         if (prefix.length === keyLength || (prefix.length < 32 && (bounds >>> prefix.length) & 1)) this.boundaryMark[doc] = gen;
+        if (bounds & PRIMARY_KEY) this.ownPrefixMark[doc] = gen;
         if (this.prefixMark[doc] === gen) return false;
         this.prefixMark[doc] = gen;
         prefixDocs.push(doc);
@@ -1537,11 +1556,12 @@ export class SearchIndex<T extends { id: string }> {
     // A name that starts with the whole query ending on a word ("zerodolsp" in "Zerodol-SP Tablet")
     // beats one where the query ends inside a word ("Zerodol Spas").
     const boundary = inPrefix && this.boundaryMark[doc] === gen ? 5e12 : 0;
+    const own = inPrefix && this.ownPrefixMark[doc] === gen ? OWN_NAME_PREFIX : 0;
     // One number, most significant criterion first (each term stays below the next one's unit);
     // wordScore and staticScore are the same sums for the early stop in rank().
     const leader = fuzzy && this.leaderMark[doc] === gen ? LEADER : 0;
     const score =
-      (exact ? 1e15 : 0) + tier * 1e13 + boundary + whole * 1e11 + soft * 1e10 + leader + kinds * 1e8 + lead + fields * 1e3 + staticScore(info);
+      (exact ? 1e15 : 0) + tier * 1e13 + own + boundary + whole * 1e11 + soft * 1e10 + leader + kinds * 1e8 + lead + fields * 1e3 + staticScore(info);
     const top = pass.top;
     const limit = pass.limit;
     if (top.length < limit) {
