@@ -12,6 +12,12 @@ export interface ConsoleModule extends Module {
 }
 
 export function consoleModule(ctx: AppContext, auth: AuthService): ConsoleModule {
-  const sessions = new ConsoleService({ db: ctx.storage.db, auth, idleMinutes: ctx.config.consoleIdleMinutes, timezone: ctx.config.timezone });
+  const sessions = new ConsoleService({
+    db: ctx.storage.db,
+    auth,
+    idleMinutes: ctx.config.consoleIdleMinutes,
+    timezone: ctx.config.timezone,
+    adminToken: ctx.config.adminToken,
+  });
   return { name: 'console', routes: consoleRoutes(sessions, loadAssets(), ctx.config), sessions };
 }

@@ -14,7 +14,8 @@ export async function insertSession(db: Db, row: ConsoleSessionsTable): Promise<
   await db.insertInto('console_sessions').values(row).execute();
 }
 
-export async function findSession(db: Db, tokenHash: string): Promise<SessionRow | undefined> {
+/** The session stored under any of `tokenHashes` (a token's possible digests). */
+export async function findSession(db: Db, tokenHashes: string[]): Promise<SessionRow | undefined> {
   return db
     .selectFrom('console_sessions')
     .leftJoin('api_clients', 'api_clients.id', 'console_sessions.client_id')
@@ -30,7 +31,7 @@ export async function findSession(db: Db, tokenHash: string): Promise<SessionRow
       'api_clients.disabled_at',
       'businesses.name as business_name',
     ])
-    .where('console_sessions.token_hash', '=', tokenHash)
+    .where('console_sessions.token_hash', 'in', tokenHashes)
     .executeTakeFirst();
 }
 

@@ -27,6 +27,11 @@ export interface ConsoleServiceDeps {
   idleMinutes: number;
   /** CPS_TIMEZONE: the zone of the dates the API takes, in which the page shows times. */
   timezone: string;
+  /**
+   * CPS_ADMIN_TOKEN: an operator's session is stored under a digest of its token and this one, so a
+   * process started with another admin token (or none) finds none of the sessions opened with the old one.
+   */
+  adminToken: string | null;
 }
 
 /** What the page is told of its session. */
@@ -58,14 +63,21 @@ function csrfOf(token: string): string {
   return sha256(`console-csrf:${token}`);
 }
 
+/** What an operator's session is stored under: its token's digest bound to the admin token it was opened with. */
+function operatorHash(token: string, adminToken: string): string {
+  return sha256(`console-operator:${sha256(adminToken)}:${token}`);
+}
+
 export class ConsoleService {
   readonly cookieName = SESSION_COOKIE;
   readonly #db: Kysely<Database>;
   readonly #auth: AuthService;
   readonly #idleMs: number;
   readonly #timezone: string;
+  readonly #adminToken: string | null;
 
   constructor(deps: ConsoleServiceDeps) {
+    this.#adminToken = deps.adminToken;
     this.#db = deps.db;
     this.#auth = deps.auth;
     this.#idleMs = deps.idleMinutes * 60_000;
@@ -91,7 +103,12 @@ export class ConsoleService {
     const now = Date.now();
     await repo.deleteEndedSessions(this.#db, now - this.#idleMs, now - SESSION_MAX_MS);
     const token = randomToken(32);
-    await repo.insertSession(this.#db, { token_hash: sha256(token), kind, client_id: clientId, created_at: now, last_seen_at: now });
+    let tokenHash = sha256(token);
+    if (kind === 'operator') {
+      if (this.#adminToken === null) throw new AppError(401, 'A valid admin token is required');
+      tokenHash = operatorHash(token, this.#adminToken);
+    }
+    await repo.insertSession(this.#db, { token_hash: tokenHash, kind, client_id: clientId, created_at: now, last_seen_at: now });
     const found = await this.#find(token);
     if (!found) throw new AppError(401, 'The API client was revoked');
     return { token, view: found.view };
@@ -102,10 +119,19 @@ export class ConsoleService {
     return this.#find(token);
   }
 
-  async #find(token: string): Promise<Found | null> {
-    const tokenHash = sha256(token);
-    const row = await repo.findSession(this.#db, tokenHash);
+  async #find(token: string): Promise<(Found & { tokenHash: string }) | null> {
+    const clientHash = sha256(token);
+    const operatorHashNow = this.#adminToken === null ? null : operatorHash(token, this.#adminToken);
+    const row = await repo.findSession(this.#db, operatorHashNow === null ? [clientHash] : [clientHash, operatorHashNow]);
     if (!row) return null;
+    const tokenHash = row.token_hash;
+    // An operator's session is found only under the admin token it was opened with (one stored under the
+    // token's plain digest predates that binding): a replaced or removed admin token ends it.
+    if (row.kind === 'operator' && tokenHash !== operatorHashNow) {
+      await repo.deleteSession(this.#db, tokenHash);
+      return null;
+    }
+    if (row.kind === 'client' && tokenHash !== clientHash) return null;
     const now = Date.now();
     const ended = now - row.last_seen_at > this.#idleMs || now - row.created_at > SESSION_MAX_MS;
     // A client revoked (or deleted) since sign-in ends its sessions at their next request.
@@ -122,6 +148,7 @@ export class ConsoleService {
         ? { businessId: row.business_id, clientId: row.client_id, scopes: new Set(scopes) }
         : null;
     return {
+      tokenHash,
       operator: row.kind === 'operator',
       principal,
       csrf,
@@ -139,6 +166,7 @@ export class ConsoleService {
   }
 
   async signOut(token: string): Promise<void> {
-    await repo.deleteSession(this.#db, sha256(token));
+    const found = await this.#find(token);
+    if (found) await repo.deleteSession(this.#db, found.tokenHash);
   }
 }
