@@ -481,6 +481,36 @@ export async function releaseExpired(db: Db): Promise<{ id: string; kind: string
     .execute();
 }
 
+/**
+ * Gives back an attempt that shutdown interrupted (its handler stopped at the signal): the job is
+ * pending again, due now, and the attempt is not counted, so a job interrupted on its last attempt is
+ * tried again rather than failed unsent (releaseExpired counts the attempt of a worker that died).
+ * Guarded by the attempt number as settleJob is; false when the attempt was no longer this one.
+ */
+export async function giveBackAttempt(db: Db, job: Job): Promise<boolean> {
+  const now = Date.now();
+  const row = await db
+    .updateTable('jobs')
+    .set((eb) => ({
+      status: 'pending',
+      due_at: now,
+      attempts: eb('attempts', '-', 1),
+      lease_until: null,
+      updated_at: now,
+      retry_requested_at: null,
+      last_error: 'interrupted by a shutdown; queued again',
+    }))
+    .where('id', '=', job.id)
+    .where('status', '=', 'running')
+    .where('attempts', '=', job.attempts)
+    .returning('kind')
+    .executeTakeFirst();
+  if (!row) return false;
+  // Another process takes it at once (the insert trigger does not fire for an update).
+  if (isPostgres(db)) await sql`select pg_notify('cps_jobs', ${row.kind})`.execute(db);
+  return true;
+}
+
 /** The kinds with jobs due now: the poll claims only for those. */
 export async function dueKinds(db: Db): Promise<string[]> {
   const rows = await db.selectFrom('jobs').select('kind').distinct().where('status', '=', 'pending').where('due_at', '<=', Date.now()).execute();

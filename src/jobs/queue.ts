@@ -49,6 +49,7 @@ import {
   claimJobs,
   type ClaimedJob,
   dueKinds,
+  giveBackAttempt,
   localWake,
   queueDepth,
   releaseExpired,
@@ -133,6 +134,8 @@ const LISTEN_RETRY_MS = 1000;
  * for the poll. Nothing signals across processes on SQLite otherwise.
  */
 const SQLITE_CHANGE_CHECK_MS = 50;
+/** After the grace period, how long attempts aborted by shutdown are given to give themselves back. */
+const INTERRUPTED_SETTLE_MS = 500;
 
 export class JobQueue {
   readonly workerId: string;
@@ -271,8 +274,9 @@ export class JobQueue {
   }
 
   /**
-   * Stops claiming, waits up to `graceMs` for running attempts, then aborts their signals and
-   * returns; attempts still running then are claimed again elsewhere when their leases run out.
+   * Stops claiming, waits up to `graceMs` for running attempts, then aborts their signals: an attempt
+   * that stops at its signal is queued again at once, uncounted (giveBackAttempt); one still running
+   * then is claimed again elsewhere when its lease runs out.
    */
   stop(graceMs = 25_000): Promise<void> {
     this.stopping ??= (async () => {
@@ -300,7 +304,17 @@ export class JobQueue {
             { running: this.inFlight.size, grace_ms: graceMs },
             'jobs still running at the end of the grace period; leaving them to their leases',
           );
-          for (const { abort } of this.inFlight.values()) abort.abort(new Error('shutting down'));
+          const interrupted = [...this.inFlight.values()];
+          for (const { abort } of interrupted) abort.abort(new Error('shutting down'));
+          // Handlers that stop at the signal give their attempts back (run) before the database closes.
+          let settled: NodeJS.Timeout | undefined;
+          await Promise.race([
+            Promise.allSettled(interrupted.map((p) => p.promise)),
+            new Promise((resolve) => {
+              settled = setTimeout(resolve, INTERRUPTED_SETTLE_MS);
+            }),
+          ]);
+          clearTimeout(settled);
         }
       }
       // Also when not running: a lock claim in flight while stopping may have won.
@@ -529,7 +543,12 @@ export class JobQueue {
       }
       if (abort.signal.aborted && settlement.status !== 'succeeded') {
         // Interrupted (shutdown grace over, or lease lost): not a real failure, so no attempt is spent
-        // and no delay imposed; the job runs again once its lease runs out.
+        // and no delay imposed. A shutdown gives the attempt back at once; a lost lease leaves the job
+        // to its lease (the sweep counts that attempt, so a handler that keeps losing its lease ends).
+        if (this.state === 'stopped' && (await giveBackAttempt(db, job))) {
+          this.logger.warn(log, 'job attempt interrupted by the shutdown; queued again');
+          return;
+        }
         this.logger.warn(log, 'job attempt interrupted; left to its lease');
         return;
       }

@@ -20,6 +20,9 @@ import { randomBytes } from 'node:crypto';
 import { ChainSeal } from '../../src/access-log/seal.ts';
 import { BusinessService } from '../../src/modules/businesses/index.ts';
 import { createTestApp, DIALECT } from '../support.ts';
+import { Registry } from 'prom-client';
+import { JobQueue } from '../../src/jobs/queue.ts';
+import { createLogger } from '../../src/logger.ts';
 import { createJobsFixture, gate, until, type JobsFixture } from './support.ts';
 import { reviewEvent } from '../modules/webhooks/support.ts';
 
@@ -317,6 +320,37 @@ describe(`jobs (${DIALECT})`, () => {
       await f.queue.stop(10);
       assert.equal(aborted, true);
       assert.equal((await getJob(f.storage.db, id))?.status, 'running', 'claimed again elsewhere once its lease runs out');
+    });
+  });
+
+  describe('interrupted attempts', () => {
+    it('an attempt that shutdown interrupts spends no attempt: a job on its last one runs again, not ends failed', async () => {
+      const started = gate();
+      const ran: number[] = [];
+      const handler = async ({ job, signal }: { job: { attempts: number }; signal: AbortSignal }) => {
+        ran.push(job.attempts);
+        if (ran.length > 1) return;
+        started.open();
+        // Honours the signal, as the webhook and push senders do.
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+      };
+      f.queue.register('test.interrupted', handler, { retrySchedule: [] });
+      await f.queue.start();
+      const id = await enqueue(f.storage.db, { kind: 'test.interrupted', payload: {} });
+      await started.promise;
+      await f.queue.stop(10);
+      // Before, the attempt stayed counted: once its lease ran out, the next claim found the job out
+      // of attempts and failed it unsent ("lease expired").
+      const given = (await getJob(f.storage.db, id))!;
+      assert.equal(given.status, 'pending', 'queued again at once, not left to its lease');
+      assert.equal(given.attempts, 0);
+      // The next process.
+      const next = new JobQueue(f.storage, createLogger('silent'), new Registry());
+      next.register('test.interrupted', handler, { retrySchedule: [] });
+      await next.runDue();
+      const job = (await getJob(f.storage.db, id))!;
+      assert.equal(job.status, 'succeeded', `the job was never tried again: ${job.lastError}`);
+      assert.deepEqual(ran, [1, 1]);
     });
   });
 
