@@ -224,9 +224,12 @@ export class PushService {
 
   /** The business's service account, decrypted; null when none is stored. Throws when it cannot be opened. */
   async loadAccount(businessId: string): Promise<LoadedAccount | null> {
-    const db = this.#deps.db;
-    const row = await repo.getCredentials(db, businessId);
-    if (!row) return null;
+    const row = await repo.getCredentials(this.#deps.db, businessId);
+    return row ? this.openAccount(businessId, row) : null;
+  }
+
+  /** Stored credentials, decrypted and parsed; throws when they cannot be opened (another master key). */
+  openAccount(businessId: string, row: { sealed: string; updated_at: number }): LoadedAccount {
     const key = JSON.parse(decrypt(this.#deps.masterKey, row.sealed, businessId)) as SaKey;
     const privateKey = parseRsaPrivateKey(key.private_key);
     if (!privateKey) throw new Error('stored private key does not parse');
@@ -352,14 +355,17 @@ export class PushService {
     const device = await repo.getDevice(db, businessId, did);
     if (!device) return settle('dropped', 'device removed');
 
-    let loaded: LoadedAccount | null;
+    // A failure to read them (the database) is thrown, for the queue to retry; only credentials that
+    // cannot be opened fail the delivery for good.
+    const credentials = await repo.getCredentials(db, businessId);
+    if (!credentials) return settle('failed', 'push credentials are not configured');
+    let loaded: LoadedAccount;
     try {
-      loaded = await this.loadAccount(businessId);
+      loaded = this.openAccount(businessId, credentials);
     } catch {
       // Typically CPS_MASTER_KEY changed since the credentials were saved.
       return settle('failed', 'stored push credentials cannot be decrypted; save them again');
     }
-    if (!loaded) return settle('failed', 'push credentials are not configured');
 
     const outcome = await this.#deps.fcm.send(
       businessId,

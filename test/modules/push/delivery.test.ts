@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { encrypt } from '../../../src/security/encryption.ts';
 import { bearer, DIALECT } from '../../support.ts';
 import { INVALID_TOKEN, UNREGISTERED, unavailable } from './fakes.ts';
@@ -172,6 +173,35 @@ describe(`push delivery with the workers running (${DIALECT})`, () => {
       }
       assert.equal(status, 'sent');
       assert.equal(t.fcm.requests.length, 1);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe(`push delivery through a database error (${DIALECT})`, () => {
+  it('a failure to read the credentials is retried, not taken for unreadable credentials and failed for good', async () => {
+    const t = await createPushTest({ CPS_PUSH_RETRY_SCHEDULE: '3600' });
+    const db = t.ctx.storage.db;
+    try {
+      await t.post('/notification/push-creds', { sa_key: t.saKey() });
+      await t.post('/notification/add-device', { devicePayload: { did: 'dbe', 'fcm-id': 'fcm-dbe-token', 'app-version': '1' } }, undefined, {
+        'x-pt-id': 'pt-dbe',
+      });
+      const id = (await t.post('/notification/send', { patient_id: 'pt-dbe', title: 'T', body: 'B' })).json().notification_id;
+      // The one statement that reads the credentials fails (a stand-in for a dropped connection or a
+      // statement timeout); the statements before and after it work.
+      await sql`alter table push_credentials rename to push_credentials_away`.execute(db);
+      try {
+        await t.deliver();
+      } finally {
+        await sql`alter table push_credentials_away rename to push_credentials`.execute(db);
+      }
+      const report = (await t.get(`/notification/send/${id}`)).json();
+      assert.deepEqual(report.devices, [{ did: 'dbe', status: 'pending', error: null }], 'the delivery waits for its retry');
+      await db.updateTable('jobs').set({ due_at: Date.now() }).where('kind', '=', 'push.deliver').where('status', '=', 'pending').execute();
+      await t.deliver();
+      assert.equal((await t.get(`/notification/send/${id}`)).json().status, 'sent');
     } finally {
       await t.close();
     }
