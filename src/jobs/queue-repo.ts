@@ -121,6 +121,11 @@ export async function enqueueWithNext(db: Db, job: NewJob): Promise<void> {
 
 /** Adds jobs in one statement (a fan-out to many recipients); returns their ids in order. */
 export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
+  return (await enqueueManyMarked(db, jobs)).map((job) => job.id);
+}
+
+/** enqueueMany, saying of each id whether the job is new (`fresh`) or one its dedupeKey found. */
+export async function enqueueManyMarked(db: Db, jobs: NewJob[]): Promise<Array<{ id: string; fresh: boolean }>> {
   if (jobs.length === 0) return [];
   const now = Date.now();
   const rows = jobs.map((job) => jobRow(job, now));
@@ -132,15 +137,24 @@ export async function enqueueMany(db: Db, jobs: NewJob[]): Promise<string[]> {
     .returning('id')
     .execute();
   if (!isPostgres(db)) for (const kind of new Set(jobs.map((job) => job.kind))) localWake.emit('job', kind);
-  if (inserted.length === rows.length) return rows.map((row) => row.id);
+  if (inserted.length === rows.length) return rows.map((row) => ({ id: row.id, fresh: true }));
   // Some keys existed already: answer with those jobs' ids.
   const fresh = new Set(inserted.map((row) => row.id));
   return Promise.all(
     rows.map(async (row) =>
       fresh.has(row.id)
-        ? row.id
-        : (await db.selectFrom('jobs').select('id').where('kind', '=', row.kind).where('dedupe_key', '=', row.dedupe_key!).executeTakeFirstOrThrow())
-            .id,
+        ? { id: row.id, fresh: true }
+        : {
+            id: (
+              await db
+                .selectFrom('jobs')
+                .select('id')
+                .where('kind', '=', row.kind)
+                .where('dedupe_key', '=', row.dedupe_key!)
+                .executeTakeFirstOrThrow()
+            ).id,
+            fresh: false,
+          },
     ),
   );
 }
@@ -224,9 +238,10 @@ export async function lastFinished(db: Db, kind: string): Promise<{ status: JobS
  * Queues a finished job (failed or succeeded) again, due now, with its attempts counted afresh; a
  * pending job is made due now; a running job keeps running, and the retry takes effect when its
  * attempt is settled (settleJob: a failed attempt is followed by one due now, attempts afresh; a
- * success stands). Returns the job, or null when unknown.
+ * success stands). Returns the job, or null when unknown. `payload`, when given, replaces the job's
+ * (a finished or pending job only: a running one keeps its own).
  */
-export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {}): Promise<Job<P> | null> {
+export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {}, payload?: P): Promise<Job<P> | null> {
   const now = Date.now();
   const row = await db
     .updateTable('jobs')
@@ -236,6 +251,7 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
       attempts: eb.case().when('status', '=', 'pending').then(eb.ref('attempts')).else(0).end(),
       finished_at: null,
       updated_at: now,
+      ...(payload !== undefined && { payload: JSON.stringify(payload) }),
     }))
     .where('id', '=', id)
     .where('status', '!=', 'running')

@@ -28,9 +28,14 @@ export const DELIVERY_JOB = 'webhook.delivery';
 export interface DeliveryQueue {
   /**
    * Adds the jobs that send the deliveries, in `db` (a transaction), in one statement, and returns
-   * their ids in order; where a job with the same `key` is already queued, its id instead.
+   * their ids in order; where a job with the same `key` is already queued, its id instead (not fresh).
    */
-  enqueue(db: Db, deliveries: QueuedDelivery[]): Promise<string[]>;
+  enqueue(db: Db, deliveries: QueuedDelivery[]): Promise<Array<{ id: string; fresh: boolean }>>;
+  /**
+   * Makes the existing job `jobId` (of the delivery's key) send `delivery`, due now: its own delivery
+   * row is gone (pruned by retention while the job was kept).
+   */
+  adopt(db: Db, delivery: QueuedDelivery, jobId: string): Promise<void>;
   /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
   retry(db: Db, delivery: QueuedDelivery, jobId: string | null): Promise<string>;
 }
@@ -125,14 +130,20 @@ async function addDeliveries(trx: Db, queue: DeliveryQueue, pairs: Array<[EventR
     const chunk = rows.slice(start, start + FAN_OUT_CHUNK);
     // The jobs first: their key is the (event, subscription) pair, so a repeated dispatch gets the
     // existing jobs back and the delivery insert below adds nothing for them.
-    const jobIds = await queue.enqueue(
-      trx,
-      chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, ...jobs[start + i]! })),
+    const queued = chunk.map((row, i) => ({ businessId: row.business_id, deliveryId: row.id, ...jobs[start + i]! }));
+    const jobIds = await queue.enqueue(trx, queued);
+    const inserted = new Set(
+      await repo.insertDeliveries(
+        trx,
+        chunk.map((row, i) => ({ ...row, job_id: jobIds[i]!.id })),
+      ),
     );
-    added += await repo.insertDeliveries(
-      trx,
-      chunk.map((row, i) => ({ ...row, job_id: jobIds[i]! })),
-    );
+    added += inserted.size;
+    // A new delivery whose key found an existing job: that job's delivery was pruned by retention (a
+    // replay of an old event), so the job is another's; left so, it never sent this one.
+    for (const [i, delivery] of queued.entries()) {
+      if (inserted.has(delivery.deliveryId) && !jobIds[i]!.fresh) await queue.adopt(trx, delivery, jobIds[i]!.id);
+    }
   }
   return added;
 }

@@ -80,16 +80,16 @@ export function activeSubscriptions(db: Db, businessIds: string[]): Promise<Pick
     .execute();
 }
 
-/** Adds the deliveries, skipping any (subscription, event) pair that already has one; returns how many were added. */
-export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<number> {
-  if (rows.length === 0) return 0;
+/** Adds the deliveries, skipping any (subscription, event) pair that already has one; returns the ids of those added. */
+export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<string[]> {
+  if (rows.length === 0) return [];
   const inserted = await db
     .insertInto('webhook_deliveries')
     .values(rows)
     .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
     .returning('id')
     .execute();
-  return inserted.length;
+  return inserted.map((row) => row.id);
 }
 
 export interface DeliveryFilter {

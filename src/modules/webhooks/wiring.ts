@@ -6,7 +6,7 @@
  */
 import { Counter } from 'prom-client';
 import type { AppContext } from '../../context.ts';
-import { enqueue, enqueueMany, retryJob, type NewJob } from '../../jobs/queue-repo.ts';
+import { enqueue, enqueueManyMarked, retryJob, type NewJob } from '../../jobs/queue-repo.ts';
 import {
   attempt,
   AttemptLoads,
@@ -75,7 +75,10 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   };
 
   const queue: DeliveryQueue = {
-    enqueue: (db, deliveries) => enqueueMany(db, deliveries.map(deliveryJob)),
+    enqueue: (db, deliveries) => enqueueManyMarked(db, deliveries.map(deliveryJob)),
+    async adopt(db, delivery, jobId) {
+      await retryJob(db, jobId, { businessId: delivery.businessId }, { deliveryId: delivery.deliveryId });
+    },
     async retry(db, delivery, jobId) {
       const job = jobId ? await retryJob(db, jobId, { businessId: delivery.businessId }) : null;
       return job ? job.id : enqueue(db, deliveryJob(delivery));

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { inTransaction } from '../../../src/db/index.ts';
-import { recordEvent } from '../../../src/jobs/outbox.ts';
+import { patientKey, recordEvent } from '../../../src/jobs/outbox.ts';
+import { envelope } from '../../../src/events.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, PG_URL, type TestApp } from '../../support.ts';
 import { book, createPractice, request } from '../appointments/support.ts';
 import { assertEventBody, subscribe } from './event-schemas.ts';
@@ -208,6 +209,62 @@ describe(`webhook replay and disabling (${DIALECT})`, () => {
       await failing.close();
       await watcher.close();
       await recovering.close();
+    }
+  });
+});
+
+describe(`webhook replay after retention (${DIALECT})`, () => {
+  let t: TestApp;
+  before(async () => {
+    // Jobs are kept longer than deliveries, as an operator may set them.
+    t = await createTestApp({ env: { CPS_RETENTION_JOBS_DAYS: '60', CPS_RETENTION_FAILED_JOBS_DAYS: '60', CPS_RETENTION_EVENTS_DAYS: '30' } });
+  });
+  after(async () => t.close());
+
+  it('sends again an event whose delivery retention pruned while its job stayed', async () => {
+    const client = await createTestClient(t.ctx);
+    const receiver = await startReceiver();
+    try {
+      const { id } = await subscribe(t, client.token, receiver.url, ['case.deleted']);
+      const since = Math.floor(Date.now() / 1000) - 1;
+      const now = Date.now();
+      // The last event of its key: retention keeps it (the key's next is numbered after it).
+      await inTransaction(t.ctx.storage.db, (trx) =>
+        recordEvent(trx, {
+          businessId: client.businessId,
+          orderingKey: patientKey('pt-kept'),
+          type: 'case.deleted',
+          payload: {
+            service: 'case',
+            ...envelope('case.deleted', { businessId: client.businessId }, now),
+            data: { case_id: 'case-1', patient_id: 'pt-kept', status: 'D', updated_at: Math.floor(now / 1000) },
+          },
+        }),
+      );
+      await t.ctx.jobs.runDue();
+      assert.equal(receiver.received.length, 1);
+      // 40 days on: the delivery and its attempts are past CPS_RETENTION_EVENTS_DAYS, its job is not.
+      await t.modules.retention.service.run(undefined, now + 40 * 86_400_000);
+      assert.equal((await t.ctx.storage.db.selectFrom('webhook_deliveries').selectAll().execute()).length, 0);
+      assert.equal((await t.ctx.storage.db.selectFrom('events').selectAll().execute()).length, 1);
+
+      const replayed = await t.app.inject({
+        method: 'POST',
+        url: `${SUBSCRIPTIONS}/${id}/replay`,
+        headers: bearer(client.token),
+        payload: { since },
+      });
+      assert.equal(replayed.json().queued, 1, replayed.body);
+      await t.ctx.jobs.runDue();
+      const deliveries = await t.app.inject({ method: 'GET', url: `${SUBSCRIPTIONS}/${id}/deliveries`, headers: bearer(client.token) });
+      assert.deepEqual(
+        deliveries.json().data.map((d: { status: string }) => d.status),
+        ['succeeded'],
+        'the replayed delivery was given the old job, which never ran again',
+      );
+      assert.equal(receiver.received.length, 2);
+    } finally {
+      await receiver.close();
     }
   });
 });
