@@ -197,7 +197,9 @@ export class FcmClient {
     const key = `${businessId}\0${version}`;
     let pending = this.fetching.get(key);
     if (!pending) {
-      pending = this.requestToken(account, signal)
+      // Shared by the business's concurrent sends, so no one send's signal aborts it: each send stops
+      // waiting at its own (below); the fetch itself ends within the outbound client's time limit.
+      pending = this.requestToken(account)
         .then((outcome) => {
           if (outcome.kind === 'token') {
             this.tokens.set(businessId, { version, accessToken: outcome.accessToken, expiresAt: this.now() + outcome.expiresInSeconds * 1000 });
@@ -207,7 +209,7 @@ export class FcmClient {
         .finally(() => this.fetching.delete(key));
       this.fetching.set(key, pending);
     }
-    return pending;
+    return signal ? untilAborted(pending, signal) : pending;
   }
 
   /** The RS256 assertion of the JWT-bearer grant, as Google's token endpoint expects it. */
@@ -222,7 +224,7 @@ export class FcmClient {
       .sign(account.privateKey);
   }
 
-  private async requestToken(account: ServiceAccount, signal?: AbortSignal): Promise<TokenOutcome> {
+  private async requestToken(account: ServiceAccount): Promise<TokenOutcome> {
     const assertion = await this.assertion(account);
     const form = new URLSearchParams({ grant_type: JWT_BEARER, assertion });
     return this.limit(async (): Promise<TokenOutcome> => {
@@ -232,7 +234,6 @@ export class FcmClient {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
           body: form.toString(),
-          signal,
         });
       } catch (error) {
         return this.networkFailure('OAuth token endpoint', error);
@@ -282,6 +283,26 @@ export class FcmClient {
     else this.logger?.debug({ step, ...detail }, 'push request failed');
     return { kind: 'retry', error: `${step}: ${detail.failure}`, retryAfterSeconds: null };
   }
+}
+
+/** `outcome`, or a retry as soon as `signal` aborts (the attempt is interrupted: the queue leaves it to its lease). */
+function untilAborted(outcome: Promise<TokenOutcome>, signal: AbortSignal): Promise<TokenOutcome> {
+  const interrupted: TokenOutcome = { kind: 'retry', error: 'OAuth token endpoint: interrupted', retryAfterSeconds: null };
+  if (signal.aborted) return Promise.resolve(interrupted);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(interrupted);
+    signal.addEventListener('abort', onAbort, { once: true });
+    outcome.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function readJson(response: OutboundResponse): unknown {

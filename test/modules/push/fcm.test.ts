@@ -152,6 +152,18 @@ describe('FCM client against local OAuth and FCM servers', () => {
     assert.deepEqual(transient, { kind: 'retry', error: 'OAuth token endpoint 503', retryAfterSeconds: 4 });
   });
 
+  it("a send aborted while its business's token is fetched does not fail the sends sharing that fetch", async () => {
+    const client = new FcmClient({ http, fcmUrl: fcm.url });
+    const abort = new AbortController();
+    // The first send's job is interrupted (shutdown, a lost lease); the second's is not.
+    const first = client.send('b8', account, 'v1', { token: 'shared-1', title: 'a', body: 'b' }, abort.signal);
+    const second = client.send('b8', account, 'v1', { token: 'shared-2', title: 'a', body: 'b' });
+    abort.abort(new Error('lease lost'));
+    const [interrupted, other] = await Promise.all([first, second]);
+    assert.equal(interrupted.kind, 'retry');
+    assert.deepEqual(other, { kind: 'sent', name: other.kind === 'sent' ? other.name : null }, 'the other send was failed by an abort not its own');
+  });
+
   it('keeps a bounded number of requests in flight', async () => {
     const client = new FcmClient({ http, fcmUrl: fcm.url, maxInFlight: 2 });
     await client.send('b6', account, 'v1', { token: 'warm', title: 'a', body: 'b' });
