@@ -1,7 +1,7 @@
 /**
  * The jobs table: enqueue in the caller's transaction, read, retry by hand, and the worker's claim,
  * finish and sweep statements (the worker itself is in queue.ts). Times are epoch milliseconds
- * from this process's clock.
+ * from this process's clock, except leases on PostgreSQL, which are the database's (leaseEnd).
  */
 import { EventEmitter } from 'node:events';
 import { sql, type ExpressionBuilder, type Insertable, type Selectable } from 'kysely';
@@ -277,6 +277,19 @@ export async function retryJob<P = unknown>(db: Db, id: string, scope: Scope = {
 
 // ---- The worker's statements ---------------------------------------------------------------
 
+/**
+ * A lease's end `leaseMs` from now. On PostgreSQL leases are set and compared in the database's clock,
+ * which every process sharing it shares: in each process's own, a host whose clock ran ahead took
+ * other hosts' live leases for expired (their jobs ran twice at once) and one behind kept a dead
+ * process's jobs for as long. On SQLite the processes share one host, and its clock.
+ */
+function leaseEnd(db: Db, leaseMs: number) {
+  return isPostgres(db) ? sql<number>`${DB_NOW_MS} + cast(${leaseMs} as bigint)` : sql<number>`${Date.now() + leaseMs}`;
+}
+
+/** Epoch milliseconds by the database's clock (PostgreSQL). */
+const DB_NOW_MS = sql<number>`cast(extract(epoch from clock_timestamp()) * 1000 as bigint)`;
+
 export interface ClaimedJob<P = unknown> extends Job<P> {
   /**
    * Later jobs of its kind and key were waiting for it when it was claimed (NewJob.ordering): only then
@@ -311,7 +324,7 @@ export async function claimJobs(db: Db, kind: string, limit: number, leaseMs: nu
     .set((eb) => ({
       status: 'running',
       attempts: eb('attempts', '+', 1),
-      lease_until: now + leaseMs,
+      lease_until: leaseEnd(db, leaseMs),
       locked_by: workerId,
       started_at: now,
       updated_at: now,
@@ -341,7 +354,7 @@ function unsettledOfKey(eb: ExpressionBuilder<Database, 'jobs'>, order: '<' | '>
 export async function renewLease(db: Db, job: Job, leaseMs: number): Promise<boolean> {
   const result = await db
     .updateTable('jobs')
-    .set({ lease_until: Date.now() + leaseMs })
+    .set({ lease_until: leaseEnd(db, leaseMs) })
     .where('id', '=', job.id)
     .where('status', '=', 'running')
     .where('attempts', '=', job.attempts)
@@ -492,7 +505,7 @@ export async function releaseExpired(db: Db): Promise<{ id: string; kind: string
       last_error: 'lease expired: the worker stopped or crashed mid-job',
     })
     .where('status', '=', 'running')
-    .where('lease_until', '<', now)
+    .where('lease_until', '<', isPostgres(db) ? DB_NOW_MS : sql<number>`${now}`)
     .returning(['id', 'kind'])
     .execute();
 }

@@ -11,6 +11,7 @@ import {
   getJob,
   listJobs,
   releaseExpired,
+  renewLease,
   retryJob,
   settleJob,
   settleSucceeded,
@@ -320,6 +321,38 @@ describe(`jobs (${DIALECT})`, () => {
       await f.queue.stop(10);
       assert.equal(aborted, true);
       assert.equal((await getJob(f.storage.db, id))?.status, 'running', 'claimed again elsewhere once its lease runs out');
+    });
+  });
+
+  describe('leases across hosts', () => {
+    it('a process whose clock runs ahead does not take a live lease for expired, nor one behind a dead one for live', {
+      skip: DIALECT !== 'postgres' && 'several hosts share only a PostgreSQL database',
+    }, async () => {
+      f.queue.register('test.noop', async () => {});
+      const id = await enqueue(f.storage.db, { kind: 'test.noop', payload: {} });
+      const realNow = Date.now;
+      const skewed = async <T>(ms: number, work: () => Promise<T>): Promise<T> => {
+        Date.now = () => realNow() + ms;
+        try {
+          return await work();
+        } finally {
+          Date.now = realNow;
+        }
+      };
+      // Host A claims with a 60 s lease and renews it; host B's clock is 2 minutes ahead.
+      const [claimed] = await claimJobs(f.storage.db, 'test.noop', 1, 60_000, 'host-a');
+      assert.equal(await renewLease(f.storage.db, claimed!, 60_000), true);
+      assert.deepEqual(await skewed(120_000, () => releaseExpired(f.storage.db)), [], 'a live lease was taken for expired');
+      assert.equal((await getJob(f.storage.db, id))?.status, 'running');
+      // Host C's clock is 2 minutes behind: it claims with a 1 s lease and dies; host A sweeps 2 s later.
+      await settleJob(f.storage.db, claimed!, { status: 'pending', error: 'again', dueAt: 0 });
+      await skewed(-120_000, () => claimJobs(f.storage.db, 'test.noop', 1, 1_000, 'host-c'));
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      assert.deepEqual(
+        (await releaseExpired(f.storage.db)).map((job) => job.id),
+        [id],
+        'a dead lease was kept for two minutes more',
+      );
     });
   });
 
