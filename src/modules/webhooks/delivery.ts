@@ -33,9 +33,10 @@ export interface DeliveryQueue {
   enqueue(db: Db, deliveries: QueuedDelivery[]): Promise<Array<{ id: string; fresh: boolean }>>;
   /**
    * Makes the existing job `jobId` (of the delivery's key) send `delivery`, due now: its own delivery
-   * row is gone (pruned by retention while the job was kept).
+   * row is gone (pruned by retention while the job was kept). Returns the job id (a new one if that
+   * job is gone meanwhile).
    */
-  adopt(db: Db, delivery: QueuedDelivery, jobId: string): Promise<void>;
+  adopt(db: Db, delivery: QueuedDelivery, jobId: string): Promise<string>;
   /** Queues the delivery's job again, due now; returns the job id (a new one if the old is gone). */
   retry(db: Db, delivery: QueuedDelivery, jobId: string | null): Promise<string>;
 }
@@ -142,7 +143,9 @@ async function addDeliveries(trx: Db, queue: DeliveryQueue, pairs: Array<[EventR
     // A new delivery whose key found an existing job: that job's delivery was pruned by retention (a
     // replay of an old event), so the job is another's; left so, it never sent this one.
     for (const [i, delivery] of queued.entries()) {
-      if (inserted.has(delivery.deliveryId) && !jobIds[i]!.fresh) await queue.adopt(trx, delivery, jobIds[i]!.id);
+      if (!inserted.has(delivery.deliveryId) || jobIds[i]!.fresh) continue;
+      const jobId = await queue.adopt(trx, delivery, jobIds[i]!.id);
+      if (jobId !== jobIds[i]!.id) await repo.requeueDelivery(trx, delivery.businessId, delivery.deliveryId, now, jobId);
     }
   }
   return added;

@@ -77,7 +77,8 @@ export function wireDeliveries(ctx: AppContext): WebhookWiring {
   const queue: DeliveryQueue = {
     enqueue: (db, deliveries) => enqueueManyMarked(db, deliveries.map(deliveryJob)),
     async adopt(db, delivery, jobId) {
-      await retryJob(db, jobId, { businessId: delivery.businessId }, { deliveryId: delivery.deliveryId });
+      const job = await retryJob(db, jobId, { businessId: delivery.businessId }, { deliveryId: delivery.deliveryId });
+      return job ? job.id : enqueue(db, deliveryJob(delivery));
     },
     async retry(db, delivery, jobId) {
       const job = jobId ? await retryJob(db, jobId, { businessId: delivery.businessId }) : null;
