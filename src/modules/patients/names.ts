@@ -50,14 +50,14 @@ const HONORIFICS = new Set([
   'co',
 ]);
 
-/** Abbreviations written for one name. */
-const SPELLINGS: Record<string, string> = {
-  md: 'mohammed',
-  mohd: 'mohammed',
-  mohmd: 'mohammed',
-  mhd: 'mohammed',
-  mohamad: 'mohammed',
-};
+/** Abbreviations written for one name (a Map: a word such as "constructor" is no key of it). */
+const SPELLINGS = new Map<string, string>([
+  ['md', 'mohammed'],
+  ['mohd', 'mohammed'],
+  ['mohmd', 'mohammed'],
+  ['mhd', 'mohammed'],
+  ['mohamad', 'mohammed'],
+]);
 
 const VOWELS = new Set(['a', 'e', 'i', 'o', 'u']);
 const ASPIRATED = new Set(['b', 'c', 'd', 'g', 'j', 'k', 'p', 's', 't']);
@@ -236,7 +236,7 @@ function tokensOf(all: string[], lastTyped: boolean): NameToken[] {
   while (all.length > 1 && HONORIFICS.has(all[0]!)) all.shift();
   const tokens: NameToken[] = [];
   for (const [i, word] of all.entries()) {
-    const spelled = SPELLINGS[word];
+    const spelled = SPELLINGS.get(word);
     const typed = lastTyped && i === all.length - 1;
     if (spelled) tokens.push(makeToken(spelled, false));
     else if (word.length === 1) tokens.push(makeToken(word, true));

@@ -114,6 +114,19 @@ describe(`patients: errors (${DIALECT})`, () => {
     assert.match(partialName.json().error.message, /fn/);
   });
 
+  it('a name that is an Object.prototype member ("constructor") is a name like any other, stored and searched (not 500)', async () => {
+    const id = await createDr(t, client.token, { first_name: 'Constructor', last_name: 'Valueof' });
+    const oid = await createProfile(t, client.token, { fn: 'constructor' });
+    for (const prefix of ['constructor', 'Constructor', 'constructor valueof', 'CONSTRUCTOR']) {
+      const found = await call('GET', `/profiles/v1/patient/search?prefix=${encodeURIComponent(prefix)}`);
+      assert.equal(found.statusCode, 200, `${prefix}: ${found.body}`);
+    }
+    const ids = (await call('GET', '/profiles/v1/patient/search?prefix=constructor')).json().map((p: { oid: string }) => p.oid);
+    assert.ok(ids.includes(id) && ids.includes(oid), JSON.stringify(ids));
+    const renamed = await call('PATCH', `/dr/v1/patient/${id}`, { first_name: 'constructor' });
+    assert.equal(renamed.statusCode, 200, renamed.body);
+  });
+
   it('refuses a bad page token of a patient appointments listing', async () => {
     const id = await createDr(t, client.token);
     await drError('GET', `/dr/v1/appointment/patient/${id}?offset=garbage`, undefined, 400, 'INVALID_REQUEST', /offset/);
