@@ -156,6 +156,10 @@ class Problems {
   has(field: string): boolean {
     return (this.fields[field]?.length ?? 0) > 0;
   }
+  /** A problem with the field or with a part of it (`clinic_ids.0`, as the schema names an item). */
+  hasWithin(field: string): boolean {
+    return this.has(field) || Object.keys(this.fields).some((key) => key.startsWith(`${field}.`) && this.has(key));
+  }
   throwIfAny(): void {
     const entries = Object.entries(this.fields);
     if (entries.length === 0) return;
@@ -358,9 +362,10 @@ export class ClinicService {
       return [];
     }
     const field = sent[0];
-    if (!field || problems.has(field)) return [];
+    // A list the schema refused, whole or an item of it (not a string, a NUL, an unpaired surrogate), is
+    // reported as such and never looked up: PostgreSQL refuses a NUL in a query's text (500).
+    if (!field || problems.hasWithin(field)) return [];
     const wanted = input[field] as unknown[];
-    // A list with an item the schema refused as not a string names nothing to look up.
     if (!wanted.every((item) => typeof item === 'string')) return [];
     const byPartner = field === partnerIds;
     const found = await repo.byIds(trx, KINDS[kind.other.kind].table, businessId, distinct(wanted as string[]), byPartner);

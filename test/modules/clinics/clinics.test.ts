@@ -171,6 +171,29 @@ describe(`clinics and doctors (${DIALECT})`, () => {
       }
     });
 
+    it('refuses an id list with a NUL or an unpaired surrogate in an item without looking the ids up (PostgreSQL refuses NUL: 500)', async () => {
+      const clinic = await createClinic({});
+      const doctor = await createDoctor({});
+      for (const bad of ['\u0000', 'd\u0000x', '\ud800']) {
+        for (const [method, url, body, field] of [
+          ['POST', '/cdr/v1/clinic/', { name: 'Nul', address: '1 MG Road', partner_doctor_ids: [bad] }, 'partner_doctor_ids'],
+          ['POST', '/cdr/v1/clinic/', { name: 'Nul', address: '1 MG Road', doctor_ids: ['doc_x', bad] }, 'doctor_ids'],
+          ['POST', '/cdr/v1/doctor/', { firstname: 'Asha', lastname: 'Rao', clinic_ids: [bad] }, 'clinic_ids'],
+          ['PATCH', `/cdr/v1/clinic/${clinic}`, { partner_doctor_ids: [bad] }, 'partner_doctor_ids'],
+          ['PATCH', `/cdr/v1/doctor/${doctor}`, { partner_clinic_ids: [bad] }, 'partner_clinic_ids'],
+        ] as const) {
+          const response = await call(method, url, body);
+          assert.equal(response.statusCode, 400, `${method} ${url} ${JSON.stringify(body)}: ${response.body}`);
+          const problems = response.json();
+          assert.ok(
+            Object.keys(problems).some((key) => key.startsWith(`${field}.`)),
+            response.body,
+          );
+          assert.equal(problems[field], undefined, `no lookup of the refused list: ${response.body}`);
+        }
+      }
+    });
+
     it('reports required fields and the contact rule together, DRF style', async () => {
       const response = await call('POST', '/cdr/v1/clinic/', { contact: '12345' });
       assert.equal(response.statusCode, 400);
