@@ -68,6 +68,8 @@ export interface Address {
   pincode?: number;
 }
 
+const ADDRESS_FIELDS = ['line1', 'line2', 'city', 'state', 'country', 'pincode'] as const satisfies ReadonlyArray<keyof Address>;
+
 /** A patient as both families write it, in the record's own names. */
 export interface PatientInput {
   partner_patient_id?: string;
@@ -331,7 +333,9 @@ function changesFor(current: Pick<PatientRow, 'address'>, input: PatientInput, n
   if (input.age !== undefined) Object.assign(changes, { age: input.age, age_recorded_at: now, dob: null });
   if (input.address !== undefined) {
     const address: Address = { ...(addressOf(current) ?? {}) };
-    for (const [key, value] of Object.entries(input.address)) if (value !== undefined) (address as Record<string, unknown>)[key] = value;
+    // Only the address's own fields: other keys are ignored (contract 0), not stored (a value nested
+    // thousands deep overflowed JSON.stringify: 500).
+    for (const key of ADDRESS_FIELDS) if (input.address[key] !== undefined) (address as Record<string, unknown>)[key] = input.address[key];
     changes.address = Object.keys(address).length > 0 ? JSON.stringify(address) : null;
   }
   if (input.extras !== undefined) {

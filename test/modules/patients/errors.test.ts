@@ -127,6 +127,31 @@ describe(`patients: errors (${DIALECT})`, () => {
     assert.equal(renamed.statusCode, 200, renamed.body);
   });
 
+  it("ignores an address's unknown keys, however deep (a value nested 5,000 deep overflowed JSON.stringify: 500), on the patient and through a booking", async () => {
+    const deep = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+    const body = (extra: string) => `{"first_name":"Ravi","gender":"M","dob":"1990-01-01","address":{"city":"Pune","extra":${extra}}}`;
+    const send = (method: string, url: string, payload: string) =>
+      t.app.inject({ method: method as 'POST', url, headers: { auth: client.token, 'content-type': 'application/json' }, payload });
+    const created = await send('POST', '/dr/v1/patient', body(deep(5000)));
+    assert.equal(created.statusCode, 201, created.body);
+    const id = created.json().patient_id;
+    const changed = await send('PATCH', `/dr/v1/patient/${id}`, `{"address":{"state":"MH","other":${deep(5000)}}}`);
+    assert.equal(changed.statusCode, 200, changed.body);
+    const row = await t.ctx.storage.db.selectFrom('patients').select('address').where('id', '=', id).executeTakeFirstOrThrow();
+    assert.deepEqual(JSON.parse(row.address!), { city: 'Pune', state: 'MH' });
+    const practice = await createPractice(t, { client });
+    const booking = JSON.stringify(bookingBody(practice)).replace(
+      '"patient_details":{',
+      `"patient_details":{"address":{"city":"Pune","a":${deep(5000)}},`,
+    );
+    const booked = await send('POST', '/dr/v1/appointment', booking);
+    assert.equal(booked.statusCode, 201, booked.body);
+    const appointment = booked.json().appointment_id;
+    const patched = await send('PATCH', `/dr/v1/appointment/${appointment}`, `{"patient_details":{"address":{"city":"Goa","a":${deep(5000)}}}}`);
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.deepEqual(patched.json().patient_details.address, { city: 'Goa' });
+  });
+
   it('refuses a bad page token of a patient appointments listing', async () => {
     const id = await createDr(t, client.token);
     await drError('GET', `/dr/v1/appointment/patient/${id}?offset=garbage`, undefined, 400, 'INVALID_REQUEST', /offset/);
