@@ -23,9 +23,23 @@ const CLOCK = 'Enter a time HH:MM from 00:00 to 24:00.';
  */
 export function checkRules(input: ScheduleInput, refused: FieldProblems): FieldProblems {
   const problems: FieldProblems = Object.create(null);
-  for (const [field, messages] of Object.entries(refused)) problems[field] = [...messages];
-  const add = (field: string, message: string) => (problems[field] ??= []).push(message);
-  const skip = (field: string) => Object.keys(problems).some((key) => key === field || key.startsWith(`${field}.`));
+  // Every field with a problem and every field holding one (`sessions.0.end`: also `sessions.0`, `sessions`),
+  // so that skipping a field costs one look-up: scanning the problems for each item of a list made a body of
+  // a few thousand refused items cost seconds (quadratic).
+  const flagged = new Set<string>();
+  const flag = (field: string) => {
+    for (let end = field.indexOf('.'); end !== -1; end = field.indexOf('.', end + 1)) flagged.add(field.slice(0, end));
+    flagged.add(field);
+  };
+  for (const [field, messages] of Object.entries(refused)) {
+    problems[field] = [...messages];
+    flag(field);
+  }
+  const add = (field: string, message: string) => {
+    (problems[field] ??= []).push(message);
+    flag(field);
+  };
+  const skip = (field: string) => flagged.has(field);
   if (typeof input.timezone === 'string' && !skip('timezone') && !isTimeZone(input.timezone)) add('timezone', `Unknown time zone: ${input.timezone}`);
   const slotMinutes = typeof input.slot_minutes === 'number' && !skip('slot_minutes') ? input.slot_minutes : null;
   const byDay = new Map<string, Array<{ index: number; from: number; to: number }>>();
