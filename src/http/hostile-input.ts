@@ -35,11 +35,21 @@ function pointerSegment(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1').replaceAll(NUL, '\\u0000');
 }
 
-/** Every string value or key in `data` with a NUL or an unpaired surrogate, as errors at `basePath` and below. */
+/**
+ * The most string errors reported for one request part: a body of thousands of NULs nested one in
+ * another gave one error each, every one naming a path as long as its depth (a 220 kB body held the
+ * event loop for two minutes and answered 400 MB; deeper, past V8's longest string, 500).
+ */
+export const MAX_STRING_ERRORS = 100;
+
+/**
+ * The string values or keys in `data` with a NUL or an unpaired surrogate, as errors at `basePath`
+ * and below, the first MAX_STRING_ERRORS of them.
+ */
 export function unstorableStringErrors(data: unknown, basePath = ''): InputError[] {
   const errors: InputError[] = [];
   const stack: Array<[unknown, string]> = [[data, basePath]];
-  while (stack.length > 0) {
+  while (stack.length > 0 && errors.length < MAX_STRING_ERRORS) {
     const [value, path] = stack.pop()!;
     if (typeof value === 'string') {
       const problem = stringProblem(value, false);

@@ -69,16 +69,37 @@ interface CompiledValidator {
   schemaEnv?: unknown;
 }
 
+/**
+ * A list longer than its maxItems is refused whole: the errors of its items are dropped, so that a body of
+ * hundreds of thousands of bad items answers one problem, not one per item (seconds of the event loop to
+ * render them, and an answer of tens of MB). One look-up per level of each error's path.
+ */
+function withoutItemsOfOverlongLists(errors: unknown[]): unknown[] {
+  const overlong = new Set<string>();
+  for (const error of errors as Array<{ keyword?: string; instancePath?: string }>) {
+    if (error.keyword === 'maxItems' && typeof error.instancePath === 'string') overlong.add(`${error.instancePath}/`);
+  }
+  if (overlong.size === 0) return errors;
+  return errors.filter((error) => {
+    const path = (error as { instancePath?: unknown }).instancePath;
+    if (typeof path !== 'string') return true;
+    for (let end = path.indexOf('/', 0); end !== -1; end = path.indexOf('/', end + 1)) {
+      if (overlong.has(path.slice(0, end + 1))) return false;
+    }
+    return true;
+  });
+}
+
 /** Ajv's validator followed by the string check (NUL, unpaired surrogates), whose errors join Ajv's. */
 function withStringCheck(validate: CompiledValidator): CompiledValidator {
   const checked: CompiledValidator = (data, context) => {
     const valid = validate(data, context);
     const problems = unstorableStringErrors(data);
     if (problems.length === 0) {
-      checked.errors = validate.errors;
+      checked.errors = valid ? validate.errors : withoutItemsOfOverlongLists(validate.errors ?? []);
       return valid;
     }
-    checked.errors = [...(valid ? [] : (validate.errors ?? [])), ...problems];
+    checked.errors = withoutItemsOfOverlongLists([...(valid ? [] : (validate.errors ?? [])), ...problems]);
     return false;
   };
   // Fastify passes the parent object only to validators that have schemaEnv (Ajv's), so Ajv can coerce a root value.

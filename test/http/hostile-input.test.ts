@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_PARAM_LENGTH } from '../../src/app.ts';
+import { MAX_STRING_ERRORS } from '../../src/http/hostile-input.ts';
 import { FREE_FORM_LIMITS, MAX_ID_LENGTH } from '../../src/http/schemas.ts';
 import { bearer, createTestApp, createTestClient, DIALECT, type TestApp, type TestClient } from '../support.ts';
 import { book, bookingBody, createPractice, request, type Practice } from '../modules/appointments/support.ts';
@@ -200,6 +201,25 @@ describe(`hostile input (${DIALECT})`, () => {
         code: 'INVALID_REQUEST',
       });
       assert.equal(await count('cases'), before);
+    });
+
+    it('reports at most MAX_STRING_ERRORS of them, however many and however deep (thousands of NULs nested in one another: minutes, 400 MB, then 500)', async () => {
+      const depth = 60_000;
+      const body = withRaw(
+        { first_name: 'A', gender: 'M', dob: '1990-01-01', partner_meta: '@raw@' },
+        `{"x":${'["\\u0000",'.repeat(depth)}1${']'.repeat(depth)}}`,
+      );
+      const started = performance.now();
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/dr/v1/patient',
+        headers: { ...bearer(client.token), 'content-type': 'application/json' },
+        payload: body,
+      });
+      assert.equal(response.statusCode, 400, response.body.slice(0, 300));
+      assert.ok(response.body.length < 100_000, `${response.body.length} bytes`);
+      assert.equal(response.json().error.message.split(NUL_MESSAGE).length - 1, MAX_STRING_ERRORS);
+      assert.ok(performance.now() - started < 5000);
     });
 
     it('is refused in a review comment, with the form shown again', async () => {
