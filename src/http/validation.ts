@@ -69,22 +69,30 @@ interface CompiledValidator {
   schemaEnv?: unknown;
 }
 
+/** The most unknown keys named in one request part's answer (each is a problem of its own). */
+export const MAX_UNKNOWN_KEY_ERRORS = 20;
+
 /**
- * A list longer than its maxItems is refused whole: the errors of its items are dropped, so that a body of
- * hundreds of thousands of bad items answers one problem, not one per item (seconds of the event loop to
- * render them, and an answer of tens of MB). One look-up per level of each error's path.
+ * The problems of a request part, bounded by the part's own size limits rather than by the body's: a list
+ * longer than its maxItems (an object with more keys than its maxProperties) is refused whole, its items'
+ * problems dropped, and at most MAX_UNKNOWN_KEY_ERRORS unknown keys are named. Otherwise a body of hundreds
+ * of thousands of bad items or keys answered one problem each: seconds of the event loop to render them and
+ * an answer of tens of MB. One look-up per level of each error's path.
  */
-function withoutItemsOfOverlongLists(errors: unknown[]): unknown[] {
-  const overlong = new Set<string>();
+function boundedErrors(errors: unknown[]): unknown[] {
+  const refusedWhole = new Set<string>();
   for (const error of errors as Array<{ keyword?: string; instancePath?: string }>) {
-    if (error.keyword === 'maxItems' && typeof error.instancePath === 'string') overlong.add(`${error.instancePath}/`);
+    if ((error.keyword === 'maxItems' || error.keyword === 'maxProperties') && typeof error.instancePath === 'string') {
+      refusedWhole.add(`${error.instancePath}/`);
+    }
   }
-  if (overlong.size === 0) return errors;
+  let unknownKeys = 0;
   return errors.filter((error) => {
-    const path = (error as { instancePath?: unknown }).instancePath;
-    if (typeof path !== 'string') return true;
+    const { keyword, instancePath: path } = error as { keyword?: unknown; instancePath?: unknown };
+    if (keyword === 'additionalProperties' && ++unknownKeys > MAX_UNKNOWN_KEY_ERRORS) return false;
+    if (refusedWhole.size === 0 || typeof path !== 'string') return true;
     for (let end = path.indexOf('/', 0); end !== -1; end = path.indexOf('/', end + 1)) {
-      if (overlong.has(path.slice(0, end + 1))) return false;
+      if (refusedWhole.has(path.slice(0, end + 1))) return false;
     }
     return true;
   });
@@ -96,10 +104,10 @@ function withStringCheck(validate: CompiledValidator): CompiledValidator {
     const valid = validate(data, context);
     const problems = unstorableStringErrors(data);
     if (problems.length === 0) {
-      checked.errors = valid ? validate.errors : withoutItemsOfOverlongLists(validate.errors ?? []);
+      checked.errors = valid ? validate.errors : boundedErrors(validate.errors ?? []);
       return valid;
     }
-    checked.errors = withoutItemsOfOverlongLists([...(valid ? [] : (validate.errors ?? [])), ...problems]);
+    checked.errors = boundedErrors([...(valid ? [] : (validate.errors ?? [])), ...problems]);
     return false;
   };
   // Fastify passes the parent object only to validators that have schemaEnv (Ajv's), so Ajv can coerce a root value.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Type } from 'typebox';
+import { MAX_UNKNOWN_KEY_ERRORS } from '../../src/http/validation.ts';
 import { bearer, createTestApp, createTestClient, type TestApp } from '../support.ts';
 
 describe('validation messages', () => {
@@ -24,6 +25,11 @@ describe('validation messages', () => {
           limit: request.query.limit ?? null,
         }));
         app.post('/probe/clinics', { config: { family: 'clinics', auth: { anyOf: [] } }, schema }, async () => ({}));
+        const strict = Type.Object(
+          { a: Type.Optional(Type.String()), meta: Type.Optional(Type.Record(Type.String(), Type.String(), { maxProperties: 3 })) },
+          { additionalProperties: false },
+        );
+        app.post('/probe/strict', { config: { family: 'standard', auth: { anyOf: [] } }, schema: { body: strict } }, async () => ({}));
       },
     });
     token = (await createTestClient(t.ctx)).token;
@@ -73,6 +79,16 @@ describe('validation messages', () => {
       'tags.1.label': ['must be a string'],
       'tags.2.label': ['This field is required.'],
     });
+  });
+
+  it('names at most MAX_UNKNOWN_KEY_ERRORS unknown keys, and refuses an object past its maxProperties whole', async () => {
+    const keys = (n: number, value: unknown) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, value]));
+    const unknown = await post('/probe/strict', keys(60_000, 1));
+    assert.equal(unknown.statusCode, 400);
+    assert.equal(unknown.json().error.message.split('has an unknown key').length - 1, MAX_UNKNOWN_KEY_ERRORS);
+    const wide = await post('/probe/strict', { meta: keys(60_000, 1) });
+    assert.equal(wide.statusCode, 400);
+    assert.equal(wide.json().error.message, 'meta: must NOT have more than 3 properties');
   });
 
   it('coerces integers in the query string but not in the body', async () => {
