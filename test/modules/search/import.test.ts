@@ -45,6 +45,8 @@ describe('derivations', () => {
     assert.equal(packKey('strip of 10 tablets'), packKey('10 tablets in 1 strip'));
     assert.equal(packKey('bottle of 30 ml Oral Suspension'), packKey('30 ml in 1 bottle'));
     assert.notEqual(packKey('strip of 10 tablets'), packKey('strip of 15 tablets'));
+    // Words that name members of every object are words like any other.
+    assert.equal(packKey('constructor of 10 tablets toString'), packKey('10 tablets'));
   });
 
   it('derives the dosage form from the name, then the pack', () => {

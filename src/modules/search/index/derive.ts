@@ -191,7 +191,8 @@ export function packKey(pack: string | null | undefined): string {
     if (word === '1' && CONTAINERS.has(list[i + 1] ?? '')) continue;
     if (/^\d/.test(word)) kept.push(word);
     else if (CONTAINERS.has(word)) kept.push(word.replace(/s$/, ''));
-    else if (UNIT_ALIASES[word]) kept.push(UNIT_ALIASES[word]);
+    // Its own keys only: a pack word such as "constructor" is no unit.
+    else if (Object.hasOwn(UNIT_ALIASES, word)) kept.push(UNIT_ALIASES[word]!);
   }
   return kept.sort().join(' ');
 }
