@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { up as alignWebhookDeliveries } from '../../src/db/migrations/0011_webhook_delivery_decisions.ts';
 import * as patientDirectory from '../../src/db/migrations/0012_patient_directory.ts';
 import * as appointmentEventSequence from '../../src/db/migrations/0022_appointment_event_sequence.ts';
+import { nameTokens, tokensToText } from '../../src/db/migrations/0013/names.ts';
 import * as documentBytes from '../../src/db/migrations/0039_document_bytes.ts';
 import { businessBytes } from '../../src/modules/documents/repo.ts';
 import { book, createPractice, request } from '../modules/appointments/support.ts';
@@ -126,6 +127,11 @@ describe(`migrations (${DIALECT})`, () => {
     );
     const read = await t.app.inject({ method: 'GET', url: '/mr/api/v1/cases/c1', headers: { ...bearer(client.token), 'x-pt-id': 'pt_m1' } });
     assert.equal(read.statusCode, 200);
+  });
+
+  it('0013 indexes a name whose word names a member of every object (Constructor) as any other name', () => {
+    assert.equal(tokensToText(nameTokens('Constructor', 'toString Rao')), 'constructor tostring rao');
+    assert.equal(tokensToText(nameTokens('Mohd', 'Iqbal')), 'mohammed iqbal');
   });
 
   it('0022 numbers an appointment’s next event after the events it already has', async () => {

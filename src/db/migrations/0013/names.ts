@@ -218,7 +218,8 @@ export function nameTokens(...parts: Array<string | null | undefined>): NameToke
   while (all.length > 1 && HONORIFICS.has(all[0]!)) all.shift();
   const tokens: NameToken[] = [];
   for (const word of all) {
-    const spelled = SPELLINGS[word];
+    // Own keys only: a name such as "Constructor" made this migration fail (Object's constructor is no spelling).
+    const spelled = Object.hasOwn(SPELLINGS, word) ? SPELLINGS[word] : undefined;
     if (spelled) tokens.push(makeToken(spelled, false));
     else if (word.length === 1) tokens.push(makeToken(word, true));
     else if (word.length <= 3 && !/[aeiouy]/.test(word)) for (const letter of word) tokens.push(makeToken(letter, true));
