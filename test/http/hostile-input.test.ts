@@ -209,7 +209,6 @@ describe(`hostile input (${DIALECT})`, () => {
         { first_name: 'A', gender: 'M', dob: '1990-01-01', partner_meta: '@raw@' },
         `{"x":${'["\\u0000",'.repeat(depth)}1${']'.repeat(depth)}}`,
       );
-      const started = performance.now();
       const response = await t.app.inject({
         method: 'POST',
         url: '/dr/v1/patient',
@@ -219,7 +218,6 @@ describe(`hostile input (${DIALECT})`, () => {
       assert.equal(response.statusCode, 400, response.body.slice(0, 300));
       assert.ok(response.body.length < 100_000, `${response.body.length} bytes`);
       assert.equal(response.json().error.message.split(NUL_MESSAGE).length - 1, MAX_STRING_ERRORS);
-      assert.ok(performance.now() - started < 5000);
     });
 
     it('is refused in a review comment, with the form shown again', async () => {
