@@ -248,11 +248,15 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
       patient_details: { first_name: 'Ravi', mobile: '+919812345678', partner_patient_id: 'pp-ev' },
       partner_meta: { visit: 3 },
     });
+    // Each record as its creating request left it: the reschedule then changes the first (status RES, updated_at).
+    const viewOf = async (id: string) => (await findView(t.ctx.storage.db, DIALECT, p.client.businessId, id, false))!;
+    const views = new Map([[first, await viewOf(first)]]);
     const moved = await call(p, 'PUT', `/dr/v1/appointment/${first}/reschedule`, {
       start_time: MONDAY_0900 + SLOT,
       end_time: MONDAY_0900 + 2 * SLOT,
     });
     assert.equal(moved.statusCode, 200, moved.body);
+    views.set(moved.json().appointment_id, await viewOf(moved.json().appointment_id));
     const created = await events(t, p.client.businessId, 'appointment.created');
     assert.deepEqual(
       created.map((event) => event.payload.data.appointment_id),
@@ -260,7 +264,7 @@ describe(`appointments: scheduling (${DIALECT})`, () => {
     );
     for (const event of created) {
       const data = event.payload.data;
-      const view = (await findView(t.ctx.storage.db, DIALECT, p.client.businessId, data.appointment_id, false))!;
+      const view = views.get(data.appointment_id)!;
       assert.equal(event.payload.sequence, 1);
       assert.deepEqual(
         [data.partner_clinic_id, data.partner_doctor_id, data.partner_patient_id, data.partner_appointment_id],
