@@ -122,6 +122,19 @@ export function pdfThumbnailOf(pdf: Buffer, memoryMb = THREAD_MEMORY_MB): Promis
   );
 }
 
+/** Thread code shared by the image threads: `image` scaled to fit `edge`, drawn onto white, as a JPEG. */
+const SCALED_JPEG = `
+function scaledJpeg(createCanvas, image, width, height, edge) {
+  const scale = Math.min(1, edge / Math.max(width, height));
+  const canvas = createCanvas(Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale)));
+  const context = canvas.getContext('2d');
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.drawImage(image, 0, 0, canvas.width, canvas.height);
+  return canvas.encode('jpeg', 80);
+}
+`;
+
 /**
  * The HEIF thread: libheif (WebAssembly, its binary read once by this process and handed over)
  * decodes the primary image, the one a viewer shows (a HEIF may hold others, and tiles of it), to
@@ -133,6 +146,7 @@ export function pdfThumbnailOf(pdf: Buffer, memoryMb = THREAD_MEMORY_MB): Promis
  */
 const HEIF_THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
+${SCALED_JPEG}
 console.log = () => {};
 (async () => {
   const { file, edge, maxPixels, libheif: factory, wasm, canvasModule } = workerData;
@@ -155,13 +169,7 @@ console.log = () => {};
   const rows = new ImageData(new Uint8ClampedArray(plane.data.buffer, plane.data.byteOffset, stride * height), stride / 4, height);
   const source = createCanvas(width, height);
   source.getContext('2d').putImageData(rows, 0, 0, 0, 0, width, height);
-  const scale = Math.min(1, edge / Math.max(width, height));
-  const canvas = createCanvas(Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale)));
-  const context = canvas.getContext('2d');
-  context.fillStyle = '#fff';
-  context.fillRect(0, 0, canvas.width, canvas.height);
-  context.drawImage(source, 0, 0, canvas.width, canvas.height);
-  return canvas.encode('jpeg', 80);
+  return scaledJpeg(createCanvas, source, width, height, edge);
 })().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
 `;
 
@@ -201,18 +209,13 @@ export function heifThumbnailOf(heif: Buffer, limits: { memoryMb?: number; maxPi
 /** The JPEG and PNG thread: Skia decodes the image, then draws it scaled onto white (a PNG's transparency shows as on paper). */
 const IMAGE_THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
+${SCALED_JPEG}
 (async () => {
   const { file, edge, canvasModule } = workerData;
   const { createCanvas, loadImage } = require(canvasModule);
   const decoded = await loadImage(Buffer.from(file.buffer, file.byteOffset, file.byteLength));
   if (!(decoded.width > 0 && decoded.height > 0)) return null;
-  const scale = Math.min(1, edge / Math.max(decoded.width, decoded.height));
-  const canvas = createCanvas(Math.max(1, Math.round(decoded.width * scale)), Math.max(1, Math.round(decoded.height * scale)));
-  const context = canvas.getContext('2d');
-  context.fillStyle = '#fff';
-  context.fillRect(0, 0, canvas.width, canvas.height);
-  context.drawImage(decoded, 0, 0, canvas.width, canvas.height);
-  return canvas.encode('jpeg', 80);
+  return scaledJpeg(createCanvas, decoded, decoded.width, decoded.height, edge);
 })().then((jpeg) => parentPort.postMessage(jpeg), () => parentPort.postMessage(null));
 `;
 
